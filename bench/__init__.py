@@ -1,0 +1,1 @@
+"""pgmbus benchmarks: each scenario runs pgmbus and a raw-SQL baseline of the same work."""

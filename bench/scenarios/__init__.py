@@ -1,0 +1,1 @@
+"""Benchmark scenarios: one module each, discovered by name."""

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Prepare this machine for pgmbus: PostgreSQL server binaries (Debian's packages when none are
+# present) and a virtualenv in .venv with pgmbus installed in editable mode with its extras.
+# Idempotent: a second run only checks. Usage: scripts/bootstrap.sh [extras, default "test"]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-test}"
+
+have_server() {
+    if command -v pg_config >/dev/null 2>&1 && [ -x "$(pg_config --bindir)/initdb" ]; then
+        return 0
+    fi
+    compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null
+}
+
+if ! have_server; then
+    echo "bootstrap: no PostgreSQL server binaries found; installing Debian's postgresql" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql postgresql-contrib >/dev/null
+fi
+
+python=""
+for candidate in python3.13 python3.12 python3.11 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 &&
+        "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+        python="$candidate"
+        break
+    fi
+done
+if [ -z "$python" ]; then
+    echo "bootstrap: Python >= 3.11 is required" >&2
+    exit 1
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    "$python" -m venv .venv
+fi
+stamp=".venv/.pgmbus-installed"
+want="$(cat pyproject.toml | sha256sum | cut -d' ' -f1) $extras"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    log="$(mktemp)"
+    echo "bootstrap: installing pgmbus[$extras] into .venv" >&2
+    if ! .venv/bin/python -m pip install -q -e ".[$extras]" >"$log" 2>&1; then
+        cat "$log" >&2
+        exit 1
+    fi
+    rm -f "$log"
+    echo "$want" >"$stamp"
+fi

@@ -1,0 +1,22 @@
+"""The ``pgmbus`` command line: one typer application, one module per command group."""
+
+from __future__ import annotations
+
+import typer
+
+from pgmbus.cli import dev, schema_cmds
+
+app = typer.Typer(
+    name="pgmbus",
+    help="pgmbus: a message bus inside PostgreSQL (queues, streams, timers).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(dev.app, name="dev")
+schema_cmds.register(app)
+
+
+def main() -> None:
+    """Entry point of the ``pgmbus`` console script."""
+    app()

@@ -1,0 +1,84 @@
+"""``pgmbus dev``: the embedded PostgreSQL cluster used by the demo and the tests."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import typer
+from rich.table import Table
+
+from pgmbus.cli.common import JsonOption, console, print_json, reports_errors
+from pgmbus.devdb import DevCluster
+
+app = typer.Typer(
+    help="Manage the embedded PostgreSQL cluster under .pgmbus/.", no_args_is_help=True
+)
+
+
+def _show(cluster: DevCluster, as_json: bool) -> None:
+    info = cluster.status()
+    if as_json:
+        print_json({k: str(v) if k == "home" else v for k, v in dataclasses.asdict(info).items()})
+        return
+    table = Table(show_header=False, box=None)
+    table.add_row("home", str(info.home))
+    table.add_row("state", "[green]running[/]" if info.running else "[yellow]stopped[/]")
+    table.add_row("pid", str(info.pid or "-"))
+    table.add_row("port", str(info.port or "-"))
+    table.add_row("server user", info.server_user)
+    table.add_row("version", info.version or "-")
+    table.add_row("dsn", info.dsn or "-")
+    console.print(table)
+
+
+@app.command()
+@reports_errors
+def start(as_json: JsonOption = False) -> None:
+    """Create the cluster on first use and start it (harmless when running)."""
+    cluster = DevCluster()
+    cluster.start()
+    _show(cluster, as_json)
+
+
+@app.command()
+@reports_errors
+def stop() -> None:
+    """Stop the cluster (fast shutdown)."""
+    was_running = DevCluster().stop()
+    console.print("stopped" if was_running else "not running")
+
+
+@app.command()
+@reports_errors
+def status(as_json: JsonOption = False) -> None:
+    """Show whether the cluster runs, where, and its DSN."""
+    _show(DevCluster(), as_json)
+
+
+@app.command()
+@reports_errors
+def dsn() -> None:
+    """Print the cluster's connection string (for PGMBUS_DSN)."""
+    typer.echo(DevCluster().dsn())
+
+
+@app.command()
+@reports_errors
+def psql() -> None:
+    """Open psql on the cluster's pgmbus database."""
+    cluster = DevCluster()
+    cluster.start()
+    argv = cluster.psql_argv()
+    os.execv(argv[0], argv)  # noqa: S606 - replacing this process with psql is the point
+
+
+@app.command()
+@reports_errors
+def destroy(yes: bool = typer.Option(False, "--yes", help="Do not ask.")) -> None:
+    """Stop the cluster and delete its folder and data."""
+    cluster = DevCluster()
+    if not yes and not typer.confirm(f"delete {cluster.home} and all its data?"):
+        raise typer.Exit(1)
+    cluster.destroy()
+    console.print(f"deleted {cluster.home}")

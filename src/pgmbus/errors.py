@@ -1,0 +1,195 @@
+"""Typed exceptions for pgmbus, mapped from the SQLSTATEs that the SQL API raises.
+
+The SQL API raises its own errors in the ``MB`` SQLSTATE class (``MB001`` and so on) with a
+message that names the problem; ``translate`` turns a database error into the matching
+exception class here, keeping the SQLSTATE and the server's message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+
+class PgmbusError(Exception):
+    """Base class of every error pgmbus raises."""
+
+    sqlstate: ClassVar[str | None] = None
+
+    def __init__(self, message: str, *, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if sqlstate is not None:
+            self.sqlstate_raised: str | None = sqlstate
+        else:
+            self.sqlstate_raised = type(self).sqlstate
+
+
+# --- local (client side) errors ----------------------------------------------------------------
+class ConfigurationError(PgmbusError):
+    """A setting (DSN, environment variable, option) is missing or malformed."""
+
+
+class DevDBError(PgmbusError):
+    """The embedded PostgreSQL cluster could not be created, started or stopped."""
+
+
+class SchemaError(PgmbusError):
+    """The database's ``mbus`` schema cannot be installed or used by this package."""
+
+
+class SchemaTooNewError(SchemaError):
+    """The database has migrations applied that this package does not know."""
+
+
+class MigrationChecksumError(SchemaError):
+    """An applied migration's recorded checksum differs from the package's file."""
+
+
+class SchemaNotInstalledError(SchemaError):
+    """The database has no ``mbus`` schema; run ``pgmbus install``."""
+
+
+class TimeoutExpired(PgmbusError):
+    """A blocking call (consume, request) waited longer than its timeout."""
+
+
+# --- errors raised by the SQL API ----------------------------------------------------------------
+class DatabaseError(PgmbusError):
+    """An error raised by the database that has no more specific class."""
+
+
+class InvalidName(DatabaseError):
+    """A queue, consumer, group or other name breaks the naming rule."""
+
+    sqlstate = "MB001"
+
+
+class NotFound(DatabaseError):
+    """The named queue, consumer, group, message or callback does not exist."""
+
+    sqlstate = "MB002"
+
+
+class AlreadyExists(DatabaseError):
+    """An object with that name exists already."""
+
+    sqlstate = "MB003"
+
+
+class InvalidSelector(DatabaseError):
+    """A selector or condition is not a valid, static SQL expression."""
+
+    sqlstate = "MB004"
+
+
+class InvalidPayload(DatabaseError):
+    """A payload, headers or properties value has the wrong shape (for example not an object)."""
+
+    sqlstate = "MB005"
+
+
+class InvalidArgument(DatabaseError):
+    """An argument is out of range or contradicts another one."""
+
+    sqlstate = "MB006"
+
+
+class StaleLease(DatabaseError):
+    """A lease token no longer owns its message (expired, acked, or reclaimed)."""
+
+    sqlstate = "MB007"
+
+
+class InvalidState(DatabaseError):
+    """The operation is not allowed in the object's current state."""
+
+    sqlstate = "MB008"
+
+
+class LogInconsistent(DatabaseError):
+    """The stream log's stored transaction ids do not belong to this cluster (after a restore)."""
+
+    sqlstate = "MB009"
+
+
+class PermissionDenied(DatabaseError):
+    """The current role may not perform the operation."""
+
+    sqlstate = "42501"
+
+
+class LockNotAvailable(DatabaseError):
+    """A lock could not be taken without waiting and the caller asked not to wait."""
+
+    sqlstate = "55P03"
+
+
+_BY_SQLSTATE: dict[str, type[DatabaseError]] = {
+    cls.sqlstate: cls
+    for cls in (
+        InvalidName,
+        NotFound,
+        AlreadyExists,
+        InvalidSelector,
+        InvalidPayload,
+        InvalidArgument,
+        StaleLease,
+        InvalidState,
+        LogInconsistent,
+        PermissionDenied,
+        LockNotAvailable,
+    )
+    if cls.sqlstate is not None
+}
+# Standard SQLSTATEs that mean the same thing as one of ours.
+_BY_SQLSTATE.update(
+    {
+        "22023": InvalidArgument,  # invalid_parameter_value
+        "22P02": InvalidArgument,  # invalid_text_representation
+        "42P01": NotFound,  # undefined_table
+        "42883": NotFound,  # undefined_function
+        "42710": AlreadyExists,  # duplicate_object
+        "42P07": AlreadyExists,  # duplicate_table
+    }
+)
+
+
+def error_class_for(sqlstate: str | None) -> type[DatabaseError]:
+    """Return the exception class for a SQLSTATE (``DatabaseError`` when none is specific)."""
+    if sqlstate is None:
+        return DatabaseError
+    return _BY_SQLSTATE.get(sqlstate, DatabaseError)
+
+
+def translate(exc: BaseException) -> PgmbusError:
+    """Turn a psycopg error (anything with ``sqlstate`` and ``diag``) into a pgmbus error."""
+    if isinstance(exc, PgmbusError):
+        return exc
+    sqlstate: str | None = getattr(exc, "sqlstate", None)
+    diag: Any = getattr(exc, "diag", None)
+    message = getattr(diag, "message_primary", None) or str(exc).strip() or type(exc).__name__
+    detail = getattr(diag, "message_detail", None)
+    hint = getattr(diag, "message_hint", None)
+    text = message
+    if detail:
+        text += f"\nDETAIL: {detail}"
+    if hint:
+        text += f"\nHINT: {hint}"
+    error = error_class_for(sqlstate)(text, sqlstate=sqlstate)
+    error.__cause__ = exc
+    return error
+
+
+@contextmanager
+def translating() -> Iterator[None]:
+    """Re-raise database errors inside the block as typed pgmbus errors."""
+    try:
+        yield
+    except PgmbusError:
+        raise
+    except Exception as exc:
+        if getattr(exc, "sqlstate", None) is None:
+            raise
+        raise translate(exc) from exc

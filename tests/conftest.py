@@ -1,0 +1,59 @@
+"""Shared fixtures: one PostgreSQL server per session, databases per test."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import psycopg
+import pytest
+
+from pgmbus.testing.server import TestServer
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[TestServer]:
+    """The session's server (embedded, ephemeral; or the one named by PGMBUS_TEST_DSN)."""
+    server = TestServer.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def make_db(pg_server: TestServer) -> Iterator[Callable[..., str]]:
+    """Factory of fresh databases (schema installed unless installed=False); returns DSNs."""
+    created: list[str] = []
+
+    def factory(*, installed: bool = True) -> str:
+        name = pg_server.create_database(installed=installed)
+        created.append(name)
+        return pg_server.dsn(name)
+
+    yield factory
+    for name in created:
+        pg_server.drop_database(name)
+
+
+@pytest.fixture
+def db_dsn(make_db: Callable[..., str]) -> str:
+    """DSN of a fresh database with the mbus schema, for tests that commit or NOTIFY."""
+    return make_db()
+
+
+@pytest.fixture(scope="session")
+def shared_dsn(pg_server: TestServer) -> Iterator[str]:
+    """DSN of one installed database shared by the rolled-back tests of the session."""
+    name = pg_server.create_database()
+    yield pg_server.dsn(name)
+    pg_server.drop_database(name)
+
+
+@pytest.fixture
+def conn(shared_dsn: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    """A connection inside a transaction that is rolled back after the test."""
+    with psycopg.connect(shared_dsn) as connection:
+        try:
+            yield connection
+        finally:
+            connection.rollback()
