@@ -193,5 +193,7 @@ def test_claim_plans_use_the_claim_index_on_a_backlog(autodb: str) -> None:
         assert "Seq Scan on q_jobs" not in plans
         lease = _plans(conn, "SELECT * FROM mbus.lease_jobs_by_default(10, '1 min')")
         assert "q_jobs_claim" in lease and "Seq Scan on q_jobs" not in lease
-        take = _plans(conn, "SELECT * FROM mbus.take('jobs.1@x')")
+        take = _plans(conn, "SELECT * FROM mbus.take('jobs.1@x')")  # an iid made elsewhere
         assert "q_jobs_iid" in take and "Seq Scan on q_jobs" not in take
+        own = _plans(conn, "SELECT * FROM mbus.take(mbus.get_iid('jobs'))")
+        assert "q_jobs_id" in own and "Seq Scan on q_jobs" not in own

@@ -203,6 +203,10 @@ def test_iid_of_another_queue_is_not_takeable(qconn: Conn) -> None:
     foreign = row["iid"]
     assert post(qconn, {"a": 1}, iid=foreign) == foreign
     assert qconn.execute("SELECT * FROM mbus.take(%s)", (foreign,)).fetchall() == []
+    assert qconn.execute("SELECT mbus.peek_jobs(%s) AS p", (foreign,)).fetchone() == {"p": True}
+    taken = qconn.execute("SELECT * FROM mbus.take_from_jobs_by_default(%s)", (foreign,))
+    assert [m["iid"] for m in taken] == [foreign]
+    post(qconn, {"a": 1}, iid=foreign)
     assert [m["iid"] for m in consume(qconn)] == [foreign]  # it was posted
 
 
@@ -260,7 +264,7 @@ def test_clear_queue_removes_expired(qconn: Conn) -> None:
     forever = post(qconn, {"c": 1})
     row = qconn.execute("SELECT mbus.clear_queue_jobs(%s) AS n", (t0 + 2 * HOUR,)).fetchone()
     assert row == {"n": 1}
-    left = qconn.execute("SELECT iid FROM mbus.q_jobs ORDER BY id").fetchall()
+    left = qconn.execute("SELECT iid FROM mbus.consumen_jobs_by_default(9, %s)", (t0,)).fetchall()
     assert [r["iid"] for r in left] == [keep, forever]
 
 

@@ -152,6 +152,17 @@ AS $$
     SELECT (regexp_match(iid, '^([a-z][a-z0-9_]*)\.[0-9]+@'))[1];
 $$;
 
+-- iid_id(iid, qname): the message id n when iid is '<qname>.<n>@<this database>' (the iids
+-- this queue makes), else NULL. Such iids are not stored: the row's id gives them back.
+CREATE FUNCTION mbus.iid_id(iid text, qname text)
+RETURNS bigint
+LANGUAGE sql STABLE
+AS $$
+    SELECT CASE WHEN r[1] = qname AND r[3] = pg_catalog.current_database()
+                     AND pg_catalog.length(r[2]) <= 18 THEN r[2]::bigint END
+    FROM (SELECT pg_catalog.regexp_match(iid, '^([a-z][a-z0-9_]*)\.([0-9]+)@(.*)$') AS r) AS s;
+$$;
+
 -- get_iid(qname): a new globally unique message id for queue qname: '<qname>.<n>@<database>'.
 -- The queue and the database are in it, so mbus.take(iid) finds the queue.
 CREATE FUNCTION mbus.get_iid(qname text)
@@ -247,27 +258,36 @@ DECLARE
     v_fanoutn  text := '';
     v_triggers text := '';
     v_trign    text := '';
+    v_fire     text := '0';
     r          record;
-    ret_cols   text := 'q.id, q.iid, q.added, q.delayed_until, q.expires, q.headers, q.properties, '
-                       'q.data, q.consume_after, q.attempts';
+    ret_cols   text := format(
+        'q.id AS id, coalesce(q.iid, %L || q.id || ''@'' || current_database()) AS iid, '
+        'q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, '
+        'coalesce(q.headers, jsonb_build_object(''seenby'', jsonb_build_array(current_database()), '
+        '''source_db'', current_database(), ''destination'', %L, ''enqueue_time'', q.added)) '
+        'AS headers, q.properties AS properties, q.data AS data, '
+        'q.consume_after AS consume_after, q.attempts AS attempts',
+        regenerate_queue.qname || '.', regenerate_queue.qname);
 BEGIN
     -- Fan-out: one INSERT per consumer, guarded by its selector (t is the message).
     FOR r IN SELECT c.cid, c.selector FROM mbus.consumer AS c
              WHERE c.qname = q ORDER BY c.cid LOOP
         v_fanout := v_fanout || format($t$
     %s INSERT INTO mbus.%I (c, vt, id, iid, added, delayed_until, expires, headers, properties, data)
-        VALUES (%s, coalesce(t.delayed_until, t.added), t.id, t.iid, t.added, t.delayed_until,
-                t.expires, t.headers, t.properties, t.data);
+        VALUES (%s, coalesce(t.delayed_until, t.added), t.id, v_iid, t.added, t.delayed_until,
+                t.expires, v_hdr, t.properties, t.data);
     %s$t$,
             CASE WHEN r.selector IS NULL THEN '' ELSE format('IF (%s) THEN', r.selector) END,
             tbl, r.cid,
             CASE WHEN r.selector IS NULL THEN '' ELSE 'END IF;' END);
-        v_fanoutn := v_fanoutn || format($t$
-    INSERT INTO mbus.%I (c, vt, id, iid, added, delayed_until, expires, headers, properties, data)
-    SELECT %s, coalesce(t.delayed_until, t.added), t.id, t.iid, t.added, t.delayed_until,
-           t.expires, t.headers, t.properties, t.data
-    FROM unnest(v_msgs) AS t WHERE %s;$t$,
-            tbl, r.cid, coalesce('(' || r.selector || ')', 'true'));
+        v_fanoutn := v_fanoutn || format($t$,
+    %s AS (
+        INSERT INTO mbus.%I (c, vt, id, iid, added, delayed_until, expires, headers, properties,
+                             data)
+        SELECT %s, coalesce(t.delayed_until, t.added), t.id, NULL, t.added, t.delayed_until,
+               t.expires, t.stored_headers, t.properties, t.data
+        FROM m AS t WHERE %s)$t$,
+            'i' || r.cid, tbl, r.cid, coalesce('(' || r.selector || ')', 'true'));
     END LOOP;
 
     -- Triggers: copy to the destination queue through its own post function.
@@ -277,9 +297,12 @@ BEGIN
     IF (%s) THEN
         PERFORM mbus.%I(t.data, t.headers, t.properties, t.delayed_until, t.expires);
     END IF;$t$, coalesce(r.selector, 'true'), 'post_' || r.dst);
-        v_trign := v_trign || format($t$
-    PERFORM mbus.%I(t.data, t.headers, t.properties, t.delayed_until, t.expires)
-    FROM unnest(v_msgs) AS t WHERE %s;$t$, 'post_' || r.dst, coalesce('(' || r.selector || ')', 'true'));
+        v_trign := v_trign || format($t$,
+    %s AS (
+        SELECT count(mbus.%I(t.data, t.headers, t.properties, t.delayed_until, t.expires)) AS n
+        FROM m AS t WHERE %s)$t$,
+            'g_' || r.dst, 'post_' || r.dst, coalesce('(' || r.selector || ')', 'true'));
+        v_fire := v_fire || format(' + (SELECT %I.n FROM %I)', 'g_' || r.dst, 'g_' || r.dst);
     END LOOP;
 
     -- post_<q>: the seed's signature; returns the iid.
@@ -290,7 +313,9 @@ CREATE OR REPLACE FUNCTION mbus.%I(
 RETURNS text LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
         'post_' || q, format($b$
 DECLARE
-    t mbus.qt_model;
+    t     mbus.qt_model;
+    v_iid text;   -- stored iid: NULL when it is this queue's own '<q>.<id>@<db>'
+    v_hdr jsonb;  -- stored headers: NULL when they are the default ones
 BEGIN
     IF data IS NULL OR jsonb_typeof(data) <> 'object' THEN
         PERFORM mbus.check_payload('data', data, false);
@@ -299,12 +324,23 @@ BEGIN
         PERFORM mbus.check_payload('headers', headers);
         PERFORM mbus.check_payload('properties', properties);
     END IF;
-    t.id := nextval('mbus.msg_id_seq');
-    t.iid := coalesce(iid, %L || t.id || '@' || current_database());
+    t.id := mbus.iid_id(iid, %L);
+    IF t.id IS NULL THEN
+        t.id := nextval('mbus.msg_id_seq');
+        v_iid := iid;
+    END IF;
+    t.iid := coalesce(v_iid, %L || t.id || '@' || current_database());
     t.added := now();
     t.delayed_until := delayed_until;
     t.expires := expires;
-    t.headers := mbus.stamp_headers(headers, %L, t.added);
+    IF headers IS NULL THEN
+        t.headers := jsonb_build_object('seenby', jsonb_build_array(current_database()),
+                                        'source_db', current_database(), 'destination', %L,
+                                        'enqueue_time', t.added);
+    ELSE
+        t.headers := mbus.stamp_headers(headers, %L, t.added);
+        v_hdr := t.headers;
+    END IF;
     t.properties := properties;
     t.data := data;
     t.attempts := 0;
@@ -313,10 +349,10 @@ BEGIN
     PERFORM pg_notify(%L, %L);
     RETURN t.iid;
 END;
-$b$, q || '.', q, v_fanout, v_triggers, chan, q));
+$b$, q, q || '.', q, q, v_fanout, v_triggers, chan, q));
 
-    -- postn_<q>: many messages in one call, one statement per consumer; returns their iids
-    -- in the order of data.
+    -- postn_<q>: many messages in one statement (one INSERT per consumer in data-modifying
+    -- CTEs over the same numbered messages m); returns their iids in the order of data.
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(
     data jsonb[], headers jsonb[] DEFAULT NULL, properties jsonb[] DEFAULT NULL,
@@ -324,8 +360,9 @@ CREATE OR REPLACE FUNCTION mbus.%I(
 RETURNS SETOF text LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
         'postn_' || q, format($b$
 DECLARE
-    v_now  timestamptz := now();
-    v_msgs mbus.qt_model[];
+    v_now timestamptz := now();
+    v_db  text := current_database();
+    v_h   jsonb;
 BEGIN
     IF data IS NULL OR cardinality(data) = 0 THEN
         RETURN;
@@ -341,31 +378,41 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'MB005',
             MESSAGE = 'every data, headers and properties element must be a JSON object';
     END IF;
-    SELECT array_agg(ROW(m.id, %L || m.id || '@' || current_database(), v_now, delayed_until,
-                         expires, mbus.stamp_headers(m.h, %L, v_now), m.p, m.d, NULL, 0, NULL,
-                         NULL)::mbus.qt_model ORDER BY m.ord)
-    INTO v_msgs
-    FROM (SELECT nextval('mbus.msg_id_seq') AS id, u.d, u.h, u.p, u.ord
-          FROM unnest(data, headers, properties) WITH ORDINALITY AS u(d, h, p, ord)) AS m;
-%s
-%s
+    v_h := jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db,
+                              'destination', %L, 'enqueue_time', v_now);
     PERFORM pg_notify(%L, %L);
-    RETURN QUERY SELECT (v_msgs[i]).iid FROM generate_subscripts(v_msgs, 1) AS i ORDER BY i;
+    RETURN QUERY
+    WITH m AS MATERIALIZED (
+        SELECT u.id, %L || u.id || '@' || v_db AS iid, v_now AS added,
+               delayed_until AS delayed_until, expires AS expires,
+               CASE WHEN u.h IS NULL THEN v_h ELSE mbus.stamp_headers(u.h, %L, v_now) END
+                   AS headers,
+               CASE WHEN u.h IS NULL THEN NULL ELSE mbus.stamp_headers(u.h, %L, v_now) END
+                   AS stored_headers,
+               u.p AS properties, u.d AS data, NULL::text[] AS consume_after, 0 AS attempts,
+               NULL::uuid AS lease_token, NULL::timestamptz AS lease_until, u.ord
+        FROM (SELECT nextval('mbus.msg_id_seq') AS id, x.d, x.h, x.p, x.ord
+              FROM unnest(data, headers, properties) WITH ORDINALITY AS x(d, h, p, ord)) AS u)%s%s
+    SELECT m.iid FROM m, (SELECT %s AS n) AS fired WHERE fired.n IS NOT NULL ORDER BY m.ord;
 END;
-$b$, q || '.', q, v_fanoutn, v_trign, chan, q));
+$b$, q, chan, q, q || '.', q, q, v_fanoutn, v_trign, v_fire));
 
     -- peek_<q>(msgid): is there a message with that iid (any message when NULL)?
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(msgid text DEFAULT NULL)
 RETURNS boolean LANGUAGE plpgsql STABLE SET search_path = pg_catalog AS %L$f$,
         'peek_' || q, format($b$
+DECLARE
+    v_id bigint := mbus.iid_id(msgid, %2$L);
 BEGIN
     IF msgid IS NULL THEN
         RETURN EXISTS (SELECT 1 FROM mbus.%1$I);
+    ELSIF v_id IS NOT NULL THEN
+        RETURN EXISTS (SELECT 1 FROM mbus.%1$I AS q WHERE q.id = v_id AND q.iid IS NULL);
     END IF;
     RETURN EXISTS (SELECT 1 FROM mbus.%1$I AS q WHERE q.iid = msgid);
 END;
-$b$, tbl));
+$b$, tbl, q));
 
     -- clear_queue_<q>(p_now): delete expired deliveries; returns how many.
     EXECUTE format($f$
@@ -388,14 +435,25 @@ RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET search_path = pg_catal
         'take_' || q, format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_id  bigint := mbus.iid_id(msgid, %3$L);
 BEGIN
-    RETURN QUERY
-    WITH d AS (
-        DELETE FROM mbus.%I AS q WHERE q.iid = msgid AND (q.expires IS NULL OR q.expires > v_now)
-        RETURNING %s)
-    SELECT DISTINCT ON (d.id) d.*, NULL::uuid, NULL::timestamptz FROM d ORDER BY d.id;
+    IF v_id IS NOT NULL THEN
+        RETURN QUERY
+        WITH d AS (
+            DELETE FROM mbus.%1$I AS q
+            WHERE q.id = v_id AND q.iid IS NULL AND (q.expires IS NULL OR q.expires > v_now)
+            RETURNING %2$s)
+        SELECT DISTINCT ON (d.id) d.*, NULL::uuid, NULL::timestamptz FROM d ORDER BY d.id;
+    ELSE
+        RETURN QUERY
+        WITH d AS (
+            DELETE FROM mbus.%1$I AS q
+            WHERE q.iid = msgid AND (q.expires IS NULL OR q.expires > v_now)
+            RETURNING %2$s)
+        SELECT DISTINCT ON (d.id) d.*, NULL::uuid, NULL::timestamptz FROM d ORDER BY d.id;
+    END IF;
 END;
-$b$, tbl, ret_cols));
+$b$, tbl, ret_cols, q));
 
     -- ack_<q>(token): the leased message is done; MB007 when the token no longer owns it.
     EXECUTE format($f$
@@ -467,7 +525,7 @@ BEGIN
     WITH d AS (
         DELETE FROM mbus.%I AS q
         WHERE q.lease_token = token AND q.vt > coalesce(p_now, clock_timestamp())
-        RETURNING q.*)
+        RETURNING q.c AS c, %s)
     INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
                           properties, data, consume_after, attempts, reason)
     SELECT %L, c.cname, d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers,
@@ -480,7 +538,7 @@ BEGIN
     END IF;
     RETURN v_id;
 END;
-$b$, tbl, q, q));
+$b$, tbl, ret_cols, q, q));
 
     -- Per consumer: consume, consumen, lease, take_from.
     FOR r IN SELECT c.cid, c.cname FROM mbus.consumer AS c WHERE c.qname = q LOOP
@@ -554,7 +612,7 @@ BEGIN
         FOR UPDATE SKIP LOCKED),
     gone AS (
         DELETE FROM mbus.%1$I AS q WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead))
-        RETURNING q.*),
+        RETURNING %3$s),
     buried AS (
         INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
                               properties, data, consume_after, attempts, reason)
@@ -573,15 +631,25 @@ $b$, tbl, r.cid, ret_cols, q, r.cname));
 CREATE OR REPLACE FUNCTION mbus.%I(msgid text, p_now timestamptz DEFAULT NULL)
 RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
             format('take_from_%s_by_%s', q, r.cname), format($b$
+DECLARE
+    v_id bigint := mbus.iid_id(msgid, %4$L);
 BEGIN
     -- A plain DELETE waits for a transaction that holds the row (the seed: take blocks).
-    RETURN QUERY
-    DELETE FROM mbus.%I AS q
-    WHERE q.c = %s AND q.iid = msgid
-      AND (q.expires IS NULL OR q.expires > coalesce(p_now, clock_timestamp()))
-    RETURNING %s, NULL::uuid, NULL::timestamptz;
+    IF v_id IS NOT NULL THEN
+        RETURN QUERY
+        DELETE FROM mbus.%1$I AS q
+        WHERE q.c = %2$s AND q.id = v_id AND q.iid IS NULL
+          AND (q.expires IS NULL OR q.expires > coalesce(p_now, clock_timestamp()))
+        RETURNING %3$s, NULL::uuid, NULL::timestamptz;
+    ELSE
+        RETURN QUERY
+        DELETE FROM mbus.%1$I AS q
+        WHERE q.c = %2$s AND q.iid = msgid
+          AND (q.expires IS NULL OR q.expires > coalesce(p_now, clock_timestamp()))
+        RETURNING %3$s, NULL::uuid, NULL::timestamptz;
+    END IF;
 END;
-$b$, tbl, r.cid, ret_cols));
+$b$, tbl, r.cid, ret_cols, q));
     END LOOP;
 END;
 $gen$;
@@ -626,11 +694,11 @@ CREATE TABLE mbus.%I (
     c             integer NOT NULL,
     vt            timestamptz NOT NULL,
     id            bigint NOT NULL,
-    iid           text NOT NULL,
+    iid           text,
     added         timestamptz NOT NULL,
     delayed_until timestamptz,
     expires       timestamptz,
-    headers       jsonb NOT NULL,
+    headers       jsonb,
     properties    jsonb,
     data          jsonb NOT NULL,
     consume_after text[],
@@ -638,7 +706,8 @@ CREATE TABLE mbus.%I (
     lease_token   uuid
 )$t$, tbl);
     EXECUTE format('CREATE INDEX %I ON mbus.%I (c, vt, id)', tbl || '_claim', tbl);
-    EXECUTE format('CREATE INDEX %I ON mbus.%I (iid)', tbl || '_iid', tbl);
+    EXECUTE format('CREATE INDEX %I ON mbus.%I (id)', tbl || '_id', tbl);
+    EXECUTE format('CREATE INDEX %I ON mbus.%I (iid) WHERE iid IS NOT NULL', tbl || '_iid', tbl);
     EXECUTE format('CREATE UNIQUE INDEX %I ON mbus.%I (lease_token) WHERE lease_token IS NOT NULL',
                    tbl || '_lease', tbl);
     EXECUTE format('CREATE INDEX %I ON mbus.%I (expires) WHERE expires IS NOT NULL',
@@ -1062,10 +1131,11 @@ BEGIN
         EXECUTE format($t$
             INSERT INTO mbus.%I (c, vt, id, iid, added, delayed_until, expires, headers,
                                  properties, data, consume_after, attempts)
-            VALUES ($1, now(), coalesce($2, nextval('mbus.msg_id_seq')), $3, now(), NULL, $4,
+            VALUES ($1, now(), coalesce(mbus.iid_id($3, $9), $2, nextval('mbus.msg_id_seq')),
+                    CASE WHEN mbus.iid_id($3, $9) IS NULL THEN $3 END, now(), NULL, $4,
                     $5, $6, $7, $8, 0)$t$, 'q_' || d.qname)
-        USING v_cid, d.id, d.iid, d.expires, coalesce(d.headers, '{}'::jsonb), d.properties, d.data,
-              d.consume_after;
+        USING v_cid, d.id, d.iid, d.expires, d.headers, d.properties, d.data,
+              d.consume_after, d.qname;
         PERFORM pg_notify('mbus_q_' || d.qname, d.qname);
     ELSE
         EXECUTE format('SELECT mbus.%I($1, $2, $3, NULL, $4, $5)', 'post_' || coalesce(qname, d.qname))
