@@ -148,9 +148,14 @@ def test_take_waits_for_holding_transaction(autodb: str) -> None:
 
 def test_committed_post_notifies_listeners(autodb: str) -> None:
     """Wake-ups: a committed post notifies listeners of its queue with the queue name only; a
-    rolled-back post does not (the issue)."""
+    rolled-back post does not (the issue). Listeners register with mbus.await_queue; a post
+    with nobody waiting sends nothing (NOTIFY serializes commits)."""
     with psycopg.connect(autodb, autocommit=True) as listener, psycopg.connect(autodb) as poster:
         listener.execute('LISTEN "mbus_q_jobs"')
+        poster.execute("SELECT mbus.post_jobs('{\"unheard\": 1}')")
+        poster.commit()
+        assert list(listener.notifies(timeout=0.3)) == []  # nobody registered as waiting
+        listener.execute("SELECT mbus.await_queue('jobs')")
         poster.execute("SELECT mbus.post_jobs('{\"secret\": 1}')")
         poster.rollback()
         assert list(listener.notifies(timeout=0.3)) == []
@@ -159,6 +164,10 @@ def test_committed_post_notifies_listeners(autodb: str) -> None:
         poster.commit()
         notes = list(listener.notifies(timeout=2, stop_after=1))
         assert [(n.channel, n.payload) for n in notes] == [("mbus_q_jobs", "jobs")]
+        listener.execute("SELECT mbus.await_done('jobs')")
+        poster.execute("SELECT mbus.post_jobs('{\"after\": 1}')")
+        poster.commit()
+        assert list(listener.notifies(timeout=0.3)) == []
 
 
 def _plans(conn: psycopg.Connection[Any], query: str) -> str:

@@ -34,7 +34,10 @@ def _seconds(value: float | timedelta) -> timedelta:
 
 
 def channel(queue: str) -> str:
-    """The NOTIFY channel a committed post to ``queue`` signals (payload: the queue name)."""
+    """The NOTIFY channel a committed post to ``queue`` signals (payload: the queue name).
+
+    Posts notify only while a session waits (``mbus.await_queue``); see docs/queues.md.
+    """
     return "mbus_q_" + check_name("queue", queue)
 
 
@@ -375,8 +378,10 @@ class AsyncBus:
         async with self.pool.connection() as listener:
             await listener.execute(listen)
             try:
+                await listener.execute(Q["await_queue"], {"queue": queue})
                 yield listener
             finally:
+                await listener.execute(Q["await_done"], {"queue": queue})
                 await listener.execute("UNLISTEN *")
 
     def _token_query(self, name: LiteralString, message: Message) -> sql.Composed:

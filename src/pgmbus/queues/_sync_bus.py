@@ -37,7 +37,10 @@ def _seconds(value: float | timedelta) -> timedelta:
 
 
 def channel(queue: str) -> str:
-    """The NOTIFY channel a committed post to ``queue`` signals (payload: the queue name)."""
+    """The NOTIFY channel a committed post to ``queue`` signals (payload: the queue name).
+
+    Posts notify only while a session waits (``mbus.await_queue``); see docs/queues.md.
+    """
     return "mbus_q_" + check_name("queue", queue)
 
 
@@ -378,8 +381,10 @@ class Bus:
         with self.pool.connection() as listener:
             listener.execute(listen)
             try:
+                listener.execute(Q["await_queue"], {"queue": queue})
                 yield listener
             finally:
+                listener.execute(Q["await_done"], {"queue": queue})
                 listener.execute("UNLISTEN *")
 
     def _token_query(self, name: LiteralString, message: Message) -> sql.Composed:

@@ -83,3 +83,9 @@ SELECT mbus.dmq_replay(%(dmq_id)s, %(queue)s);
 -- name: post_dmq
 SELECT mbus.post_dmq(%(queue)s, %(data)s, %(headers)s, %(properties)s, %(iid)s, %(reason)s,
                      %(consumer)s, %(attempts)s);
+
+-- name: await_queue
+SELECT mbus.await_queue(%(queue)s);
+
+-- name: await_done
+SELECT mbus.await_done(%(queue)s);

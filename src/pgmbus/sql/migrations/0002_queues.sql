@@ -20,6 +20,12 @@
 -- lease_<q>_by_<c>, take_from_<q>_by_<c>. The generic mbus.post/consume/take/... dispatch to
 -- them (one EXECUTE per call); clients that care about speed call the generated ones.
 --
+-- Hot generated functions (post, postn, consume, consumen, lease, ack, nack, extend) carry no
+-- SET search_path (it costs a GUC save/restore per call): they are SECURITY INVOKER, qualify
+-- every non-catalog name, and pg_catalog is searched first. Claims SET enable_sort = off: on a
+-- queue whose statistics lag (a fresh or fast-growing table) the planner would otherwise pick a
+-- bitmap scan + sort of the whole backlog instead of the ordered scan of the claim index.
+--
 -- Deliberate breaks with the seed: payloads (data, headers, properties) are jsonb objects, not
 -- hstore; times are timestamptz; headers->'seenby' is a JSON array of database names.
 
@@ -104,6 +110,51 @@ CREATE INDEX dmq_qname ON mbus.dmq (qname, dmq_id);
 
 COMMENT ON TABLE mbus.dmq IS
     'Dead messages: kept with their iid and the reason; mbus.dmq_replay puts one back.';
+
+-- Wake-ups. A NOTIFY takes a cluster-wide lock from pre-commit to the end of the commit, so
+-- transactions that notify commit one at a time (no group commit): notifying on every post
+-- would cap a busy queue at one fsync per message. Posts therefore notify only while somebody
+-- waits: a waiting consumer LISTENs on mbus_q_<q> and registers here (mbus.await_queue) before
+-- its last look at the queue, and unregisters when it stops waiting. A busy queue, whose
+-- consumers never wait, sends no notifications at all. A missed notification (a post that
+-- checked just before the registration committed) costs the waiter one poll interval.
+CREATE UNLOGGED TABLE mbus.queue_waiter (
+    qname text NOT NULL,
+    pid   integer NOT NULL,
+    since timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (qname, pid)
+);
+
+COMMENT ON TABLE mbus.queue_waiter IS
+    'Sessions waiting for a post to a queue (LISTEN mbus_q_<qname>); posts notify only then.';
+
+-- await_queue(qname): register this session as waiting for posts to qname (call in its own
+-- transaction, after LISTEN mbus_q_<qname>, before the last look at the queue). Entries of
+-- sessions that are gone are removed on the way.
+CREATE FUNCTION mbus.await_queue(qname text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+    PERFORM mbus.require_queue(qname);
+    DELETE FROM mbus.queue_waiter AS w
+    WHERE w.qname = await_queue.qname
+      AND NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a WHERE a.pid = w.pid);
+    INSERT INTO mbus.queue_waiter (qname, pid) VALUES (qname, pg_backend_pid())
+    ON CONFLICT ON CONSTRAINT queue_waiter_pkey DO UPDATE SET since = now();
+END;
+$$;
+
+-- await_done(qname): this session no longer waits for posts to qname.
+CREATE FUNCTION mbus.await_done(qname text)
+RETURNS void
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog
+AS $$
+    DELETE FROM mbus.queue_waiter AS w
+    WHERE w.qname = await_done.qname AND w.pid = pg_backend_pid();
+$$;
 
 -- check_payload(what, value, nullable): raise MB005 unless value is a JSON object.
 CREATE FUNCTION mbus.check_payload(what text, value jsonb, nullable boolean DEFAULT true)
@@ -310,7 +361,7 @@ BEGIN
 CREATE OR REPLACE FUNCTION mbus.%I(
     data jsonb, headers jsonb DEFAULT NULL, properties jsonb DEFAULT NULL,
     delayed_until timestamptz DEFAULT NULL, expires timestamptz DEFAULT NULL, iid text DEFAULT NULL)
-RETURNS text LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
+RETURNS text LANGUAGE plpgsql VOLATILE AS %L$f$,
         'post_' || q, format($b$
 DECLARE
     t     mbus.qt_model;
@@ -346,10 +397,12 @@ BEGIN
     t.attempts := 0;
 %s
 %s
-    PERFORM pg_notify(%L, %L);
+    IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = %L) THEN
+        PERFORM pg_notify(%L, %L);
+    END IF;
     RETURN t.iid;
 END;
-$b$, q, q || '.', q, q, v_fanout, v_triggers, chan, q));
+$b$, q, q || '.', q, q, v_fanout, v_triggers, q, chan, q));
 
     -- postn_<q>: many messages in one statement (one INSERT per consumer in data-modifying
     -- CTEs over the same numbered messages m); returns their iids in the order of data.
@@ -357,7 +410,7 @@ $b$, q, q || '.', q, q, v_fanout, v_triggers, chan, q));
 CREATE OR REPLACE FUNCTION mbus.%I(
     data jsonb[], headers jsonb[] DEFAULT NULL, properties jsonb[] DEFAULT NULL,
     delayed_until timestamptz DEFAULT NULL, expires timestamptz DEFAULT NULL)
-RETURNS SETOF text LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
+RETURNS SETOF text LANGUAGE plpgsql VOLATILE AS %L$f$,
         'postn_' || q, format($b$
 DECLARE
     v_now timestamptz := now();
@@ -380,7 +433,9 @@ BEGIN
     END IF;
     v_h := jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db,
                               'destination', %L, 'enqueue_time', v_now);
-    PERFORM pg_notify(%L, %L);
+    IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = %L) THEN
+        PERFORM pg_notify(%L, %L);
+    END IF;
     RETURN QUERY
     WITH m AS MATERIALIZED (
         SELECT u.id, %L || u.id || '@' || v_db AS iid, v_now AS added,
@@ -395,7 +450,7 @@ BEGIN
               FROM unnest(data, headers, properties) WITH ORDINALITY AS x(d, h, p, ord)) AS u)%s%s
     SELECT m.iid FROM m, (SELECT %s AS n) AS fired WHERE fired.n IS NOT NULL ORDER BY m.ord;
 END;
-$b$, q, chan, q, q || '.', q, q, v_fanoutn, v_trign, v_fire));
+$b$, q, q, chan, q, q || '.', q, q, v_fanoutn, v_trign, v_fire));
 
     -- peek_<q>(msgid): is there a message with that iid (any message when NULL)?
     EXECUTE format($f$
@@ -458,7 +513,7 @@ $b$, tbl, ret_cols, q));
     -- ack_<q>(token): the leased message is done; MB007 when the token no longer owns it.
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(token uuid, p_now timestamptz DEFAULT NULL)
-RETURNS void LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
+RETURNS void LANGUAGE plpgsql VOLATILE AS %L$f$,
         'ack_' || q, format($b$
 BEGIN
     DELETE FROM mbus.%I AS q
@@ -474,7 +529,7 @@ $b$, tbl, q));
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(token uuid, delay interval DEFAULT '0'::interval,
                                    p_now timestamptz DEFAULT NULL)
-RETURNS void LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
+RETURNS void LANGUAGE plpgsql VOLATILE AS %L$f$,
         'nack_' || q, format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
@@ -494,7 +549,7 @@ $b$, tbl, q));
     -- extend_<q>(token, lease): the lease now ends lease after now; returns the new end.
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(token uuid, lease interval, p_now timestamptz DEFAULT NULL)
-RETURNS timestamptz LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
+RETURNS timestamptz LANGUAGE plpgsql VOLATILE AS %L$f$,
         'extend_' || q, format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
@@ -544,7 +599,7 @@ $b$, tbl, ret_cols, q, q));
     FOR r IN SELECT c.cid, c.cname FROM mbus.consumer AS c WHERE c.qname = q LOOP
         EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(amt integer, p_now timestamptz DEFAULT NULL)
-RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
+RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_sort = off AS %L$f$,
             format('consumen_%s_by_%s', q, r.cname), format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
@@ -566,7 +621,7 @@ $b$, tbl, r.cid, ret_cols));
 
         EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(p_now timestamptz DEFAULT NULL)
-RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
+RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_sort = off AS %L$f$,
             format('consume_%s_by_%s', q, r.cname), format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
@@ -588,7 +643,7 @@ $b$, tbl, r.cid, ret_cols));
         EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(amt integer, lease interval, max_attempts integer DEFAULT NULL,
                                    p_now timestamptz DEFAULT NULL)
-RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
+RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_sort = off AS %L$f$,
             format('lease_%s_by_%s', q, r.cname), format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
