@@ -312,10 +312,10 @@ DECLARE
     v_fire     text := '0';
     r          record;
     ret_cols   text := format(
-        'q.id AS id, coalesce(q.iid, %L || q.id || ''@'' || current_database()) AS iid, '
+        'q.id AS id, coalesce(q.iid, %L || q.id || ''@'' || v_db) AS iid, '
         'q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, '
-        'coalesce(q.headers, jsonb_build_object(''seenby'', jsonb_build_array(current_database()), '
-        '''source_db'', current_database(), ''destination'', %L, ''enqueue_time'', q.added)) '
+        'coalesce(q.headers, jsonb_build_object(''seenby'', jsonb_build_array(v_db), '
+        '''source_db'', v_db, ''destination'', %L, ''enqueue_time'', q.added)) '
         'AS headers, q.properties AS properties, q.data AS data, '
         'q.consume_after AS consume_after, q.attempts AS attempts',
         regenerate_queue.qname || '.', regenerate_queue.qname);
@@ -490,6 +490,7 @@ RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET search_path = pg_catal
         'take_' || q, format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_db  text := current_database();
     v_id  bigint := mbus.iid_id(msgid, %3$L);
 BEGIN
     IF v_id IS NOT NULL THEN
@@ -533,6 +534,7 @@ RETURNS void LANGUAGE plpgsql VOLATILE AS %L$f$,
         'nack_' || q, format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_db  text := current_database();
 BEGIN
     IF delay IS NULL OR delay < '0'::interval THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'nack delay must be >= 0';
@@ -553,6 +555,7 @@ RETURNS timestamptz LANGUAGE plpgsql VOLATILE AS %L$f$,
         'extend_' || q, format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_db  text := current_database();
     v_end timestamptz;
 BEGIN
     IF lease IS NULL OR lease <= '0'::interval THEN
@@ -576,6 +579,7 @@ RETURNS bigint LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
         'bury_' || q, format($b$
 DECLARE
     v_id bigint;
+    v_db text := current_database();
 BEGIN
     WITH d AS (
         DELETE FROM mbus.%I AS q
@@ -603,6 +607,7 @@ RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_sort = off AS %
             format('consumen_%s_by_%s', q, r.cname), format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_db  text := current_database();
 BEGIN
     IF amt IS NULL OR amt < 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
@@ -625,6 +630,7 @@ RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_sort = off AS %
             format('consume_%s_by_%s', q, r.cname), format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_db  text := current_database();
 BEGIN
     RETURN QUERY
     DELETE FROM mbus.%1$I AS q
@@ -647,6 +653,7 @@ RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_sort = off AS %
             format('lease_%s_by_%s', q, r.cname), format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_db  text := current_database();
 BEGIN
     IF amt IS NULL OR amt < 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
@@ -688,6 +695,7 @@ RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET search_path = pg_catal
             format('take_from_%s_by_%s', q, r.cname), format($b$
 DECLARE
     v_id bigint := mbus.iid_id(msgid, %4$L);
+    v_db text := current_database();
 BEGIN
     -- A plain DELETE waits for a transaction that holds the row (the seed: take blocks).
     IF v_id IS NOT NULL THEN
