@@ -83,6 +83,7 @@ class AsyncBus:
             )
         self.pool = pool
         self._composed: dict[tuple[str, str], sql.Composed] = {}
+        self._known: set[tuple[str, str]] = set()
 
     async def open(self) -> AsyncBus:
         """Open the pool (when the bus made it); returns the bus."""
@@ -298,9 +299,14 @@ class AsyncBus:
         return [Message.from_row(queue, consumer, r) for r in rows]
 
     async def _check_consumer(self, queue: str, consumer: str) -> None:
+        # Once per bus: afterwards a dropped consumer shows as NotFound from the missing
+        # generated function, without a round trip per call.
+        if (queue, consumer) in self._known:
+            return
         check_name("queue", queue)
         check_name("consumer", consumer)
         await self._rows(Q["require_consumer"], {"queue": queue, "consumer": consumer})
+        self._known.add((queue, consumer))
 
     async def _wait(self, listener: AsyncConnection[Any], seconds: float) -> None:
         async for _note in listener.notifies(timeout=seconds, stop_after=1):

@@ -86,6 +86,7 @@ class Bus:
             )
         self.pool = pool
         self._composed: dict[tuple[str, str], sql.Composed] = {}
+        self._known: set[tuple[str, str]] = set()
 
     def open(self) -> Bus:
         """Open the pool (when the bus made it); returns the bus."""
@@ -301,9 +302,14 @@ class Bus:
         return [Message.from_row(queue, consumer, r) for r in rows]
 
     def _check_consumer(self, queue: str, consumer: str) -> None:
+        # Once per bus: afterwards a dropped consumer shows as NotFound from the missing
+        # generated function, without a round trip per call.
+        if (queue, consumer) in self._known:
+            return
         check_name("queue", queue)
         check_name("consumer", consumer)
         self._rows(Q["require_consumer"], {"queue": queue, "consumer": consumer})
+        self._known.add((queue, consumer))
 
     def _wait(self, listener: Connection[Any], seconds: float) -> None:
         for _note in listener.notifies(timeout=seconds, stop_after=1):
