@@ -14,7 +14,6 @@ import time
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 from bench.harness import Measurement
 
@@ -23,9 +22,11 @@ unit = "claims"
 goal = "selective consumer's claim cost flat with a 100k backlog for others"
 default_size = 100_000
 
+
 def _claims_for(size: int) -> int:
     """1,000 selective claims at full size (1 in 100 of the backlog on small runs)."""
     return max(5, min(1_000, size // 100))
+
 
 RAW = """
 CREATE TABLE IF NOT EXISTS bench_sel (id bigserial PRIMARY KEY, properties jsonb, data jsonb);
