@@ -29,7 +29,8 @@ def _wait_until(check: Any, seconds: float = 60) -> None:
 
 def test_worker_retries_buries_and_stops_gracefully(autodb: str) -> None:
     """`pgmbus worker module:handler --queue q --consumer c --concurrency N`: retries with
-    backoff, the dmq after the limit, and on SIGTERM the message in hand is finished first."""
+    backoff, the dmq after the limit, leases extended while a handler runs, and on SIGTERM the
+    message in hand is finished first."""
     with Bus(autodb) as bus:
         bus.post_batch("jobs", [{"n": i} for i in range(5)] + [{"fail": True}])
         env = os.environ | {"PYTHONPATH": str(ROOT)}
@@ -48,6 +49,8 @@ def test_worker_retries_buries_and_stops_gracefully(autodb: str) -> None:
                 "3",
                 "--max-attempts",
                 "2",
+                "--lease",
+                "1",
                 "--backoff",
                 "0.05",
                 "--poll",
@@ -65,7 +68,7 @@ def test_worker_retries_buries_and_stops_gracefully(autodb: str) -> None:
             _wait_until(lambda: bus.stats("jobs")[0].depth == 0 and len(bus.dmq("jobs")) == 1)
             (dead,) = bus.dmq("jobs")
             assert dead.reason.startswith("ValueError: cannot handle") and dead.attempts == 2
-            bus.post("jobs", {"sleep": 1.5})
+            bus.post("jobs", {"sleep": 2.5})  # longer than the lease: kept by extends
             _wait_until(lambda: bus.stats("jobs")[0].leased == 1)
             proc.send_signal(signal.SIGTERM)
             out, _ = proc.communicate(timeout=60)

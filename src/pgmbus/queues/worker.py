@@ -32,8 +32,9 @@ class WorkerConfig:
     concurrency:
         Messages handled at once (one asyncio task each; sync handlers run in threads).
     lease:
-        Seconds a message stays invisible to others while its handler runs; a handler that takes
-        longer loses the message to another worker (its ack is refused and counted as lost).
+        Seconds a claimed message stays invisible to others. The worker extends the lease every
+        half lease while the handler runs, so a message goes back to the queue only when its
+        worker stops (crash, kill), after at most one lease.
     max_attempts:
         Deliveries before a failing message is buried in the dmq with the exception as reason.
     backoff_base, backoff_max:
@@ -93,12 +94,24 @@ async def _call(handler: Handler, message: Message) -> None:
         await result
 
 
+async def _keep_leased(bus: AsyncBus, config: WorkerConfig, message: Message) -> None:
+    """Extend the message's lease every half lease while its handler runs."""
+    while True:
+        await asyncio.sleep(config.lease / 2)
+        try:
+            await bus.extend(message, config.lease)
+        except StaleLease:
+            return
+
+
 async def _process(
     bus: AsyncBus, handler: Handler, config: WorkerConfig, message: Message, stats: WorkerStats
 ) -> None:
+    heartbeat = asyncio.create_task(_keep_leased(bus, config, message))
     try:
         await _call(handler, message)
     except Exception as exc:
+        heartbeat.cancel()
         reason = f"{type(exc).__name__}: {exc}"
         stats.errors.append(reason)
         try:
@@ -116,14 +129,14 @@ async def _process(
         except StaleLease:
             stats.lost += 1
         return
+    finally:
+        heartbeat.cancel()
     try:
         await bus.ack(message)
         stats.done += 1
     except StaleLease:
         stats.lost += 1
-        log.warning(
-            "message %s: lease lost before ack (handler slower than the lease)", message.iid
-        )
+        log.warning("message %s: lease lost before ack", message.iid)
 
 
 async def run_worker(
@@ -157,6 +170,6 @@ async def serve(dsn: str | None, handler: Handler, config: WorkerConfig) -> Work
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    bus = AsyncBus(dsn, max_size=2 * config.concurrency + 1, poll_interval=config.poll_interval)
+    bus = AsyncBus(dsn, max_size=3 * config.concurrency + 1, poll_interval=config.poll_interval)
     async with bus:
         return await run_worker(bus, handler, config, stop)
