@@ -17,6 +17,7 @@ SIZES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", sorted(SIZES))
 def test_queue_scenario_runs(pg_server: TestServer, scenario: str) -> None:
     """Each scenario of the issue exists, runs both sides, and yields positive rates."""

@@ -8,9 +8,11 @@ from collections import Counter
 from typing import Any
 
 import psycopg
+import pytest
 from psycopg.types.json import Jsonb
 
 
+@pytest.mark.slow
 def test_n_producers_m_consumers_exactly_once(autodb: str) -> None:
     """ "If a message was received by one process with mbus.consume(qname), another process will
     NOT receive it. This is a classic queue." (4 producers x 4 consumers, one consumer name)."""

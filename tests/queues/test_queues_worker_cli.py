@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from pgmbus.cli import app
@@ -27,6 +28,7 @@ def _wait_until(check: Any, seconds: float = 60) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_worker_retries_buries_and_stops_gracefully(autodb: str) -> None:
     """`pgmbus worker module:handler --queue q --consumer c --concurrency N`: retries with
     backoff, the dmq after the limit, leases extended while a handler runs, and on SIGTERM the

@@ -612,15 +612,20 @@ BEGIN
     IF amt IS NULL OR amt < 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
     END IF;
+    -- The TID scan deletes in physical order: sort the claimed rows back into claim order.
     RETURN QUERY
-    DELETE FROM mbus.%1$I AS q
-    WHERE q.ctid = ANY (ARRAY(
-        SELECT s.ctid FROM mbus.%1$I AS s
-        WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-        ORDER BY s.vt, s.id
-        LIMIT amt
-        FOR UPDATE SKIP LOCKED))
-    RETURNING %3$s, NULL::uuid, NULL::timestamptz;
+    WITH d AS (
+        DELETE FROM mbus.%1$I AS q
+        WHERE q.ctid = ANY (ARRAY(
+            SELECT s.ctid FROM mbus.%1$I AS s
+            WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+            ORDER BY s.vt, s.id
+            LIMIT amt
+            FOR UPDATE SKIP LOCKED))
+        RETURNING q.vt AS claim_vt, %3$s)
+    SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
+           d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+    FROM d ORDER BY d.claim_vt, d.id;
 END;
 $b$, tbl, r.cid, ret_cols));
 
