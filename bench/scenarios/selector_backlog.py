@@ -83,6 +83,7 @@ def candidate(dsn: str, size: int) -> Measurement:
         _queue(admin, "selq", size, claims)
         _queue(admin, "emptyq", 0, claims)
         admin.execute("VACUUM ANALYZE mbus.q_selq")
+        admin.execute("CHECKPOINT")  # both sides measure without the load's writes pending
     with psycopg.connect(dsn) as conn:
         seconds = _claims(conn, "SELECT id FROM mbus.consumen_selq_by_selq_rare(1)", claims)
         empty = _claims(conn, "SELECT id FROM mbus.consumen_emptyq_by_emptyq_rare(1)", claims)
@@ -104,5 +105,6 @@ def baseline(dsn: str, size: int) -> Measurement:
             (claims,),
         )
         admin.execute("VACUUM ANALYZE bench_sel")
+        admin.execute("CHECKPOINT")
     with psycopg.connect(dsn) as conn:
         return Measurement(claims, _claims(conn, RAW_CLAIM, claims))

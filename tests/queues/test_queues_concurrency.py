@@ -153,7 +153,7 @@ def test_committed_post_notifies_listeners(autodb: str) -> None:
     rolled-back post does not (the issue). Listeners register with mbus.await_queue; a post
     with nobody waiting sends nothing (NOTIFY serializes commits)."""
     with psycopg.connect(autodb, autocommit=True) as listener, psycopg.connect(autodb) as poster:
-        listener.execute('LISTEN "mbus_q_jobs"')
+        listener.execute('LISTEN "mbus_q_jobs"')  # listening alone is not waiting
         poster.execute("SELECT mbus.post_jobs('{\"unheard\": 1}')")
         poster.commit()
         assert list(listener.notifies(timeout=0.3)) == []  # nobody registered as waiting
@@ -167,6 +167,7 @@ def test_committed_post_notifies_listeners(autodb: str) -> None:
         notes = list(listener.notifies(timeout=2, stop_after=1))
         assert [(n.channel, n.payload) for n in notes] == [("mbus_q_jobs", "jobs")]
         listener.execute("SELECT mbus.await_done('jobs')")
+        assert listener.execute("SELECT pg_listening_channels()").fetchall() == []
         poster.execute("SELECT mbus.post_jobs('{\"after\": 1}')")
         poster.commit()
         assert list(listener.notifies(timeout=0.3)) == []

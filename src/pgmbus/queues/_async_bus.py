@@ -380,15 +380,12 @@ class AsyncBus:
 
     @asynccontextmanager
     async def _listening(self, queue: str) -> AsyncIterator[AsyncConnection[Any]]:
-        listen = sql.SQL("LISTEN {}").format(sql.Identifier(channel(queue)))
         async with self.pool.connection() as listener:
-            await listener.execute(listen)
+            await listener.execute(Q["await_queue"], {"queue": check_name("queue", queue)})
             try:
-                await listener.execute(Q["await_queue"], {"queue": queue})
                 yield listener
             finally:
                 await listener.execute(Q["await_done"], {"queue": queue})
-                await listener.execute("UNLISTEN *")
 
     def _token_query(self, name: LiteralString, message: Message) -> sql.Composed:
         if message.lease_token is None:

@@ -383,15 +383,12 @@ class Bus:
 
     @contextmanager
     def _listening(self, queue: str) -> Iterator[Connection[Any]]:
-        listen = sql.SQL("LISTEN {}").format(sql.Identifier(channel(queue)))
         with self.pool.connection() as listener:
-            listener.execute(listen)
+            listener.execute(Q["await_queue"], {"queue": check_name("queue", queue)})
             try:
-                listener.execute(Q["await_queue"], {"queue": queue})
                 yield listener
             finally:
                 listener.execute(Q["await_done"], {"queue": queue})
-                listener.execute("UNLISTEN *")
 
     def _token_query(self, name: LiteralString, message: Message) -> sql.Composed:
         if message.lease_token is None:

@@ -128,9 +128,10 @@ CREATE UNLOGGED TABLE mbus.queue_waiter (
 COMMENT ON TABLE mbus.queue_waiter IS
     'Sessions waiting for a post to a queue (LISTEN mbus_q_<qname>); posts notify only then.';
 
--- await_queue(qname): register this session as waiting for posts to qname (call in its own
--- transaction, after LISTEN mbus_q_<qname>, before the last look at the queue). Entries of
--- sessions that are gone are removed on the way.
+-- await_queue(qname): LISTEN on mbus_q_<qname> and register this session as waiting for posts
+-- to qname (call it in a transaction of its own, before the last look at the queue). Entries
+-- of sessions that are gone are removed on the way. The table is unlogged, so this commit
+-- writes no WAL and does not wait for a disk flush.
 CREATE FUNCTION mbus.await_queue(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
@@ -138,6 +139,7 @@ SET search_path = pg_catalog
 AS $$
 BEGIN
     PERFORM mbus.require_queue(qname);
+    EXECUTE format('LISTEN %I', 'mbus_q_' || qname);
     DELETE FROM mbus.queue_waiter AS w
     WHERE w.qname = await_queue.qname
       AND NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a WHERE a.pid = w.pid);
@@ -146,14 +148,17 @@ BEGIN
 END;
 $$;
 
--- await_done(qname): this session no longer waits for posts to qname.
+-- await_done(qname): this session no longer waits for posts to qname (and stops listening).
 CREATE FUNCTION mbus.await_done(qname text)
 RETURNS void
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
+BEGIN
     DELETE FROM mbus.queue_waiter AS w
     WHERE w.qname = await_done.qname AND w.pid = pg_backend_pid();
+    EXECUTE format('UNLISTEN %I', 'mbus_q_' || qname);
+END;
 $$;
 
 -- check_payload(what, value, nullable): raise MB005 unless value is a JSON object.
