@@ -135,7 +135,10 @@ def _verify(applied: list[AppliedMigration], known: list[Migration]) -> list[Mig
 def status(conn: psycopg.Connection[Any]) -> SchemaStatus:
     """Report the database's schema state; raises when it is newer than or differs from ours."""
     known = migrations()
+    was_idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     applied = _read_applied(conn)
+    if was_idle and not conn.autocommit:
+        conn.rollback()  # end the read's own transaction, so upgrade() may follow
     if applied is None:
         return SchemaStatus(installed=False, applied=[], pending=known)
     return SchemaStatus(installed=True, applied=applied, pending=_verify(applied, known))

@@ -1,0 +1,15 @@
+"""Queues: the mbus API from Python (``Bus``, ``AsyncBus``, messages, the worker)."""
+
+from pgmbus.queues._async_bus import AsyncBus, channel
+from pgmbus.queues._sync_bus import Bus
+from pgmbus.queues.model import ConsumerStats, DeadMessage, Message, QueueInfo
+
+__all__ = [
+    "AsyncBus",
+    "Bus",
+    "ConsumerStats",
+    "DeadMessage",
+    "Message",
+    "QueueInfo",
+    "channel",
+]

@@ -1,0 +1,519 @@
+"""AsyncBus: the asyncio client of the mbus queue API (the source of the generated sync Bus)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+from typing import Any, LiteralString
+
+from psycopg import AsyncConnection, sql
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from pgmbus.dsn import resolve_dsn
+from pgmbus.errors import InvalidArgument, InvalidPayload, translating
+from pgmbus.queues.model import ConsumerStats, DeadMessage, Message, QueueInfo, check_name
+from pgmbus.sqlfiles import load_queries
+
+Q = load_queries("queues.sql")
+
+
+def _json(value: Mapping[str, Any] | None, what: str) -> Jsonb | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidPayload(f"{what} must be a mapping (a JSON object)", sqlstate="MB005")
+    return Jsonb(dict(value))
+
+
+def _seconds(value: float | timedelta) -> timedelta:
+    return value if isinstance(value, timedelta) else timedelta(seconds=value)
+
+
+def channel(queue: str) -> str:
+    """The NOTIFY channel a committed post to ``queue`` signals (payload: the queue name).
+
+    Posts notify only while a session waits (``mbus.await_queue``); see docs/queues.md.
+    """
+    return "mbus_q_" + check_name("queue", queue)
+
+
+class AsyncBus:
+    """A client of the mbus queues on one database.
+
+    Parameters
+    ----------
+    dsn:
+        Connection string (the DSN rule applies: else ``PGMBUS_DSN``, else the embedded cluster).
+    pool:
+        An open pool to use instead of making one (its connections must be in autocommit mode
+        for blocking consumes to hear NOTIFY at once). The bus does not close a pool it was given.
+    max_size:
+        Size of the pool the bus makes. A blocking consume holds one extra connection while it
+        waits (the one that LISTENs).
+    poll_interval:
+        Seconds between polls while a blocking consume waits; a wake-up (NOTIFY) ends the wait
+        earlier, so a lost notification costs at most this much latency.
+
+    Every method that reads or writes messages takes ``conn``: pass your own connection to run
+    inside your transaction (a post then exists exactly when you commit; a consume is undone by
+    your rollback). Without it the bus uses a pooled autocommit connection.
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        pool: AsyncConnectionPool[Any] | None = None,
+        max_size: int = 4,
+        poll_interval: float = 1.0,
+    ) -> None:
+        self.poll_interval = poll_interval
+        self._own_pool = pool is None
+        if pool is None:
+            pool = AsyncConnectionPool(
+                resolve_dsn(dsn),
+                min_size=1,
+                max_size=max_size,
+                kwargs={"autocommit": True},
+                open=False,
+            )
+        self.pool = pool
+        self._composed: dict[tuple[str, str], sql.Composed] = {}
+        self._known: set[tuple[str, str]] = set()
+
+    async def open(self) -> AsyncBus:
+        """Open the pool (when the bus made it); returns the bus."""
+        if self._own_pool:
+            await self.pool.open(wait=True)
+        return self
+
+    async def close(self) -> None:
+        """Close the pool (when the bus made it)."""
+        if self._own_pool:
+            await self.pool.close()
+
+    async def __aenter__(self) -> AsyncBus:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- plumbing -------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _connection(
+        self, conn: AsyncConnection[Any] | None
+    ) -> AsyncIterator[AsyncConnection[Any]]:
+        if conn is not None:
+            yield conn
+        else:
+            async with self.pool.connection() as pooled:
+                yield pooled
+
+    def _generated(self, name: LiteralString, fn: str) -> sql.Composed:
+        key = (name, fn)
+        query = self._composed.get(key)
+        if query is None:
+            query = sql.SQL(Q[name]).format(fn=sql.Identifier(fn))
+            self._composed[key] = query
+        return query
+
+    async def _rows(
+        self,
+        query: LiteralString | sql.Composed,
+        params: Mapping[str, Any],
+        conn: AsyncConnection[Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        async with self._connection(conn) as c:
+            cur = c.cursor(row_factory=dict_row)
+            with translating():
+                await cur.execute(query, params)
+                if cur.description is None:
+                    return []
+                return await cur.fetchall()
+
+    async def _value(
+        self,
+        query: LiteralString | sql.Composed,
+        params: Mapping[str, Any],
+        conn: AsyncConnection[Any] | None = None,
+    ) -> Any:
+        rows = await self._rows(query, params, conn)
+        return next(iter(rows[0].values())) if rows else None
+
+    # --- queues, consumers, triggers ---------------------------------------------------------
+
+    async def create_queue(
+        self, queue: str, ncons: int = 1, *, roles_security: bool = False
+    ) -> None:
+        """Create ``queue`` and its ``default`` consumer; on an existing queue, regenerate its
+        functions (the seed's rule). ``ncons`` is kept for the seed's signature, unused."""
+        await self._rows(
+            Q["create_queue"],
+            {"queue": check_name("queue", queue), "ncons": ncons, "roles": roles_security},
+        )
+
+    async def drop_queue(self, queue: str) -> None:
+        """Drop ``queue`` with its consumers, pending messages, triggers and functions."""
+        await self._rows(Q["drop_queue"], {"queue": check_name("queue", queue)})
+
+    async def create_consumer(
+        self, queue: str, consumer: str, selector: str | None = None, *, noindex: bool = False
+    ) -> None:
+        """Create a durable consumer; it receives the messages posted from now on for which
+        ``selector`` (a static SQL expression over ``t``, type ``mbus.qt_model``) holds."""
+        await self._rows(
+            Q["create_consumer"],
+            {
+                "queue": check_name("queue", queue),
+                "consumer": check_name("consumer", consumer),
+                "selector": selector,
+                "noindex": noindex,
+            },
+        )
+
+    async def drop_consumer(self, queue: str, consumer: str) -> None:
+        """Drop a consumer with its pending deliveries."""
+        await self._rows(
+            Q["drop_consumer"],
+            {"queue": check_name("queue", queue), "consumer": check_name("consumer", consumer)},
+        )
+
+    async def create_trigger(self, src: str, dst: str, selector: str | None = None) -> None:
+        """Copy every message posted to ``src`` into ``dst`` when ``selector`` holds."""
+        await self._rows(
+            Q["create_trigger"],
+            {
+                "src": check_name("queue", src),
+                "dst": check_name("queue", dst),
+                "selector": selector,
+            },
+        )
+
+    async def drop_trigger(self, src: str, dst: str) -> None:
+        """Remove the trigger from ``src`` to ``dst``."""
+        await self._rows(
+            Q["drop_trigger"], {"src": check_name("queue", src), "dst": check_name("queue", dst)}
+        )
+
+    async def queues(self) -> list[QueueInfo]:
+        """Every queue with its consumers and trigger destinations."""
+        return [QueueInfo(**r) for r in await self._rows(Q["list_queues"], {})]
+
+    async def stats(self, queue: str | None = None) -> list[ConsumerStats]:
+        """Depth, ready, delayed, leased, expired, oldest age and dead messages per consumer."""
+        if queue is not None:
+            check_name("queue", queue)
+        return [ConsumerStats(**r) for r in await self._rows(Q["stats"], {"queue": queue})]
+
+    # --- posting ----------------------------------------------------------------------------
+
+    async def get_iid(self, queue: str) -> str:
+        """A new iid for ``queue`` (to post with later, e.g. to refer to a message in advance)."""
+        return str(await self._value(Q["get_iid"], {"queue": check_name("queue", queue)}))
+
+    async def post(
+        self,
+        queue: str,
+        data: Mapping[str, Any],
+        *,
+        headers: Mapping[str, Any] | None = None,
+        properties: Mapping[str, Any] | None = None,
+        delayed_until: datetime | None = None,
+        expires: datetime | None = None,
+        iid: str | None = None,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> str:
+        """Post one message; returns its iid.
+
+        With ``conn`` the message joins that connection's transaction: it exists exactly when
+        the transaction commits.
+        """
+        params = {
+            "data": _json(data, "data"),
+            "headers": _json(headers, "headers"),
+            "properties": _json(properties, "properties"),
+            "delayed_until": delayed_until,
+            "expires": expires,
+            "iid": iid,
+        }
+        if params["data"] is None:
+            raise InvalidPayload("data must not be None", sqlstate="MB005")
+        query = self._generated("post", "post_" + check_name("queue", queue))
+        return str(await self._value(query, params, conn))
+
+    async def post_batch(
+        self,
+        queue: str,
+        data: Sequence[Mapping[str, Any]],
+        *,
+        headers: Sequence[Mapping[str, Any]] | None = None,
+        properties: Sequence[Mapping[str, Any]] | None = None,
+        delayed_until: datetime | None = None,
+        expires: datetime | None = None,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> list[str]:
+        """Post many messages in one statement per consumer; returns their iids in order."""
+        params = {
+            "data": [_json(d, "data") for d in data],
+            "headers": None if headers is None else [_json(h, "headers") for h in headers],
+            "properties": None
+            if properties is None
+            else [_json(p, "properties") for p in properties],
+            "delayed_until": delayed_until,
+            "expires": expires,
+        }
+        query = self._generated("post_batch", "postn_" + check_name("queue", queue))
+        return [str(r["iid"]) for r in await self._rows(query, params, conn)]
+
+    # --- consuming --------------------------------------------------------------------------
+
+    async def _consume_once(
+        self,
+        queue: str,
+        consumer: str,
+        amount: int,
+        conn: AsyncConnection[Any] | None,
+        now: datetime | None,
+    ) -> list[Message]:
+        query = self._generated("consumen", f"consumen_{queue}_by_{consumer}")
+        rows = await self._rows(query, {"amount": amount, "now": now}, conn)
+        return [Message.from_row(queue, consumer, r) for r in rows]
+
+    async def _lease_once(
+        self,
+        queue: str,
+        consumer: str,
+        amount: int,
+        lease: timedelta,
+        max_attempts: int | None,
+        now: datetime | None,
+    ) -> list[Message]:
+        query = self._generated("lease", f"lease_{queue}_by_{consumer}")
+        params = {"amount": amount, "lease": lease, "max_attempts": max_attempts, "now": now}
+        rows = await self._rows(query, params)
+        return [Message.from_row(queue, consumer, r) for r in rows]
+
+    async def _check_consumer(self, queue: str, consumer: str) -> None:
+        # Once per bus: afterwards a dropped consumer shows as NotFound from the missing
+        # generated function, without a round trip per call.
+        if (queue, consumer) in self._known:
+            return
+        check_name("queue", queue)
+        check_name("consumer", consumer)
+        await self._rows(Q["require_consumer"], {"queue": queue, "consumer": consumer})
+        self._known.add((queue, consumer))
+
+    async def _wait(self, listener: AsyncConnection[Any], seconds: float) -> None:
+        async for _note in listener.notifies(timeout=seconds, stop_after=1):
+            pass
+
+    async def consume(
+        self,
+        queue: str,
+        consumer: str = "default",
+        *,
+        amount: int = 1,
+        timeout: float = 0.0,  # noqa: ASYNC109
+        conn: AsyncConnection[Any] | None = None,
+        now: datetime | None = None,
+    ) -> list[Message]:
+        """Claim up to ``amount`` messages for ``consumer`` (transactional style).
+
+        The messages are removed when the transaction of ``conn`` commits and come back at once
+        on rollback; without ``conn`` they are removed at once (autocommit). With ``timeout``
+        > 0 the call waits up to that many seconds for a message, woken by the queue's NOTIFY
+        and polling every ``poll_interval`` seconds. Returns [] when nothing is available.
+        """
+        if amount < 0:
+            raise InvalidArgument("amount must be >= 0", sqlstate="MB006")
+        await self._check_consumer(queue, consumer)
+        got = await self._consume_once(queue, consumer, amount, conn, now)
+        if got or timeout <= 0:
+            return got
+        deadline = time.monotonic() + timeout
+        async with self._listening(queue) as listener:
+            while True:
+                got = await self._consume_once(queue, consumer, amount, conn, now)
+                remaining = deadline - time.monotonic()
+                if got or remaining <= 0:
+                    return got
+                await self._wait(listener, min(remaining, self.poll_interval))
+
+    async def lease(
+        self,
+        queue: str,
+        consumer: str = "default",
+        *,
+        amount: int = 1,
+        lease: float | timedelta = 30.0,
+        max_attempts: int | None = None,
+        timeout: float = 0.0,  # noqa: ASYNC109
+        now: datetime | None = None,
+    ) -> list[Message]:
+        """Claim up to ``amount`` messages under a lease (visibility timeout) of ``lease``
+        seconds; finish each with ``ack``, ``nack``, ``extend`` or ``bury``.
+
+        An unfinished message is delivered again when its lease ends, with ``attempts`` one
+        higher; a message already delivered ``max_attempts`` times goes to the dmq instead.
+        ``timeout`` waits as in ``consume``.
+        """
+        if amount < 0:
+            raise InvalidArgument("amount must be >= 0", sqlstate="MB006")
+        await self._check_consumer(queue, consumer)
+        span = _seconds(lease)
+        got = await self._lease_once(queue, consumer, amount, span, max_attempts, now)
+        if got or timeout <= 0:
+            return got
+        deadline = time.monotonic() + timeout
+        async with self._listening(queue) as listener:
+            while True:
+                got = await self._lease_once(queue, consumer, amount, span, max_attempts, now)
+                remaining = deadline - time.monotonic()
+                if got or remaining <= 0:
+                    return got
+                await self._wait(listener, min(remaining, self.poll_interval))
+
+    @asynccontextmanager
+    async def _listening(self, queue: str) -> AsyncIterator[AsyncConnection[Any]]:
+        async with self.pool.connection() as listener:
+            await listener.execute(Q["await_queue"], {"queue": check_name("queue", queue)})
+            try:
+                yield listener
+            finally:
+                await listener.execute(Q["await_done"], {"queue": queue})
+
+    def _token_query(self, name: LiteralString, message: Message) -> sql.Composed:
+        if message.lease_token is None:
+            raise InvalidArgument(
+                "the message was not claimed with a lease (use lease(), not consume())",
+                sqlstate="MB006",
+            )
+        return self._generated(name, f"{name}_{check_name('queue', message.queue)}")
+
+    async def ack(self, message: Message, *, now: datetime | None = None) -> None:
+        """The leased message is done: remove it. ``StaleLease`` when the lease was lost."""
+        query = self._token_query("ack", message)
+        await self._rows(query, {"token": message.lease_token, "now": now})
+
+    async def nack(
+        self, message: Message, *, delay: float | timedelta = 0.0, now: datetime | None = None
+    ) -> None:
+        """Give the leased message back; it is delivered again after ``delay`` seconds."""
+        query = self._token_query("nack", message)
+        params = {"token": message.lease_token, "delay": _seconds(delay), "now": now}
+        await self._rows(query, params)
+
+    async def extend(
+        self, message: Message, lease: float | timedelta, *, now: datetime | None = None
+    ) -> datetime:
+        """Make the lease end ``lease`` seconds from now; returns the new end."""
+        query = self._token_query("extend", message)
+        params = {"token": message.lease_token, "lease": _seconds(lease), "now": now}
+        end: datetime = await self._value(query, params)
+        return end
+
+    async def bury(self, message: Message, reason: str, *, now: datetime | None = None) -> int:
+        """Move the leased message to the dead-message queue with ``reason``; returns its dmq id."""
+        query = self._token_query("bury", message)
+        params = {"token": message.lease_token, "reason": reason, "now": now}
+        return int(await self._value(query, params))
+
+    async def listen(
+        self,
+        queue: str,
+        consumer: str = "default",
+        *,
+        lease: float = 30.0,
+        max_attempts: int | None = None,
+        batch: int = 10,
+    ) -> AsyncIterator[Message]:
+        """Yield messages for ``consumer`` as they arrive, forever (at least once).
+
+        Messages are claimed with a lease; a message is acknowledged when the loop asks for the
+        next one, so a message whose loop body raised (or after which the loop broke off) is
+        delivered again when its lease ends.
+        """
+        while True:
+            messages = await self.lease(
+                queue,
+                consumer,
+                amount=batch,
+                lease=lease,
+                max_attempts=max_attempts,
+                timeout=self.poll_interval,
+            )
+            for message in messages:
+                yield message
+                await self.ack(message)
+
+    # --- take, peek, clear ------------------------------------------------------------------
+
+    async def take(self, iid: str, *, conn: AsyncConnection[Any] | None = None) -> Message | None:
+        """Take the message ``iid`` away from every consumer of the queue its iid names; waits
+        while another transaction holds it; None when it is not there."""
+        rows = await self._rows(Q["take"], {"iid": iid}, conn)
+        if not rows:
+            return None
+        return Message.from_row(iid.split(".", 1)[0], None, rows[0])
+
+    async def take_from(
+        self, queue: str, consumer: str, iid: str, *, conn: AsyncConnection[Any] | None = None
+    ) -> Message | None:
+        """Take message ``iid`` for one consumer (``take_from_<q>_by_<c>``); waits like take."""
+        params = {
+            "queue": check_name("queue", queue),
+            "consumer": check_name("consumer", consumer),
+            "iid": iid,
+        }
+        rows = await self._rows(Q["take_from"], params, conn)
+        return Message.from_row(queue, consumer, rows[0]) if rows else None
+
+    async def peek(self, queue: str, iid: str | None = None) -> bool:
+        """Is message ``iid`` (any message when None) in the queue? True does not promise that
+        a consume will return it (it may be delayed, leased or locked)."""
+        return bool(await self._value(Q["peek"], {"queue": check_name("queue", queue), "iid": iid}))
+
+    async def clear_queue(self, queue: str, *, now: datetime | None = None) -> int:
+        """Delete the expired messages of ``queue``; returns how many."""
+        params = {"queue": check_name("queue", queue), "now": now}
+        return int(await self._value(Q["clear_queue"], params))
+
+    # --- the dead-message queue -------------------------------------------------------------
+
+    async def dmq(self, queue: str | None = None, *, limit: int = 100) -> list[DeadMessage]:
+        """Dead messages (of ``queue``, or all), oldest first."""
+        params = {"queue": None if queue is None else check_name("queue", queue), "limit": limit}
+        return [DeadMessage(**r) for r in await self._rows(Q["dmq_list"], params)]
+
+    async def dmq_replay(self, dmq_id: int, *, queue: str | None = None) -> str:
+        """Put a dead message back (to its consumer, or posted to ``queue``); returns its iid."""
+        params = {
+            "dmq_id": dmq_id,
+            "queue": None if queue is None else check_name("queue", queue),
+        }
+        return str(await self._value(Q["dmq_replay"], params))
+
+    async def post_dmq(
+        self,
+        message: Message,
+        reason: str,
+        *,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> int:
+        """Put a message that cannot be processed into the dmq, keeping its iid."""
+        params = {
+            "queue": message.queue,
+            "data": _json(message.data, "data"),
+            "headers": _json(message.headers, "headers"),
+            "properties": _json(message.properties, "properties"),
+            "iid": message.iid,
+            "reason": reason,
+            "consumer": message.consumer,
+            "attempts": message.attempts,
+        }
+        return int(await self._value(Q["post_dmq"], params, conn))

@@ -1,0 +1,522 @@
+"""Bus: the blocking client of the mbus queue API.
+
+Generated from ``_async_bus.py`` by ``src/pgmbus/queues/_codegen.py``; do not edit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any, LiteralString
+
+from psycopg import Connection, sql
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
+
+from pgmbus.dsn import resolve_dsn
+from pgmbus.errors import InvalidArgument, InvalidPayload, translating
+from pgmbus.queues.model import ConsumerStats, DeadMessage, Message, QueueInfo, check_name
+from pgmbus.sqlfiles import load_queries
+
+Q = load_queries("queues.sql")
+
+
+def _json(value: Mapping[str, Any] | None, what: str) -> Jsonb | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidPayload(f"{what} must be a mapping (a JSON object)", sqlstate="MB005")
+    return Jsonb(dict(value))
+
+
+def _seconds(value: float | timedelta) -> timedelta:
+    return value if isinstance(value, timedelta) else timedelta(seconds=value)
+
+
+def channel(queue: str) -> str:
+    """The NOTIFY channel a committed post to ``queue`` signals (payload: the queue name).
+
+    Posts notify only while a session waits (``mbus.await_queue``); see docs/queues.md.
+    """
+    return "mbus_q_" + check_name("queue", queue)
+
+
+class Bus:
+    """A client of the mbus queues on one database.
+
+    Parameters
+    ----------
+    dsn:
+        Connection string (the DSN rule applies: else ``PGMBUS_DSN``, else the embedded cluster).
+    pool:
+        An open pool to use instead of making one (its connections must be in autocommit mode
+        for blocking consumes to hear NOTIFY at once). The bus does not close a pool it was given.
+    max_size:
+        Size of the pool the bus makes. A blocking consume holds one extra connection while it
+        waits (the one that LISTENs).
+    poll_interval:
+        Seconds between polls while a blocking consume waits; a wake-up (NOTIFY) ends the wait
+        earlier, so a lost notification costs at most this much latency.
+
+    Every method that reads or writes messages takes ``conn``: pass your own connection to run
+    inside your transaction (a post then exists exactly when you commit; a consume is undone by
+    your rollback). Without it the bus uses a pooled autocommit connection.
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        pool: ConnectionPool[Any] | None = None,
+        max_size: int = 4,
+        poll_interval: float = 1.0,
+    ) -> None:
+        self.poll_interval = poll_interval
+        self._own_pool = pool is None
+        if pool is None:
+            pool = ConnectionPool(
+                resolve_dsn(dsn),
+                min_size=1,
+                max_size=max_size,
+                kwargs={"autocommit": True},
+                open=False,
+            )
+        self.pool = pool
+        self._composed: dict[tuple[str, str], sql.Composed] = {}
+        self._known: set[tuple[str, str]] = set()
+
+    def open(self) -> Bus:
+        """Open the pool (when the bus made it); returns the bus."""
+        if self._own_pool:
+            self.pool.open(wait=True)
+        return self
+
+    def close(self) -> None:
+        """Close the pool (when the bus made it)."""
+        if self._own_pool:
+            self.pool.close()
+
+    def __enter__(self) -> Bus:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- plumbing -------------------------------------------------------------------------------
+
+    @contextmanager
+    def _connection(
+        self, conn: Connection[Any] | None
+    ) -> Iterator[Connection[Any]]:
+        if conn is not None:
+            yield conn
+        else:
+            with self.pool.connection() as pooled:
+                yield pooled
+
+    def _generated(self, name: LiteralString, fn: str) -> sql.Composed:
+        key = (name, fn)
+        query = self._composed.get(key)
+        if query is None:
+            query = sql.SQL(Q[name]).format(fn=sql.Identifier(fn))
+            self._composed[key] = query
+        return query
+
+    def _rows(
+        self,
+        query: LiteralString | sql.Composed,
+        params: Mapping[str, Any],
+        conn: Connection[Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        with self._connection(conn) as c:
+            cur = c.cursor(row_factory=dict_row)
+            with translating():
+                cur.execute(query, params)
+                if cur.description is None:
+                    return []
+                return cur.fetchall()
+
+    def _value(
+        self,
+        query: LiteralString | sql.Composed,
+        params: Mapping[str, Any],
+        conn: Connection[Any] | None = None,
+    ) -> Any:
+        rows = self._rows(query, params, conn)
+        return next(iter(rows[0].values())) if rows else None
+
+    # --- queues, consumers, triggers ---------------------------------------------------------
+
+    def create_queue(
+        self, queue: str, ncons: int = 1, *, roles_security: bool = False
+    ) -> None:
+        """Create ``queue`` and its ``default`` consumer; on an existing queue, regenerate its
+        functions (the seed's rule). ``ncons`` is kept for the seed's signature, unused."""
+        self._rows(
+            Q["create_queue"],
+            {"queue": check_name("queue", queue), "ncons": ncons, "roles": roles_security},
+        )
+
+    def drop_queue(self, queue: str) -> None:
+        """Drop ``queue`` with its consumers, pending messages, triggers and functions."""
+        self._rows(Q["drop_queue"], {"queue": check_name("queue", queue)})
+
+    def create_consumer(
+        self, queue: str, consumer: str, selector: str | None = None, *, noindex: bool = False
+    ) -> None:
+        """Create a durable consumer; it receives the messages posted from now on for which
+        ``selector`` (a static SQL expression over ``t``, type ``mbus.qt_model``) holds."""
+        self._rows(
+            Q["create_consumer"],
+            {
+                "queue": check_name("queue", queue),
+                "consumer": check_name("consumer", consumer),
+                "selector": selector,
+                "noindex": noindex,
+            },
+        )
+
+    def drop_consumer(self, queue: str, consumer: str) -> None:
+        """Drop a consumer with its pending deliveries."""
+        self._rows(
+            Q["drop_consumer"],
+            {"queue": check_name("queue", queue), "consumer": check_name("consumer", consumer)},
+        )
+
+    def create_trigger(self, src: str, dst: str, selector: str | None = None) -> None:
+        """Copy every message posted to ``src`` into ``dst`` when ``selector`` holds."""
+        self._rows(
+            Q["create_trigger"],
+            {
+                "src": check_name("queue", src),
+                "dst": check_name("queue", dst),
+                "selector": selector,
+            },
+        )
+
+    def drop_trigger(self, src: str, dst: str) -> None:
+        """Remove the trigger from ``src`` to ``dst``."""
+        self._rows(
+            Q["drop_trigger"], {"src": check_name("queue", src), "dst": check_name("queue", dst)}
+        )
+
+    def queues(self) -> list[QueueInfo]:
+        """Every queue with its consumers and trigger destinations."""
+        return [QueueInfo(**r) for r in self._rows(Q["list_queues"], {})]
+
+    def stats(self, queue: str | None = None) -> list[ConsumerStats]:
+        """Depth, ready, delayed, leased, expired, oldest age and dead messages per consumer."""
+        if queue is not None:
+            check_name("queue", queue)
+        return [ConsumerStats(**r) for r in self._rows(Q["stats"], {"queue": queue})]
+
+    # --- posting ----------------------------------------------------------------------------
+
+    def get_iid(self, queue: str) -> str:
+        """A new iid for ``queue`` (to post with later, e.g. to refer to a message in advance)."""
+        return str(self._value(Q["get_iid"], {"queue": check_name("queue", queue)}))
+
+    def post(
+        self,
+        queue: str,
+        data: Mapping[str, Any],
+        *,
+        headers: Mapping[str, Any] | None = None,
+        properties: Mapping[str, Any] | None = None,
+        delayed_until: datetime | None = None,
+        expires: datetime | None = None,
+        iid: str | None = None,
+        conn: Connection[Any] | None = None,
+    ) -> str:
+        """Post one message; returns its iid.
+
+        With ``conn`` the message joins that connection's transaction: it exists exactly when
+        the transaction commits.
+        """
+        params = {
+            "data": _json(data, "data"),
+            "headers": _json(headers, "headers"),
+            "properties": _json(properties, "properties"),
+            "delayed_until": delayed_until,
+            "expires": expires,
+            "iid": iid,
+        }
+        if params["data"] is None:
+            raise InvalidPayload("data must not be None", sqlstate="MB005")
+        query = self._generated("post", "post_" + check_name("queue", queue))
+        return str(self._value(query, params, conn))
+
+    def post_batch(
+        self,
+        queue: str,
+        data: Sequence[Mapping[str, Any]],
+        *,
+        headers: Sequence[Mapping[str, Any]] | None = None,
+        properties: Sequence[Mapping[str, Any]] | None = None,
+        delayed_until: datetime | None = None,
+        expires: datetime | None = None,
+        conn: Connection[Any] | None = None,
+    ) -> list[str]:
+        """Post many messages in one statement per consumer; returns their iids in order."""
+        params = {
+            "data": [_json(d, "data") for d in data],
+            "headers": None if headers is None else [_json(h, "headers") for h in headers],
+            "properties": None
+            if properties is None
+            else [_json(p, "properties") for p in properties],
+            "delayed_until": delayed_until,
+            "expires": expires,
+        }
+        query = self._generated("post_batch", "postn_" + check_name("queue", queue))
+        return [str(r["iid"]) for r in self._rows(query, params, conn)]
+
+    # --- consuming --------------------------------------------------------------------------
+
+    def _consume_once(
+        self,
+        queue: str,
+        consumer: str,
+        amount: int,
+        conn: Connection[Any] | None,
+        now: datetime | None,
+    ) -> list[Message]:
+        query = self._generated("consumen", f"consumen_{queue}_by_{consumer}")
+        rows = self._rows(query, {"amount": amount, "now": now}, conn)
+        return [Message.from_row(queue, consumer, r) for r in rows]
+
+    def _lease_once(
+        self,
+        queue: str,
+        consumer: str,
+        amount: int,
+        lease: timedelta,
+        max_attempts: int | None,
+        now: datetime | None,
+    ) -> list[Message]:
+        query = self._generated("lease", f"lease_{queue}_by_{consumer}")
+        params = {"amount": amount, "lease": lease, "max_attempts": max_attempts, "now": now}
+        rows = self._rows(query, params)
+        return [Message.from_row(queue, consumer, r) for r in rows]
+
+    def _check_consumer(self, queue: str, consumer: str) -> None:
+        # Once per bus: afterwards a dropped consumer shows as NotFound from the missing
+        # generated function, without a round trip per call.
+        if (queue, consumer) in self._known:
+            return
+        check_name("queue", queue)
+        check_name("consumer", consumer)
+        self._rows(Q["require_consumer"], {"queue": queue, "consumer": consumer})
+        self._known.add((queue, consumer))
+
+    def _wait(self, listener: Connection[Any], seconds: float) -> None:
+        for _note in listener.notifies(timeout=seconds, stop_after=1):
+            pass
+
+    def consume(
+        self,
+        queue: str,
+        consumer: str = "default",
+        *,
+        amount: int = 1,
+        timeout: float = 0.0,
+        conn: Connection[Any] | None = None,
+        now: datetime | None = None,
+    ) -> list[Message]:
+        """Claim up to ``amount`` messages for ``consumer`` (transactional style).
+
+        The messages are removed when the transaction of ``conn`` commits and come back at once
+        on rollback; without ``conn`` they are removed at once (autocommit). With ``timeout``
+        > 0 the call waits up to that many seconds for a message, woken by the queue's NOTIFY
+        and polling every ``poll_interval`` seconds. Returns [] when nothing is available.
+        """
+        if amount < 0:
+            raise InvalidArgument("amount must be >= 0", sqlstate="MB006")
+        self._check_consumer(queue, consumer)
+        got = self._consume_once(queue, consumer, amount, conn, now)
+        if got or timeout <= 0:
+            return got
+        deadline = time.monotonic() + timeout
+        with self._listening(queue) as listener:
+            while True:
+                got = self._consume_once(queue, consumer, amount, conn, now)
+                remaining = deadline - time.monotonic()
+                if got or remaining <= 0:
+                    return got
+                self._wait(listener, min(remaining, self.poll_interval))
+
+    def lease(
+        self,
+        queue: str,
+        consumer: str = "default",
+        *,
+        amount: int = 1,
+        lease: float | timedelta = 30.0,
+        max_attempts: int | None = None,
+        timeout: float = 0.0,
+        now: datetime | None = None,
+    ) -> list[Message]:
+        """Claim up to ``amount`` messages under a lease (visibility timeout) of ``lease``
+        seconds; finish each with ``ack``, ``nack``, ``extend`` or ``bury``.
+
+        An unfinished message is delivered again when its lease ends, with ``attempts`` one
+        higher; a message already delivered ``max_attempts`` times goes to the dmq instead.
+        ``timeout`` waits as in ``consume``.
+        """
+        if amount < 0:
+            raise InvalidArgument("amount must be >= 0", sqlstate="MB006")
+        self._check_consumer(queue, consumer)
+        span = _seconds(lease)
+        got = self._lease_once(queue, consumer, amount, span, max_attempts, now)
+        if got or timeout <= 0:
+            return got
+        deadline = time.monotonic() + timeout
+        with self._listening(queue) as listener:
+            while True:
+                got = self._lease_once(queue, consumer, amount, span, max_attempts, now)
+                remaining = deadline - time.monotonic()
+                if got or remaining <= 0:
+                    return got
+                self._wait(listener, min(remaining, self.poll_interval))
+
+    @contextmanager
+    def _listening(self, queue: str) -> Iterator[Connection[Any]]:
+        with self.pool.connection() as listener:
+            listener.execute(Q["await_queue"], {"queue": check_name("queue", queue)})
+            try:
+                yield listener
+            finally:
+                listener.execute(Q["await_done"], {"queue": queue})
+
+    def _token_query(self, name: LiteralString, message: Message) -> sql.Composed:
+        if message.lease_token is None:
+            raise InvalidArgument(
+                "the message was not claimed with a lease (use lease(), not consume())",
+                sqlstate="MB006",
+            )
+        return self._generated(name, f"{name}_{check_name('queue', message.queue)}")
+
+    def ack(self, message: Message, *, now: datetime | None = None) -> None:
+        """The leased message is done: remove it. ``StaleLease`` when the lease was lost."""
+        query = self._token_query("ack", message)
+        self._rows(query, {"token": message.lease_token, "now": now})
+
+    def nack(
+        self, message: Message, *, delay: float | timedelta = 0.0, now: datetime | None = None
+    ) -> None:
+        """Give the leased message back; it is delivered again after ``delay`` seconds."""
+        query = self._token_query("nack", message)
+        params = {"token": message.lease_token, "delay": _seconds(delay), "now": now}
+        self._rows(query, params)
+
+    def extend(
+        self, message: Message, lease: float | timedelta, *, now: datetime | None = None
+    ) -> datetime:
+        """Make the lease end ``lease`` seconds from now; returns the new end."""
+        query = self._token_query("extend", message)
+        params = {"token": message.lease_token, "lease": _seconds(lease), "now": now}
+        end: datetime = self._value(query, params)
+        return end
+
+    def bury(self, message: Message, reason: str, *, now: datetime | None = None) -> int:
+        """Move the leased message to the dead-message queue with ``reason``; returns its dmq id."""
+        query = self._token_query("bury", message)
+        params = {"token": message.lease_token, "reason": reason, "now": now}
+        return int(self._value(query, params))
+
+    def listen(
+        self,
+        queue: str,
+        consumer: str = "default",
+        *,
+        lease: float = 30.0,
+        max_attempts: int | None = None,
+        batch: int = 10,
+    ) -> Iterator[Message]:
+        """Yield messages for ``consumer`` as they arrive, forever (at least once).
+
+        Messages are claimed with a lease; a message is acknowledged when the loop asks for the
+        next one, so a message whose loop body raised (or after which the loop broke off) is
+        delivered again when its lease ends.
+        """
+        while True:
+            messages = self.lease(
+                queue,
+                consumer,
+                amount=batch,
+                lease=lease,
+                max_attempts=max_attempts,
+                timeout=self.poll_interval,
+            )
+            for message in messages:
+                yield message
+                self.ack(message)
+
+    # --- take, peek, clear ------------------------------------------------------------------
+
+    def take(self, iid: str, *, conn: Connection[Any] | None = None) -> Message | None:
+        """Take the message ``iid`` away from every consumer of the queue its iid names; waits
+        while another transaction holds it; None when it is not there."""
+        rows = self._rows(Q["take"], {"iid": iid}, conn)
+        if not rows:
+            return None
+        return Message.from_row(iid.split(".", 1)[0], None, rows[0])
+
+    def take_from(
+        self, queue: str, consumer: str, iid: str, *, conn: Connection[Any] | None = None
+    ) -> Message | None:
+        """Take message ``iid`` for one consumer (``take_from_<q>_by_<c>``); waits like take."""
+        params = {
+            "queue": check_name("queue", queue),
+            "consumer": check_name("consumer", consumer),
+            "iid": iid,
+        }
+        rows = self._rows(Q["take_from"], params, conn)
+        return Message.from_row(queue, consumer, rows[0]) if rows else None
+
+    def peek(self, queue: str, iid: str | None = None) -> bool:
+        """Is message ``iid`` (any message when None) in the queue? True does not promise that
+        a consume will return it (it may be delayed, leased or locked)."""
+        return bool(self._value(Q["peek"], {"queue": check_name("queue", queue), "iid": iid}))
+
+    def clear_queue(self, queue: str, *, now: datetime | None = None) -> int:
+        """Delete the expired messages of ``queue``; returns how many."""
+        params = {"queue": check_name("queue", queue), "now": now}
+        return int(self._value(Q["clear_queue"], params))
+
+    # --- the dead-message queue -------------------------------------------------------------
+
+    def dmq(self, queue: str | None = None, *, limit: int = 100) -> list[DeadMessage]:
+        """Dead messages (of ``queue``, or all), oldest first."""
+        params = {"queue": None if queue is None else check_name("queue", queue), "limit": limit}
+        return [DeadMessage(**r) for r in self._rows(Q["dmq_list"], params)]
+
+    def dmq_replay(self, dmq_id: int, *, queue: str | None = None) -> str:
+        """Put a dead message back (to its consumer, or posted to ``queue``); returns its iid."""
+        params = {
+            "dmq_id": dmq_id,
+            "queue": None if queue is None else check_name("queue", queue),
+        }
+        return str(self._value(Q["dmq_replay"], params))
+
+    def post_dmq(
+        self,
+        message: Message,
+        reason: str,
+        *,
+        conn: Connection[Any] | None = None,
+    ) -> int:
+        """Put a message that cannot be processed into the dmq, keeping its iid."""
+        params = {
+            "queue": message.queue,
+            "data": _json(message.data, "data"),
+            "headers": _json(message.headers, "headers"),
+            "properties": _json(message.properties, "properties"),
+            "iid": message.iid,
+            "reason": reason,
+            "consumer": message.consumer,
+            "attempts": message.attempts,
+        }
+        return int(self._value(Q["post_dmq"], params, conn))

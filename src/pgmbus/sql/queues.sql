@@ -1,0 +1,91 @@
+-- Named queries of the queues client (pgmbus.queues). Placeholders in braces ({fn}) are
+-- identifiers of generated per-queue functions, filled in with psycopg.sql.Identifier.
+
+-- name: create_queue
+SELECT mbus.create_queue(%(queue)s, %(ncons)s, %(roles)s);
+
+-- name: drop_queue
+SELECT mbus.drop_queue(%(queue)s);
+
+-- name: create_consumer
+SELECT mbus.create_consumer(%(queue)s, %(consumer)s, %(selector)s, %(noindex)s);
+
+-- name: drop_consumer
+SELECT mbus.drop_consumer(%(queue)s, %(consumer)s);
+
+-- name: create_trigger
+SELECT mbus.create_trigger(%(src)s, %(dst)s, %(selector)s);
+
+-- name: drop_trigger
+SELECT mbus.drop_trigger(%(src)s, %(dst)s);
+
+-- name: require_consumer
+SELECT mbus.require_consumer(%(queue)s, %(consumer)s);
+
+-- name: list_queues
+SELECT qname, ncons, roles_security, created_at, consumers, triggers_to
+FROM mbus.queues ORDER BY qname;
+
+-- name: stats
+SELECT qname, cname, depth, ready, delayed, leased, expired, oldest_age, dmq
+FROM mbus.queue_stats(%(queue)s);
+
+-- name: get_iid
+SELECT mbus.get_iid(%(queue)s);
+
+-- name: post
+SELECT mbus.{fn}(%(data)s, %(headers)s, %(properties)s, %(delayed_until)s, %(expires)s, %(iid)s);
+
+-- name: post_batch
+SELECT iid FROM mbus.{fn}(%(data)s, %(headers)s, %(properties)s, %(delayed_until)s, %(expires)s)
+    AS p(iid);
+
+-- name: consumen
+SELECT * FROM mbus.{fn}(%(amount)s, %(now)s);
+
+-- name: lease
+SELECT * FROM mbus.{fn}(%(amount)s, %(lease)s, %(max_attempts)s, %(now)s);
+
+-- name: ack
+SELECT mbus.{fn}(%(token)s, %(now)s);
+
+-- name: nack
+SELECT mbus.{fn}(%(token)s, %(delay)s, %(now)s);
+
+-- name: extend
+SELECT mbus.{fn}(%(token)s, %(lease)s, %(now)s);
+
+-- name: bury
+SELECT mbus.{fn}(%(token)s, %(reason)s, %(now)s);
+
+-- name: take
+SELECT * FROM mbus.take(%(iid)s);
+
+-- name: take_from
+SELECT * FROM mbus.take_from(%(queue)s, %(consumer)s, %(iid)s);
+
+-- name: peek
+SELECT mbus.peek(%(queue)s, %(iid)s);
+
+-- name: clear_queue
+SELECT mbus.clear_queue(%(queue)s, %(now)s);
+
+-- name: dmq_list
+SELECT dmq_id, qname, cname, iid, data, headers, properties, attempts, reason, died_at
+FROM mbus.dmq
+WHERE %(queue)s::text IS NULL OR qname = %(queue)s::text
+ORDER BY dmq_id
+LIMIT %(limit)s;
+
+-- name: dmq_replay
+SELECT mbus.dmq_replay(%(dmq_id)s, %(queue)s);
+
+-- name: post_dmq
+SELECT mbus.post_dmq(%(queue)s, %(data)s, %(headers)s, %(properties)s, %(iid)s, %(reason)s,
+                     %(consumer)s, %(attempts)s);
+
+-- name: await_queue
+SELECT mbus.await_queue(%(queue)s);
+
+-- name: await_done
+SELECT mbus.await_done(%(queue)s);
