@@ -912,7 +912,7 @@ BEGIN
                                               dead_at)
         VALUES (g.name, r.event_id, r.topic, r.key, r.payload, r.headers, r.published_at,
                 r.attempts, error, v_now)
-        ON CONFLICT (group_name, event_id) DO UPDATE
+        ON CONFLICT ON CONSTRAINT stream_dead_letters_pkey DO UPDATE
         SET attempts = excluded.attempts, last_error = excluded.last_error,
             dead_at = excluded.dead_at;
         PERFORM mbus._count('dead_letters');
@@ -1270,16 +1270,17 @@ RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
+#variable_conflict use_column
 DECLARE
     v_id bigint;
 BEGIN
     PERFORM mbus._group("group");
-    PERFORM mbus._check_condition(condition);
-    IF params IS NULL OR jsonb_typeof(params) <> 'object' THEN
+    PERFORM mbus._check_condition(subscribe.condition);
+    IF subscribe.params IS NULL OR jsonb_typeof(subscribe.params) <> 'object' THEN
         RAISE EXCEPTION USING ERRCODE = 'MB005', MESSAGE = 'params must be a JSON object';
     END IF;
     INSERT INTO mbus.subscriptions AS s (group_name, condition, params, expires_after)
-    VALUES ("group", condition, params, expires_after)
+    VALUES (subscribe."group", subscribe.condition, subscribe.params, subscribe.expires_after)
     ON CONFLICT (group_name, md5(condition), params) DO UPDATE
     SET last_active_at = now(),
         expires_after = CASE WHEN s.expires_after IS NULL OR excluded.expires_after IS NULL
@@ -1362,8 +1363,9 @@ $$;
 
 -- read_subscriptions(group, max_events, slot): read_next for a group of subscriptions: its next
 -- batch, only the events that matched at least one of its subscriptions, each with the ids of
--- the subscriptions it matched. Commit with commit(group, cursor) as usual. A batch in which
--- nothing matched is committed here (in the caller's transaction): there is nothing to handle.
+-- the subscriptions it matched. Commit with commit(group, cursor) as usual. Batches in which
+-- nothing matched are committed here (in the caller's transaction) and reading goes on, so an
+-- empty result means the group has caught up.
 CREATE FUNCTION mbus.read_subscriptions("group" text, max_events integer DEFAULT 1000,
                                         slot integer DEFAULT NULL)
 RETURNS TABLE (cursor text, id bigint, topic text, key text, payload jsonb, headers jsonb,
@@ -1376,25 +1378,28 @@ DECLARE
     v_batch  mbus.stream_row[];
     v_cursor text;
 BEGIN
-    SELECT array_agg(ROW(NULL, r.id, r.topic, r.key, r.payload, r.headers,
-                         r.published_at)::mbus.stream_row ORDER BY r.ordinality),
-           min(r.cursor)
-    INTO v_batch, v_cursor
-    FROM mbus.read_next("group", max_events, slot) WITH ORDINALITY AS r;
-    IF v_cursor IS NULL THEN
-        RETURN;
-    END IF;
-    RETURN QUERY
-    SELECT v_cursor, b.id, b.topic, b.key, b.payload, b.headers, b.published_at,
-           m.subscription_ids
-    FROM unnest(v_batch) WITH ORDINALITY AS b
-    JOIN (SELECT mm.event_id, array_agg(DISTINCT x ORDER BY x) AS subscription_ids
-          FROM mbus._match("group", v_batch) AS mm, unnest(mm.subscription_ids) AS x
-          GROUP BY mm.event_id) AS m ON m.event_id = b.id
-    ORDER BY b.ordinality;
-    IF NOT FOUND THEN
+    LOOP
+        SELECT array_agg(ROW(NULL, r.id, r.topic, r.key, r.payload, r.headers,
+                             r.published_at)::mbus.stream_row ORDER BY r.ordinality),
+               min(r.cursor)
+        INTO v_batch, v_cursor
+        FROM mbus.read_next("group", max_events, slot) WITH ORDINALITY AS r;
+        IF v_cursor IS NULL THEN
+            RETURN;
+        END IF;
+        RETURN QUERY
+        SELECT v_cursor, b.id, b.topic, b.key, b.payload, b.headers, b.published_at,
+               m.subscription_ids
+        FROM unnest(v_batch) WITH ORDINALITY AS b
+        JOIN (SELECT mm.event_id, array_agg(DISTINCT x ORDER BY x) AS subscription_ids
+              FROM mbus._match("group", v_batch) AS mm, unnest(mm.subscription_ids) AS x
+              GROUP BY mm.event_id) AS m ON m.event_id = b.id
+        ORDER BY b.ordinality;
+        IF FOUND THEN
+            RETURN;
+        END IF;
         PERFORM mbus.commit("group", v_cursor);
-    END IF;
+    END LOOP;
 END;
 $$;
 
