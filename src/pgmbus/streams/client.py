@@ -123,6 +123,7 @@ def publish_copy(
             for topic, key, payload, hdrs in events:
                 copy.write_row((topic, key, Jsonb(payload), _json(hdrs)))
                 n += 1
+        conn.execute(_q("notify"))
     return n
 
 

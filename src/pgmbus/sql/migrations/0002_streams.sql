@@ -248,7 +248,6 @@ $$;
 CREATE FUNCTION mbus._consumed(p_txid xid8, p_id bigint, p mbus.stream_position)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog
 AS $$
     SELECT pg_visible_in_snapshot(p_txid, (p).lo)
         OR ((p).hi IS NOT NULL AND pg_visible_in_snapshot(p_txid, (p).hi)
@@ -275,7 +274,6 @@ $$;
 CREATE FUNCTION mbus.key_slot(p_key text, p_id bigint, nslots integer)
 RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog
 AS $$
     SELECT ((hashtextextended(coalesce(p_key, p_id::text), 0) & 9223372036854775807)
             % nslots)::integer;
@@ -296,6 +294,11 @@ $$;
 ---------------------------------------------------------------------------------------------
 -- Publishing
 ---------------------------------------------------------------------------------------------
+-- The hot-path functions (publish, publish_batch, notify, and the per-row helpers
+-- _consumed and key_slot) carry no SET search_path: a function-level SET costs about a third
+-- of a single publish's time and keeps SQL functions from being inlined. They are not
+-- SECURITY DEFINER, qualify every object with its schema, and call only pg_catalog
+-- functions, which are always searched first.
 
 -- publish(topic, payload, key, headers): append one event in the caller's transaction; it is
 -- readable exactly when that transaction commits. Returns the event id.
@@ -303,7 +306,6 @@ CREATE FUNCTION mbus.publish(topic text, payload jsonb, key text DEFAULT NULL,
                              headers jsonb DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql
-SET search_path = pg_catalog
 AS $$
 DECLARE
     v_id bigint;
@@ -325,6 +327,7 @@ BEGIN
     INSERT INTO mbus.events (topic, key, payload, headers)
     VALUES (publish.topic, publish.key, publish.payload, publish.headers)
     RETURNING events.id INTO v_id;
+    PERFORM pg_notify('mbus_events', '');
     RETURN v_id;
 END;
 $$;
@@ -335,10 +338,10 @@ CREATE FUNCTION mbus.publish_batch(topic text, payloads jsonb[], keys text[] DEF
                                    headers jsonb[] DEFAULT NULL)
 RETURNS SETOF bigint
 LANGUAGE plpgsql
-SET search_path = pg_catalog
 AS $$
 BEGIN
     PERFORM mbus._check_log();
+    PERFORM pg_notify('mbus_events', '');
     IF topic IS NULL OR topic = '' OR octet_length(topic) > 200 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = format('invalid topic %L (1 to 200 bytes)', topic);
@@ -362,20 +365,14 @@ BEGIN
 END;
 $$;
 
--- Wake listeners (LISTEN mbus_events) once per publishing statement, not per event.
-CREATE FUNCTION mbus._events_notify()
-RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog
-AS $$
-BEGIN
-    PERFORM pg_notify('mbus_events', '');
-    RETURN NULL;
-END;
-$$;
-
-CREATE TRIGGER events_notify AFTER INSERT ON mbus.events
-    FOR EACH STATEMENT EXECUTE FUNCTION mbus._events_notify();
+-- Listeners (LISTEN mbus_events) are woken by publish, publish_batch and the capture
+-- triggers with an empty notification, which PostgreSQL folds into one per transaction and
+-- delivers at commit. Writers that INSERT or COPY into mbus.events directly call
+-- mbus.notify() (or let readers find the events at their next poll).
+CREATE FUNCTION mbus.notify()
+RETURNS void
+LANGUAGE sql
+AS $$ SELECT pg_notify('mbus_events', '') $$;
 
 ---------------------------------------------------------------------------------------------
 -- Consumer groups
@@ -1482,6 +1479,7 @@ BEGIN
             CASE WHEN cardinality(v_keys) = 1 THEN v_key ->> v_keys[1]
                  WHEN cardinality(v_keys) > 1 THEN v_key::text END,
             v_payload);
+    PERFORM pg_notify('mbus_events', '');
     RETURN NULL;
 END;
 $$;
