@@ -103,3 +103,6 @@ LISTEN mbus_events;
 
 -- name: notify
 SELECT mbus.notify();
+
+-- name: async_commit
+SET LOCAL synchronous_commit = off;

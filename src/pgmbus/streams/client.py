@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, LiteralString
+from typing import Any, LiteralString, NamedTuple
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -20,9 +20,8 @@ def _q(name: str) -> LiteralString:
     return load_queries("streams.sql")[name]
 
 
-@dataclass(frozen=True)
-class Event:
-    """One event of the log as a reader receives it."""
+class Event(NamedTuple):
+    """One event of the log as a reader receives it (a named tuple: cheap to build)."""
 
     id: int
     topic: str
@@ -48,8 +47,7 @@ class Batch:
         return bool(self.events)
 
 
-@dataclass(frozen=True)
-class RetryEvent:
+class RetryEvent(NamedTuple):
     """An event handed back by ``read_retries`` after a failed attempt."""
 
     id: int

@@ -629,9 +629,15 @@ BEGIN
 END;
 $$;
 
+-- _reader_lock_key(group, slot): the advisory lock key of a group's (slot's) reader.
+CREATE FUNCTION mbus._reader_lock_key(p_group text, p_slot integer)
+RETURNS bigint
+LANGUAGE sql IMMUTABLE
+AS $$ SELECT hashtextextended('mbus.streams.reader:' || p_group || ':' || p_slot, 0) $$;
+
 -- read_next(group, max_events, slot): the group's next batch (at most max_events events),
 -- without moving the group. Every row carries the cursor the group reaches when the batch is
--- committed with commit(group, cursor). The group's cursor row stays locked until the caller's
+-- committed with commit(group, cursor). The group (slot) stays locked until the caller's
 -- transaction ends (a second reader waits, or gets nothing when the group's on_busy is 'skip'),
 -- so reading, writing results and committing in one transaction processes each event once.
 -- An empty batch moves the group on by itself (there is nothing to acknowledge).
@@ -660,18 +666,17 @@ BEGIN
     END IF;
     g := mbus._group("group");
     v_slot := mbus._slot_of(g, slot);
+    -- The reader's lock (the seed's lock_watermark) is a transaction-level advisory lock, not
+    -- a row lock: reading then stays a read-only transaction until the commit.
     IF g.on_busy = 'skip' THEN
-        SELECT * INTO c FROM mbus.stream_cursors AS sc
-        WHERE sc.group_name = g.name AND sc.slot = v_slot
-        FOR UPDATE SKIP LOCKED;
-        IF NOT FOUND THEN
+        IF NOT pg_try_advisory_xact_lock(mbus._reader_lock_key(g.name, v_slot)) THEN
             RETURN;
         END IF;
     ELSE
-        SELECT * INTO c FROM mbus.stream_cursors AS sc
-        WHERE sc.group_name = g.name AND sc.slot = v_slot
-        FOR UPDATE;
+        PERFORM pg_advisory_xact_lock(mbus._reader_lock_key(g.name, v_slot));
     END IF;
+    SELECT * INTO c FROM mbus.stream_cursors AS sc
+    WHERE sc.group_name = g.name AND sc.slot = v_slot;
     v_hi := coalesce(c.hi, mbus._snapshot_now());
     v_rows := ARRAY(SELECT b FROM mbus._batch(c.lo, v_hi, c.after_txid, c.after_id, g.topics,
                                               v_slot, g.slots, max_events + 1) AS b);
