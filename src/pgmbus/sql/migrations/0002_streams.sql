@@ -1626,7 +1626,7 @@ BEGIN
     END LOOP;
     UPDATE mbus.events SET txid = '1'::xid8 WHERE txid <> '1'::xid8;
     UPDATE mbus.stream_cursors
-    SET lo = pg_current_snapshot(), hi = NULL, after_txid = NULL, after_id = NULL,
+    SET lo = mbus._snapshot_now(), hi = NULL, after_txid = NULL, after_id = NULL,
         lo_taken_at = now(), committed_at = now();
     UPDATE mbus.stream_state
     SET system_identifier = mbus._system_identifier(), repaired_at = now();
