@@ -208,3 +208,37 @@ def test_topic_filter(connect: Connect) -> None:
     ida = streams.publish(conn, "a", {})
     streams.publish(conn, "b", {})
     assert [e.id for e in drain(conn, "g")] == [ida]
+
+
+def test_an_open_transaction_delays_only_its_own_events(connect: Connect) -> None:
+    conn = connect()
+    streams.create_group(conn, "g", start="beginning")
+    conn.commit()
+    long = connect()
+    held = streams.publish(long, "t", {"held": True})
+    for round_ in range(3):
+        mine = streams.publish_batch(conn, "t", [{"r": round_, "i": i} for i in range(3)])
+        conn.commit()
+        assert [e.id for e in drain(conn, "g", max_events=2)] == mine  # at once, every round
+    long.commit()
+    assert [e.id for e in drain(conn, "g")] == [held]
+
+
+def test_batch_query_uses_the_txid_index(connect: Connect) -> None:
+    conn = connect()
+    for _ in range(5):
+        streams.publish_batch(conn, "t", [{"i": i} for i in range(1000)])
+        conn.commit()
+    conn.execute("ANALYZE mbus.events")
+    plan = "\n".join(
+        r[0]
+        for r in conn.execute(
+            "EXPLAIN SELECT * FROM mbus.events AS e WHERE e.txid >= %s::xid8 "
+            "AND e.txid < pg_snapshot_xmax(pg_current_snapshot()) "
+            "AND (e.txid, e.id) > (%s::xid8, -1::bigint) "
+            "AND pg_visible_in_snapshot(e.txid, pg_current_snapshot()) "
+            "ORDER BY e.txid, e.id LIMIT 1001",
+            ("3", "3"),
+        )
+    )
+    assert "txid_id" in plan and "Sort" not in plan.split("Merge Append")[0]

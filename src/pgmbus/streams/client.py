@@ -106,6 +106,29 @@ def publish_batch(
     return [int(r[0]) for r in rows]
 
 
+def publish_many(
+    conn: Conn,
+    events: Iterable[tuple[str, str | None, Any, dict[str, Any] | None]],
+) -> list[int]:
+    """Publish many events with ``mbus.publish`` calls sent as one pipelined batch.
+
+    ``events`` yields ``(topic, key, payload, headers)``; returns the ids in order.
+    """
+    params = [
+        {"topic": t, "payload": Jsonb(p), "key": k, "headers": _json(h)} for t, k, p, h in events
+    ]
+    ids: list[int] = []
+    with translating(), conn.cursor() as cur:
+        cur.executemany(_q("publish"), params, returning=True)
+        while True:
+            row = cur.fetchone()
+            if row is not None:
+                ids.append(int(row[0]))
+            if not cur.nextset():
+                break
+    return ids
+
+
 def publish_copy(
     conn: Conn,
     events: Iterable[tuple[str, str | None, Any, dict[str, Any] | None]],
