@@ -242,3 +242,21 @@ def test_batch_query_uses_the_txid_index(connect: Connect) -> None:
         )
     )
     assert "txid_id" in plan and "Sort" not in plan.split("Merge Append")[0]
+
+
+def test_ordered_group_waits_for_earlier_transactions(connect: Connect) -> None:
+    # the Wiki PubSub seed's option: refuse out-of-order events, get them in write order
+    conn = connect()
+    streams.create_group(conn, "ordered", start="beginning")
+    streams.create_group(conn, "fast", start="beginning")
+    streams.configure_group(conn, "ordered", ordered=True)
+    conn.commit()
+    t1, t2 = connect(), connect()
+    first = streams.publish(t1, "t", {"n": 1})
+    second = streams.publish(t2, "t", {"n": 2})
+    t2.commit()
+    assert [e.id for e in drain(conn, "fast")] == [second]
+    assert drain(conn, "ordered") == []  # T1 started first and is still open
+    t1.commit()
+    assert [e.id for e in drain(conn, "fast")] == [first]
+    assert [e.id for e in drain(conn, "ordered")] == [first, second]

@@ -20,7 +20,7 @@ SELECT mbus.drop_group(%(name)s);
 
 -- name: configure_group
 SELECT mbus.configure_group(%(name)s, %(topics)s::text[], %(on_busy)s, %(max_lag)s::interval,
-                            %(max_attempts)s, %(retry_backoff)s::interval);
+                            %(max_attempts)s, %(retry_backoff)s::interval, %(ordered)s);
 
 -- name: read_next
 SELECT cursor, id, topic, key, payload, headers, published_at

@@ -167,8 +167,13 @@ def configure_group(
     max_lag: timedelta | None = None,
     max_attempts: int | None = None,
     retry_backoff: timedelta | None = None,
+    ordered: bool | None = None,
 ) -> None:
-    """Change a group's options; ``None`` leaves an option as it is (``topics=[]``: all)."""
+    """Change a group's options; ``None`` leaves an option as it is (``topics=[]``: all).
+
+    ``ordered=True`` delivers transactions in transaction-id order (each only once every earlier
+    transaction has ended), at the price of waiting for open transactions.
+    """
     _one(
         conn,
         _q("configure_group"),
@@ -179,6 +184,7 @@ def configure_group(
             "max_lag": max_lag,
             "max_attempts": max_attempts,
             "retry_backoff": retry_backoff,
+            "ordered": ordered,
         },
     )
 

@@ -383,6 +383,7 @@ CREATE TABLE mbus.stream_groups (
     topics        text[],
     on_busy       text        NOT NULL DEFAULT 'wait' CHECK (on_busy IN ('wait', 'skip')),
     max_lag       interval    CHECK (max_lag > interval '0'),
+    ordered       boolean     NOT NULL DEFAULT false,
     max_attempts  integer     NOT NULL DEFAULT 5 CHECK (max_attempts >= 1),
     retry_backoff interval    NOT NULL DEFAULT '10 seconds' CHECK (retry_backoff >= interval '0'),
     state         text        NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'expired')),
@@ -491,11 +492,15 @@ $$;
 --   topics: only these topics are delivered ('{}' means all); on_busy: 'wait' (a second reader
 --   waits for the first one's transaction) or 'skip' (it gets nothing); max_lag: a group with
 --   unread events older than this is expired by maintain(); max_attempts and retry_backoff:
---   the retry policy of retry_event().
+--   the retry policy of retry_event(); ordered: deliver a transaction's events only once every
+--   transaction that started before it has ended (the Wiki PubSub seed's option of refusing
+--   out-of-order events), so batches come in transaction-id order; the price is that an open
+--   transaction then holds back everything that started after it (the xmin watermark).
 CREATE FUNCTION mbus.configure_group(name text, topics text[] DEFAULT NULL,
                                      on_busy text DEFAULT NULL, max_lag interval DEFAULT NULL,
                                      max_attempts integer DEFAULT NULL,
-                                     retry_backoff interval DEFAULT NULL)
+                                     retry_backoff interval DEFAULT NULL,
+                                     ordered boolean DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog
@@ -514,7 +519,8 @@ BEGIN
                        WHEN configure_group.max_lag <= interval '0' THEN NULL
                        ELSE configure_group.max_lag END,
         max_attempts = coalesce(configure_group.max_attempts, g.max_attempts),
-        retry_backoff = coalesce(configure_group.retry_backoff, g.retry_backoff)
+        retry_backoff = coalesce(configure_group.retry_backoff, g.retry_backoff),
+        ordered = coalesce(configure_group.ordered, g.ordered)
     WHERE g.name = configure_group.name;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'MB002',
@@ -677,7 +683,15 @@ BEGIN
     END IF;
     SELECT * INTO c FROM mbus.stream_cursors AS sc
     WHERE sc.group_name = g.name AND sc.slot = v_slot;
-    v_hi := coalesce(c.hi, mbus._snapshot_now());
+    v_hi := c.hi;
+    IF v_hi IS NULL THEN
+        v_hi := mbus._snapshot_now();
+        IF g.ordered THEN
+            -- only transactions below the oldest one still running (never behind lo)
+            v_hi := mbus._snapshot_cut(v_hi, greatest(pg_snapshot_xmin(v_hi),
+                                                      pg_snapshot_xmax(c.lo)));
+        END IF;
+    END IF;
     v_rows := ARRAY(SELECT b FROM mbus._batch(c.lo, v_hi, c.after_txid, c.after_id, g.topics,
                                               v_slot, g.slots, max_events + 1) AS b);
     IF cardinality(v_rows) = 0 THEN
