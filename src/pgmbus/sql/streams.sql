@@ -1,7 +1,7 @@
 -- Queries of the streams engine (pgmbus.streams): thin calls of the mbus SQL API.
 
 -- name: publish
-SELECT mbus.publish(%(topic)s, %(payload)s, %(key)s, %(headers)s);
+SELECT mbus.publish(%s, %s, %s, %s);
 
 -- name: publish_batch
 SELECT mbus.publish_batch(%(topic)s, %(payloads)s::jsonb[], %(keys)s::text[], %(headers)s::jsonb[]);

@@ -10,7 +10,7 @@ from typing import Any, LiteralString, NamedTuple
 import psycopg
 from psycopg.types.json import Jsonb
 
-from pgmbus.errors import translating
+from pgmbus.errors import translate, translating
 from pgmbus.sqlfiles import load_queries
 
 Conn = psycopg.Connection[Any]
@@ -82,8 +82,13 @@ def publish(
 
     The event is readable exactly when the transaction commits; a rollback removes it.
     """
-    params = {"topic": topic, "payload": Jsonb(payload), "key": key, "headers": _json(headers)}
-    return int(_one(conn, _q("publish"), params))
+    # the hot path: positional parameters and no context manager (measurably cheaper)
+    params = (topic, Jsonb(payload), key, None if headers is None else Jsonb(headers))
+    try:
+        row = conn.execute(_q("publish"), params).fetchone()
+    except psycopg.Error as exc:
+        raise translate(exc) from exc
+    return int(row[0]) if row else 0
 
 
 def publish_batch(
@@ -114,9 +119,7 @@ def publish_many(
 
     ``events`` yields ``(topic, key, payload, headers)``; returns the ids in order.
     """
-    params = [
-        {"topic": t, "payload": Jsonb(p), "key": k, "headers": _json(h)} for t, k, p, h in events
-    ]
+    params = [(t, Jsonb(p), k, _json(h)) for t, k, p, h in events]
     ids: list[int] = []
     with translating(), conn.cursor() as cur:
         cur.executemany(_q("publish"), params, returning=True)

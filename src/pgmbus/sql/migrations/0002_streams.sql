@@ -327,7 +327,10 @@ BEGIN
     INSERT INTO mbus.events (topic, key, payload, headers)
     VALUES (publish.topic, publish.key, publish.payload, publish.headers)
     RETURNING events.id INTO v_id;
-    PERFORM pg_notify('mbus_events', '');
+    -- one notification per transaction is enough (the flag is transaction-local)
+    IF current_setting('mbus.streams_notified', true) IS DISTINCT FROM 'yes' THEN
+        PERFORM pg_notify('mbus_events', ''), set_config('mbus.streams_notified', 'yes', true);
+    END IF;
     RETURN v_id;
 END;
 $$;
