@@ -1137,15 +1137,19 @@ BEGIN
 
     -- 1 and 2: the current partition, rollover, partitions ahead.
     SELECT last_value INTO v_seq FROM mbus.event_seq;
+    -- (setval is not transactional: should a maintain() that moved the sequence roll back, the
+    -- partition the ids now go to is created here)
+    IF mbus._ensure_partition((v_seq >> 40)::integer) THEN
+        v_created := v_created || format('events_%s', lpad((v_seq >> 40)::text, 7, '0'));
+    END IF;
     SELECT * INTO v_cur FROM mbus.event_partitions AS ep
     WHERE ep.lo_id <= v_seq AND v_seq < ep.hi_id;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB008',
-            MESSAGE = format('no partition of mbus.events holds the current id %s', v_seq);
-    END IF;
     IF v_cur.opened_at IS NULL THEN
         UPDATE mbus.event_partitions AS ep SET opened_at = v_now
         WHERE ep.partition_no = v_cur.partition_no;
+        UPDATE mbus.event_partitions AS ep SET closed_at = v_now
+        WHERE ep.partition_no < v_cur.partition_no AND ep.closed_at IS NULL
+          AND ep.opened_at IS NOT NULL;
         v_cur.opened_at := v_now;
     ELSIF v_cur.opened_at + v_interval <= v_now THEN
         IF mbus._ensure_partition(v_cur.partition_no + 1) THEN
