@@ -4,7 +4,8 @@ Subscriptions share one condition (``s.params @> jsonb_build_object('topic', e.t
 differ in params. Publishing does not look at subscriptions (matching happens when a group
 reads), so the goal is a ratio near 1 (the issue asks cost ratio <= 2, i.e. rate ratio >= 0.5).
 The extra ``match_per_s`` is the other half of the cost: draining the same events through
-``read_subscriptions`` (GIN-indexed matching) with 10,000 vs 1 subscription.
+``read_subscriptions`` (GIN-indexed matching) with 10,000 vs 1 subscription, the same events
+matching on both sides (the 9,999 others never match).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _subscriptions(conn: psycopg.Connection[tuple[object, ...]], many: bool) -> 
     if many:
         conn.execute(
             "INSERT INTO mbus.subscriptions (group_name, condition, params)"
-            " SELECT 'fan', %s, jsonb_build_object('topic', 'fan.' || i)"
+            " SELECT 'fan', %s, jsonb_build_object('topic', 'other.' || i)"
             " FROM generate_series(1, 9999) AS i",
             (COND,),
         )
@@ -65,7 +66,7 @@ def _run(dsn: str, size: int, *, many: bool) -> Measurement:
             conn.commit()
             matched += len(batch)
         match_took = time.perf_counter() - start
-    expected = size if many else (size + 99) // 100
+    expected = (size + 99) // 100  # the same matches on both sides: fan.0 only
     assert matched == expected, (matched, expected)
     return Measurement(size, took, {"match_per_s": size / match_took, "matched": matched})
 
