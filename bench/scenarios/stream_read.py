@@ -2,7 +2,8 @@
 
 Setup publishes ``size`` events in transactions of 1,000. The candidate drains a fresh group
 from the beginning in batches of 1,000, each read and its commit in one transaction committed
-the way ``StreamWorker`` does (``synchronous_commit = off``, see docs/streams.md); the extra
+the way ``StreamWorker`` does (``commit_transaction``: the cursor and the transaction's commit
+in one round trip, on a session with ``synchronous_commit = off``, see docs/streams.md); the extra
 ``sync_commit_per_s`` is the same drain with a durable flush per batch. The baseline reads the
 same rows with ``WHERE id > last ORDER BY id LIMIT 1000`` pages (read-only: it stores no
 position).
@@ -44,20 +45,20 @@ def _drain(dsn: str, size: int, *, sync: bool) -> Measurement:
         conn.execute("SELECT mbus.drop_group(name) FROM mbus.stream_groups WHERE name = 'bench'")
         streams.create_group(conn, "bench", start="beginning")
         conn.commit()
+        if not sync:
+            conn.execute("SET synchronous_commit = off")  # as StreamWorker does
+            conn.commit()
         got = 0
 
         def drain() -> None:
             nonlocal got
             while True:
-                if not sync:
-                    conn.execute("SET LOCAL synchronous_commit = off")
                 batch = streams.read_next(conn, "bench", max_events=BATCH)
                 if not batch:
                     conn.commit()
                     return
                 assert batch.cursor is not None
-                streams.commit(conn, "bench", batch.cursor)
-                conn.commit()
+                streams.commit_transaction(conn, "bench", batch.cursor)
                 got += len(batch)
 
         m = timed(size, drain)

@@ -260,3 +260,21 @@ def test_ordered_group_waits_for_earlier_transactions(connect: Connect) -> None:
     t1.commit()
     assert [e.id for e in drain(conn, "fast")] == [first]
     assert [e.id for e in drain(conn, "ordered")] == [first, second]
+
+
+def test_commit_transaction_commits_cursor_and_transaction_together(connect: Connect) -> None:
+    conn = connect()
+    streams.create_group(conn, "g", start="beginning")
+    streams.publish_batch(conn, "t", [{"i": i} for i in range(3)])
+    conn.commit()
+    batch = streams.read_next(conn, "g")
+    assert batch.cursor
+    conn.execute("CREATE TABLE r (n int)")
+    conn.execute("INSERT INTO r VALUES (3)")
+    streams.commit_transaction(conn, "g", batch.cursor)
+    assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert streams.read_next(conn, "g").events == []
+    assert conn.execute("SELECT n FROM r").fetchall() == [(3,)]
+    conn.rollback()
+    with pytest.raises(InvalidArgument):
+        streams.commit_transaction(conn, "g", "garbage")

@@ -105,4 +105,4 @@ LISTEN mbus_events;
 SELECT mbus.notify();
 
 -- name: async_commit
-SET LOCAL synchronous_commit = off;
+SET synchronous_commit = off;

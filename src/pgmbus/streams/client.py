@@ -230,6 +230,16 @@ def commit(conn: Conn, group: str, cursor: str) -> None:
     _one(conn, _q("commit"), {"group": group, "cursor": cursor})
 
 
+def commit_transaction(conn: Conn, group: str, cursor: str) -> None:
+    """Move the group to ``cursor`` and commit the connection's transaction, in one round trip.
+
+    The same as ``commit(conn, group, cursor)`` then ``conn.commit()``, pipelined.
+    """
+    with translating(), conn.pipeline():
+        conn.execute(_q("commit"), {"group": group, "cursor": cursor})
+        conn.commit()
+
+
 def seek(conn: Conn, group: str, start: str) -> None:
     """Reposition a group: 'beginning', 'now', a timestamp or an event id (revives it)."""
     _one(conn, _q("seek"), {"group": group, "start": start})

@@ -57,7 +57,7 @@ class StreamWorker:
     maintain_every:
         Run ``mbus.maintain()`` this often (None: never).
     async_commit:
-        Commit batches with ``synchronous_commit = off``. Safe for exactly-once database
+        Set ``synchronous_commit = off`` on the worker's session. Safe for exactly-once database
         effects: the cursor and the results commit atomically, so a server crash can only lose
         the last batches' results *and* cursor moves together, and those batches are read and
         handled again. Turn it off when the handler's writes must be durable at commit.
@@ -87,6 +87,7 @@ class StreamWorker:
         self.async_commit = async_commit
         self.stats = WorkerStats()
         self._last_maintain: float | None = None
+        self._async_sessions: set[int] = set()
 
     def _handle(self, conn: psycopg.Connection[Any], event: Event) -> bool:
         try:
@@ -104,15 +105,22 @@ class StreamWorker:
 
     def step(self, conn: psycopg.Connection[Any]) -> int:
         """Handle one batch and the due retries; return how many events were seen."""
-        with conn.transaction():
-            if self.async_commit:
-                conn.execute(load_queries("streams.sql")["async_commit"])
-            read = client.read_subscriptions if self.subscriptions else client.read_next
+        if self.async_commit and conn.info.backend_pid not in self._async_sessions:
+            conn.execute(load_queries("streams.sql")["async_commit"])  # for the session
+            conn.commit()
+            self._async_sessions.add(conn.info.backend_pid)
+        read = client.read_subscriptions if self.subscriptions else client.read_next
+        try:
             batch = read(conn, self.group, max_events=self.max_events, slot=self.slot)
             for event in batch.events:
                 self._handle(conn, event)
             if batch.cursor is not None:
-                client.commit(conn, self.group, batch.cursor)
+                client.commit_transaction(conn, self.group, batch.cursor)  # one round trip
+            else:
+                conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
         if batch:
             self.stats.batches += 1
         with conn.transaction():

@@ -65,9 +65,7 @@ INSERT INTO mbus.settings (key, value, description) VALUES
      'how long ids go to one partition of mbus.events before maintain() starts the next'),
     ('streams.partitions_ahead', '2', 'empty partitions maintain() keeps ready ahead'),
     ('streams.retention', '"7 days"',
-     'a closed partition is dropped this long after it closed, unless a live group needs it'),
-    ('streams.subscription_expiry_grace', '"0 seconds"',
-     'extra time before an inactive subscription is removed');
+     'a closed partition is dropped this long after it closed, unless a live group needs it');
 
 -- Counters of noteworthy events (exported as metrics by the Python side).
 CREATE TABLE mbus.stream_counters (
@@ -189,7 +187,6 @@ $$;
 CREATE FUNCTION mbus._snap_contains(a pg_snapshot, b pg_snapshot)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog
 AS $$
     SELECT pg_snapshot_xmax(b) <= pg_snapshot_xmax(a)
        AND NOT EXISTS (SELECT 1 FROM pg_snapshot_xip(a) AS x
@@ -199,7 +196,6 @@ $$;
 CREATE FUNCTION mbus._format_position(p mbus.stream_position, p_slot integer DEFAULT NULL)
 RETURNS text
 LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog
 AS $$
     SELECT CASE WHEN p_slot IS NULL THEN '' ELSE p_slot::text || '@' END
         || CASE WHEN (p).hi IS NULL THEN (p).lo::text
@@ -258,7 +254,6 @@ $$;
 CREATE FUNCTION mbus._position_le(a mbus.stream_position, b mbus.stream_position)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog
 AS $$
     SELECT CASE
         WHEN mbus._snap_contains((b).lo, coalesce((a).hi, (a).lo)) THEN true
@@ -294,9 +289,10 @@ $$;
 ---------------------------------------------------------------------------------------------
 -- Publishing
 ---------------------------------------------------------------------------------------------
--- The hot-path functions (publish, publish_batch, notify, and the per-row helpers
--- _consumed and key_slot) carry no SET search_path: a function-level SET costs about a third
--- of a single publish's time and keeps SQL functions from being inlined. They are not
+-- The hot-path functions (publish, publish_batch, notify, _batch, and the small SQL helpers
+-- _consumed, key_slot, _format_position, _snap_contains, _position_le) carry no SET
+-- search_path: a function-level SET costs about a third of a single publish's time and keeps
+-- SQL functions from being inlined (they are then planned again at every call). They are not
 -- SECURITY DEFINER, qualify every object with its schema, and call only pg_catalog
 -- functions, which are always searched first.
 
@@ -580,6 +576,11 @@ BEGIN
 END;
 $$;
 
+CREATE TYPE mbus.stream_key AS (
+    txid xid8,
+    id   bigint
+);
+
 CREATE TYPE mbus.stream_row AS (
     txid         xid8,
     id           bigint,
@@ -590,34 +591,25 @@ CREATE TYPE mbus.stream_row AS (
     published_at timestamptz
 );
 
--- _batch(lo, hi, after_txid, after_id, topics, slot, nslots, limit): the next events of the
--- batch from lo to hi, in (txid, id) order, after (after_txid, after_id).
--- A transaction not visible in lo is either in lo's xip list or at/after lo's xmax, so the
--- batch is two index range scans on (txid, id): the xip transactions that have since ended,
--- and the transactions from xmax(lo) up to xmax(hi) that hi sees. A long transaction makes the
--- first list one entry longer; it never widens the second scan.
-CREATE FUNCTION mbus._batch(p_lo pg_snapshot, p_hi pg_snapshot, p_after_txid xid8,
-                            p_after_id bigint, p_topics text[], p_slot integer,
+-- _batch(ended, after_txid, after_id, from, to, hi, topics, slot, nslots, limit): the next
+-- events of the batch from a position lo to a snapshot hi, in (txid, id) order, after
+-- (after_txid, after_id). A transaction not visible in lo is either in lo's xip list or at or
+-- after lo's xmax, so the batch is two index range scans on (txid, id): `ended`, the xip
+-- transactions of lo that hi sees ended, and the transactions from `from` (xmax(lo)) up to
+-- `to` (xmax(hi)) that hi sees. A long transaction makes the first list one entry longer; it
+-- never widens the second scan. An SQL function without SET, so the planner inlines it into
+-- read_next's query (no intermediate copies of the rows).
+CREATE FUNCTION mbus._batch(p_ended xid8[], p_after_txid xid8, p_after_id bigint, p_from xid8,
+                            p_to xid8, p_hi pg_snapshot, p_topics text[], p_slot integer,
                             p_nslots integer, p_limit integer)
 RETURNS SETOF mbus.stream_row
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog
+LANGUAGE sql STABLE
 AS $$
-DECLARE
-    v_ended xid8[];
-    v_after_txid xid8 := coalesce(p_after_txid, '0'::xid8);
-    v_after_id bigint := coalesce(p_after_id, -1);
-    v_from xid8 := greatest(pg_snapshot_xmax(p_lo), coalesce(p_after_txid, '0'::xid8));
-    v_to xid8 := pg_snapshot_xmax(p_hi);
-BEGIN
-    v_ended := ARRAY(SELECT x FROM pg_snapshot_xip(p_lo) AS x
-                     WHERE pg_visible_in_snapshot(x, p_hi) AND x >= v_after_txid);
-    RETURN QUERY
     SELECT b.* FROM (
         (SELECT e.txid, e.id, e.topic, e.key, e.payload, e.headers, e.published_at
          FROM mbus.events AS e
-         WHERE e.txid = ANY (v_ended)
-           AND (e.txid, e.id) > (v_after_txid, v_after_id)
+         WHERE e.txid = ANY (p_ended)
+           AND (e.txid, e.id) > (p_after_txid, p_after_id)
            AND (p_topics IS NULL OR e.topic = ANY (p_topics))
            AND (p_nslots = 1 OR mbus.key_slot(e.key, e.id, p_nslots) = p_slot)
          ORDER BY e.txid, e.id
@@ -625,8 +617,8 @@ BEGIN
         UNION ALL
         (SELECT e.txid, e.id, e.topic, e.key, e.payload, e.headers, e.published_at
          FROM mbus.events AS e
-         WHERE e.txid >= v_from AND e.txid < v_to
-           AND (e.txid, e.id) > (v_after_txid, v_after_id)
+         WHERE e.txid >= p_from AND e.txid < p_to
+           AND (e.txid, e.id) > (p_after_txid, p_after_id)
            AND pg_visible_in_snapshot(e.txid, p_hi)
            AND (p_topics IS NULL OR e.topic = ANY (p_topics))
            AND (p_nslots = 1 OR mbus.key_slot(e.key, e.id, p_nslots) = p_slot)
@@ -635,7 +627,6 @@ BEGIN
     ) AS b
     ORDER BY b.txid, b.id
     LIMIT p_limit;
-END;
 $$;
 
 -- _reader_lock_key(group, slot): the advisory lock key of a group's (slot's) reader.
@@ -659,14 +650,16 @@ SET search_path = pg_catalog
 AS $$
 #variable_conflict use_column
 DECLARE
-    g      mbus.stream_groups;
-    c      mbus.stream_cursors;
-    v_slot integer;
-    v_hi   pg_snapshot;
-    v_rows mbus.stream_row[];
-    v_last mbus.stream_row;
-    v_pos  mbus.stream_position;
-    v_text text;
+    g        mbus.stream_groups;
+    c        mbus.stream_cursors;
+    v_slot   integer;
+    v_hi     pg_snapshot;
+    v_after_txid xid8;
+    v_after_id   bigint;
+    v_ended  xid8[];
+    v_done   text;
+    v_edge   mbus.stream_key[];
+    v_n      bigint;
 BEGIN
     PERFORM mbus._check_log();
     IF max_events IS NULL OR max_events < 1 THEN
@@ -695,28 +688,40 @@ BEGIN
                                                       pg_snapshot_xmax(c.lo)));
         END IF;
     END IF;
-    v_rows := ARRAY(SELECT b FROM mbus._batch(c.lo, v_hi, c.after_txid, c.after_id, g.topics,
-                                              v_slot, g.slots, max_events + 1) AS b);
-    IF cardinality(v_rows) = 0 THEN
-        IF c.hi IS NOT NULL OR c.lo::text <> v_hi::text THEN
-            UPDATE mbus.stream_cursors AS sc
-            SET lo = v_hi, hi = NULL, after_txid = NULL, after_id = NULL,
-                lo_taken_at = now(), committed_at = now()
-            WHERE sc.group_name = g.name AND sc.slot = v_slot;
-        END IF;
-        RETURN;
-    END IF;
-    IF cardinality(v_rows) <= max_events THEN
-        v_pos := ROW(v_hi, NULL, NULL, NULL);
-    ELSE
-        v_last := v_rows[max_events];
-        v_pos := ROW(c.lo, v_hi, v_last.txid, v_last.id);
-    END IF;
-    v_text := mbus._format_position(v_pos, CASE WHEN g.slots > 1 THEN v_slot END);
+    v_after_txid := coalesce(c.after_txid, '0'::xid8);
+    v_after_id := coalesce(c.after_id, -1);
+    v_ended := ARRAY(SELECT x FROM pg_snapshot_xip(c.lo) AS x
+                     WHERE pg_visible_in_snapshot(x, v_hi) AND x >= v_after_txid);
+    -- Where the batch ends: the keys of its rows max_events and max_events + 1 (a second row
+    -- means there is more, and the cursor stops inside the batch). Both scans see the same
+    -- rows: they belong to transactions that hi sees as ended.
+    SELECT array_agg(ROW(k.txid, k.id)::mbus.stream_key ORDER BY k.txid, k.id) INTO v_edge
+    FROM (SELECT b.txid, b.id
+          FROM mbus._batch(v_ended, v_after_txid, v_after_id,
+                           greatest(pg_snapshot_xmax(c.lo), v_after_txid),
+                           pg_snapshot_xmax(v_hi), v_hi, g.topics, v_slot, g.slots,
+                           max_events + 1) AS b
+          ORDER BY b.txid, b.id
+          OFFSET max_events - 1) AS k;
+    v_done := mbus._format_position(
+        CASE WHEN cardinality(v_edge) = 2
+             THEN ROW(c.lo, v_hi, (v_edge[1]).txid, (v_edge[1]).id)::mbus.stream_position
+             ELSE ROW(v_hi, NULL, NULL, NULL)::mbus.stream_position END,
+        CASE WHEN g.slots > 1 THEN v_slot END);
     RETURN QUERY
-    SELECT v_text, r.id, r.topic, r.key, r.payload, r.headers, r.published_at
-    FROM unnest(v_rows[1:max_events]) WITH ORDINALITY AS r
-    ORDER BY r.ordinality;
+    SELECT v_done, b.id, b.topic, b.key, b.payload, b.headers, b.published_at
+    FROM mbus._batch(v_ended, v_after_txid, v_after_id,
+                     greatest(pg_snapshot_xmax(c.lo), v_after_txid),
+                     pg_snapshot_xmax(v_hi), v_hi, g.topics, v_slot, g.slots, max_events) AS b
+    ORDER BY b.txid, b.id;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    IF v_n = 0 AND (c.hi IS NOT NULL OR c.lo::text <> v_hi::text) THEN
+        -- an empty batch: nothing to acknowledge, the group moves on by itself
+        UPDATE mbus.stream_cursors AS sc
+        SET lo = v_hi, hi = NULL, after_txid = NULL, after_id = NULL,
+            lo_taken_at = now(), committed_at = now()
+        WHERE sc.group_name = g.name AND sc.slot = v_slot;
+    END IF;
 END;
 $$;
 
