@@ -647,6 +647,11 @@ RETURNS TABLE (cursor text, id bigint, topic text, key text, payload jsonb, head
                published_at timestamptz)
 LANGUAGE plpgsql
 SET search_path = pg_catalog
+-- The batch must be read as an ordered range scan of the (txid, id) index whatever the
+-- statistics say: the newest transaction ids are always past the histogram, and a bitmap scan
+-- plus sort chosen from a low estimate would read the whole backlog for every batch.
+SET enable_bitmapscan = off
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
