@@ -278,3 +278,22 @@ def test_commit_transaction_commits_cursor_and_transaction_together(connect: Con
     conn.rollback()
     with pytest.raises(InvalidArgument):
         streams.commit_transaction(conn, "g", "garbage")
+
+
+def test_read_next_scans_the_index_in_order_even_with_stale_statistics(connect: Connect) -> None:
+    conn = connect(autocommit=True)
+    streams.create_group(conn, "g", start="beginning")
+    streams.publish(conn, "t", {})
+    conn.execute("ANALYZE mbus.events")  # statistics from a near-empty log
+    for _ in range(5):
+        streams.publish_batch(conn, "t", [{"i": i} for i in range(1000)])
+    plans: list[str] = []
+    conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+    conn.execute("LOAD 'auto_explain'")
+    conn.execute("SET auto_explain.log_min_duration = 0")
+    conn.execute("SET auto_explain.log_nested_statements = on")
+    conn.execute("SET auto_explain.log_level = notice")
+    assert len(streams.read_next(conn, "g", max_events=10)) == 10
+    batch_plans = [p for p in plans if "events_txid_id" in p or "txid_id_idx" in p]
+    assert batch_plans, plans
+    assert not any("Bitmap Heap Scan" in p or "Seq Scan on events" in p for p in batch_plans)
