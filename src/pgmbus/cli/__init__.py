@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from pgmbus.cli import dev, queues, schema_cmds
+from pgmbus.cli import streams as streams_cli
 
 app = typer.Typer(
     name="pgmbus",
@@ -16,6 +17,7 @@ app = typer.Typer(
 app.add_typer(dev.app, name="dev")
 schema_cmds.register(app)
 queues.register(app)
+streams_cli.register(app)
 
 
 def main() -> None:

@@ -1,5 +1,8 @@
 -- 0001 base: what every engine of the mbus schema shares.
---   * secure defaults: functions created in mbus are not executable by PUBLIC unless granted;
+--   * secure defaults: PUBLIC has no rights on the schema. Functions are executable by PUBLIC
+--     when created (per-schema default privileges cannot take that away), so every migration
+--     ends with REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA mbus FROM PUBLIC (a catalog test
+--     checks the result), and code that generates functions at run time revokes likewise;
 --   * mbus.check_name: the naming rule for queues, consumers, groups and the like;
 --   * mbus.settings: a small configuration table (retention, limits) read by the engines.
 -- Errors raised by the SQL API use the SQLSTATE class MB (see pgmbus.errors):
@@ -9,7 +12,6 @@
 COMMENT ON SCHEMA mbus IS 'pgmbus: queues, streams and timers inside PostgreSQL';
 
 REVOKE ALL ON SCHEMA mbus FROM PUBLIC;
-ALTER DEFAULT PRIVILEGES IN SCHEMA mbus REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
 
 -- check_name(kind, name, max_length): return name when it follows the rule, else raise MB001.
 -- The rule (the seed's): lower-case latin letters, digits and '_', starting with a letter, at
@@ -65,3 +67,5 @@ AS $$
     INSERT INTO mbus.settings AS s (key, value) VALUES (set_setting.key, set_setting.value)
     ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 $$;
+
+REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA mbus FROM PUBLIC;
