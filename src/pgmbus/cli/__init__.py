@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from pgmbus.cli import dev, schema_cmds
+from pgmbus.cli import dev, schema_cmds, timers
 
 app = typer.Typer(
     name="pgmbus",
@@ -15,6 +15,7 @@ app = typer.Typer(
 )
 app.add_typer(dev.app, name="dev")
 schema_cmds.register(app)
+timers.register(app)
 
 
 def main() -> None:
