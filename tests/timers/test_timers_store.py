@@ -1,4 +1,4 @@
-"""The timers SQL API used directly (no Python layer): the seed's rules, with time as a parameter."""
+"""The timers SQL API used directly (no Python layer): the seed's rules, time as a parameter."""
 
 from __future__ import annotations
 
