@@ -91,6 +91,8 @@ class ScriptedServer:
         self.received: list[Received] = []
         self.lock = threading.Lock()
         self.by_path: dict[str, list[Reply]] = {}
+        self.inflight = 0
+        self.max_inflight = 0
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -109,10 +111,14 @@ class ScriptedServer:
                     )
                     queue = outer.by_path.get(self.path, outer.script)
                     reply = queue.pop(0) if queue else outer.default
+                    outer.inflight += 1
+                    outer.max_inflight = max(outer.max_inflight, outer.inflight)
                 if reply.action is not None:
                     reply.action()
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
+                with outer.lock:
+                    outer.inflight -= 1
                 try:
                     self.send_response(reply.status)
                     for k, v in reply.headers.items():
