@@ -88,6 +88,30 @@ class _State:
 _bearer = HTTPBearer(auto_error=False, description="the API key of `pgmbus timers add-client`")
 
 
+async def client_id(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> int:
+    """The id of the client whose API key the request carries (401 otherwise)."""
+    state: _State = request.app.state.timers
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise HTTPException(401, "missing bearer API key", {"WWW-Authenticate": "Bearer"})
+    key = credentials.credentials
+    cached = state.auth.get(key)
+    now = time.monotonic()
+    if cached is not None and cached[1] > now:
+        return cached[0]
+    async with state.pool.connection() as conn:
+        cid = await store.authenticate(conn, key)
+    if cid is None:
+        raise HTTPException(401, "unknown API key", {"WWW-Authenticate": "Bearer"})
+    state.auth[key] = (cid, now + _AUTH_CACHE_S)
+    return cid
+
+
+Owner = Annotated[int, Depends(client_id)]
+
+
 def create_app(config: ServiceConfig) -> FastAPI:
     """Build the HTTP application for ``config`` (the pool opens at startup)."""
     state = _State(config)
@@ -124,24 +148,6 @@ def create_app(config: ServiceConfig) -> FastAPI:
             {"error": type(exc).__name__, "message": exc.message}, status_code=status
         )
 
-    async def client_id(
-        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-    ) -> int:
-        if credentials is None or credentials.scheme.lower() != "bearer":
-            raise HTTPException(401, "missing bearer API key", {"WWW-Authenticate": "Bearer"})
-        key = credentials.credentials
-        cached = state.auth.get(key)
-        now = time.monotonic()
-        if cached is not None and cached[1] > now:
-            return cached[0]
-        async with state.pool.connection() as conn:
-            cid = await store.authenticate(conn, key)
-        if cid is None:
-            raise HTTPException(401, "unknown API key", {"WWW-Authenticate": "Bearer"})
-        state.auth[key] = (cid, now + _AUTH_CACHE_S)
-        return cid
-
-    Owner = Annotated[int, Depends(client_id)]
     errors: dict[int | str, dict[str, Any]] = {
         404: {"model": ErrorBody},
         409: {"model": ErrorBody},
