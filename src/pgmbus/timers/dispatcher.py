@@ -4,8 +4,9 @@ One asyncio process runs these loops on three connections:
 
 * heartbeat: ``mbus.timer_heartbeat`` every ``bucket_lease_s / 3`` keeps its bucket leases and
   takes its fair share of buckets (a dead dispatcher's buckets are free once their lease ends);
-* claim: whenever a delivery slot is free, ``mbus.timer_claim`` takes due callbacks of its
-  buckets in (run_at, id) order, at most ``concurrency`` in flight;
+* claim: every ``poll_interval_s`` (or at once while there is more), ``mbus.timer_claim`` takes
+  callbacks of its buckets due within ``lookahead_s`` in (run_at, id) order; each waits for its
+  run_at, then is called with at most ``concurrency`` HTTP calls in flight;
 * record: finished deliveries are written in batches with ``mbus.timer_record``;
 * scheduler and maintenance: schedules are materialized ahead of time, and the daily cleanup
   runs (one dispatcher of many does it).
@@ -22,8 +23,10 @@ import contextlib
 import logging
 import os
 import socket
+import ssl
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -36,6 +39,7 @@ from pgmbus.timers.netguard import NetworkGuard
 from pgmbus.timers.store import _q
 
 log = logging.getLogger("pgmbus.timers.dispatcher")
+CLIENT_POOL_SIZE = 8
 
 
 @dataclass
@@ -45,6 +49,8 @@ class DispatcherConfig:
     concurrency: int = 64
     timeout_s: float = 10.0
     poll_interval_s: float = 0.1
+    lookahead_s: float = 0.5
+    max_prefetch: int = 2000
     bucket_lease_s: float = 10.0
     claim_slack_s: float = 5.0
     claim_batch: int = 200
@@ -98,26 +104,41 @@ class Dispatcher:
         self._inflight: set[asyncio.Task[None]] = set()
         self._results: asyncio.Queue[Delivery] = asyncio.Queue()
         self._slot_free = asyncio.Event()
+        self._http_slots = asyncio.Semaphore(self.config.concurrency)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set, then finish deliveries in flight and release buckets."""
         cfg = self.config
-        limits = httpx.Limits(max_connections=cfg.concurrency, max_keepalive_connections=32)
         async with (
             await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as claim_conn,
             await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as record_conn,
             await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as side_conn,
-            httpx.AsyncClient(
-                timeout=cfg.timeout_s, limits=limits, follow_redirects=False, trust_env=False
-            ) as client,
+            contextlib.AsyncExitStack() as stack,
         ):
+            # httpcore scans every pooled connection for each request; small pools keep that
+            # scan short, so deliveries are spread over several clients
+            size = min(cfg.concurrency, CLIENT_POOL_SIZE)
+            tls = ssl.create_default_context()
+            limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+            clients = [
+                await stack.enter_async_context(
+                    httpx.AsyncClient(
+                        timeout=cfg.timeout_s,
+                        limits=limits,
+                        verify=tls,
+                        follow_redirects=False,
+                        trust_env=False,
+                    )
+                )
+                for _ in range(max(1, -(-cfg.concurrency // size)))
+            ]
             await self._heartbeat(side_conn)
             helpers = [
                 asyncio.create_task(self._heartbeat_loop(side_conn, stop)),
                 asyncio.create_task(self._record_loop(record_conn)),
             ]
             try:
-                await self._claim_loop(claim_conn, client, stop)
+                await self._claim_loop(claim_conn, clients, stop)
             finally:
                 if self._inflight:
                     await asyncio.wait(self._inflight, timeout=cfg.timeout_s + cfg.claim_slack_s)
@@ -132,11 +153,14 @@ class Dispatcher:
 
     # -- claims and deliveries ----------------------------------------------------------------
     async def _claim_loop(
-        self, conn: psycopg.AsyncConnection[Any], client: httpx.AsyncClient, stop: asyncio.Event
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        clients: list[httpx.AsyncClient],
+        stop: asyncio.Event,
     ) -> None:
         cfg = self.config
         while not stop.is_set():
-            free = cfg.concurrency - len(self._inflight)
+            free = cfg.max_prefetch - len(self._inflight)
             got = 0
             limit = min(free, cfg.claim_batch)
             if limit > 0 and self.buckets:
@@ -147,6 +171,7 @@ class Dispatcher:
                     rows = []
                 got = len(rows)
                 for cb in rows:
+                    client = clients[cb.id % len(clients)]
                     task = asyncio.create_task(self._deliver(client, cb))
                     self._inflight.add(task)
                     task.add_done_callback(self._done)
@@ -171,6 +196,7 @@ class Dispatcher:
             "limit": limit,
             "lease_s": cfg.timeout_s + cfg.claim_slack_s,
             "now": None,
+            "lookahead_s": cfg.lookahead_s,
         }
         cur = await conn.execute(_q("claim"), params)
         rows = [Claimed(*r) for r in await cur.fetchall()]
@@ -184,13 +210,17 @@ class Dispatcher:
     async def _deliver(self, client: httpx.AsyncClient, cb: Claimed) -> None:
         cfg = self.config
         try:
-            result = await deliver(
-                client,
-                self.guard,
-                cb,
-                timeout_s=cfg.timeout_s,
-                fast_retry_delay_s=cfg.fast_retry_delay_s,
-            )
+            wait = (cb.run_at - datetime.now(UTC)).total_seconds()
+            if wait > 0:  # claimed within the lookahead: call at run_at, not before
+                await asyncio.sleep(wait)
+            async with self._http_slots:
+                result = await deliver(
+                    client,
+                    self.guard,
+                    cb,
+                    timeout_s=cfg.timeout_s,
+                    fast_retry_delay_s=cfg.fast_retry_delay_s,
+                )
         except Exception:  # a bug must not kill the loop; the claim expires and is retried
             log.exception("delivery of callback %s crashed", cb.id)
             return

@@ -111,7 +111,7 @@ CREATE TABLE mbus.timer_callbacks (
     CHECK ((status = 'pending') = (finished_at IS NULL)),
     CHECK ((claimed_by IS NULL) = (claimed_until IS NULL)),
     CHECK (claimed_by IS NULL OR status = 'pending')
-);
+) WITH (fillfactor = 80);  -- room for the in-page (HOT) updates of claims
 COMMENT ON TABLE mbus.timer_callbacks IS
     'Scheduled HTTP callbacks (CallMeBack events) keyed by (client_id, group_key, event_key).';
 -- the claim's scan: due pending callbacks in (run_at, id) order
@@ -650,13 +650,16 @@ AS $$
     DELETE FROM mbus.timer_dispatchers AS d WHERE d.id = p_dispatcher;
 $$;
 
--- timer_claim(dispatcher, buckets, limit, lease_s, now): claim up to limit due callbacks of
--- the given buckets in (run_at, id) order. Due = pending, run_at <= now, and not claimed (or
--- the claim expired). Each claim increments attempts (the attempt number, the claim's token)
--- and holds the callback until now + lease_s * (fast_retries + 1). No watermark is kept, so
+-- timer_claim(dispatcher, buckets, limit, lease_s, now, lookahead_s): claim up to limit due
+-- callbacks of the given buckets in (run_at, id) order. Due = pending, run_at <= now +
+-- lookahead_s, and not claimed (or the claim expired). With a lookahead the dispatcher claims
+-- slightly ahead and waits for run_at itself, so polling adds no lateness. Each claim
+-- increments attempts (the attempt number, the claim's token) and holds the callback until
+-- run_at (if later than now) + lease_s * (fast_retries + 1). No watermark is kept, so
 -- late-committed and past-dated callbacks are found by the next claim.
 CREATE FUNCTION mbus.timer_claim(p_dispatcher text, p_buckets integer[], p_limit integer,
-    p_lease_s double precision DEFAULT 30, p_now timestamptz DEFAULT NULL)
+    p_lease_s double precision DEFAULT 30, p_now timestamptz DEFAULT NULL,
+    p_lookahead_s double precision DEFAULT 0)
 RETURNS TABLE (id bigint, attempt integer, webhook_id uuid, client_id bigint, group_key text,
                event_key text, run_at timestamptz, originally_run_at timestamptz, url text,
                context jsonb, fast_retries integer, signing_secret text)
@@ -669,7 +672,7 @@ BEGIN
     RETURN QUERY
     WITH due AS (
         SELECT c.id FROM mbus.timer_callbacks AS c
-        WHERE c.status = 'pending' AND c.run_at <= v_now
+        WHERE c.status = 'pending' AND c.run_at <= v_now + make_interval(secs => p_lookahead_s)
           AND c.bucket_id = ANY (p_buckets)
           AND (c.claimed_until IS NULL OR c.claimed_until <= v_now)
         ORDER BY c.run_at, c.id
@@ -678,7 +681,8 @@ BEGIN
     ), claimed AS (
         UPDATE mbus.timer_callbacks AS c
         SET attempts = c.attempts + 1, claimed_by = p_dispatcher,
-            claimed_until = v_now + make_interval(secs => p_lease_s * (c.fast_retries + 1))
+            claimed_until = greatest(v_now, c.run_at)
+                            + make_interval(secs => p_lease_s * (c.fast_retries + 1))
         FROM due WHERE c.id = due.id
         RETURNING c.*
     )
@@ -722,12 +726,7 @@ SET search_path = pg_catalog
 AS $$
 DECLARE
     v_now timestamptz := coalesce(p_now, now());
-    r record;
-    c mbus.timer_callbacks;
-    v_next timestamptz;
-    v_status text;
-    v_applied integer := 0;
-    v_last jsonb;
+    v_applied integer;
 BEGIN
     INSERT INTO mbus.timer_attempts AS a
         (callback_id, attempt, call, dispatcher, started_at, finished_at, outcome,
@@ -739,46 +738,52 @@ BEGIN
     WHERE EXISTS (SELECT FROM mbus.timer_callbacks AS t WHERE t.id = (x->>'id')::bigint)
     ON CONFLICT DO NOTHING;
 
-    FOR r IN
+    WITH r AS (
         SELECT (x->>'id')::bigint AS id, (x->>'attempt')::integer AS attempt,
-               x->>'dispatcher' AS dispatcher, x->>'outcome' AS outcome, x->'calls' AS calls
+               x->>'dispatcher' AS dispatcher, x->>'outcome' AS outcome,
+               x->'calls'->(jsonb_array_length(x->'calls') - 1) AS last
         FROM jsonb_array_elements(p_results) AS x
-        ORDER BY 1
-    LOOP
-        SELECT * INTO c FROM mbus.timer_callbacks AS t
-        WHERE t.id = r.id AND t.status = 'pending' AND t.claimed_by = r.dispatcher
-          AND t.attempts = r.attempt
-        FOR UPDATE;
-        CONTINUE WHEN NOT FOUND;
-        v_last := r.calls -> (jsonb_array_length(r.calls) - 1);
-        v_next := NULL;
-        v_status := CASE r.outcome WHEN 'ok' THEN 'notified' WHEN 'reject' THEN 'rejected'
-                                   WHEN 'refused' THEN 'failed' END;
-        IF v_status IS NULL THEN
-            v_next := mbus.timer_next_retry_at(c, v_now);
-            v_status := CASE WHEN v_next IS NULL THEN 'failed' ELSE 'pending' END;
-        END IF;
+    ), cur AS (
+        -- only results whose claim is still current count
+        SELECT c.id, c.client_id, c.group_key, c.event_key, c.run_at, r.attempt, r.last,
+               CASE r.outcome WHEN 'ok' THEN 'notified' WHEN 'reject' THEN 'rejected'
+                              WHEN 'refused' THEN 'failed' END AS final,
+               CASE WHEN r.outcome NOT IN ('ok', 'reject', 'refused')
+                    THEN mbus.timer_next_retry_at(c, v_now) END AS next
+        FROM r JOIN mbus.timer_callbacks AS c
+          ON c.id = r.id AND c.status = 'pending' AND c.claimed_by = r.dispatcher
+         AND c.attempts = r.attempt
+        ORDER BY c.id
+        FOR UPDATE OF c
+    ), calc AS (
+        SELECT cur.*, coalesce(cur.final, CASE WHEN cur.next IS NULL THEN 'failed'
+                                               ELSE 'pending' END) AS new_status
+        FROM cur
+    ), upd AS (
         UPDATE mbus.timer_callbacks AS t SET
-            status = v_status,
-            run_at = coalesce(v_next, t.run_at),
-            finished_at = CASE WHEN v_status = 'pending' THEN NULL ELSE v_now END,
+            status = calc.new_status,
+            run_at = coalesce(calc.next, t.run_at),
+            finished_at = CASE WHEN calc.new_status = 'pending' THEN NULL ELSE v_now END,
             claimed_by = NULL, claimed_until = NULL,
-            last_status_code = (v_last->>'status_code')::integer,
-            last_error = left(v_last->>'error', 2000),
+            last_status_code = (calc.last->>'status_code')::integer,
+            last_error = left(calc.last->>'error', 2000),
             updated_at = v_now
-        WHERE t.id = c.id;
+        FROM calc WHERE t.id = calc.id
+        RETURNING t.id
+    ), logged AS (
         INSERT INTO mbus.timer_change_log
             (at, callback_id, client_id, group_key, event_key, action, old_status, new_status,
              changes)
-        VALUES (v_now, c.id, c.client_id, c.group_key, c.event_key,
-                CASE WHEN v_status = 'pending' THEN 'retry' ELSE 'status' END,
-                'pending', v_status,
-                jsonb_build_object('attempt', r.attempt)
-                || CASE WHEN v_next IS NOT NULL
-                        THEN jsonb_build_object('run_at', jsonb_build_array(c.run_at, v_next))
-                        ELSE '{}' END);
-        v_applied := v_applied + 1;
-    END LOOP;
+        SELECT v_now, calc.id, calc.client_id, calc.group_key, calc.event_key,
+               CASE WHEN calc.new_status = 'pending' THEN 'retry' ELSE 'status' END,
+               'pending', calc.new_status,
+               jsonb_build_object('attempt', calc.attempt)
+               || CASE WHEN calc.next IS NOT NULL
+                       THEN jsonb_build_object('run_at', jsonb_build_array(calc.run_at, calc.next))
+                       ELSE '{}' END
+        FROM calc
+    )
+    SELECT count(*) INTO v_applied FROM upd;
     RETURN v_applied;
 END;
 $$;
