@@ -49,6 +49,12 @@ class TargetServer:
         self._ready.set()
         self._loop.run_forever()
         server.close()
+        handlers = asyncio.all_tasks(self._loop)
+        for task in handlers:
+            task.cancel()
+        self._loop.run_until_complete(asyncio.gather(*handlers, return_exceptions=True))
+        self._loop.run_until_complete(server.wait_closed())
+        self._loop.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -67,7 +73,7 @@ class TargetServer:
                     pass
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
                 await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass
         finally:
             writer.close()
