@@ -146,7 +146,9 @@ def test_failed_after_stop_after_delay(env: Env, http_server: Server) -> None:
     add(env, "e", server.url, retry={"fast_retries": 0, "delay_s": 0.2}, stop_after=0.5)
     dispatch_until(env, all_finished(env))
     assert status_of(env, "e") == "failed"
-    assert 2 <= len(server.received) <= 4
+    # how many retries fit before the deadline depends on the machine's speed
+    (attempts,) = env.sql("SELECT attempts FROM mbus.timer_callbacks")[0]
+    assert 1 <= len(server.received) == attempts <= 4
     (code, error) = env.sql("SELECT last_status_code, last_error FROM mbus.timer_callbacks")[0]
     assert code == 503 and error == "HTTP 503"
 
