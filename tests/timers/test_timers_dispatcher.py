@@ -286,3 +286,23 @@ def test_dispatcher_killed_after_the_call_redelivers_with_the_same_webhook_id(
     first, second = server.received
     assert first.headers["webhook-id"] == second.headers["webhook-id"]
     assert (first.headers["pgmbus-attempt"], second.headers["pgmbus-attempt"]) == ("1", "2")
+
+
+def test_dispatcher_reconnects_after_its_connections_are_killed(env: Env, http_server: Server
+                                                               ) -> None:
+    server = http_server()
+    add(env, "before", server.url)
+    killed = False
+
+    def done() -> bool:
+        nonlocal killed
+        if not killed and server.received:
+            env.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            killed = True
+            add(env, "after", server.url)
+        return killed and bool(all_finished(env)())
+
+    dispatch_until(env, done)
+    assert sorted(r.json["event_key"] for r in server.received) == ["after", "before"]
+    assert status_of(env, "after") == "notified"

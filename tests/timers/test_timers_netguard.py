@@ -43,3 +43,13 @@ def test_allow_list_opens_exactly_its_networks() -> None:
         run(guard.check("http://127.0.0.2/"))
     with pytest.raises(ValueError):
         parse_networks(["not-a-cidr"])
+
+
+def test_allow_list_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pgmbus.timers.netguard import networks_from_env
+
+    monkeypatch.setenv("PGMBUS_ALLOW_NETWORKS", "127.0.0.1/32, 10.0.0.0/8")
+    guard = NetworkGuard(networks_from_env())
+    run(guard.check("http://10.1.1.1/x"))
+    with pytest.raises(RefusedURL):
+        run(guard.check("http://192.168.1.1/x"))

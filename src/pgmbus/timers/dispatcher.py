@@ -42,6 +42,29 @@ log = logging.getLogger("pgmbus.timers.dispatcher")
 CLIENT_POOL_SIZE = 8
 
 
+class _Link:
+    """A database connection that is opened again after it breaks (server restart, kill)."""
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self.conn: psycopg.AsyncConnection[Any] | None = None
+
+    async def get(self) -> psycopg.AsyncConnection[Any]:
+        if self.conn is not None and (self.conn.closed or self.conn.broken):
+            with contextlib.suppress(psycopg.Error):
+                await self.conn.close()
+            self.conn = None
+        if self.conn is None:
+            self.conn = await psycopg.AsyncConnection.connect(self.dsn, autocommit=True)
+        return self.conn
+
+    async def close(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                await self.conn.close()
+            self.conn = None
+
+
 @dataclass
 class DispatcherConfig:
     """Settings of a dispatcher (the CLI options of ``pgmbus dispatcher``)."""
@@ -109,12 +132,11 @@ class Dispatcher:
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set, then finish deliveries in flight and release buckets."""
         cfg = self.config
-        async with (
-            await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as claim_conn,
-            await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as record_conn,
-            await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as side_conn,
-            contextlib.AsyncExitStack() as stack,
-        ):
+        links = [_Link(self.dsn) for _ in range(3)]
+        claim_link, record_link, side_link = links
+        async with contextlib.AsyncExitStack() as stack:
+            for link in links:
+                stack.push_async_callback(link.close)
             # httpcore scans every pooled connection for each request; small pools keep that
             # scan short, so deliveries are spread over several clients
             size = min(cfg.concurrency, CLIENT_POOL_SIZE)
@@ -132,13 +154,13 @@ class Dispatcher:
                 )
                 for _ in range(max(1, -(-cfg.concurrency // size)))
             ]
-            await self._heartbeat(side_conn)
+            await self._heartbeat(await side_link.get())
             helpers = [
-                asyncio.create_task(self._heartbeat_loop(side_conn, stop)),
-                asyncio.create_task(self._record_loop(record_conn)),
+                asyncio.create_task(self._heartbeat_loop(side_link, stop)),
+                asyncio.create_task(self._record_loop(record_link)),
             ]
             try:
-                await self._claim_loop(claim_conn, clients, stop)
+                await self._claim_loop(claim_link, clients, stop)
             finally:
                 if self._inflight:
                     await asyncio.wait(self._inflight, timeout=cfg.timeout_s + cfg.claim_slack_s)
@@ -149,12 +171,12 @@ class Dispatcher:
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
                 with contextlib.suppress(psycopg.Error):
-                    await side_conn.execute(_q("release"), {"dispatcher": self.name})
+                    await (await side_link.get()).execute(_q("release"), {"dispatcher": self.name})
 
     # -- claims and deliveries ----------------------------------------------------------------
     async def _claim_loop(
         self,
-        conn: psycopg.AsyncConnection[Any],
+        link: _Link,
         clients: list[httpx.AsyncClient],
         stop: asyncio.Event,
     ) -> None:
@@ -165,10 +187,11 @@ class Dispatcher:
             limit = min(free, cfg.claim_batch)
             if limit > 0 and self.buckets:
                 try:
-                    rows = await self._claim(conn, limit)
+                    rows = await self._claim(await link.get(), limit)
                 except psycopg.Error as exc:
                     log.warning("claim failed: %s", exc)
                     rows = []
+                    await asyncio.sleep(min(1.0, cfg.bucket_lease_s / 3))
                 got = len(rows)
                 for cb in rows:
                     client = clients[cb.id % len(clients)]
@@ -229,7 +252,7 @@ class Dispatcher:
         await self._results.put(result)
 
     # -- recording ----------------------------------------------------------------------------
-    async def _record_loop(self, conn: psycopg.AsyncConnection[Any]) -> None:
+    async def _record_loop(self, link: _Link) -> None:
         cfg = self.config
         while True:
             batch = [await self._results.get()]
@@ -239,6 +262,7 @@ class Dispatcher:
             payload = [d.as_json(self.name) for d in batch]
             for attempt in range(5):
                 try:
+                    conn = await link.get()
                     cur = await conn.execute(_q("record"), {"results": Jsonb(payload), "now": None})
                     await cur.fetchone()
                     self.stats.recorded += len(batch)
@@ -256,9 +280,7 @@ class Dispatcher:
         row = await cur.fetchone()
         self.buckets = list(row[0]) if row else []
 
-    async def _heartbeat_loop(
-        self, conn: psycopg.AsyncConnection[Any], stop: asyncio.Event
-    ) -> None:
+    async def _heartbeat_loop(self, link: _Link, stop: asyncio.Event) -> None:
         cfg = self.config
         loop = asyncio.get_running_loop()
         last_ok = loop.time()
@@ -268,6 +290,7 @@ class Dispatcher:
         while not stop.is_set():
             now = loop.time()
             try:
+                conn = await link.get()
                 if now >= next_beat:
                     await self._heartbeat(conn)
                     last_ok = now
@@ -282,7 +305,7 @@ class Dispatcher:
                     )
                     await cur.fetchone()
                     next_clean = now + 3600
-            except psycopg.Error as exc:
+            except Exception as exc:  # keep heartbeating whatever a pass raised
                 log.warning("heartbeat/scheduler failed: %s", exc)
                 if loop.time() - last_ok > cfg.bucket_lease_s:
                     self.buckets = []  # our leases have expired: others own them now

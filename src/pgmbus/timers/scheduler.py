@@ -10,6 +10,7 @@ while no scheduler ran) are skipped, since they would fail at once.
 
 from __future__ import annotations
 
+import logging
 import math
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,6 +22,7 @@ from pgmbus.errors import InvalidArgument
 from pgmbus.timers.store import Conn, _q, _row
 
 MAX_OCCURRENCES = 10_000
+log = logging.getLogger("pgmbus.timers.scheduler")
 
 
 def check_cron(expression: str) -> None:
@@ -89,9 +91,13 @@ async def generate(
             if end_at is not None:
                 hi = min(hi, end_at)
             lo = max(generated_until, now - timedelta(seconds=stop_after))
-            times = occurrences(
-                cron=cron, timezone=tz, interval_s=interval_s, start_at=start_at, lo=lo, hi=hi
-            )
+            try:
+                times = occurrences(
+                    cron=cron, timezone=tz, interval_s=interval_s, start_at=start_at, lo=lo, hi=hi
+                )
+            except (ValueError, KeyError) as exc:  # e.g. a bad cron stored through SQL
+                log.warning("schedule %s skipped: %s", sid, exc)
+                continue
             if len(times) == MAX_OCCURRENCES:
                 hi = times[-1]  # continue from here next pass
                 times = times[:-1]
