@@ -37,7 +37,7 @@ SELECT mbus.timer_release(%(dispatcher)s);
 
 -- name: claim
 SELECT id, attempt, webhook_id, client_id, group_key, event_key, run_at, originally_run_at,
-       url, context, fast_retries, signing_secret
+       url, context, fast_retries, signing_secret, claimed_until
 FROM mbus.timer_claim(%(dispatcher)s, %(buckets)s, %(limit)s, %(lease_s)s, %(now)s,
                       %(lookahead_s)s);
 

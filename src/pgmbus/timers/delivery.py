@@ -47,6 +47,7 @@ class Claimed:
     context: dict[str, Any]
     fast_retries: int
     signing_secret: str
+    claimed_until: datetime
 
 
 @dataclass

@@ -96,6 +96,7 @@ class DispatcherStats:
     claimed: int = 0
     delivered: int = 0
     recorded: int = 0
+    expired: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
 
 
@@ -237,6 +238,12 @@ class Dispatcher:
             if wait > 0:  # claimed within the lookahead: call at run_at, not before
                 await asyncio.sleep(wait)
             async with self._http_slots:
+                left = (cb.claimed_until - datetime.now(UTC)).total_seconds()
+                if left < cfg.timeout_s * (cb.fast_retries + 1):
+                    # waited too long for a slot: the claim could expire mid-call and another
+                    # dispatcher deliver it too; let it expire instead, unrecorded
+                    self.stats.expired += 1
+                    return
                 result = await deliver(
                     client,
                     self.guard,

@@ -55,8 +55,11 @@ CREATE TABLE mbus.timer_dispatchers (
 CREATE TABLE mbus.timer_schedules (
     id                 bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     client_id          bigint      NOT NULL REFERENCES mbus.timer_clients ON DELETE CASCADE,
-    schedule_key       text        NOT NULL CHECK (schedule_key !~ '[/[:cntrl:]]' AND length(schedule_key) BETWEEN 1 AND 200),
-    group_key          text        NOT NULL CHECK (group_key !~ '[/[:cntrl:]]' AND length(group_key) BETWEEN 1 AND 256),
+    schedule_key       text        NOT NULL
+                       CHECK (schedule_key !~ '[/[:cntrl:]]'
+                              AND length(schedule_key) BETWEEN 1 AND 200),
+    group_key          text        NOT NULL
+                       CHECK (group_key !~ '[/[:cntrl:]]' AND length(group_key) BETWEEN 1 AND 256),
     cron               text,
     timezone           text        NOT NULL DEFAULT 'UTC',
     interval_s         integer     CHECK (interval_s >= 1),
@@ -81,8 +84,10 @@ COMMENT ON TABLE mbus.timer_schedules IS
 CREATE TABLE mbus.timer_callbacks (
     id                 bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     client_id          bigint      NOT NULL REFERENCES mbus.timer_clients ON DELETE CASCADE,
-    group_key          text        NOT NULL CHECK (group_key !~ '[/[:cntrl:]]' AND length(group_key) BETWEEN 1 AND 256),
-    event_key          text        NOT NULL CHECK (event_key !~ '[/[:cntrl:]]' AND length(event_key) BETWEEN 1 AND 256),
+    group_key          text        NOT NULL
+                       CHECK (group_key !~ '[/[:cntrl:]]' AND length(group_key) BETWEEN 1 AND 256),
+    event_key          text        NOT NULL
+                       CHECK (event_key !~ '[/[:cntrl:]]' AND length(event_key) BETWEEN 1 AND 256),
     run_at             timestamptz NOT NULL,
     originally_run_at  timestamptz NOT NULL,
     url                text        NOT NULL CHECK (url ~* '^https?://[^[:space:]]+$'),
@@ -460,7 +465,8 @@ BEGIN
     WHERE t.id = c.id
     RETURNING * INTO n;
     IF n.run_at IS DISTINCT FROM c.run_at THEN
-        v_changes := v_changes || jsonb_build_object('run_at', jsonb_build_array(c.run_at, n.run_at));
+        v_changes := v_changes || jsonb_build_object('run_at',
+            jsonb_build_array(c.run_at, n.run_at));
     END IF;
     IF n.originally_run_at IS DISTINCT FROM c.originally_run_at THEN
         v_changes := v_changes || jsonb_build_object('originally_run_at',
@@ -662,7 +668,8 @@ CREATE FUNCTION mbus.timer_claim(p_dispatcher text, p_buckets integer[], p_limit
     p_lookahead_s double precision DEFAULT 0)
 RETURNS TABLE (id bigint, attempt integer, webhook_id uuid, client_id bigint, group_key text,
                event_key text, run_at timestamptz, originally_run_at timestamptz, url text,
-               context jsonb, fast_retries integer, signing_secret text)
+               context jsonb, fast_retries integer, signing_secret text,
+               claimed_until timestamptz)
 LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
@@ -687,7 +694,8 @@ BEGIN
         RETURNING c.*
     )
     SELECT k.id, k.attempts, k.webhook_id, k.client_id, k.group_key, k.event_key, k.run_at,
-           k.originally_run_at, k.url, k.context, k.fast_retries, cl.signing_secret
+           k.originally_run_at, k.url, k.context, k.fast_retries, cl.signing_secret,
+           k.claimed_until
     FROM claimed AS k JOIN mbus.timer_clients AS cl ON cl.id = k.client_id
     ORDER BY k.run_at, k.id;
 END;
