@@ -253,3 +253,21 @@ def test_serve_with_dispatcher_delivers_end_to_end(
             assert [a["outcome"] for a in hist["attempts"]] == ["ok"]
     finally:
         stop()
+
+
+def test_concurrent_creates_of_one_key_create_it_once(env: Env) -> None:
+    api, stop = start_api(env, batch_max_items=1)  # every request in its own transaction
+    try:
+
+        async def go() -> list[httpx.Response]:
+            headers = {"authorization": f"Bearer {env.client.api_key}"}
+            async with httpx.AsyncClient(base_url=api.base, headers=headers, timeout=20) as c:
+                return list(await asyncio.gather(*(c.post("/v1/callbacks", json=body("same"))
+                                                   for _ in range(20))))
+
+        responses = asyncio.run(go())
+    finally:
+        stop()
+    assert sorted(r.status_code for r in responses) == [200] * 19 + [201]
+    assert len({r.json()["id"] for r in responses}) == 1
+    assert env.sql("SELECT count(*) FROM mbus.timer_change_log WHERE action = 'create'")[0][0] == 1
