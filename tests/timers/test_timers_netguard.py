@@ -32,7 +32,7 @@ def test_refused_by_default(url: str) -> None:
 
 def test_public_addresses_are_allowed_and_pinned() -> None:
     target = run(NetworkGuard().check("https://8.8.8.8:8443/x?y=1"))
-    assert target.address == "8.8.8.8" and str(target.request_url()) == "https://8.8.8.8:8443/x?y=1"
+    assert target.address == "8.8.8.8" and str(target.request_url) == "https://8.8.8.8:8443/x?y=1"
 
 
 def test_allow_list_opens_exactly_its_networks() -> None:

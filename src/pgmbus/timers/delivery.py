@@ -136,7 +136,7 @@ async def _post(
         hop_headers["host"] = target.url.netloc.decode("ascii")
         extensions = {"sni_hostname": target.host} if target.url.scheme == "https" else {}
         response = await client.post(
-            target.request_url(), content=body, headers=hop_headers, extensions=extensions
+            target.request_url, content=body, headers=hop_headers, extensions=extensions
         )
         location = response.headers.get("location")
         if response.status_code not in _REDIRECTS or not location:

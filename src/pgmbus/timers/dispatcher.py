@@ -129,6 +129,7 @@ class Dispatcher:
         self._results: asyncio.Queue[Delivery] = asyncio.Queue()
         self._slot_free = asyncio.Event()
         self._http_slots = asyncio.Semaphore(self.config.concurrency)
+        self._ready = 0  # deliveries due now and waiting for an HTTP slot
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set, then finish deliveries in flight and release buckets."""
@@ -185,7 +186,9 @@ class Dispatcher:
         while not stop.is_set():
             free = cfg.max_prefetch - len(self._inflight)
             got = 0
-            limit = min(free, cfg.claim_batch)
+            # claim only what the HTTP slots can start soon: claims waiting too long would
+            # expire and be delivered twice
+            limit = min(free, cfg.claim_batch, 2 * cfg.concurrency - self._ready)
             if limit > 0 and self.buckets:
                 try:
                     rows = await self._claim(await link.get(), limit)
@@ -195,7 +198,8 @@ class Dispatcher:
                     await asyncio.sleep(min(1.0, cfg.bucket_lease_s / 3))
                 got = len(rows)
                 for cb in rows:
-                    client = clients[cb.id % len(clients)]
+                    client = clients[self.stats.claimed % len(clients)]
+                    self.stats.claimed += 1
                     task = asyncio.create_task(self._deliver(client, cb))
                     self._inflight.add(task)
                     task.add_done_callback(self._done)
@@ -223,9 +227,7 @@ class Dispatcher:
             "lookahead_s": cfg.lookahead_s,
         }
         cur = await conn.execute(_q("claim"), params)
-        rows = [Claimed(*r) for r in await cur.fetchall()]
-        self.stats.claimed += len(rows)
-        return rows
+        return [Claimed(*r) for r in await cur.fetchall()]
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._inflight.discard(task)
@@ -237,7 +239,12 @@ class Dispatcher:
             wait = (cb.run_at - datetime.now(UTC)).total_seconds()
             if wait > 0:  # claimed within the lookahead: call at run_at, not before
                 await asyncio.sleep(wait)
-            async with self._http_slots:
+            self._ready += 1
+            try:
+                await self._http_slots.acquire()
+            finally:
+                self._ready -= 1
+            try:
                 left = (cb.claimed_until - datetime.now(UTC)).total_seconds()
                 if left < cfg.timeout_s * (cb.fast_retries + 1):
                     # waited too long for a slot: the claim could expire mid-call and another
@@ -251,6 +258,8 @@ class Dispatcher:
                     timeout_s=cfg.timeout_s,
                     fast_retry_delay_s=cfg.fast_retry_delay_s,
                 )
+            finally:
+                self._http_slots.release()
         except Exception:  # a bug must not kill the loop; the claim expires and is retried
             log.exception("delivery of callback %s crashed", cb.id)
             return

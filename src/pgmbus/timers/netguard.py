@@ -11,9 +11,11 @@ redirect the call into a refused network.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import os
 import socket
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -37,6 +39,7 @@ class Target:
     address: str
     host: str
 
+    @functools.cached_property
     def request_url(self) -> httpx.URL:
         """The URL with its host replaced by the checked address."""
         return self.url.copy_with(host=self.address)
@@ -67,8 +70,10 @@ class NetworkGuard:
         Networks that may be called even though they are not public (e.g. ``127.0.0.1/32``).
     """
 
-    def __init__(self, allow: Iterable[IPNetwork] = ()) -> None:
+    def __init__(self, allow: Iterable[IPNetwork] = (), cache_s: float = 5.0) -> None:
         self.allow = list(allow)
+        self.cache_s = cache_s
+        self._cache: dict[str, tuple[float, Target]] = {}
 
     def address_allowed(self, address: IPAddress) -> bool:
         """True when ``address`` is public or inside an allow-listed network."""
@@ -79,7 +84,23 @@ class NetworkGuard:
         return address.is_global and not address.is_multicast
 
     async def check(self, url: str | httpx.URL) -> Target:
-        """Resolve and check ``url``; return the target to call or raise ``RefusedURL``."""
+        """Resolve and check ``url``; return the target to call or raise ``RefusedURL``.
+
+        Accepted targets are remembered for ``cache_s`` seconds (the address stays pinned, so
+        the cache only saves resolutions; refusals are not cached).
+        """
+        key = str(url)
+        hit = self._cache.get(key)
+        now = time.monotonic()
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        target = await self._check(url)
+        if len(self._cache) >= 10_000:
+            self._cache.clear()
+        self._cache[key] = (now + self.cache_s, target)
+        return target
+
+    async def _check(self, url: str | httpx.URL) -> Target:
         try:
             parsed = httpx.URL(url)
         except (httpx.InvalidURL, TypeError) as exc:
