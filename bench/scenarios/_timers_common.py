@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import socket
@@ -20,13 +19,64 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[2]
 
 
+class _Receiver(asyncio.Protocol):
+    """HTTP/1.1 with keep-alive, parsed just enough: headers, content-length, the body's
+    ``run_at``; every request is answered 200 at once."""
+
+    def __init__(self, arrivals: list[tuple[float, float]], open_: set[_Receiver]) -> None:
+        self.arrivals = arrivals
+        self.open = open_
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.open.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.open.discard(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while True:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = self.buffer[:end].lower()
+            at = head.find(b"content-length:")
+            length = (
+                int(
+                    head[
+                        at + 15 : head.find(b"\r\n", at)
+                        if head.find(b"\r\n", at) > 0
+                        else len(head)
+                    ]
+                )
+                if at >= 0
+                else 0
+            )
+            if len(self.buffer) < end + 4 + length:
+                return
+            body = self.buffer[end + 4 : end + 4 + length]
+            self.buffer = self.buffer[end + 4 + length :]
+            arrived = time.time()
+            at = body.find(b'"run_at":"')
+            if at >= 0:
+                value = body[at + 10 : body.find(b'"', at + 10)].decode()
+                self.arrivals.append((arrived, datetime.fromisoformat(value).timestamp()))
+            assert self.transport is not None
+            self.transport.write(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+
+
 class TargetServer:
-    """A minimal HTTP/1.1 server (asyncio, keep-alive) on 127.0.0.1 that answers 200 at once
-    and records when each callback arrived and when it was due (``run_at`` of its body)."""
+    """A minimal HTTP server (asyncio protocol, keep-alive) on 127.0.0.1 that answers 200 at
+    once and records when each callback arrived and when it was due (``run_at`` of its body)."""
 
     def __init__(self) -> None:
         self.arrivals: list[tuple[float, float]] = []  # (arrived, run_at) as epoch seconds
         self.port = 0
+        self._open: set[_Receiver] = set()
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -43,40 +93,20 @@ class TargetServer:
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
         server = self._loop.run_until_complete(
-            asyncio.start_server(self._serve, "127.0.0.1", 0, backlog=1024)
+            self._loop.create_server(
+                lambda: _Receiver(self.arrivals, self._open), "127.0.0.1", 0, backlog=1024
+            )
         )
         self.port = server.sockets[0].getsockname()[1]
         self._ready.set()
         self._loop.run_forever()
         server.close()
-        handlers = asyncio.all_tasks(self._loop)
-        for task in handlers:
-            task.cancel()
-        self._loop.run_until_complete(asyncio.gather(*handlers, return_exceptions=True))
+        for receiver in list(self._open):
+            if receiver.transport is not None:
+                receiver.transport.close()
+        self._loop.run_until_complete(asyncio.sleep(0.05))  # let the transports close
         self._loop.run_until_complete(server.wait_closed())
         self._loop.close()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line[:15].lower() == b"content-length:":
-                        length = int(line[15:])
-                body = await reader.readexactly(length) if length else b""
-                arrived = time.time()
-                try:
-                    due = datetime.fromisoformat(json.loads(body)["run_at"]).timestamp()
-                    self.arrivals.append((arrived, due))
-                except (ValueError, KeyError):
-                    pass
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
-            pass
-        finally:
-            writer.close()
 
     def stop(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)

@@ -152,7 +152,7 @@ async def _baseline_worker(dsn: str) -> None:
             body = {"webhook_id": str(row[6]), "group_key": row[3], "event_key": row[4],
                     "run_at": row[2].isoformat(), "context": row[5]}
             async with sem:
-                await client.post(row[1], content=json.dumps(body),
+                await client.post(row[1], content=json.dumps(body, separators=(",", ":")),
                                   headers={"webhook-id": str(row[6])})
 
         while True:
