@@ -306,3 +306,25 @@ def test_dispatcher_reconnects_after_its_connections_are_killed(env: Env, http_s
     dispatch_until(env, done)
     assert sorted(r.json["event_key"] for r in server.received) == ["after", "before"]
     assert status_of(env, "after") == "notified"
+
+
+def test_dispatcher_generates_schedules_and_runs_the_daily_cleanup(
+    env: Env, http_server: Server
+) -> None:
+    server = http_server()
+    env.sql("SELECT mbus.timer_schedule_create(%s, 'tick', %s, p_interval_s => 1)",
+            (env.client.id, server.url + "/tick"))
+    old = datetime.now(UTC) - timedelta(days=40)
+    env.sql("SELECT mbus.timer_create(%s, 'g', 'old', %s, %s, p_now => %s)",
+            (env.client.id, old, server.url, old))
+    env.sql("SELECT mbus.timer_cancel(%s, 'g', 'old', %s)", (env.client.id, old))
+
+    def done() -> bool:
+        return len(server.received) >= 2
+
+    dispatch_until(env, done, fast_config(schedules=True, schedule_interval_s=0.2))
+    ticks = [r for r in server.received if r.path == "/tick"]
+    assert len(ticks) >= 2 and len({r.headers["webhook-id"] for r in ticks}) == len(ticks)
+    assert all(r.json["group_key"] == "tick" for r in ticks)
+    assert env.sql("SELECT last_run_at IS NOT NULL FROM mbus.timer_jobs")[0][0]
+    assert env.sql("SELECT count(*) FROM mbus.timer_callbacks WHERE event_key = 'old'")[0][0] == 0
