@@ -28,6 +28,7 @@ from pgmbus.timers.netguard import NetworkGuard, RefusedURL
 
 REJECT_HEADER = "X-Ya-CallMeBack-Notify-Reject"
 MAX_REDIRECTS = 5
+MAX_RESPONSE_BYTES = 1 << 20
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
@@ -126,18 +127,39 @@ def headers_of(cb: Claimed, body: bytes) -> dict[str, str]:
 
 
 async def _post(
-    client: httpx.AsyncClient, guard: NetworkGuard, url: str, body: bytes, headers: dict[str, str]
+    transport: httpx.AsyncBaseTransport,
+    guard: NetworkGuard,
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    timeout_s: float,
 ) -> httpx.Response:
-    """POST, following redirects only to targets the guard allows (re-checked per hop)."""
+    """POST, following redirects only to targets the guard allows (re-checked per hop).
+
+    Requests go straight to the transport: the client's layers (auth, cookies, redirects,
+    hooks) are not needed here and cost a good part of the CPU of a call.
+    """
     current = httpx.URL(url)
+    timeout = {"connect": timeout_s, "read": timeout_s, "write": timeout_s, "pool": timeout_s}
     for _hop in range(MAX_REDIRECTS + 1):
         target = await guard.check(current)
         hop_headers = dict(headers)
         hop_headers["host"] = target.url.netloc.decode("ascii")
-        extensions = {"sni_hostname": target.host} if target.url.scheme == "https" else {}
-        response = await client.post(
-            target.request_url, content=body, headers=hop_headers, extensions=extensions
+        extensions: dict[str, Any] = {"timeout": timeout}
+        if target.url.scheme == "https":
+            extensions["sni_hostname"] = target.host
+        request = httpx.Request(
+            "POST", target.request_url, content=body, headers=hop_headers, extensions=extensions
         )
+        response = await transport.handle_async_request(request)
+        try:
+            received = 0
+            async for chunk in response.aiter_raw():  # drain (bounded) to reuse the connection
+                received += len(chunk)
+                if received > MAX_RESPONSE_BYTES:
+                    break
+        finally:
+            await response.aclose()
         location = response.headers.get("location")
         if response.status_code not in _REDIRECTS or not location:
             return response
@@ -146,13 +168,17 @@ async def _post(
 
 
 async def call_once(
-    client: httpx.AsyncClient, guard: NetworkGuard, cb: Claimed, index: int
+    transport: httpx.AsyncBaseTransport,
+    guard: NetworkGuard,
+    cb: Claimed,
+    index: int,
+    timeout_s: float = 10.0,
 ) -> Call:
     """Make one HTTP call of ``cb`` and classify its result."""
     body = body_of(cb)
     started = datetime.now(UTC)
     try:
-        response = await _post(client, guard, cb.url, body, headers_of(cb, body))
+        response = await _post(transport, guard, cb.url, body, headers_of(cb, body), timeout_s)
     except RefusedURL as exc:
         return Call(index, started, datetime.now(UTC), "refused", error=str(exc))
     except httpx.TimeoutException as exc:
@@ -170,7 +196,7 @@ async def call_once(
 
 
 async def deliver(
-    client: httpx.AsyncClient,
+    transport: httpx.AsyncBaseTransport,
     guard: NetworkGuard,
     cb: Claimed,
     *,
@@ -187,7 +213,9 @@ async def deliver(
             await asyncio.sleep(min(fast_retry_delay_s * 2 ** (index - 1), 1.0))
         started = datetime.now(UTC)
         try:
-            result = await asyncio.wait_for(call_once(client, guard, cb, index), timeout_s)
+            result = await asyncio.wait_for(
+                call_once(transport, guard, cb, index, timeout_s), timeout_s
+            )
         except TimeoutError:
             result = Call(index, started, datetime.now(UTC), "error", error="timeout")
         delivery.calls.append(result)

@@ -146,13 +146,7 @@ class Dispatcher:
             limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
             clients = [
                 await stack.enter_async_context(
-                    httpx.AsyncClient(
-                        timeout=cfg.timeout_s,
-                        limits=limits,
-                        verify=tls,
-                        follow_redirects=False,
-                        trust_env=False,
-                    )
+                    httpx.AsyncHTTPTransport(verify=tls, limits=limits, trust_env=False)
                 )
                 for _ in range(max(1, -(-cfg.concurrency // size)))
             ]
@@ -179,7 +173,7 @@ class Dispatcher:
     async def _claim_loop(
         self,
         link: _Link,
-        clients: list[httpx.AsyncClient],
+        clients: list[httpx.AsyncHTTPTransport],
         stop: asyncio.Event,
     ) -> None:
         cfg = self.config
@@ -233,7 +227,7 @@ class Dispatcher:
         self._inflight.discard(task)
         self._slot_free.set()
 
-    async def _deliver(self, client: httpx.AsyncClient, cb: Claimed) -> None:
+    async def _deliver(self, client: httpx.AsyncHTTPTransport, cb: Claimed) -> None:
         cfg = self.config
         try:
             wait = (cb.run_at - datetime.now(UTC)).total_seconds()
