@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from pgmbus.cli import dev, queues, schema_cmds
+from pgmbus.cli import dev, queues, schema_cmds, timers
 from pgmbus.cli import streams as streams_cli
 
 app = typer.Typer(
@@ -18,6 +18,7 @@ app.add_typer(dev.app, name="dev")
 schema_cmds.register(app)
 queues.register(app)
 streams_cli.register(app)
+timers.register(app)
 
 
 def main() -> None:

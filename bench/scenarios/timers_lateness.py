@@ -1,0 +1,173 @@
+"""Timer lateness: N callbacks due within the same 10 seconds, called on a local HTTP server.
+
+Candidate: two ``pgmbus dispatcher`` processes (bucket leases, SKIP LOCKED claims, httpx).
+Baseline: the seed's shape in raw SQL: one process that once a second selects the due rows
+(``FOR UPDATE SKIP LOCKED``), calls them with the same HTTP client and concurrency, and marks
+them notified in the same transaction. The rate is callbacks per second from the first due time
+to the last call; lateness (arrival minus run_at) p50/p99/max are in the extras.
+The issue's full size is 20,000 (``--size 20000``); the default is scaled down to keep runs short
+on a shared machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import psycopg
+from psycopg.types.json import Jsonb
+
+from bench.harness import Measurement
+from bench.scenarios._timers_common import (
+    TargetServer,
+    bench_client,
+    lateness_extra,
+    reset,
+    spawn,
+    stop_all,
+)
+
+name = "timers_lateness"
+unit = "callbacks"
+goal = "p99 lateness < 1 s with two dispatchers (see extras p99_ms); baseline polls once a second"
+default_size = 5_000
+WINDOW_S = 10.0  # the issue's window; tiny smoke-test sizes use 1 s
+
+
+def _window(size: int) -> float:
+    return WINDOW_S if size >= 1000 else 1.0
+CONCURRENCY = 64
+
+_client: dict[str, int] = {}
+
+
+def setup(dsn: str, size: int) -> None:
+    _client[dsn] = bench_client(dsn)[0]
+
+
+def _insert(dsn: str, url: str, size: int) -> float:
+    """Insert ``size`` callbacks due evenly over WINDOW_S seconds; return the first due time."""
+    start = datetime.now(UTC) + timedelta(seconds=2 + size / 5000)
+    items = [
+        {
+            "client_id": _client[dsn],
+            "group_key": "bench",
+            "event_key": f"e{i}",
+            "run_at": (start + timedelta(seconds=_window(size) * i / size)).isoformat(),
+            "url": url,
+            "retry": {"fast_retries": 0},
+        }
+        for i in range(size)
+    ]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for lo in range(0, size, 2000):
+            conn.execute(
+                "SELECT count(*) FROM mbus.timer_create_many(%s)", (Jsonb(items[lo : lo + 2000]),)
+            )
+    return start.timestamp()
+
+
+def _wait(server: TargetServer, size: int, limit_s: float) -> None:
+    deadline = time.time() + limit_s
+    while len(server.arrivals) < size and time.time() < deadline:
+        time.sleep(0.05)
+
+
+def _measure(server: TargetServer, start: float, size: int) -> Measurement:
+    last = max((a for a, _ in server.arrivals), default=time.time())
+    extra = lateness_extra(server.arrivals)
+    return Measurement(len(server.arrivals), max(last - start, 1e-6), extra)
+
+
+def candidate(dsn: str, size: int) -> Measurement:
+    reset(dsn)
+    server = TargetServer().start()
+    procs = [
+        spawn("pgmbus", "dispatcher", "--dsn", dsn, "--allow-network", "127.0.0.1/32",
+              "--concurrency", str(CONCURRENCY), "--timeout", "5")
+        for _ in range(2)
+    ]
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                owners = conn.execute(
+                    "SELECT count(DISTINCT owner), count(owner) FROM mbus.timer_buckets"
+                ).fetchone()
+                if owners == (2, 64):
+                    break
+                time.sleep(0.2)
+        start = _insert(dsn, server.url, size)
+        _wait(server, size, _window(size) + 120)
+        return _measure(server, start, size)
+    finally:
+        stop_all(procs)
+        server.stop()
+
+
+def baseline(dsn: str, size: int) -> Measurement:
+    reset(dsn)
+    server = TargetServer().start()
+    proc = spawn("bench.scenarios.timers_lateness", "--baseline-worker", dsn)
+    try:
+        time.sleep(1.0)
+        start = _insert(dsn, server.url, size)
+        _wait(server, size, _window(size) + 120)
+        return _measure(server, start, size)
+    finally:
+        stop_all([proc])
+        server.stop()
+
+
+_POLL = """
+SELECT id, url, run_at, group_key, event_key, context, webhook_id
+FROM mbus.timer_callbacks
+WHERE status = 'pending' AND run_at <= now()
+ORDER BY run_at, id
+LIMIT 20000
+FOR UPDATE SKIP LOCKED
+"""
+_DONE = """
+UPDATE mbus.timer_callbacks
+SET status = 'notified', finished_at = now(), updated_at = now()
+WHERE id = ANY(%s)
+"""
+
+
+async def _baseline_worker(dsn: str) -> None:
+    """Poll once a second, call every due row, mark them notified in the same transaction."""
+    sem = asyncio.Semaphore(CONCURRENCY)
+    limits = httpx.Limits(max_connections=CONCURRENCY)
+    async with (
+        await psycopg.AsyncConnection.connect(dsn) as conn,
+        httpx.AsyncClient(timeout=5, limits=limits) as client,
+    ):
+
+        async def call(row: tuple[Any, ...]) -> None:
+            body = {"webhook_id": str(row[6]), "group_key": row[3], "event_key": row[4],
+                    "run_at": row[2].isoformat(), "context": row[5]}
+            async with sem:
+                await client.post(row[1], content=json.dumps(body, separators=(",", ":")),
+                                  headers={"webhook-id": str(row[6])})
+
+        while True:
+            tick = time.monotonic()
+            async with conn.transaction():
+                cur = await conn.execute(_POLL)
+                rows = await cur.fetchall()
+                await asyncio.gather(*(call(r) for r in rows))
+                if rows:
+                    await conn.execute(_DONE, ([r[0] for r in rows],))
+            await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--baseline-worker"]:
+    import contextlib
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_baseline_worker(sys.argv[2]))

@@ -1,0 +1,225 @@
+"""One delivery of a claimed callback: signed HTTP POSTs with fast retries, and their outcome.
+
+The request carries a JSON body (ids, times, context), a ``webhook-id`` that stays the same for
+every attempt of the callback (receivers deduplicate on it), ``webhook-timestamp`` and
+``webhook-signature`` (``v1,`` + base64 HMAC-SHA256 of ``id.timestamp.body`` keyed by the
+owner client's signing secret, as in the Standard Webhooks scheme) and ``pgmbus-attempt``.
+Outcomes: ``ok`` (2xx), ``reject`` (the response carries ``X-Ya-CallMeBack-Notify-Reject``),
+``refused`` (the URL or a redirect target is refused) or ``error`` (anything else).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import httpx
+
+from pgmbus import __version__
+from pgmbus.timers.netguard import NetworkGuard, RefusedURL
+
+REJECT_HEADER = "X-Ya-CallMeBack-Notify-Reject"
+MAX_REDIRECTS = 5
+MAX_RESPONSE_BYTES = 1 << 20
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A callback claimed by a dispatcher: what it needs to call the URL."""
+
+    id: int
+    attempt: int
+    webhook_id: UUID
+    client_id: int
+    group_key: str
+    event_key: str
+    run_at: datetime
+    originally_run_at: datetime
+    url: str
+    context: dict[str, Any]
+    fast_retries: int
+    signing_secret: str
+    claimed_until: datetime
+
+
+@dataclass
+class Call:
+    """One HTTP call (one fast retry) of a delivery."""
+
+    call: int
+    started_at: datetime
+    finished_at: datetime
+    outcome: str
+    status_code: int | None = None
+    error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "call": self.call,
+            "started_at": self.started_at.isoformat(),
+            "finished_at": self.finished_at.isoformat(),
+            "outcome": self.outcome,
+            "status_code": self.status_code,
+            "error": self.error,
+        }
+
+
+@dataclass
+class Delivery:
+    """The result of delivering one claim: the final outcome and every call made."""
+
+    callback: Claimed
+    outcome: str
+    calls: list[Call] = field(default_factory=list)
+
+    def as_json(self, dispatcher: str) -> dict[str, Any]:
+        return {
+            "id": self.callback.id,
+            "attempt": self.callback.attempt,
+            "dispatcher": dispatcher,
+            "outcome": self.outcome,
+            "calls": [c.as_json() for c in self.calls],
+        }
+
+
+def body_of(cb: Claimed) -> bytes:
+    """The JSON body POSTed for a callback."""
+    doc = {
+        "webhook_id": str(cb.webhook_id),
+        "group_key": cb.group_key,
+        "event_key": cb.event_key,
+        "run_at": cb.run_at.isoformat(),
+        "originally_run_at": cb.originally_run_at.isoformat(),
+        "attempt": cb.attempt,
+        "context": cb.context,
+    }
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def sign(secret: str, webhook_id: str, timestamp: int, body: bytes) -> str:
+    """The ``webhook-signature`` value: ``v1,`` + base64 HMAC-SHA256 of ``id.timestamp.body``."""
+    message = f"{webhook_id}.{timestamp}.".encode() + body
+    digest = hmac.new(secret.encode(), message, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode()
+
+
+def headers_of(cb: Claimed, body: bytes) -> dict[str, str]:
+    """The headers of a callback request (signed at the time of the call)."""
+    timestamp = int(time.time())
+    webhook_id = str(cb.webhook_id)
+    return {
+        "content-type": "application/json",
+        "user-agent": f"pgmbus/{__version__}",
+        "webhook-id": webhook_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": sign(cb.signing_secret, webhook_id, timestamp, body),
+        "pgmbus-attempt": str(cb.attempt),
+    }
+
+
+async def _post(
+    transport: httpx.AsyncBaseTransport,
+    guard: NetworkGuard,
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    timeout_s: float,
+) -> httpx.Response:
+    """POST, following redirects only to targets the guard allows (re-checked per hop).
+
+    Requests go straight to the transport: the client's layers (auth, cookies, redirects,
+    hooks) are not needed here and cost a good part of the CPU of a call.
+    """
+    current = httpx.URL(url)
+    timeout = {"connect": timeout_s, "read": timeout_s, "write": timeout_s, "pool": timeout_s}
+    for _hop in range(MAX_REDIRECTS + 1):
+        target = await guard.check(current)
+        hop_headers = dict(headers)
+        hop_headers["host"] = target.url.netloc.decode("ascii")
+        extensions: dict[str, Any] = {"timeout": timeout}
+        if target.url.scheme == "https":
+            extensions["sni_hostname"] = target.host
+        request = httpx.Request(
+            "POST", target.request_url, content=body, headers=hop_headers, extensions=extensions
+        )
+        response = await transport.handle_async_request(request)
+        try:
+            received = 0
+            async for chunk in response.aiter_raw():  # drain (bounded) to reuse the connection
+                received += len(chunk)
+                if received > MAX_RESPONSE_BYTES:
+                    break
+        finally:
+            await response.aclose()
+        location = response.headers.get("location")
+        if response.status_code not in _REDIRECTS or not location:
+            return response
+        current = target.url.join(location)
+    raise RefusedURL(f"more than {MAX_REDIRECTS} redirects")
+
+
+async def call_once(
+    transport: httpx.AsyncBaseTransport,
+    guard: NetworkGuard,
+    cb: Claimed,
+    index: int,
+    timeout_s: float = 10.0,
+) -> Call:
+    """Make one HTTP call of ``cb`` and classify its result."""
+    body = body_of(cb)
+    started = datetime.now(UTC)
+    try:
+        response = await _post(transport, guard, cb.url, body, headers_of(cb, body), timeout_s)
+    except RefusedURL as exc:
+        return Call(index, started, datetime.now(UTC), "refused", error=str(exc))
+    except httpx.TimeoutException as exc:
+        return Call(index, started, datetime.now(UTC), "error", error=f"timeout: {exc!r}")
+    except httpx.HTTPError as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        return Call(index, started, datetime.now(UTC), "error", error=error)
+    finished = datetime.now(UTC)
+    code = response.status_code
+    if REJECT_HEADER in response.headers:
+        return Call(index, started, finished, "reject", code)
+    if 200 <= code < 300:
+        return Call(index, started, finished, "ok", code)
+    return Call(index, started, finished, "error", code, error=f"HTTP {code}")
+
+
+async def deliver(
+    transport: httpx.AsyncBaseTransport,
+    guard: NetworkGuard,
+    cb: Claimed,
+    *,
+    timeout_s: float = 10.0,
+    fast_retry_delay_s: float = 0.05,
+) -> Delivery:
+    """Call ``cb`` up to ``1 + fast_retries`` times (short doubling pauses between calls).
+
+    Each call, redirects included, is cut off after ``timeout_s`` seconds.
+    """
+    delivery = Delivery(cb, "error")
+    for index in range(cb.fast_retries + 1):
+        if index:
+            await asyncio.sleep(min(fast_retry_delay_s * 2 ** (index - 1), 1.0))
+        started = datetime.now(UTC)
+        try:
+            result = await asyncio.wait_for(
+                call_once(transport, guard, cb, index, timeout_s), timeout_s
+            )
+        except TimeoutError:
+            result = Call(index, started, datetime.now(UTC), "error", error="timeout")
+        delivery.calls.append(result)
+        if result.outcome != "error":
+            delivery.outcome = result.outcome
+            break
+    return delivery

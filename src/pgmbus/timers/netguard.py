@@ -1,0 +1,139 @@
+"""Which callback URLs may be called: http(s) only, public addresses unless allow-listed.
+
+A callback URL is user input that the dispatcher calls from inside the operator's network, so
+private, loopback, link-local, multicast and reserved addresses are refused unless an operator
+allow-lists them (``--allow-network CIDR`` or ``PGMBUS_ALLOW_NETWORKS``). The host is resolved
+once and the request is sent to the address that was checked (the URL keeps its host name for
+the ``Host`` header and TLS), so a DNS answer that changes between check and call cannot
+redirect the call into a refused network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import ipaddress
+import os
+import socket
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import httpx
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+ENV_ALLOW = "PGMBUS_ALLOW_NETWORKS"
+
+
+class RefusedURL(Exception):
+    """The URL may not be called (scheme, host or address refused)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A checked URL: the address to connect to and the original host name."""
+
+    url: httpx.URL
+    address: str
+    host: str
+
+    @functools.cached_property
+    def request_url(self) -> httpx.URL:
+        """The URL with its host replaced by the checked address."""
+        return self.url.copy_with(host=self.address)
+
+
+def parse_networks(values: Iterable[str]) -> list[IPNetwork]:
+    """Parse CIDRs (``127.0.0.1/32``, ``10.0.0.0/8``, ``::1/128``); raises ``ValueError``."""
+    networks: list[IPNetwork] = []
+    for value in values:
+        for part in value.split(","):
+            part = part.strip()
+            if part:
+                networks.append(ipaddress.ip_network(part, strict=False))
+    return networks
+
+
+def networks_from_env() -> list[IPNetwork]:
+    """The networks allow-listed by ``PGMBUS_ALLOW_NETWORKS`` (comma-separated CIDRs)."""
+    return parse_networks([os.environ.get(ENV_ALLOW, "")])
+
+
+class NetworkGuard:
+    """Check callback URLs against the public-only rule and an allow list.
+
+    Parameters
+    ----------
+    allow:
+        Networks that may be called even though they are not public (e.g. ``127.0.0.1/32``).
+    """
+
+    def __init__(self, allow: Iterable[IPNetwork] = (), cache_s: float = 5.0) -> None:
+        self.allow = list(allow)
+        self.cache_s = cache_s
+        self._cache: dict[str, tuple[float, Target]] = {}
+
+    def address_allowed(self, address: IPAddress) -> bool:
+        """True when ``address`` is public or inside an allow-listed network."""
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if any(address.version == n.version and address in n for n in self.allow):
+            return True
+        return address.is_global and not address.is_multicast
+
+    async def check(self, url: str | httpx.URL) -> Target:
+        """Resolve and check ``url``; return the target to call or raise ``RefusedURL``.
+
+        Accepted targets are remembered for ``cache_s`` seconds (the address stays pinned, so
+        the cache only saves resolutions; refusals are not cached).
+        """
+        key = str(url)
+        hit = self._cache.get(key)
+        now = time.monotonic()
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        target = await self._check(url)
+        if len(self._cache) >= 10_000:
+            self._cache.clear()
+        self._cache[key] = (now + self.cache_s, target)
+        return target
+
+    async def _check(self, url: str | httpx.URL) -> Target:
+        try:
+            parsed = httpx.URL(url)
+        except (httpx.InvalidURL, TypeError) as exc:
+            raise RefusedURL(f"invalid URL: {exc}") from exc
+        if parsed.scheme not in ("http", "https"):
+            raise RefusedURL(f"scheme {parsed.scheme!r} refused: only http and https")
+        host = parsed.host
+        if not host:
+            raise RefusedURL("URL has no host")
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        try:
+            addresses = [ipaddress.ip_address(host)]
+        except ValueError:
+            addresses = await _resolve(host, port)
+        if not addresses:
+            raise RefusedURL(f"host {host!r} has no address")
+        for address in addresses:
+            if not self.address_allowed(address):
+                raise RefusedURL(
+                    f"address {address} of host {host!r} is not public and not allow-listed"
+                )
+        return Target(parsed, str(addresses[0]), host)
+
+
+async def _resolve(host: str, port: int) -> list[IPAddress]:
+    loop = asyncio.get_running_loop()
+    try:
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise RefusedURL(f"cannot resolve {host!r}: {exc}") from exc
+    seen: list[IPAddress] = []
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0])
+        if address not in seen:
+            seen.append(address)
+    return seen
