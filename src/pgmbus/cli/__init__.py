@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from pgmbus.cli import dev, schema_cmds
+from pgmbus.cli import spark as spark_cli
 
 app = typer.Typer(
     name="pgmbus",
@@ -15,6 +16,7 @@ app = typer.Typer(
 )
 app.add_typer(dev.app, name="dev")
 schema_cmds.register(app)
+spark_cli.register(app)
 
 
 def main() -> None:

@@ -60,6 +60,14 @@ def _min(a: int | None, b: int) -> int:
     return b if a is None else min(a, b)
 
 
+def _later(a: dt.datetime | None, b: dt.datetime | None) -> dt.datetime | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _earlier(a: dt.datetime | None, b: dt.datetime | None) -> dt.datetime | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
 def _aware(value: Any) -> dt.datetime | None:
     if not isinstance(value, dt.datetime):
         return None
@@ -106,13 +114,13 @@ def push(
         elif column == "published_at" and _aware(value) is not None:
             when = _aware(value)
             if isinstance(f, GreaterThan):
-                state = replace(state, time_gt=when)
+                state = replace(state, time_gt=_later(state.time_gt, when))
             elif isinstance(f, GreaterThanOrEqual):
-                state = replace(state, time_ge=when)
+                state = replace(state, time_ge=_later(state.time_ge, when))
             elif isinstance(f, LessThan):
-                state = replace(state, time_lt=when)
+                state = replace(state, time_lt=_earlier(state.time_lt, when))
             elif isinstance(f, LessThanOrEqual):
-                state = replace(state, time_le=when)
+                state = replace(state, time_le=_earlier(state.time_le, when))
             remaining.append(f)
         else:
             remaining.append(f)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ READ_OPTIONS = frozenset(
         "startingposition",
         "endingposition",
         "payloadschema",
+        "publishedbefore",
     }
 )
 WRITE_OPTIONS = frozenset({"dsn", "topic", "queue", "sink"})
@@ -32,7 +34,8 @@ class ReadOptions:
 
     ``starting_position`` is ``"beginning"``, ``"now"`` or a cursor (for a new group: also an
     ISO timestamp, passed to ``mbus.create_group``); ``ending_position`` (batch only) is
-    ``"latest"`` or a cursor.
+    ``"latest"`` or a cursor. ``published_before`` limits a read to older events (for a stream:
+    the group stops before the first transaction that published at or after it).
     """
 
     dsn: str
@@ -43,6 +46,7 @@ class ReadOptions:
     starting_position: str | None
     ending_position: str
     payload_schema: str | None
+    published_before: dt.datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,16 @@ def _positive_int(given: dict[str, str], key: str, label: str) -> int | None:
     return value
 
 
+def _timestamp(raw: str | None, label: str) -> dt.datetime | None:
+    if raw is None or not raw.strip():
+        return None
+    try:
+        value = dt.datetime.fromisoformat(raw.strip())
+    except ValueError:
+        raise ConfigurationError(f"option {label} must be an ISO timestamp, got {raw!r}") from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+
+
 def parse_topics(raw: str | None) -> tuple[str, ...] | None:
     """Split a comma-separated topic list; ``None`` or empty means every topic."""
     if raw is None:
@@ -130,6 +144,7 @@ def parse_read(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
         starting_position=given.get("startingposition") or None,
         ending_position=ending,
         payload_schema=given.get("payloadschema") or None,
+        published_before=_timestamp(given.get("publishedbefore"), "publishedBefore"),
     )
 
 

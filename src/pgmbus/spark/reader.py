@@ -109,7 +109,7 @@ class PgmbusBatchReader(DataSourceReader):
 
     def __init__(self, options: ReadOptions) -> None:
         self.options = options
-        self.pushed = filters.Pushed(topics=options.topics)
+        self.pushed = filters.Pushed(topics=options.topics, time_lt=options.published_before)
 
     def pushFilters(self, filters_: list[Filter]) -> Iterator[Filter]:
         self.pushed, remaining = filters.push(self.pushed, filters_, self.pushed.topics)
@@ -172,6 +172,7 @@ class PgmbusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     "from_cursor": start["cursor"],
                     "to_cursor": upper,
                     "max_events": max_events,
+                    "before": self.options.published_before,
                     "topics": list(self.pushed.topics) if self.pushed.topics else None,
                 },
             )

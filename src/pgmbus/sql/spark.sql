@@ -29,3 +29,6 @@ ON CONFLICT ({keys}) DO UPDATE SET {updates}
 -- name: sink_insert_ignore
 INSERT INTO {table} ({columns}) SELECT {columns} FROM {stage}
 ON CONFLICT ({keys}) DO NOTHING
+
+-- name: sink_stage_drop
+DROP TABLE IF EXISTS {stage}
