@@ -1,0 +1,211 @@
+"""Consumer groups: the snapshot cursor rule, exactly-once commits, crashes, busy readers."""
+
+from __future__ import annotations
+
+import threading
+
+import psycopg
+import pytest
+
+from pgmbus import streams
+from pgmbus.errors import AlreadyExists, InvalidArgument, InvalidName, InvalidState, NotFound
+from tests.streams.conftest import Connect, drain
+
+
+def test_late_commit_is_read_after_it_commits_and_never_twice(connect: Connect) -> None:
+    reader = connect()
+    streams.create_group(reader, "g", start="beginning")
+    reader.commit()
+    t1, t2 = connect(), connect()
+    id1 = streams.publish(t1, "t", {"from": "T1"})  # T1 publishes first and stays open
+    id2 = streams.publish(t2, "t", {"from": "T2"})
+    t2.commit()
+    assert id1 < id2
+    first = drain(reader, "g")
+    assert [e.id for e in first] == [id2]  # T2 now, although T1's id is smaller
+    t1.commit()
+    second = drain(reader, "g")
+    assert [e.id for e in second] == [id1]  # T1 after it commits: not skipped
+    assert drain(reader, "g") == []  # and never twice
+
+
+def test_savepoints_and_rolled_back_subtransactions(connect: Connect) -> None:
+    reader = connect()
+    streams.create_group(reader, "g", start="beginning")
+    reader.commit()
+    w = connect()
+    kept = [streams.publish(w, "t", {"n": 0})]
+    w.execute("SAVEPOINT a")
+    kept.append(streams.publish(w, "t", {"n": 1}))
+    w.execute("SAVEPOINT b")
+    streams.publish(w, "t", {"n": "rolled back"})
+    w.execute("ROLLBACK TO SAVEPOINT b")
+    w.execute("RELEASE SAVEPOINT a")
+    with w.transaction():  # a nested (savepoint) block that commits
+        kept.append(streams.publish(w, "t", {"n": 2}))
+    assert drain(reader, "g") == []
+    w.commit()
+    events = drain(reader, "g")
+    assert [e.id for e in events] == kept
+
+
+def test_reader_crash_between_read_and_commit_rereads(connect: Connect, db_dsn: str) -> None:
+    setup = connect()
+    streams.create_group(setup, "g", start="beginning")
+    ids = streams.publish_batch(setup, "t", [{"i": i} for i in range(10)])
+    setup.commit()
+    victim = psycopg.connect(db_dsn)
+    batch = streams.read_next(victim, "g", max_events=4)
+    assert [e.id for e in batch.events] == ids[:4]
+    pid = victim.info.backend_pid
+    setup.execute("SELECT pg_terminate_backend(%s)", (pid,))  # dies before commit
+    setup.commit()
+    victim.close()
+    events = drain(connect(), "g", max_events=4)
+    assert [e.id for e in events] == ids  # re-read from the start, nothing lost
+
+
+def test_exactly_once_results_committed_with_the_cursor(connect: Connect) -> None:
+    conn = connect()
+    conn.execute("CREATE TABLE results (event_id bigint PRIMARY KEY)")
+    streams.create_group(conn, "g", start="beginning")
+    streams.publish_batch(conn, "t", [{"i": i} for i in range(25)])
+    conn.commit()
+    attempt = 0
+    while True:
+        attempt += 1
+        with conn.transaction(force_rollback=attempt % 2 == 1):  # every other try "crashes"
+            batch = streams.read_next(conn, "g", max_events=10)
+            if not batch:
+                break
+            for e in batch.events:
+                conn.execute("INSERT INTO results VALUES (%s)", (e.id,))
+            assert batch.cursor is not None
+            streams.commit(conn, "g", batch.cursor)
+    n = conn.execute("SELECT count(*), count(DISTINCT event_id) FROM results").fetchone()
+    assert n == (25, 25)
+
+
+def test_partial_batches_cover_a_big_transaction_once(connect: Connect) -> None:
+    conn = connect()
+    streams.create_group(conn, "g", start="beginning")
+    conn.commit()
+    late = connect()
+    late_id = streams.publish(late, "t", {"late": True})
+    ids = streams.publish_batch(conn, "t", [{"i": i} for i in range(95)])
+    conn.commit()
+    got = drain(conn, "g", max_events=10)
+    assert [e.id for e in got] == ids
+    late.commit()
+    assert [e.id for e in drain(conn, "g", max_events=10)] == [late_id]
+
+
+def test_own_events_published_after_reading_are_not_skipped(connect: Connect) -> None:
+    conn = connect()
+    streams.create_group(conn, "g", start="beginning")
+    streams.publish(conn, "t", {"first": 1})
+    conn.commit()
+    with conn.transaction():
+        batch = streams.read_next(conn, "g")
+        assert len(batch) == 1 and batch.cursor
+        # the consumer publishes follow-up events in the same transaction as its commit
+        follow = streams.publish(conn, "t", {"follow": 1})
+        streams.commit(conn, "g", batch.cursor)
+    assert [e.id for e in drain(conn, "g")] == [follow]
+
+
+def test_second_reader_waits_or_skips(connect: Connect) -> None:
+    a, b = connect(), connect()
+    streams.create_group(a, "g", start="beginning")
+    streams.publish(a, "t", {"x": 1})
+    a.commit()
+    first = streams.read_next(a, "g")  # a holds the group's lock in its open transaction
+    assert len(first) == 1
+    # on_busy='wait': b blocks until a's transaction ends
+    done = threading.Event()
+    result: list[int] = []
+
+    def read_b() -> None:
+        result.append(len(streams.read_next(b, "g")))
+        b.commit()
+        done.set()
+
+    t = threading.Thread(target=read_b)
+    t.start()
+    assert not done.wait(0.5)
+    assert first.cursor
+    streams.commit(a, "g", first.cursor)
+    a.commit()
+    t.join(10)
+    assert result == [0]  # a committed the batch: b gets nothing twice
+    # on_busy='skip': b gets nothing at once while a reads
+    streams.configure_group(a, "g", on_busy="skip")
+    streams.publish(a, "t", {"x": 2})
+    a.commit()
+    assert len(streams.read_next(a, "g")) == 1
+    assert len(streams.read_next(b, "g")) == 0
+    b.commit()
+    a.rollback()
+    assert len(streams.read_next(b, "g")) == 1
+
+
+def test_commit_behind_is_refused_and_repeat_is_harmless(connect: Connect) -> None:
+    conn = connect(autocommit=True)
+    streams.create_group(conn, "g", start="beginning")
+    streams.publish(conn, "t", {"x": 1})
+    old = streams.read_next(conn, "g")
+    assert old.cursor
+    streams.commit(conn, "g", old.cursor)
+    streams.commit(conn, "g", old.cursor)  # same cursor again: no-op
+    streams.publish(conn, "t", {"x": 2})
+    newer = streams.read_next(conn, "g")
+    assert newer.cursor
+    streams.commit(conn, "g", newer.cursor)
+    with pytest.raises(InvalidArgument, match="behind"):
+        streams.commit(conn, "g", old.cursor)
+    with pytest.raises(InvalidArgument, match="malformed"):
+        streams.commit(conn, "g", "not a cursor")
+
+
+def test_group_lifecycle_errors(connect: Connect) -> None:
+    conn = connect(autocommit=True)
+    streams.create_group(conn, "g")
+    with pytest.raises(AlreadyExists):
+        streams.create_group(conn, "g")
+    with pytest.raises(InvalidName):
+        streams.create_group(conn, "Bad-Name")
+    with pytest.raises(InvalidArgument):
+        streams.create_group(conn, "h", start="not a time")
+    streams.drop_group(conn, "g")
+    with pytest.raises(NotFound):
+        streams.read_next(conn, "g")
+    with pytest.raises(NotFound):
+        streams.drop_group(conn, "g")
+    assert InvalidState  # imported for the expiry tests' symmetry
+
+
+def test_start_positions(connect: Connect) -> None:
+    conn = connect(autocommit=True)
+    before = streams.publish(conn, "t", {"n": "before"})
+    mark = conn.execute("SELECT clock_timestamp()").fetchone()[0]  # type: ignore[index]
+    after = streams.publish(conn, "t", {"n": "after"})
+    streams.create_group(conn, "from_now")
+    streams.create_group(conn, "from_start", start="beginning")
+    streams.create_group(conn, "from_time", start=mark.isoformat())
+    streams.create_group(conn, "from_id", start=str(after))
+    last = streams.publish(conn, "t", {"n": "last"})
+    assert [e.id for e in drain(conn, "from_now")] == [last]
+    assert [e.id for e in drain(conn, "from_start")] == [before, after, last]
+    assert [e.id for e in drain(conn, "from_time")] == [after, last]
+    assert [e.id for e in drain(conn, "from_id")] == [after, last]
+    streams.seek(conn, "from_now", "beginning")
+    assert [e.id for e in drain(conn, "from_now")] == [before, after, last]
+
+
+def test_topic_filter(connect: Connect) -> None:
+    conn = connect(autocommit=True)
+    streams.create_group(conn, "g", start="beginning")
+    streams.configure_group(conn, "g", topics=["a"])
+    ida = streams.publish(conn, "a", {})
+    streams.publish(conn, "b", {})
+    assert [e.id for e in drain(conn, "g")] == [ida]
