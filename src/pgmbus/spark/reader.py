@@ -4,7 +4,7 @@ Offsets are the streams engine's snapshot cursors (strings). A range ``(from, to
 of events whose transactions are visible in ``to`` and not in ``from``; ``mbus.read_between`` is
 a pure function of the range, so a replayed micro-batch returns exactly the same events, and no
 event is skipped when transactions commit out of id order. Partitions split a range into
-``numPartitions`` slots (``slot``/``nslots`` of ``read_between``), one Spark task each.
+``numPartitions`` parts by event id (``mbus.spark_read``), one Spark task each.
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ def read_partition(dsn: str, part: RangePartition) -> Iterator[pa.RecordBatch]:
         "from_cursor": part.start,
         "to_cursor": part.end,
         "topics": list(part.pushed.topics) if part.pushed.topics is not None else None,
-        "slot": part.slot if part.nslots > 1 else None,
-        "nslots": part.nslots if part.nslots > 1 else None,
+        "slot": part.slot,
+        "nslots": part.nslots,
         **part.pushed.params(),
     }
     statement = load_queries("spark.sql")["read_range_copy"]

@@ -32,3 +32,40 @@ ON CONFLICT ({keys}) DO NOTHING
 
 -- name: sink_stage_drop
 DROP TABLE IF EXISTS {stage}
+
+-- Reading the log (the cursor API of the streams engine, and spark_read/spark_next_cursor).
+
+-- name: current_cursor
+SELECT mbus.current_cursor()
+
+-- name: beginning_cursor
+SELECT '1:1:'::text
+
+-- name: create_group
+SELECT mbus.create_group(%(group)s, %(start)s)
+
+-- name: group_cursor
+SELECT mbus.group_cursor(%(group)s)
+
+-- name: commit_group
+SELECT mbus.commit(%(group)s, %(cursor)s)
+
+-- name: next_cursor
+SELECT mbus.spark_next_cursor(%(from_cursor)s, %(to_cursor)s, %(max_events)s,
+                              %(topics)s::text[], %(before)s::timestamptz)
+
+-- name: read_range_copy
+COPY (
+    SELECT e.id, e.topic, e.key, e.payload::text, e.headers::text,
+           (extract(epoch FROM e.published_at) * 1000000)::int8
+    FROM mbus.spark_read(%(from_cursor)s, %(to_cursor)s, %(topics)s::text[],
+                         %(slot)s, %(nslots)s, %(keys)s::text[], %(id_min)s::int8,
+                         %(id_max)s::int8, %(time_ge)s::timestamptz, %(time_gt)s::timestamptz,
+                         %(time_le)s::timestamptz, %(time_lt)s::timestamptz) AS e
+) TO STDOUT (FORMAT csv)
+
+-- name: capture_topic
+SELECT c.topic FROM mbus.captures AS c WHERE c.tbl = %(table)s::regclass
+
+-- name: capture_table
+SELECT mbus.capture_table(%(table)s::regclass, %(topic)s)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pgmbus.errors import ConfigurationError, translating
 from pgmbus.spark.jobs.progress import QueryReport, watch
 from pgmbus.spark.sink import exactly_once, query_id_of
 from pgmbus.sqlfiles import load_queries
@@ -50,19 +51,23 @@ class StatsJob:
         """Make sure the table is captured; return its topic."""
         import psycopg
 
-        with psycopg.connect(self.dsn) as conn:
-            row = conn.execute(
-                load_queries("spark.sql")["stats_capture"],
-                {"table": self.table, "topic": self.topic},
-            ).fetchone()
+        queries = load_queries("spark.sql")
+        params = {"table": self.table, "topic": self.topic}
+        with psycopg.connect(self.dsn) as conn, translating():
+            row = conn.execute(queries["capture_topic"], params).fetchone()
+            if row is None:
+                conn.execute(queries["capture_table"], params)
+                row = conn.execute(queries["capture_topic"], params).fetchone()
             conn.commit()
-        return str(row[0]) if row else (self.topic or self.table)
+        if row is None:
+            raise ConfigurationError(f"could not capture {self.table}")
+        return str(row[0])
 
     def edits(self, changes: DataFrame) -> DataFrame:
         """Inserted rows of the captured table as ``(user_name, object_id, published_at)``."""
         from pyspark.sql import functions as F
 
-        new = "$.new."
+        new = "$.row."
         return changes.where(F.get_json_object("payload", "$.op") == F.lit("insert")).select(
             F.get_json_object("payload", new + self.user_column).alias("user_name"),
             F.get_json_object("payload", new + self.object_column).alias("object_id"),

@@ -122,3 +122,127 @@ BEGIN
     RETURN v_found;
 END;
 $$;
+
+-- spark_read(from, to, topics, part, nparts, keys, id_min, id_max, time bounds): the events
+-- consumed at cursor `to` and not at cursor `from` (the rule of mbus.read_between), restricted
+-- to part `part` of `nparts` by id (id % nparts, so a single big transaction splits evenly too)
+-- and to the filters Spark pushed down (NULL: no condition). A pure function of its arguments
+-- while the events are retained: a replayed micro-batch reads exactly the same events.
+-- A SQL function so that the planner sees through it: nothing is materialized, and COPY
+-- streams rows while the scan runs.
+CREATE FUNCTION mbus.spark_read(
+    p_from text, p_to text, p_topics text[] DEFAULT NULL,
+    p_part integer DEFAULT 0, p_nparts integer DEFAULT 1,
+    p_keys text[] DEFAULT NULL, p_id_min bigint DEFAULT NULL, p_id_max bigint DEFAULT NULL,
+    p_time_ge timestamptz DEFAULT NULL, p_time_gt timestamptz DEFAULT NULL,
+    p_time_le timestamptz DEFAULT NULL, p_time_lt timestamptz DEFAULT NULL)
+RETURNS TABLE (id bigint, topic text, key text, payload jsonb, headers jsonb,
+               published_at timestamptz)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog
+AS $$
+    WITH r AS MATERIALIZED (
+        SELECT (mbus._parse_position(p_from)).pos AS f, (mbus._parse_position(p_to)).pos AS t
+    ), b AS MATERIALIZED (
+        SELECT r.f, r.t,
+               ARRAY(SELECT pg_snapshot_xip((r.f).lo)) AS xip,
+               pg_snapshot_xmax((r.f).lo) AS xmax,
+               pg_snapshot_xmax(coalesce((r.t).hi, (r.t).lo)) AS top
+        FROM r
+    )
+    SELECT e.id, e.topic, e.key, e.payload, e.headers, e.published_at
+    FROM b CROSS JOIN mbus.events AS e
+    WHERE (e.txid = ANY (b.xip) OR (e.txid >= b.xmax AND e.txid < b.top))
+      AND mbus._consumed(e.txid, e.id, b.t)
+      AND NOT mbus._consumed(e.txid, e.id, b.f)
+      AND (p_topics IS NULL OR e.topic = ANY (p_topics))
+      AND (p_nparts <= 1 OR e.id % p_nparts = p_part)
+      AND (p_keys IS NULL OR e.key = ANY (p_keys))
+      AND (p_id_min IS NULL OR e.id >= p_id_min)
+      AND (p_id_max IS NULL OR e.id <= p_id_max)
+      AND (p_time_ge IS NULL OR e.published_at >= p_time_ge)
+      AND (p_time_gt IS NULL OR e.published_at > p_time_gt)
+      AND (p_time_le IS NULL OR e.published_at <= p_time_le)
+      AND (p_time_lt IS NULL OR e.published_at < p_time_lt)
+    ORDER BY e.id
+$$;
+
+-- spark_next_cursor(from, to, max_events, topics, before): the end of the next micro-batch
+-- starting at cursor `from`, at most at snapshot cursor `to` (admission control).
+--   * max_events: at most that many events of `topics` in the batch; the cut falls between
+--     two events in (txid, id) order, expressed in the streams engine's partial-position form
+--     ('<lo>;<hi>;<txid>;<id>'), so even one huge transaction is split;
+--   * before: the batch stops before the first event (in that order) published at or after it
+--     (the archive's horizon);
+--   * returns `from` itself when there is nothing to read, so Spark runs no empty batch; when
+--     only events of other topics arrived, returns the new position (the group moves on).
+-- A partial `from` is finished first (the batch ends at its target at most).
+CREATE FUNCTION mbus.spark_next_cursor(
+    p_from text, p_to text, p_max_events integer DEFAULT NULL, p_topics text[] DEFAULT NULL,
+    p_before timestamptz DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    v_parsed  record;
+    v_from    mbus.stream_position;
+    v_hi      pg_snapshot;
+    v_limit   integer;
+    v_rows    mbus.stream_row[];
+    v_n       integer;
+    v_cut     integer;
+    v_last    mbus.stream_row;
+BEGIN
+    IF p_max_events IS NOT NULL AND p_max_events < 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('max_events must be at least 1, not %s', p_max_events);
+    END IF;
+    v_parsed := mbus._parse_position(p_from);
+    IF v_parsed.slot IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = 'the Spark source reads whole groups, not slots of a slotted group';
+    END IF;
+    v_from := v_parsed.pos;
+    IF v_from.hi IS NOT NULL THEN
+        v_hi := v_from.hi;
+    ELSE
+        v_hi := ((mbus._parse_position(p_to)).pos).lo;
+        IF v_hi::text = v_from.lo::text THEN
+            RETURN p_from;
+        END IF;
+    END IF;
+    v_limit := CASE WHEN p_before IS NULL THEN coalesce(p_max_events + 1, 1)
+                    ELSE coalesce(p_max_events + 1, 2147483647) END;
+    v_rows := ARRAY(SELECT b FROM mbus._batch(v_from.lo, v_hi, v_from.after_txid,
+                                              v_from.after_id, p_topics, 0, 1, v_limit) AS b);
+    v_n := cardinality(v_rows);
+    IF v_n = 0 THEN
+        -- Nothing of ours; move on only if other events passed (else Spark would spin).
+        IF p_topics IS NOT NULL AND EXISTS (
+            SELECT 1 FROM mbus._batch(v_from.lo, v_hi, v_from.after_txid, v_from.after_id,
+                                      NULL, 0, 1, 1)) THEN
+            RETURN mbus._format_position(ROW(v_hi, NULL, NULL, NULL));
+        END IF;
+        RETURN p_from;
+    END IF;
+    v_cut := v_n;
+    IF p_before IS NOT NULL THEN
+        SELECT min(o) - 1 INTO v_cut FROM unnest(v_rows) WITH ORDINALITY AS u (r, o)
+        WHERE (u.r).published_at >= p_before;
+        v_cut := coalesce(v_cut, v_n);
+        IF v_cut = 0 THEN
+            RETURN p_from;
+        END IF;
+    END IF;
+    IF p_max_events IS NOT NULL THEN
+        v_cut := least(v_cut, p_max_events);
+    END IF;
+    IF v_cut = v_n AND (p_before IS NULL OR v_n < v_limit) AND
+       (p_max_events IS NULL OR v_n <= p_max_events) THEN
+        RETURN mbus._format_position(ROW(v_hi, NULL, NULL, NULL));
+    END IF;
+    v_last := v_rows[v_cut];
+    RETURN mbus._format_position(ROW(v_from.lo, v_hi, v_last.txid, v_last.id));
+END;
+$$;
