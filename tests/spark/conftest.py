@@ -26,3 +26,37 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/spark/" in str(item.fspath):
             item.add_marker(pytest.mark.spark)
+
+
+def publish(dsn: str, topic: str, n: int, *, start: int = 0, keys: int = 7) -> None:
+    """Publish ``n`` events on ``topic`` in one committed transaction."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            "SELECT mbus.publish(%s, jsonb_build_object('n', g), 'k' || (g %% %s), "
+            "CASE WHEN g %% 3 = 0 THEN jsonb_build_object('h', g) END) "
+            "FROM generate_series(%s::int, %s::int) AS g",
+            (topic, keys, start, start + n - 1),
+        )
+
+
+def read_sql(dsn: str, start: str, end: str, topics: list[str] | None = None) -> list[Any]:
+    """The streams engine's own answer for a range: ``mbus.read_between``."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(
+            "SELECT id, topic, key, payload, headers, published_at "
+            "FROM mbus.read_between(%s, %s, %s) ORDER BY id",
+            (start, end, topics),
+        ).fetchall()
+
+
+def cursor_now(dsn: str) -> str:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT mbus.current_cursor()").fetchone()
+    assert row is not None
+    return str(row[0])

@@ -13,9 +13,13 @@ from pyspark.sql.datasource import (
     GreaterThan,
     GreaterThanOrEqual,
     In,
+    IsNotNull,
     LessThan,
     LessThanOrEqual,
 )
+
+
+_NEVER_NULL = frozenset({"id", "topic", "payload", "published_at"})
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,8 @@ def push(
         attribute: tuple[str, ...] = getattr(f, "attribute", ())
         column = attribute[0] if len(attribute) == 1 else None
         value = getattr(f, "value", None)
+        if column in _NEVER_NULL and isinstance(f, IsNotNull):
+            continue
         if column == "key" and isinstance(f, EqualTo) and isinstance(value, str):
             state = replace(state, keys=_intersect(state.keys, [value]))
         elif column == "key" and isinstance(f, In):

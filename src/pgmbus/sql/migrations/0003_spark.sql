@@ -228,8 +228,8 @@ BEGIN
     END IF;
     v_cut := v_n;
     IF p_before IS NOT NULL THEN
-        SELECT min(o) - 1 INTO v_cut FROM unnest(v_rows) WITH ORDINALITY AS u (r, o)
-        WHERE (u.r).published_at >= p_before;
+        SELECT min(u.ordinality) - 1 INTO v_cut FROM unnest(v_rows) WITH ORDINALITY AS u
+        WHERE u.published_at >= p_before;
         v_cut := coalesce(v_cut, v_n);
         IF v_cut = 0 THEN
             RETURN p_from;
