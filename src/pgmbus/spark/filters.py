@@ -18,7 +18,6 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
 )
 
-
 _NEVER_NULL = frozenset({"id", "topic", "payload", "published_at"})
 
 
