@@ -26,6 +26,8 @@ READ_OPTIONS = frozenset(
     }
 )
 WRITE_OPTIONS = frozenset({"dsn", "topic", "queue", "sink"})
+# Options Spark itself passes to every source or sink (lower case, as Spark gives them).
+_SPARK_OPTIONS = frozenset({"path", "paths", "checkpointlocation", "queryname"})
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ def _lower(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def _unknown(given: dict[str, str], allowed: frozenset[str], kind: str) -> None:
-    extra = sorted(set(given) - allowed - {"path"})
+    extra = sorted(set(given) - allowed - _SPARK_OPTIONS)
     if extra:
         raise ConfigurationError(
             f"unknown pgmbus {kind} option(s): {', '.join(extra)} "
