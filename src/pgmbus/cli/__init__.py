@@ -6,6 +6,7 @@ import typer
 
 from pgmbus.cli import dev, schema_cmds
 from pgmbus.cli import spark as spark_cli
+from pgmbus.cli import streams as streams_cli
 
 app = typer.Typer(
     name="pgmbus",
@@ -16,6 +17,7 @@ app = typer.Typer(
 )
 app.add_typer(dev.app, name="dev")
 schema_cmds.register(app)
+streams_cli.register(app)
 spark_cli.register(app)
 
 

@@ -100,3 +100,6 @@ SELECT name, value FROM mbus.stream_counters ORDER BY name;
 
 -- name: listen
 LISTEN mbus_events;
+
+-- name: notify
+SELECT mbus.notify();

@@ -32,11 +32,14 @@ from pgmbus.streams.client import (
     touch_subscription,
     unsubscribe,
 )
+from pgmbus.streams.worker import StreamWorker, WorkerStats
 
 __all__ = [
     "Batch",
     "Event",
     "RetryEvent",
+    "StreamWorker",
+    "WorkerStats",
     "ack_retry",
     "capture_table",
     "commit",

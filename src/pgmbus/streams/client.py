@@ -123,6 +123,7 @@ def publish_copy(
             for topic, key, payload, hdrs in events:
                 copy.write_row((topic, key, Jsonb(payload), _json(hdrs)))
                 n += 1
+        conn.execute(_q("notify"))
     return n
 
 
@@ -181,7 +182,8 @@ def read_subscriptions(
 ) -> Batch:
     """Like ``read_next`` for a group of subscriptions: matching events with their subscriptions.
 
-    A batch in which nothing matched is acknowledged by the call itself (``cursor`` is None).
+    Batches in which nothing matched are acknowledged by the call itself, in the connection's
+    transaction, and reading goes on: an empty result means the group has caught up.
     """
     with translating():
         rows = conn.execute(

@@ -1,0 +1,144 @@
+"""A consumer loop for one group (or slot): batches, per-event retries, wake-ups, maintenance."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+
+from pgmbus.sqlfiles import load_queries
+from pgmbus.streams import client
+from pgmbus.streams.client import Event
+
+log = logging.getLogger("pgmbus.streams")
+
+Handler = Callable[[psycopg.Connection[Any], Event], None]
+
+
+@dataclass
+class WorkerStats:
+    """What a worker has done so far."""
+
+    batches: int = 0
+    handled: int = 0
+    retried: int = 0
+    dead: int = 0
+    maintained: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class StreamWorker:
+    """Consume a group: each batch, its results and its commit in one transaction.
+
+    ``handler(conn, event)`` runs inside the batch's transaction on ``conn``: whatever it
+    writes there commits together with the group's cursor, so each event's database effects
+    happen exactly once. A handler that raises has its event handed to the retry path (within
+    a savepoint, so its partial writes are undone) and the batch goes on; after the group's
+    ``max_attempts`` the event is dead-lettered. Effects outside the database (HTTP calls) are
+    at-least-once: a crash after them and before the commit repeats them.
+
+    Parameters
+    ----------
+    dsn:
+        Where the group lives.
+    group, slot:
+        The group (and slot, for a slotted group) to consume.
+    handler:
+        Called once per event, in the batch's transaction.
+    max_events:
+        Batch size.
+    subscriptions:
+        Read with ``read_subscriptions`` (events carry ``subscription_ids``).
+    maintain_every:
+        Run ``mbus.maintain()`` this often (None: never).
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        group: str,
+        handler: Handler,
+        *,
+        slot: int | None = None,
+        max_events: int = 1000,
+        subscriptions: bool = False,
+        maintain_every: timedelta | None = timedelta(minutes=1),
+        retry_lease: timedelta = timedelta(minutes=1),
+    ) -> None:
+        self.dsn = dsn
+        self.group = group
+        self.handler = handler
+        self.slot = slot
+        self.max_events = max_events
+        self.subscriptions = subscriptions
+        self.maintain_every = maintain_every
+        self.retry_lease = retry_lease
+        self.stats = WorkerStats()
+        self._last_maintain: float | None = None
+
+    def _handle(self, conn: psycopg.Connection[Any], event: Event) -> bool:
+        try:
+            with conn.transaction():  # a savepoint: a failing handler's writes are undone
+                self.handler(conn, event)
+        except Exception as exc:
+            outcome = client.retry_event(conn, self.group, event.id, error=repr(exc)[:2000])
+            self.stats.retried += 1
+            if outcome == "dead":
+                self.stats.dead += 1
+            log.warning("event %s of group %s failed (%s): %s", event.id, self.group, outcome, exc)
+            return False
+        self.stats.handled += 1
+        return True
+
+    def step(self, conn: psycopg.Connection[Any]) -> int:
+        """Handle one batch and the due retries; return how many events were seen."""
+        with conn.transaction():
+            read = client.read_subscriptions if self.subscriptions else client.read_next
+            batch = read(conn, self.group, max_events=self.max_events, slot=self.slot)
+            for event in batch.events:
+                self._handle(conn, event)
+            if batch.cursor is not None:
+                client.commit(conn, self.group, batch.cursor)
+        if batch:
+            self.stats.batches += 1
+        with conn.transaction():
+            retries = client.read_retries(
+                conn, self.group, max_events=self.max_events, lease=self.retry_lease
+            )
+            for r in retries:
+                event = Event(r.id, r.topic, r.key, r.payload, r.headers, r.published_at)
+                if self._handle(conn, event):
+                    client.ack_retry(conn, self.group, r.id)
+        return len(batch) + len(retries)
+
+    def _maybe_maintain(self, conn: psycopg.Connection[Any]) -> None:
+        if self.maintain_every is None:
+            return
+        now = time.monotonic()
+        last = self._last_maintain
+        if last is not None and now - last < self.maintain_every.total_seconds():
+            return
+        self._last_maintain = now
+        with conn.transaction():
+            client.maintain(conn)
+        self.stats.maintained += 1
+
+    def run(
+        self, *, stop: Callable[[], bool] = lambda: False, idle_wait: float = 1.0
+    ) -> WorkerStats:
+        """Loop until ``stop()`` says so; sleeps on LISTEN mbus_events when idle."""
+        with psycopg.connect(self.dsn, autocommit=True) as listen_conn:
+            listen_conn.execute(load_queries("streams.sql")["listen"])
+            with psycopg.connect(self.dsn) as conn:
+                while not stop():
+                    self._maybe_maintain(conn)
+                    if self.step(conn):
+                        continue
+                    for _ in listen_conn.notifies(timeout=idle_wait, stop_after=1):
+                        pass
+        return self.stats
