@@ -87,8 +87,11 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_found bigint;
-    r record;
+    v_found    bigint;
+    v_target   text;
+    v_payloads jsonb[];
+    v_keys     text[];
+    v_headers  jsonb[];
 BEGIN
     IF p_kind NOT IN ('topic', 'queue') THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
@@ -106,16 +109,26 @@ BEGIN
                              p_write_id, v_found, p_expected),
             HINT = 'staged rows were lost (server crash?); Spark must re-run the batch';
     END IF;
-    FOR r IN
-        SELECT s.target, s.key, s.payload, s.headers
-        FROM mbus.spark_staged AS s
+    -- Set-based: one publish_batch (or post_batch) per target, rows in task then row order.
+    FOR v_target IN
+        SELECT DISTINCT s.target FROM mbus.spark_staged AS s
         WHERE s.write_id = p_write_id AND s.token = ANY (p_tokens)
-        ORDER BY s.token, s.seq
+        ORDER BY 1
     LOOP
+        IF v_target IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB006',
+                MESSAGE = format('write %s: a row has no %s', p_write_id, p_kind);
+        END IF;
+        SELECT array_agg(s.payload ORDER BY s.token, s.seq),
+               array_agg(s.key ORDER BY s.token, s.seq),
+               array_agg(s.headers ORDER BY s.token, s.seq)
+        INTO v_payloads, v_keys, v_headers
+        FROM mbus.spark_staged AS s
+        WHERE s.write_id = p_write_id AND s.token = ANY (p_tokens) AND s.target = v_target;
         IF p_kind = 'topic' THEN
-            PERFORM mbus.publish(r.target, r.payload, r.key, r.headers);
+            PERFORM mbus.publish_batch(v_target, v_payloads, v_keys, v_headers);
         ELSE
-            PERFORM mbus.post(r.target, r.payload);
+            PERFORM mbus.post_batch(v_target, v_payloads, v_headers);
         END IF;
     END LOOP;
     PERFORM mbus.spark_discard_write(p_write_id);
