@@ -4,7 +4,7 @@
 --     finds its row and writes nothing (exactly once per batch);
 --   * mbus.spark_staged: rows written by Spark tasks, invisible to consumers until the driver's
 --     commit publishes the rows of the successful task attempts (mbus.spark_commit_write);
---   * mbus.spark_archive: which events the archive job has copied to Parquet.
+--   * mbus.stats_user_edits, mbus.stats_object_activity: the tables of the stats job.
 
 CREATE TABLE mbus.spark_batches (
     sink         text        NOT NULL CHECK (sink <> ''),
@@ -259,3 +259,24 @@ BEGIN
     RETURN mbus._format_position(ROW(v_from.lo, v_hi, v_last.txid, v_last.id));
 END;
 $$;
+
+-- The statistics the shipped `stats` job keeps up to date (pgmbus.spark.jobs.stats): edits
+-- per user and per object per time window, from a captured table of edits.
+CREATE TABLE mbus.stats_user_edits (
+    user_name    text        PRIMARY KEY,
+    edits        bigint      NOT NULL CHECK (edits >= 0),
+    last_edit_at timestamptz NOT NULL
+);
+
+CREATE TABLE mbus.stats_object_activity (
+    object_id    text        NOT NULL,
+    window_start timestamptz NOT NULL,
+    window_end   timestamptz NOT NULL,
+    edits        bigint      NOT NULL CHECK (edits >= 0),
+    PRIMARY KEY (object_id, window_start),
+    CHECK (window_end > window_start)
+);
+
+COMMENT ON TABLE mbus.stats_user_edits IS 'Edits per user (pgmbus pipeline stats).';
+COMMENT ON TABLE mbus.stats_object_activity IS
+    'Edits per object per time window (pgmbus pipeline stats).';
