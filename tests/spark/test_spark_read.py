@@ -63,3 +63,11 @@ def test_filters_are_pushed_and_exact(spark: Any, db_dsn: str) -> None:
     assert [r[0] for r in _rows(recent)] == [r[0] for r in every if r[5] >= moment]
     plan = filtered._jdf.queryExecution().optimizedPlan().toString()
     assert "Filter" not in plan  # every condition was evaluated by the database
+
+
+def test_empty_log_and_empty_parts_read_as_no_rows(spark: Any, db_dsn: str) -> None:
+    df = spark.read.format("pgmbus").option("dsn", db_dsn).option("numPartitions", 4).load()
+    assert df.count() == 0
+    publish(db_dsn, "a", 3)
+    assert df.where("key = 'nope'").count() == 0
+    assert df.count() == 3

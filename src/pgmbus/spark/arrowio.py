@@ -48,6 +48,13 @@ class _CopyReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def peek(self) -> bool:
+        """Whether any data is left (reads ahead one chunk)."""
+        if not self._pending:
+            chunk = self._copy.read()
+            self._pending = memoryview(chunk) if chunk else memoryview(b"")
+        return bool(self._pending)
+
     def readinto(self, buffer: Any) -> int:
         while not self._pending:
             chunk = self._copy.read()
@@ -90,8 +97,10 @@ def copy_events(
     """Run a ``COPY (SELECT id, topic, key, payload, headers, published_us) TO STDOUT (FORMAT
     csv)`` statement and yield :data:`EVENT_SCHEMA` record batches as they are parsed."""
     with conn.cursor() as cur, cur.copy(statement, params) as copy:
-        reader = _csv_reader(_CopyReader(copy))
-        for batch in reader:
+        stream = _CopyReader(copy)
+        if not stream.peek():
+            return  # no rows: pyarrow refuses an empty CSV file
+        for batch in _csv_reader(stream):
             yield to_event_batch(batch)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import psycopg
@@ -95,13 +95,40 @@ def _range(partition: InputPartition) -> RangePartition:
     return partition
 
 
-def split(start: str, end: str, nslots: int, pushed: filters.Pushed) -> list[RangePartition]:
-    """The partitions of a range (none when the range is empty)."""
+def split(
+    start: str,
+    end: str,
+    nslots: int,
+    pushed: filters.Pushed,
+    bounds: tuple[int | None, int | None] | None = None,
+) -> list[RangePartition]:
+    """The partitions of a range (none when the range is empty).
+
+    With ``bounds`` (the log's lowest and highest id), each part is an id interval, read by a
+    range scan: right for large batch reads. Without, parts are ``id % nslots``: right for
+    micro-batches, whose few recent transactions are found through the txid index.
+    """
     if start == end or (pushed.topics is not None and not pushed.topics):
         return []
     if pushed.keys is not None and not pushed.keys:
         return []
-    return [RangePartition(start, end, slot, nslots, pushed) for slot in range(nslots)]
+    if bounds is None:
+        return [RangePartition(start, end, slot, nslots, pushed) for slot in range(nslots)]
+    lo, hi = bounds
+    if lo is None or hi is None:
+        return []
+    lo = max(lo, pushed.id_min) if pushed.id_min is not None else lo
+    hi = min(hi, pushed.id_max) if pushed.id_max is not None else hi
+    if lo > hi:
+        return []
+    step = (hi - lo) // nslots + 1
+    return [
+        RangePartition(
+            start, end, 0, 1,
+            replace(pushed, id_min=a, id_max=min(a + step - 1, hi)),
+        )
+        for a in range(lo, hi + 1, step)
+    ]
 
 
 class PgmbusBatchReader(DataSourceReader):
@@ -119,7 +146,10 @@ class PgmbusBatchReader(DataSourceReader):
         dsn = self.options.dsn
         start = resolve_position(dsn, self.options.starting_position, "beginning")
         end = resolve_position(dsn, self.options.ending_position, "latest")
-        return split(start, end, self.options.num_partitions, self.pushed)
+        with psycopg.connect(dsn, autocommit=True) as conn, translating():
+            row = conn.execute(load_queries("spark.sql")["id_bounds"]).fetchone()
+        bounds = (row[0], row[1]) if row else (None, None)
+        return split(start, end, self.options.num_partitions, self.pushed, bounds)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(self.options.dsn, _range(partition))

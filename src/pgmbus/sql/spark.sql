@@ -54,6 +54,9 @@ SELECT mbus.commit(%(group)s, %(cursor)s)
 SELECT mbus.spark_next_cursor(%(from_cursor)s, %(to_cursor)s, %(max_events)s,
                               %(topics)s::text[], %(before)s::timestamptz)
 
+-- name: id_bounds
+SELECT min(e.id), max(e.id) FROM mbus.events AS e
+
 -- name: read_range_copy
 COPY (
     SELECT e.id, e.topic, e.key, e.payload::text, e.headers::text,

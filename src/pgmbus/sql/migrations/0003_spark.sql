@@ -137,12 +137,14 @@ END;
 $$;
 
 -- spark_read(from, to, topics, part, nparts, keys, id_min, id_max, time bounds): the events
--- consumed at cursor `to` and not at cursor `from` (the rule of mbus.read_between), restricted
--- to part `part` of `nparts` by id (id % nparts, so a single big transaction splits evenly too)
--- and to the filters Spark pushed down (NULL: no condition). A pure function of its arguments
--- while the events are retained: a replayed micro-batch reads exactly the same events.
--- A SQL function so that the planner sees through it: nothing is materialized, and COPY
--- streams rows while the scan runs.
+-- consumed at cursor `to` and not at cursor `from` (the rule of mbus.read_between and
+-- mbus._consumed, written out here), restricted to part `part` of `nparts` by id
+-- (id % nparts, so a single big transaction splits evenly too) and to the filters Spark pushed
+-- down (NULL: no condition). A pure function of its arguments while the events are retained: a
+-- replayed micro-batch reads exactly the same events (in no particular order).
+-- Written so that the planner inlines it into the caller's COPY (a single SELECT, LANGUAGE sql,
+-- no SET clause, every name qualified): rows stream out while the scan runs instead of being
+-- collected in a tuplestore first, and no function is called per row.
 CREATE FUNCTION mbus.spark_read(
     p_from text, p_to text, p_topics text[] DEFAULT NULL,
     p_part integer DEFAULT 0, p_nparts integer DEFAULT 1,
@@ -152,22 +154,28 @@ CREATE FUNCTION mbus.spark_read(
 RETURNS TABLE (id bigint, topic text, key text, payload jsonb, headers jsonb,
                published_at timestamptz)
 LANGUAGE sql STABLE
-SET search_path = pg_catalog
 AS $$
     WITH r AS MATERIALIZED (
         SELECT (mbus._parse_position(p_from)).pos AS f, (mbus._parse_position(p_to)).pos AS t
     ), b AS MATERIALIZED (
-        SELECT r.f, r.t,
-               ARRAY(SELECT pg_snapshot_xip((r.f).lo)) AS xip,
-               pg_snapshot_xmax((r.f).lo) AS xmax,
-               pg_snapshot_xmax(coalesce((r.t).hi, (r.t).lo)) AS top
+        SELECT (r.f).lo AS f_lo, (r.f).hi AS f_hi, (r.f).after_txid AS f_txid,
+               (r.f).after_id AS f_id,
+               (r.t).lo AS t_lo, (r.t).hi AS t_hi, (r.t).after_txid AS t_txid,
+               (r.t).after_id AS t_id,
+               ARRAY(SELECT pg_catalog.pg_snapshot_xip((r.f).lo)) AS xip,
+               pg_catalog.pg_snapshot_xmax((r.f).lo) AS xmax,
+               pg_catalog.pg_snapshot_xmax(coalesce((r.t).hi, (r.t).lo)) AS top
         FROM r
     )
     SELECT e.id, e.topic, e.key, e.payload, e.headers, e.published_at
     FROM b CROSS JOIN mbus.events AS e
     WHERE (e.txid = ANY (b.xip) OR (e.txid >= b.xmax AND e.txid < b.top))
-      AND mbus._consumed(e.txid, e.id, b.t)
-      AND NOT mbus._consumed(e.txid, e.id, b.f)
+      AND (pg_catalog.pg_visible_in_snapshot(e.txid, b.t_lo)
+           OR (b.t_hi IS NOT NULL AND pg_catalog.pg_visible_in_snapshot(e.txid, b.t_hi)
+               AND (e.txid, e.id) <= (b.t_txid, b.t_id)))
+      AND NOT (pg_catalog.pg_visible_in_snapshot(e.txid, b.f_lo)
+               OR (b.f_hi IS NOT NULL AND pg_catalog.pg_visible_in_snapshot(e.txid, b.f_hi)
+                   AND (e.txid, e.id) <= (b.f_txid, b.f_id)))
       AND (p_topics IS NULL OR e.topic = ANY (p_topics))
       AND (p_nparts <= 1 OR e.id % p_nparts = p_part)
       AND (p_keys IS NULL OR e.key = ANY (p_keys))
@@ -177,7 +185,6 @@ AS $$
       AND (p_time_gt IS NULL OR e.published_at > p_time_gt)
       AND (p_time_le IS NULL OR e.published_at <= p_time_le)
       AND (p_time_lt IS NULL OR e.published_at < p_time_lt)
-    ORDER BY e.id
 $$;
 
 -- spark_next_cursor(from, to, max_events, topics, before): the end of the next micro-batch
