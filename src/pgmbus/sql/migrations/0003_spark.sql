@@ -87,11 +87,8 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_found    bigint;
-    v_target   text;
-    v_payloads jsonb[];
-    v_keys     text[];
-    v_headers  jsonb[];
+    v_found  bigint;
+    v_target text;
 BEGIN
     IF p_kind NOT IN ('topic', 'queue') THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
@@ -109,28 +106,31 @@ BEGIN
                              p_write_id, v_found, p_expected),
             HINT = 'staged rows were lost (server crash?); Spark must re-run the batch';
     END IF;
-    -- Set-based: one publish_batch (or post_batch) per target, rows in task then row order.
-    FOR v_target IN
-        SELECT DISTINCT s.target FROM mbus.spark_staged AS s
-        WHERE s.write_id = p_write_id AND s.token = ANY (p_tokens)
-        ORDER BY 1
-    LOOP
-        IF v_target IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = 'MB006',
-                MESSAGE = format('write %s: a row has no %s', p_write_id, p_kind);
-        END IF;
-        SELECT array_agg(s.payload ORDER BY s.token, s.seq),
-               array_agg(s.key ORDER BY s.token, s.seq),
-               array_agg(s.headers ORDER BY s.token, s.seq)
-        INTO v_payloads, v_keys, v_headers
+    IF p_kind = 'topic' THEN
+        -- One set-based INSERT in task then row order (mbus.events' constraints check the
+        -- topic and headers); listeners are woken as publish() wakes them.
+        PERFORM mbus._check_log();
+        INSERT INTO mbus.events (topic, key, payload, headers)
+        SELECT s.target, s.key, s.payload, s.headers
         FROM mbus.spark_staged AS s
-        WHERE s.write_id = p_write_id AND s.token = ANY (p_tokens) AND s.target = v_target;
-        IF p_kind = 'topic' THEN
-            PERFORM mbus.publish_batch(v_target, v_payloads, v_keys, v_headers);
-        ELSE
-            PERFORM mbus.post_batch(v_target, v_payloads, v_headers);
-        END IF;
-    END LOOP;
+        WHERE s.write_id = p_write_id AND s.token = ANY (p_tokens)
+        ORDER BY s.token, s.seq;
+        PERFORM mbus.notify();
+    ELSE
+        FOR v_target IN
+            SELECT DISTINCT s.target FROM mbus.spark_staged AS s
+            WHERE s.write_id = p_write_id AND s.token = ANY (p_tokens)
+        LOOP
+            PERFORM mbus.post_batch(
+                v_target,
+                ARRAY(SELECT s.payload FROM mbus.spark_staged AS s
+                      WHERE s.write_id = p_write_id AND s.token = ANY (p_tokens)
+                        AND s.target = v_target ORDER BY s.token, s.seq),
+                ARRAY(SELECT s.headers FROM mbus.spark_staged AS s
+                      WHERE s.write_id = p_write_id AND s.token = ANY (p_tokens)
+                        AND s.target = v_target ORDER BY s.token, s.seq));
+        END LOOP;
+    END IF;
     PERFORM mbus.spark_discard_write(p_write_id);
     RETURN v_found;
 END;
