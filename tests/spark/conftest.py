@@ -13,9 +13,13 @@ pytest.importorskip("pyspark")
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """A ``local[2,2]`` session (a failed task is retried once) with ``pgmbus`` registered."""
+    from pathlib import Path
+
     from pgmbus.spark.session import local_session
 
-    session = local_session("pgmbus-tests", master="local[2,2]", fast_start=True)
+    jar = Path("/usr/share/java/postgresql.jar")  # the JDBC baseline of the bench smoke tests
+    conf = {"spark.jars": str(jar)} if jar.exists() else {}
+    session = local_session("pgmbus-tests", master="local[2,2]", fast_start=True, conf=conf)
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
