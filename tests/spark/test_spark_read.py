@@ -66,8 +66,35 @@ def test_filters_are_pushed_and_exact(spark: Any, db_dsn: str) -> None:
 
 
 def test_empty_log_and_empty_parts_read_as_no_rows(spark: Any, db_dsn: str) -> None:
-    df = spark.read.format("pgmbus").option("dsn", db_dsn).option("numPartitions", 4).load()
+    def load() -> Any:
+        return spark.read.format("pgmbus").option("dsn", db_dsn).option("numPartitions", 4).load()
+
+    df = load()
     assert df.count() == 0
     publish(db_dsn, "a", 3)
-    assert df.where("key = 'nope'").count() == 0
-    assert df.count() == 3
+    assert df.count() == 0  # a DataFrame keeps the snapshot of its first run: repeatable
+    assert load().where("key = 'nope'").count() == 0
+    assert load().count() == 3
+
+
+def test_payload_parsed_with_a_user_schema(spark: Any, db_dsn: str) -> None:
+    with psycopg.connect(db_dsn) as conn:
+        conn.execute(
+            "SELECT mbus.publish('p', jsonb_build_object('n', g, 'name', 'x' || g, "
+            "'at', '2026-01-02T03:04:05Z', 'extra', true)) FROM generate_series(1, 5) AS g"
+        )
+        conn.execute("SELECT mbus.publish('p', '{\"name\": \"only\"}')")
+    df = (
+        spark.read.format("pgmbus")
+        .option("dsn", db_dsn)
+        .option("payloadSchema", "n bigint, name string, at timestamp")
+        .load()
+    )
+    assert df.schema["payload"].dataType.simpleString() == (
+        "struct<n:bigint,name:string,at:timestamp>"
+    )
+    rows = df.orderBy("id").select("payload.n", "payload.name", "payload.at").collect()
+    assert [(r.n, r.name) for r in rows] == [(g, f"x{g}") for g in range(1, 6)] + [
+        (None, "only")
+    ]
+    assert rows[0].at == dt.datetime(2026, 1, 2, 3, 4, 5)

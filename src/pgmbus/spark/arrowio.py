@@ -16,6 +16,7 @@ import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
+import pyarrow.json as pajson
 
 #: Arrow schema of an event row as the source yields it (must match the Spark schema exactly).
 EVENT_SCHEMA = pa.schema(
@@ -92,23 +93,57 @@ def _csv_reader(stream: io.RawIOBase) -> pacsv.CSVStreamingReader:
 
 
 def copy_events(
-    conn: psycopg.Connection[Any], statement: Any, params: Sequence[Any] | dict[str, Any]
+    conn: psycopg.Connection[Any],
+    statement: Any,
+    params: Sequence[Any] | dict[str, Any],
+    payload_type: pa.StructType | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Run a ``COPY (SELECT id, topic, key, payload, headers, published_us) TO STDOUT (FORMAT
-    csv)`` statement and yield :data:`EVENT_SCHEMA` record batches as they are parsed."""
+    csv)`` statement and yield :data:`EVENT_SCHEMA` record batches as they are parsed (with
+    ``payload_type``, the payload column is parsed into that struct)."""
     with conn.cursor() as cur, cur.copy(statement, params) as copy:
         stream = _CopyReader(copy)
         if not stream.peek():
             return  # no rows: pyarrow refuses an empty CSV file
         for batch in _csv_reader(stream):
-            yield to_event_batch(batch)
+            yield to_event_batch(batch, payload_type)
 
 
-def to_event_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+def parse_payloads(strings: pa.Array, payload_type: pa.StructType) -> pa.StructArray:
+    """Parse JSON object texts (one per row, as jsonb prints them: one line each) into a struct
+    array of ``payload_type``; keys not in the type are ignored, missing ones are null."""
+    if len(strings) == 0:
+        return pa.array([], type=payload_type)
+    text = "\n".join(strings.to_pylist()).encode()
+    fields = [payload_type.field(i) for i in range(payload_type.num_fields)]
+    table = pajson.read_json(
+        io.BytesIO(text),
+        read_options=pajson.ReadOptions(use_threads=False, block_size=max(len(text), 1 << 20)),
+        parse_options=pajson.ParseOptions(
+            explicit_schema=pa.schema(fields), unexpected_field_behavior="ignore"
+        ),
+    )
+    return pa.StructArray.from_arrays(
+        [table.column(f.name).combine_chunks() for f in fields], fields=fields
+    )
+
+
+def event_schema(payload_type: pa.StructType | None = None) -> pa.Schema:
+    """:data:`EVENT_SCHEMA`, with the payload as ``payload_type`` when given."""
+    if payload_type is None:
+        return EVENT_SCHEMA
+    return EVENT_SCHEMA.set(3, pa.field("payload", payload_type))
+
+
+def to_event_batch(
+    batch: pa.RecordBatch, payload_type: pa.StructType | None = None
+) -> pa.RecordBatch:
     """Turn a parsed CSV batch (``published_us`` as int64) into an :data:`EVENT_SCHEMA` batch."""
     published = pc.cast(batch.column("published_us"), pa.timestamp("us", tz="UTC"))
     columns = [batch.column(i) for i in range(5)] + [published]
-    return pa.RecordBatch.from_arrays(columns, schema=EVENT_SCHEMA)
+    if payload_type is not None:
+        columns[3] = parse_payloads(columns[3], payload_type)
+    return pa.RecordBatch.from_arrays(columns, schema=event_schema(payload_type))
 
 
 def csv_bytes(table: pa.Table | pa.RecordBatch) -> bytes:

@@ -73,7 +73,9 @@ def resolve_position(dsn: str, position: str | None, default: str) -> str:
     return value
 
 
-def read_partition(dsn: str, part: RangePartition) -> Iterator[pa.RecordBatch]:
+def read_partition(
+    dsn: str, part: RangePartition, payload_type: Any = None
+) -> Iterator[pa.RecordBatch]:
     """The events of one partition as Arrow batches (a pure function of the partition)."""
     params = {
         "from_cursor": part.start,
@@ -86,13 +88,16 @@ def read_partition(dsn: str, part: RangePartition) -> Iterator[pa.RecordBatch]:
     statement = load_queries("spark.sql")["read_range_copy"]
     with psycopg.connect(dsn) as conn, translating():
         conn.execute("SET TimeZone = 'UTC'")
-        yield from copy_events(conn, statement, params)
+        yield from copy_events(conn, statement, params, payload_type)
 
 
-def _range(partition: InputPartition) -> RangePartition:
+def _read(
+    dsn: str, partition: InputPartition, payload_type: Any
+) -> Iterator[pa.RecordBatch]:
+    # An empty plan (no parts) reaches read() as Spark's default InputPartition(None).
     if not isinstance(partition, RangePartition):
-        raise TypeError(f"not a pgmbus partition: {partition!r}")
-    return partition
+        return iter(())
+    return read_partition(dsn, partition, payload_type)
 
 
 def split(
@@ -134,8 +139,9 @@ def split(
 class PgmbusBatchReader(DataSourceReader):
     """``spark.read.format("pgmbus")``: the events of a range, by default all committed ones."""
 
-    def __init__(self, options: ReadOptions) -> None:
+    def __init__(self, options: ReadOptions, payload_type: Any = None) -> None:
         self.options = options
+        self.payload_type = payload_type
         self.pushed = filters.Pushed(topics=options.topics, time_lt=options.published_before)
 
     def pushFilters(self, filters_: list[Filter]) -> Iterator[Filter]:
@@ -152,7 +158,7 @@ class PgmbusBatchReader(DataSourceReader):
         return split(start, end, self.options.num_partitions, self.pushed, bounds)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_partition(self.options.dsn, _range(partition))
+        return _read(self.options.dsn, partition, self.payload_type)
 
 
 class PgmbusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -164,8 +170,9 @@ class PgmbusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     ``availableNow`` run is committed before the run ends.
     """
 
-    def __init__(self, options: ReadOptions) -> None:
+    def __init__(self, options: ReadOptions, payload_type: Any = None) -> None:
         self.options = options
+        self.payload_type = payload_type
         self.pushed = filters.Pushed(topics=options.topics)
         self._target: str | None = None
         self._committed: str | None = None
@@ -215,7 +222,7 @@ class PgmbusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return split(start["cursor"], end["cursor"], self.options.num_partitions, self.pushed)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_partition(self.options.dsn, _range(partition))
+        return _read(self.options.dsn, partition, self.payload_type)
 
     def commit(self, end: dict[str, str]) -> None:
         self._commit(end["cursor"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -14,7 +14,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from pgmbus.spark.arrowio import EVENT_DDL
-from pgmbus.spark.options import parse_read, parse_write
+from pgmbus.spark.options import ReadOptions, parse_read, parse_write
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 class PgmbusDataSource(DataSource):
     """Events of the pgmbus log as a Spark source, and stream topics or queues as a sink.
 
-    Columns: ``id`` (bigint), ``topic``, ``key``, ``payload`` (JSON text), ``headers`` (JSON
-    text), ``published_at`` (timestamp, UTC). Options are described in ``docs/spark.md``.
+    Columns: ``id`` (bigint), ``topic``, ``key``, ``payload`` (JSON text, or a struct with the
+    ``payloadSchema`` option), ``headers`` (JSON text), ``published_at`` (timestamp, UTC).
+    Options are described in ``docs/spark.md``.
     """
 
     @classmethod
@@ -32,17 +33,22 @@ class PgmbusDataSource(DataSource):
         return "pgmbus"
 
     def schema(self) -> str:
+        payload = {str(k).lower(): v for k, v in self.options.items()}.get("payloadschema")
+        if payload:
+            return EVENT_DDL.replace("payload string", f"payload struct<{payload}>")
         return EVENT_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from pgmbus.spark.reader import PgmbusBatchReader
 
-        return PgmbusBatchReader(parse_read(self.options, streaming=False))
+        options = parse_read(self.options, streaming=False)
+        return PgmbusBatchReader(options, payload_arrow_type(schema, options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from pgmbus.spark.reader import PgmbusStreamReader
 
-        return PgmbusStreamReader(parse_read(self.options, streaming=True))
+        options = parse_read(self.options, streaming=True)
+        return PgmbusStreamReader(options, payload_arrow_type(schema, options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from pgmbus.spark.writer import PgmbusWriter, check_schema
@@ -57,6 +63,15 @@ class PgmbusDataSource(DataSource):
         options = parse_write(self.options)
         check_schema(schema, options)
         return PgmbusStreamWriter(options)
+
+
+def payload_arrow_type(schema: StructType, options: ReadOptions) -> Any:
+    """The Arrow struct type of the payload when ``payloadSchema`` is given, else ``None``."""
+    if options.payload_schema is None:
+        return None
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    return to_arrow_type(schema["payload"].dataType, timezone="UTC")
 
 
 def register(spark: SparkSession) -> None:
