@@ -196,7 +196,8 @@ $$;
 --     (the archive's horizon);
 --   * returns `from` itself when there is nothing to read, so Spark runs no empty batch; when
 --     only events of other topics arrived, returns the new position (the group moves on).
--- A partial `from` is finished first (the batch ends at its target at most).
+-- A partial `from` is finished first (the batch ends at its target at most). The candidates
+-- are scanned in (txid, id) order on the events_txid_id index and the scan stops at the cut.
 CREATE FUNCTION mbus.spark_next_cursor(
     p_from text, p_to text, p_max_events integer DEFAULT NULL, p_topics text[] DEFAULT NULL,
     p_before timestamptz DEFAULT NULL)
@@ -205,14 +206,16 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_parsed  record;
-    v_from    mbus.stream_position;
-    v_hi      pg_snapshot;
-    v_limit   integer;
-    v_rows    mbus.stream_row[];
-    v_n       integer;
-    v_cut     integer;
-    v_last    mbus.stream_row;
+    v_parsed record;
+    v_from   mbus.stream_position;
+    v_hi     pg_snapshot;
+    v_xip    xid8[];
+    v_xmax   xid8;
+    v_n      bigint := 0;
+    v_cut    boolean := false;
+    v_txid   xid8;
+    v_id     bigint;
+    r        record;
 BEGIN
     IF p_max_events IS NOT NULL AND p_max_events < 1 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
@@ -232,38 +235,50 @@ BEGIN
             RETURN p_from;
         END IF;
     END IF;
-    v_limit := CASE WHEN p_before IS NULL THEN coalesce(p_max_events + 1, 1)
-                    ELSE coalesce(p_max_events + 1, 2147483647) END;
-    v_rows := ARRAY(SELECT b FROM mbus._batch(v_from.lo, v_hi, v_from.after_txid,
-                                              v_from.after_id, p_topics, 0, 1, v_limit) AS b);
-    v_n := cardinality(v_rows);
+    v_xip := ARRAY(SELECT pg_snapshot_xip(v_from.lo));
+    v_xmax := pg_snapshot_xmax(v_from.lo);
+    FOR r IN
+        SELECT e.txid, e.id, e.published_at
+        FROM mbus.events AS e
+        WHERE (e.txid = ANY (v_xip) OR (e.txid >= v_xmax AND e.txid < pg_snapshot_xmax(v_hi)))
+          AND pg_visible_in_snapshot(e.txid, v_hi)
+          AND NOT (pg_visible_in_snapshot(e.txid, v_from.lo)
+                   OR (v_from.hi IS NOT NULL
+                       AND (e.txid, e.id) <= (v_from.after_txid, v_from.after_id)))
+          AND (p_topics IS NULL OR e.topic = ANY (p_topics))
+        ORDER BY e.txid, e.id
+        LIMIT CASE WHEN p_before IS NULL THEN coalesce(p_max_events + 1, 1)
+                   ELSE p_max_events + 1 END
+    LOOP
+        IF (p_before IS NOT NULL AND r.published_at >= p_before)
+           OR (p_max_events IS NOT NULL AND v_n >= p_max_events) THEN
+            v_cut := true;
+            EXIT;
+        END IF;
+        v_n := v_n + 1;
+        v_txid := r.txid;
+        v_id := r.id;
+    END LOOP;
+    IF v_cut THEN
+        IF v_n = 0 THEN
+            RETURN p_from;
+        END IF;
+        RETURN mbus._format_position(ROW(v_from.lo, v_hi, v_txid, v_id));
+    END IF;
     IF v_n = 0 THEN
         -- Nothing of ours; move on only if other events passed (else Spark would spin).
         IF p_topics IS NOT NULL AND EXISTS (
-            SELECT 1 FROM mbus._batch(v_from.lo, v_hi, v_from.after_txid, v_from.after_id,
-                                      NULL, 0, 1, 1)) THEN
+            SELECT 1 FROM mbus.events AS e
+            WHERE (e.txid = ANY (v_xip) OR (e.txid >= v_xmax AND e.txid < pg_snapshot_xmax(v_hi)))
+              AND pg_visible_in_snapshot(e.txid, v_hi)
+              AND NOT (pg_visible_in_snapshot(e.txid, v_from.lo)
+                       OR (v_from.hi IS NOT NULL
+                           AND (e.txid, e.id) <= (v_from.after_txid, v_from.after_id)))) THEN
             RETURN mbus._format_position(ROW(v_hi, NULL, NULL, NULL));
         END IF;
         RETURN p_from;
     END IF;
-    v_cut := v_n;
-    IF p_before IS NOT NULL THEN
-        SELECT min(u.ordinality) - 1 INTO v_cut FROM unnest(v_rows) WITH ORDINALITY AS u
-        WHERE u.published_at >= p_before;
-        v_cut := coalesce(v_cut, v_n);
-        IF v_cut = 0 THEN
-            RETURN p_from;
-        END IF;
-    END IF;
-    IF p_max_events IS NOT NULL THEN
-        v_cut := least(v_cut, p_max_events);
-    END IF;
-    IF v_cut = v_n AND (p_before IS NULL OR v_n < v_limit) AND
-       (p_max_events IS NULL OR v_n <= p_max_events) THEN
-        RETURN mbus._format_position(ROW(v_hi, NULL, NULL, NULL));
-    END IF;
-    v_last := v_rows[v_cut];
-    RETURN mbus._format_position(ROW(v_from.lo, v_hi, v_last.txid, v_last.id));
+    RETURN mbus._format_position(ROW(v_hi, NULL, NULL, NULL));
 END;
 $$;
 
