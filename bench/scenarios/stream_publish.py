@@ -52,8 +52,13 @@ def _payloads(size: int) -> list[dict[str, Any]]:
     return [{"n": i, "text": f"event {i}", "tags": ["a", "b"]} for i in range(size)]
 
 
-def _run(dsn: str, size: int, single: Callable[..., None], batch: Callable[..., None],
-         copy: Callable[..., None]) -> Measurement:
+def _run(
+    dsn: str,
+    size: int,
+    single: Callable[..., None],
+    batch: Callable[..., None],
+    copy: Callable[..., None],
+) -> Measurement:
     payloads = _payloads(size)
     extra: dict[str, float] = {}
     total = 0.0
@@ -104,9 +109,10 @@ def _b_batch(conn: psycopg.Connection[Any], payloads: list[dict[str, Any]]) -> N
 
 
 def _b_copy(conn: psycopg.Connection[Any], payloads: list[dict[str, Any]]) -> None:
-    with conn.cursor() as cur, cur.copy(
-        "COPY bench_events (topic, key, payload, headers) FROM STDIN"
-    ) as copy:
+    with (
+        conn.cursor() as cur,
+        cur.copy("COPY bench_events (topic, key, payload, headers) FROM STDIN") as copy,
+    ):
         for i, p in enumerate(payloads):
             copy.write_row(("bench", str(i % 64), Jsonb(p), None))
 

@@ -41,3 +41,11 @@ def drain(
             assert batch.cursor is not None
             streams.commit(conn, group, batch.cursor)
         seen.extend(batch.events)
+
+
+@pytest.fixture(scope="module")
+def shared_stream_dsn(pg_server: Any) -> Iterator[str]:
+    """One installed database for a module's property tests (groups keep examples apart)."""
+    name = pg_server.create_database()
+    yield pg_server.dsn(name)
+    pg_server.drop_database(name)

@@ -58,3 +58,14 @@ def test_repair_after_restore_command(db_dsn: str) -> None:
     out = _ok("streams", "repair-after-restore", "--dsn", db_dsn)
     assert "group g: 1 unread event(s) queued" in " ".join(out.split())
     _ok("streams", "read", "g", "--dsn", db_dsn)
+
+
+def test_metrics_command_exposes_counters_and_group_gauges(db_dsn: str) -> None:
+    _ok("streams", "create-group", "m", "--start", "beginning", "--dsn", db_dsn)
+    _ok("streams", "publish", "t", "{}", "--dsn", db_dsn)
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        conn.execute("SELECT mbus._count('groups_expired')")
+    text = _ok("streams", "metrics", "--dsn", db_dsn)
+    assert 'pgmbus_streams_events_total{kind="groups_expired"} 1' in text
+    assert 'pgmbus_streams_group_pending_events{group="m",slot="0"} 1' in text
+    assert 'pgmbus_streams_group_expired{group="m",slot="0"} 0' in text

@@ -208,3 +208,92 @@ def test_topic_filter(connect: Connect) -> None:
     ida = streams.publish(conn, "a", {})
     streams.publish(conn, "b", {})
     assert [e.id for e in drain(conn, "g")] == [ida]
+
+
+def test_an_open_transaction_delays_only_its_own_events(connect: Connect) -> None:
+    conn = connect()
+    streams.create_group(conn, "g", start="beginning")
+    conn.commit()
+    long = connect()
+    held = streams.publish(long, "t", {"held": True})
+    for round_ in range(3):
+        mine = streams.publish_batch(conn, "t", [{"r": round_, "i": i} for i in range(3)])
+        conn.commit()
+        assert [e.id for e in drain(conn, "g", max_events=2)] == mine  # at once, every round
+    long.commit()
+    assert [e.id for e in drain(conn, "g")] == [held]
+
+
+def test_batch_query_uses_the_txid_index(connect: Connect) -> None:
+    conn = connect()
+    for _ in range(5):
+        streams.publish_batch(conn, "t", [{"i": i} for i in range(1000)])
+        conn.commit()
+    conn.execute("ANALYZE mbus.events")
+    plan = "\n".join(
+        r[0]
+        for r in conn.execute(
+            "EXPLAIN SELECT * FROM mbus.events AS e WHERE e.txid >= %s::xid8 "
+            "AND e.txid < pg_snapshot_xmax(pg_current_snapshot()) "
+            "AND (e.txid, e.id) > (%s::xid8, -1::bigint) "
+            "AND pg_visible_in_snapshot(e.txid, pg_current_snapshot()) "
+            "ORDER BY e.txid, e.id LIMIT 1001",
+            ("3", "3"),
+        )
+    )
+    assert "txid_id" in plan and "Sort" not in plan.split("Merge Append")[0]
+
+
+def test_ordered_group_waits_for_earlier_transactions(connect: Connect) -> None:
+    # the Wiki PubSub seed's option: refuse out-of-order events, get them in write order
+    conn = connect()
+    streams.create_group(conn, "ordered", start="beginning")
+    streams.create_group(conn, "fast", start="beginning")
+    streams.configure_group(conn, "ordered", ordered=True)
+    conn.commit()
+    t1, t2 = connect(), connect()
+    first = streams.publish(t1, "t", {"n": 1})
+    second = streams.publish(t2, "t", {"n": 2})
+    t2.commit()
+    assert [e.id for e in drain(conn, "fast")] == [second]
+    assert drain(conn, "ordered") == []  # T1 started first and is still open
+    t1.commit()
+    assert [e.id for e in drain(conn, "fast")] == [first]
+    assert [e.id for e in drain(conn, "ordered")] == [first, second]
+
+
+def test_commit_transaction_commits_cursor_and_transaction_together(connect: Connect) -> None:
+    conn = connect()
+    streams.create_group(conn, "g", start="beginning")
+    streams.publish_batch(conn, "t", [{"i": i} for i in range(3)])
+    conn.commit()
+    batch = streams.read_next(conn, "g")
+    assert batch.cursor
+    conn.execute("CREATE TABLE r (n int)")
+    conn.execute("INSERT INTO r VALUES (3)")
+    streams.commit_transaction(conn, "g", batch.cursor)
+    assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert streams.read_next(conn, "g").events == []
+    assert conn.execute("SELECT n FROM r").fetchall() == [(3,)]
+    conn.rollback()
+    with pytest.raises(InvalidArgument):
+        streams.commit_transaction(conn, "g", "garbage")
+
+
+def test_read_next_scans_the_index_in_order_even_with_stale_statistics(connect: Connect) -> None:
+    conn = connect(autocommit=True)
+    streams.create_group(conn, "g", start="beginning")
+    streams.publish(conn, "t", {})
+    conn.execute("ANALYZE mbus.events")  # statistics from a near-empty log
+    for _ in range(5):
+        streams.publish_batch(conn, "t", [{"i": i} for i in range(1000)])
+    plans: list[str] = []
+    conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+    conn.execute("LOAD 'auto_explain'")
+    conn.execute("SET auto_explain.log_min_duration = 0")
+    conn.execute("SET auto_explain.log_nested_statements = on")
+    conn.execute("SET auto_explain.log_level = notice")
+    assert len(streams.read_next(conn, "g", max_events=10)) == 10
+    batch_plans = [p for p in plans if "events_txid_id" in p or "txid_id_idx" in p]
+    assert batch_plans, plans
+    assert not any("Bitmap Heap Scan" in p or "Seq Scan on events" in p for p in batch_plans)

@@ -91,3 +91,12 @@ def test_publish_joins_callers_transaction_visibility(db_dsn: str, connect: Conn
     assert [e.payload for e in drain(reader, "g")] == [{"x": 1}]
     with psycopg.connect(db_dsn) as other:
         assert other.execute("SELECT count(*) FROM mbus.events").fetchone() == (1,)
+
+
+def test_pipelined_publish_many(connect: Connect) -> None:
+    conn = connect()
+    streams.create_group(conn, "g", start="beginning")
+    ids = streams.publish_many(conn, [("t", str(i), {"i": i}, None) for i in range(20)])
+    conn.commit()
+    assert len(ids) == 20 and ids == sorted(ids)
+    assert [e.id for e in drain(conn, "g")] == ids

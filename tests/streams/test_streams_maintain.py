@@ -104,3 +104,20 @@ def test_settings_drive_retention(connect: Connect) -> None:
     assert report["dropped"] == ["events_0000001"]
     n = conn.execute("SELECT count(*) FROM mbus.event_partitions WHERE opened_at IS NULL")
     assert n.fetchone() == (4,)
+
+
+def test_maintain_heals_a_sequence_moved_by_a_rolled_back_maintain(connect: Connect) -> None:
+    conn = connect()
+    # what a rolled-back rollover leaves behind: the sequence in a range with no partition
+    conn.execute("SELECT setval('mbus.event_seq', (50::bigint << 40), false)")
+    conn.commit()
+    report = _maintain(conn, _now(conn))
+    conn.commit()
+    assert "events_0000050" in report["created"]
+    eid = streams.publish(conn, "t", {})
+    conn.commit()
+    assert eid >> 40 == 50
+    closed = conn.execute(
+        "SELECT closed_at IS NOT NULL FROM mbus.event_partitions WHERE partition_no = 1"
+    ).fetchone()
+    assert closed == (True,)  # the old partition can age out

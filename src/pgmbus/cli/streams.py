@@ -11,6 +11,7 @@ from rich.table import Table
 
 from pgmbus import streams
 from pgmbus.cli.common import DsnOption, JsonOption, connect, console, print_json, reports_errors
+from pgmbus.streams.metrics import metrics_text
 
 app = typer.Typer(
     name="streams",
@@ -141,6 +142,14 @@ def read_cmd(
     state = "committed" if commit else "not committed"
     err = typer.style(f"{len(batch)} event(s), {state}; cursor {batch.cursor}", dim=True)
     typer.echo(err, err=True)
+
+
+@app.command("metrics")
+@reports_errors
+def metrics_cmd(dsn: DsnOption = None) -> None:
+    """Print stream metrics in the Prometheus text format."""
+    with connect(dsn) as conn:
+        typer.echo(metrics_text(conn), nl=False)
 
 
 @app.command("dead-letters")

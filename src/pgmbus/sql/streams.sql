@@ -1,7 +1,7 @@
 -- Queries of the streams engine (pgmbus.streams): thin calls of the mbus SQL API.
 
 -- name: publish
-SELECT mbus.publish(%(topic)s, %(payload)s, %(key)s, %(headers)s);
+SELECT mbus.publish(%s, %s, %s, %s);
 
 -- name: publish_batch
 SELECT mbus.publish_batch(%(topic)s, %(payloads)s::jsonb[], %(keys)s::text[], %(headers)s::jsonb[]);
@@ -20,7 +20,7 @@ SELECT mbus.drop_group(%(name)s);
 
 -- name: configure_group
 SELECT mbus.configure_group(%(name)s, %(topics)s::text[], %(on_busy)s, %(max_lag)s::interval,
-                            %(max_attempts)s, %(retry_backoff)s::interval);
+                            %(max_attempts)s, %(retry_backoff)s::interval, %(ordered)s);
 
 -- name: read_next
 SELECT cursor, id, topic, key, payload, headers, published_at
@@ -103,3 +103,6 @@ LISTEN mbus_events;
 
 -- name: notify
 SELECT mbus.notify();
+
+-- name: async_commit
+SET synchronous_commit = off;

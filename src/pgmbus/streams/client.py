@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, LiteralString
+from typing import Any, LiteralString, NamedTuple
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-from pgmbus.errors import translating
+from pgmbus.errors import translate, translating
 from pgmbus.sqlfiles import load_queries
 
 Conn = psycopg.Connection[Any]
@@ -20,9 +20,8 @@ def _q(name: str) -> LiteralString:
     return load_queries("streams.sql")[name]
 
 
-@dataclass(frozen=True)
-class Event:
-    """One event of the log as a reader receives it."""
+class Event(NamedTuple):
+    """One event of the log as a reader receives it (a named tuple: cheap to build)."""
 
     id: int
     topic: str
@@ -48,8 +47,7 @@ class Batch:
         return bool(self.events)
 
 
-@dataclass(frozen=True)
-class RetryEvent:
+class RetryEvent(NamedTuple):
     """An event handed back by ``read_retries`` after a failed attempt."""
 
     id: int
@@ -84,8 +82,13 @@ def publish(
 
     The event is readable exactly when the transaction commits; a rollback removes it.
     """
-    params = {"topic": topic, "payload": Jsonb(payload), "key": key, "headers": _json(headers)}
-    return int(_one(conn, _q("publish"), params))
+    # the hot path: positional parameters and no context manager (measurably cheaper)
+    params = (topic, Jsonb(payload), key, None if headers is None else Jsonb(headers))
+    try:
+        row = conn.execute(_q("publish"), params).fetchone()
+    except psycopg.Error as exc:
+        raise translate(exc) from exc
+    return int(row[0]) if row else 0
 
 
 def publish_batch(
@@ -106,6 +109,27 @@ def publish_batch(
     with translating():
         rows = conn.execute(_q("publish_batch"), params).fetchall()
     return [int(r[0]) for r in rows]
+
+
+def publish_many(
+    conn: Conn,
+    events: Iterable[tuple[str, str | None, Any, dict[str, Any] | None]],
+) -> list[int]:
+    """Publish many events with ``mbus.publish`` calls sent as one pipelined batch.
+
+    ``events`` yields ``(topic, key, payload, headers)``; returns the ids in order.
+    """
+    params = [(t, Jsonb(p), k, _json(h)) for t, k, p, h in events]
+    ids: list[int] = []
+    with translating(), conn.cursor() as cur:
+        cur.executemany(_q("publish"), params, returning=True)
+        while True:
+            row = cur.fetchone()
+            if row is not None:
+                ids.append(int(row[0]))
+            if not cur.nextset():
+                break
+    return ids
 
 
 def publish_copy(
@@ -146,8 +170,13 @@ def configure_group(
     max_lag: timedelta | None = None,
     max_attempts: int | None = None,
     retry_backoff: timedelta | None = None,
+    ordered: bool | None = None,
 ) -> None:
-    """Change a group's options; ``None`` leaves an option as it is (``topics=[]``: all)."""
+    """Change a group's options; ``None`` leaves an option as it is (``topics=[]``: all).
+
+    ``ordered=True`` delivers transactions in transaction-id order (each only once every earlier
+    transaction has ended), at the price of waiting for open transactions.
+    """
     _one(
         conn,
         _q("configure_group"),
@@ -158,6 +187,7 @@ def configure_group(
             "max_lag": max_lag,
             "max_attempts": max_attempts,
             "retry_backoff": retry_backoff,
+            "ordered": ordered,
         },
     )
 
@@ -198,6 +228,16 @@ def read_subscriptions(
 def commit(conn: Conn, group: str, cursor: str) -> None:
     """Move the group to ``cursor`` (from ``read_next``); in the connection's transaction."""
     _one(conn, _q("commit"), {"group": group, "cursor": cursor})
+
+
+def commit_transaction(conn: Conn, group: str, cursor: str) -> None:
+    """Move the group to ``cursor`` and commit the connection's transaction, in one round trip.
+
+    The same as ``commit(conn, group, cursor)`` then ``conn.commit()``, pipelined.
+    """
+    with translating(), conn.pipeline():
+        conn.execute(_q("commit"), {"group": group, "cursor": cursor})
+        conn.commit()
 
 
 def seek(conn: Conn, group: str, start: str) -> None:

@@ -56,6 +56,11 @@ class StreamWorker:
         Read with ``read_subscriptions`` (events carry ``subscription_ids``).
     maintain_every:
         Run ``mbus.maintain()`` this often (None: never).
+    async_commit:
+        Set ``synchronous_commit = off`` on the worker's session. Safe for exactly-once database
+        effects: the cursor and the results commit atomically, so a server crash can only lose
+        the last batches' results *and* cursor moves together, and those batches are read and
+        handled again. Turn it off when the handler's writes must be durable at commit.
     """
 
     def __init__(
@@ -69,6 +74,7 @@ class StreamWorker:
         subscriptions: bool = False,
         maintain_every: timedelta | None = timedelta(minutes=1),
         retry_lease: timedelta = timedelta(minutes=1),
+        async_commit: bool = True,
     ) -> None:
         self.dsn = dsn
         self.group = group
@@ -78,8 +84,10 @@ class StreamWorker:
         self.subscriptions = subscriptions
         self.maintain_every = maintain_every
         self.retry_lease = retry_lease
+        self.async_commit = async_commit
         self.stats = WorkerStats()
         self._last_maintain: float | None = None
+        self._async_sessions: set[int] = set()
 
     def _handle(self, conn: psycopg.Connection[Any], event: Event) -> bool:
         try:
@@ -97,13 +105,22 @@ class StreamWorker:
 
     def step(self, conn: psycopg.Connection[Any]) -> int:
         """Handle one batch and the due retries; return how many events were seen."""
-        with conn.transaction():
-            read = client.read_subscriptions if self.subscriptions else client.read_next
+        if self.async_commit and conn.info.backend_pid not in self._async_sessions:
+            conn.execute(load_queries("streams.sql")["async_commit"])  # for the session
+            conn.commit()
+            self._async_sessions.add(conn.info.backend_pid)
+        read = client.read_subscriptions if self.subscriptions else client.read_next
+        try:
             batch = read(conn, self.group, max_events=self.max_events, slot=self.slot)
             for event in batch.events:
                 self._handle(conn, event)
             if batch.cursor is not None:
-                client.commit(conn, self.group, batch.cursor)
+                client.commit_transaction(conn, self.group, batch.cursor)  # one round trip
+            else:
+                conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
         if batch:
             self.stats.batches += 1
         with conn.transaction():

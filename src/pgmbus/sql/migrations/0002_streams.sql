@@ -65,9 +65,7 @@ INSERT INTO mbus.settings (key, value, description) VALUES
      'how long ids go to one partition of mbus.events before maintain() starts the next'),
     ('streams.partitions_ahead', '2', 'empty partitions maintain() keeps ready ahead'),
     ('streams.retention', '"7 days"',
-     'a closed partition is dropped this long after it closed, unless a live group needs it'),
-    ('streams.subscription_expiry_grace', '"0 seconds"',
-     'extra time before an inactive subscription is removed');
+     'a closed partition is dropped this long after it closed, unless a live group needs it');
 
 -- Counters of noteworthy events (exported as metrics by the Python side).
 CREATE TABLE mbus.stream_counters (
@@ -189,7 +187,6 @@ $$;
 CREATE FUNCTION mbus._snap_contains(a pg_snapshot, b pg_snapshot)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog
 AS $$
     SELECT pg_snapshot_xmax(b) <= pg_snapshot_xmax(a)
        AND NOT EXISTS (SELECT 1 FROM pg_snapshot_xip(a) AS x
@@ -199,7 +196,6 @@ $$;
 CREATE FUNCTION mbus._format_position(p mbus.stream_position, p_slot integer DEFAULT NULL)
 RETURNS text
 LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog
 AS $$
     SELECT CASE WHEN p_slot IS NULL THEN '' ELSE p_slot::text || '@' END
         || CASE WHEN (p).hi IS NULL THEN (p).lo::text
@@ -258,7 +254,6 @@ $$;
 CREATE FUNCTION mbus._position_le(a mbus.stream_position, b mbus.stream_position)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog
 AS $$
     SELECT CASE
         WHEN mbus._snap_contains((b).lo, coalesce((a).hi, (a).lo)) THEN true
@@ -294,9 +289,10 @@ $$;
 ---------------------------------------------------------------------------------------------
 -- Publishing
 ---------------------------------------------------------------------------------------------
--- The hot-path functions (publish, publish_batch, notify, and the per-row helpers
--- _consumed and key_slot) carry no SET search_path: a function-level SET costs about a third
--- of a single publish's time and keeps SQL functions from being inlined. They are not
+-- The hot-path functions (publish, publish_batch, notify, _batch, and the small SQL helpers
+-- _consumed, key_slot, _format_position, _snap_contains, _position_le) carry no SET
+-- search_path: a function-level SET costs about a third of a single publish's time and keeps
+-- SQL functions from being inlined (they are then planned again at every call). They are not
 -- SECURITY DEFINER, qualify every object with its schema, and call only pg_catalog
 -- functions, which are always searched first.
 
@@ -327,7 +323,10 @@ BEGIN
     INSERT INTO mbus.events (topic, key, payload, headers)
     VALUES (publish.topic, publish.key, publish.payload, publish.headers)
     RETURNING events.id INTO v_id;
-    PERFORM pg_notify('mbus_events', '');
+    -- one notification per transaction is enough (the flag is transaction-local)
+    IF current_setting('mbus.streams_notified', true) IS DISTINCT FROM 'yes' THEN
+        PERFORM pg_notify('mbus_events', ''), set_config('mbus.streams_notified', 'yes', true);
+    END IF;
     RETURN v_id;
 END;
 $$;
@@ -383,6 +382,7 @@ CREATE TABLE mbus.stream_groups (
     topics        text[],
     on_busy       text        NOT NULL DEFAULT 'wait' CHECK (on_busy IN ('wait', 'skip')),
     max_lag       interval    CHECK (max_lag > interval '0'),
+    ordered       boolean     NOT NULL DEFAULT false,
     max_attempts  integer     NOT NULL DEFAULT 5 CHECK (max_attempts >= 1),
     retry_backoff interval    NOT NULL DEFAULT '10 seconds' CHECK (retry_backoff >= interval '0'),
     state         text        NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'expired')),
@@ -491,11 +491,15 @@ $$;
 --   topics: only these topics are delivered ('{}' means all); on_busy: 'wait' (a second reader
 --   waits for the first one's transaction) or 'skip' (it gets nothing); max_lag: a group with
 --   unread events older than this is expired by maintain(); max_attempts and retry_backoff:
---   the retry policy of retry_event().
+--   the retry policy of retry_event(); ordered: deliver a transaction's events only once every
+--   transaction that started before it has ended (the Wiki PubSub seed's option of refusing
+--   out-of-order events), so batches come in transaction-id order; the price is that an open
+--   transaction then holds back everything that started after it (the xmin watermark).
 CREATE FUNCTION mbus.configure_group(name text, topics text[] DEFAULT NULL,
                                      on_busy text DEFAULT NULL, max_lag interval DEFAULT NULL,
                                      max_attempts integer DEFAULT NULL,
-                                     retry_backoff interval DEFAULT NULL)
+                                     retry_backoff interval DEFAULT NULL,
+                                     ordered boolean DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog
@@ -514,7 +518,8 @@ BEGIN
                        WHEN configure_group.max_lag <= interval '0' THEN NULL
                        ELSE configure_group.max_lag END,
         max_attempts = coalesce(configure_group.max_attempts, g.max_attempts),
-        retry_backoff = coalesce(configure_group.retry_backoff, g.retry_backoff)
+        retry_backoff = coalesce(configure_group.retry_backoff, g.retry_backoff),
+        ordered = coalesce(configure_group.ordered, g.ordered)
     WHERE g.name = configure_group.name;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'MB002',
@@ -571,6 +576,11 @@ BEGIN
 END;
 $$;
 
+CREATE TYPE mbus.stream_key AS (
+    txid xid8,
+    id   bigint
+);
+
 CREATE TYPE mbus.stream_row AS (
     txid         xid8,
     id           bigint,
@@ -581,34 +591,25 @@ CREATE TYPE mbus.stream_row AS (
     published_at timestamptz
 );
 
--- _batch(lo, hi, after_txid, after_id, topics, slot, nslots, limit): the next events of the
--- batch from lo to hi, in (txid, id) order, after (after_txid, after_id).
--- A transaction not visible in lo is either in lo's xip list or at/after lo's xmax, so the
--- batch is two index range scans on (txid, id): the xip transactions that have since ended,
--- and the transactions from xmax(lo) up to xmax(hi) that hi sees. A long transaction makes the
--- first list one entry longer; it never widens the second scan.
-CREATE FUNCTION mbus._batch(p_lo pg_snapshot, p_hi pg_snapshot, p_after_txid xid8,
-                            p_after_id bigint, p_topics text[], p_slot integer,
+-- _batch(ended, after_txid, after_id, from, to, hi, topics, slot, nslots, limit): the next
+-- events of the batch from a position lo to a snapshot hi, in (txid, id) order, after
+-- (after_txid, after_id). A transaction not visible in lo is either in lo's xip list or at or
+-- after lo's xmax, so the batch is two index range scans on (txid, id): `ended`, the xip
+-- transactions of lo that hi sees ended, and the transactions from `from` (xmax(lo)) up to
+-- `to` (xmax(hi)) that hi sees. A long transaction makes the first list one entry longer; it
+-- never widens the second scan. An SQL function without SET, so the planner inlines it into
+-- read_next's query (no intermediate copies of the rows).
+CREATE FUNCTION mbus._batch(p_ended xid8[], p_after_txid xid8, p_after_id bigint, p_from xid8,
+                            p_to xid8, p_hi pg_snapshot, p_topics text[], p_slot integer,
                             p_nslots integer, p_limit integer)
 RETURNS SETOF mbus.stream_row
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog
+LANGUAGE sql STABLE
 AS $$
-DECLARE
-    v_ended xid8[];
-    v_after_txid xid8 := coalesce(p_after_txid, '0'::xid8);
-    v_after_id bigint := coalesce(p_after_id, -1);
-    v_from xid8 := greatest(pg_snapshot_xmax(p_lo), coalesce(p_after_txid, '0'::xid8));
-    v_to xid8 := pg_snapshot_xmax(p_hi);
-BEGIN
-    v_ended := ARRAY(SELECT x FROM pg_snapshot_xip(p_lo) AS x
-                     WHERE pg_visible_in_snapshot(x, p_hi) AND x >= v_after_txid);
-    RETURN QUERY
     SELECT b.* FROM (
         (SELECT e.txid, e.id, e.topic, e.key, e.payload, e.headers, e.published_at
          FROM mbus.events AS e
-         WHERE e.txid = ANY (v_ended)
-           AND (e.txid, e.id) > (v_after_txid, v_after_id)
+         WHERE e.txid = ANY (p_ended)
+           AND (e.txid, e.id) > (p_after_txid, p_after_id)
            AND (p_topics IS NULL OR e.topic = ANY (p_topics))
            AND (p_nslots = 1 OR mbus.key_slot(e.key, e.id, p_nslots) = p_slot)
          ORDER BY e.txid, e.id
@@ -616,8 +617,8 @@ BEGIN
         UNION ALL
         (SELECT e.txid, e.id, e.topic, e.key, e.payload, e.headers, e.published_at
          FROM mbus.events AS e
-         WHERE e.txid >= v_from AND e.txid < v_to
-           AND (e.txid, e.id) > (v_after_txid, v_after_id)
+         WHERE e.txid >= p_from AND e.txid < p_to
+           AND (e.txid, e.id) > (p_after_txid, p_after_id)
            AND pg_visible_in_snapshot(e.txid, p_hi)
            AND (p_topics IS NULL OR e.topic = ANY (p_topics))
            AND (p_nslots = 1 OR mbus.key_slot(e.key, e.id, p_nslots) = p_slot)
@@ -626,12 +627,17 @@ BEGIN
     ) AS b
     ORDER BY b.txid, b.id
     LIMIT p_limit;
-END;
 $$;
+
+-- _reader_lock_key(group, slot): the advisory lock key of a group's (slot's) reader.
+CREATE FUNCTION mbus._reader_lock_key(p_group text, p_slot integer)
+RETURNS bigint
+LANGUAGE sql IMMUTABLE
+AS $$ SELECT hashtextextended('mbus.streams.reader:' || p_group || ':' || p_slot, 0) $$;
 
 -- read_next(group, max_events, slot): the group's next batch (at most max_events events),
 -- without moving the group. Every row carries the cursor the group reaches when the batch is
--- committed with commit(group, cursor). The group's cursor row stays locked until the caller's
+-- committed with commit(group, cursor). The group (slot) stays locked until the caller's
 -- transaction ends (a second reader waits, or gets nothing when the group's on_busy is 'skip'),
 -- so reading, writing results and committing in one transaction processes each event once.
 -- An empty batch moves the group on by itself (there is nothing to acknowledge).
@@ -641,17 +647,24 @@ RETURNS TABLE (cursor text, id bigint, topic text, key text, payload jsonb, head
                published_at timestamptz)
 LANGUAGE plpgsql
 SET search_path = pg_catalog
+-- The batch must be read as an ordered range scan of the (txid, id) index whatever the
+-- statistics say: the newest transaction ids are always past the histogram, and a bitmap scan
+-- plus sort chosen from a low estimate would read the whole backlog for every batch.
+SET enable_bitmapscan = off
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
-    g      mbus.stream_groups;
-    c      mbus.stream_cursors;
-    v_slot integer;
-    v_hi   pg_snapshot;
-    v_rows mbus.stream_row[];
-    v_last mbus.stream_row;
-    v_pos  mbus.stream_position;
-    v_text text;
+    g        mbus.stream_groups;
+    c        mbus.stream_cursors;
+    v_slot   integer;
+    v_hi     pg_snapshot;
+    v_after_txid xid8;
+    v_after_id   bigint;
+    v_ended  xid8[];
+    v_done   text;
+    v_edge   mbus.stream_key[];
+    v_n      bigint;
 BEGIN
     PERFORM mbus._check_log();
     IF max_events IS NULL OR max_events < 1 THEN
@@ -660,41 +673,60 @@ BEGIN
     END IF;
     g := mbus._group("group");
     v_slot := mbus._slot_of(g, slot);
+    -- The reader's lock (the seed's lock_watermark) is a transaction-level advisory lock, not
+    -- a row lock: reading then stays a read-only transaction until the commit.
     IF g.on_busy = 'skip' THEN
-        SELECT * INTO c FROM mbus.stream_cursors AS sc
-        WHERE sc.group_name = g.name AND sc.slot = v_slot
-        FOR UPDATE SKIP LOCKED;
-        IF NOT FOUND THEN
+        IF NOT pg_try_advisory_xact_lock(mbus._reader_lock_key(g.name, v_slot)) THEN
             RETURN;
         END IF;
     ELSE
-        SELECT * INTO c FROM mbus.stream_cursors AS sc
-        WHERE sc.group_name = g.name AND sc.slot = v_slot
-        FOR UPDATE;
+        PERFORM pg_advisory_xact_lock(mbus._reader_lock_key(g.name, v_slot));
     END IF;
-    v_hi := coalesce(c.hi, mbus._snapshot_now());
-    v_rows := ARRAY(SELECT b FROM mbus._batch(c.lo, v_hi, c.after_txid, c.after_id, g.topics,
-                                              v_slot, g.slots, max_events + 1) AS b);
-    IF cardinality(v_rows) = 0 THEN
-        IF c.hi IS NOT NULL OR c.lo::text <> v_hi::text THEN
-            UPDATE mbus.stream_cursors AS sc
-            SET lo = v_hi, hi = NULL, after_txid = NULL, after_id = NULL,
-                lo_taken_at = now(), committed_at = now()
-            WHERE sc.group_name = g.name AND sc.slot = v_slot;
+    SELECT * INTO c FROM mbus.stream_cursors AS sc
+    WHERE sc.group_name = g.name AND sc.slot = v_slot;
+    v_hi := c.hi;
+    IF v_hi IS NULL THEN
+        v_hi := mbus._snapshot_now();
+        IF g.ordered THEN
+            -- only transactions below the oldest one still running (never behind lo)
+            v_hi := mbus._snapshot_cut(v_hi, greatest(pg_snapshot_xmin(v_hi),
+                                                      pg_snapshot_xmax(c.lo)));
         END IF;
-        RETURN;
     END IF;
-    IF cardinality(v_rows) <= max_events THEN
-        v_pos := ROW(v_hi, NULL, NULL, NULL);
-    ELSE
-        v_last := v_rows[max_events];
-        v_pos := ROW(c.lo, v_hi, v_last.txid, v_last.id);
-    END IF;
-    v_text := mbus._format_position(v_pos, CASE WHEN g.slots > 1 THEN v_slot END);
+    v_after_txid := coalesce(c.after_txid, '0'::xid8);
+    v_after_id := coalesce(c.after_id, -1);
+    v_ended := ARRAY(SELECT x FROM pg_snapshot_xip(c.lo) AS x
+                     WHERE pg_visible_in_snapshot(x, v_hi) AND x >= v_after_txid);
+    -- Where the batch ends: the keys of its rows max_events and max_events + 1 (a second row
+    -- means there is more, and the cursor stops inside the batch). Both scans see the same
+    -- rows: they belong to transactions that hi sees as ended.
+    SELECT array_agg(ROW(k.txid, k.id)::mbus.stream_key ORDER BY k.txid, k.id) INTO v_edge
+    FROM (SELECT b.txid, b.id
+          FROM mbus._batch(v_ended, v_after_txid, v_after_id,
+                           greatest(pg_snapshot_xmax(c.lo), v_after_txid),
+                           pg_snapshot_xmax(v_hi), v_hi, g.topics, v_slot, g.slots,
+                           max_events + 1) AS b
+          ORDER BY b.txid, b.id
+          OFFSET max_events - 1) AS k;
+    v_done := mbus._format_position(
+        CASE WHEN cardinality(v_edge) = 2
+             THEN ROW(c.lo, v_hi, (v_edge[1]).txid, (v_edge[1]).id)::mbus.stream_position
+             ELSE ROW(v_hi, NULL, NULL, NULL)::mbus.stream_position END,
+        CASE WHEN g.slots > 1 THEN v_slot END);
     RETURN QUERY
-    SELECT v_text, r.id, r.topic, r.key, r.payload, r.headers, r.published_at
-    FROM unnest(v_rows[1:max_events]) WITH ORDINALITY AS r
-    ORDER BY r.ordinality;
+    SELECT v_done, b.id, b.topic, b.key, b.payload, b.headers, b.published_at
+    FROM mbus._batch(v_ended, v_after_txid, v_after_id,
+                     greatest(pg_snapshot_xmax(c.lo), v_after_txid),
+                     pg_snapshot_xmax(v_hi), v_hi, g.topics, v_slot, g.slots, max_events) AS b
+    ORDER BY b.txid, b.id;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    IF v_n = 0 AND (c.hi IS NOT NULL OR c.lo::text <> v_hi::text) THEN
+        -- an empty batch: nothing to acknowledge, the group moves on by itself
+        UPDATE mbus.stream_cursors AS sc
+        SET lo = v_hi, hi = NULL, after_txid = NULL, after_id = NULL,
+            lo_taken_at = now(), committed_at = now()
+        WHERE sc.group_name = g.name AND sc.slot = v_slot;
+    END IF;
 END;
 $$;
 
@@ -1115,15 +1147,19 @@ BEGIN
 
     -- 1 and 2: the current partition, rollover, partitions ahead.
     SELECT last_value INTO v_seq FROM mbus.event_seq;
+    -- (setval is not transactional: should a maintain() that moved the sequence roll back, the
+    -- partition the ids now go to is created here)
+    IF mbus._ensure_partition((v_seq >> 40)::integer) THEN
+        v_created := v_created || format('events_%s', lpad((v_seq >> 40)::text, 7, '0'));
+    END IF;
     SELECT * INTO v_cur FROM mbus.event_partitions AS ep
     WHERE ep.lo_id <= v_seq AND v_seq < ep.hi_id;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB008',
-            MESSAGE = format('no partition of mbus.events holds the current id %s', v_seq);
-    END IF;
     IF v_cur.opened_at IS NULL THEN
         UPDATE mbus.event_partitions AS ep SET opened_at = v_now
         WHERE ep.partition_no = v_cur.partition_no;
+        UPDATE mbus.event_partitions AS ep SET closed_at = v_now
+        WHERE ep.partition_no < v_cur.partition_no AND ep.closed_at IS NULL
+          AND ep.opened_at IS NOT NULL;
         v_cur.opened_at := v_now;
     ELSIF v_cur.opened_at + v_interval <= v_now THEN
         IF mbus._ensure_partition(v_cur.partition_no + 1) THEN
@@ -1621,7 +1657,7 @@ BEGIN
     END LOOP;
     UPDATE mbus.events SET txid = '1'::xid8 WHERE txid <> '1'::xid8;
     UPDATE mbus.stream_cursors
-    SET lo = pg_current_snapshot(), hi = NULL, after_txid = NULL, after_id = NULL,
+    SET lo = mbus._snapshot_now(), hi = NULL, after_txid = NULL, after_id = NULL,
         lo_taken_at = now(), committed_at = now();
     UPDATE mbus.stream_state
     SET system_identifier = mbus._system_identifier(), repaired_at = now();
@@ -1645,3 +1681,7 @@ $$;
 -- The first partitions.
 SELECT mbus._ensure_partition(1);
 SELECT mbus.maintain();
+
+-- 0001's ALTER DEFAULT PRIVILEGES ... IN SCHEMA mbus cannot take away PUBLIC's default EXECUTE
+-- (per-schema default privileges only add to the global ones), so revoke it explicitly.
+REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA mbus FROM PUBLIC;
