@@ -58,9 +58,12 @@ SELECT mbus.spark_next_cursor(%(from_cursor)s, %(to_cursor)s, %(max_events)s,
 SELECT min(e.id), max(e.id) FROM mbus.events AS e
 
 -- name: read_range_copy
+-- published_at as epoch microseconds: float8 date_part is exact to the microsecond for dates
+-- before 2255 (the float's spacing there is under 0.5 us, and ::int8 rounds to nearest) and
+-- several times cheaper than numeric extract() or timestamp text.
 COPY (
     SELECT e.id, e.topic, e.key, e.payload::text, e.headers::text,
-           (extract(epoch FROM e.published_at) * 1000000)::int8
+           (date_part('epoch', e.published_at) * 1000000)::int8
     FROM mbus.spark_read(%(from_cursor)s, %(to_cursor)s, %(topics)s::text[],
                          %(slot)s, %(nslots)s, %(keys)s::text[], %(id_min)s::int8,
                          %(id_max)s::int8, %(time_ge)s::timestamptz, %(time_gt)s::timestamptz,
