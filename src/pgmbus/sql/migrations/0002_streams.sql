@@ -806,6 +806,8 @@ RETURNS TABLE (id bigint, topic text, key text, payload jsonb, headers jsonb,
                published_at timestamptz)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog
+-- an index scan of the (txid, id) ranges whatever the (always stale at the head) statistics say
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
