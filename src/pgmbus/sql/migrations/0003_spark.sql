@@ -136,6 +136,27 @@ BEGIN
 END;
 $$;
 
+-- Parts of a cursor as scalars (_spark_lo: the snapshot everything before is consumed at,
+-- _spark_hi/_spark_after_*: the partial-position part or NULL, _spark_xip: lo's in-progress
+-- list, _spark_top: the xmax of the cursor's newest snapshot). IMMUTABLE, so that with a
+-- literal cursor the planner folds them into constants and spark_read's txid conditions
+-- become index conditions on events_txid_id.
+CREATE FUNCTION mbus._spark_lo(p_cursor text) RETURNS pg_snapshot
+LANGUAGE sql IMMUTABLE AS $$ SELECT ((mbus._parse_position(p_cursor)).pos).lo $$;
+CREATE FUNCTION mbus._spark_hi(p_cursor text) RETURNS pg_snapshot
+LANGUAGE sql IMMUTABLE AS $$ SELECT ((mbus._parse_position(p_cursor)).pos).hi $$;
+CREATE FUNCTION mbus._spark_after_txid(p_cursor text) RETURNS xid8
+LANGUAGE sql IMMUTABLE AS $$ SELECT ((mbus._parse_position(p_cursor)).pos).after_txid $$;
+CREATE FUNCTION mbus._spark_after_id(p_cursor text) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$ SELECT ((mbus._parse_position(p_cursor)).pos).after_id $$;
+CREATE FUNCTION mbus._spark_xip(p_cursor text) RETURNS xid8[]
+LANGUAGE sql IMMUTABLE
+AS $$ SELECT ARRAY(SELECT pg_catalog.pg_snapshot_xip(mbus._spark_lo(p_cursor))) $$;
+CREATE FUNCTION mbus._spark_top(p_cursor text) RETURNS xid8
+LANGUAGE sql IMMUTABLE
+AS $$ SELECT pg_catalog.pg_snapshot_xmax(coalesce(mbus._spark_hi(p_cursor),
+                                                  mbus._spark_lo(p_cursor))) $$;
+
 -- spark_read(from, to, topics, part, nparts, keys, id_min, id_max, time bounds): the events
 -- consumed at cursor `to` and not at cursor `from` (the rule of mbus.read_between and
 -- mbus._consumed, written out here), restricted to part `part` of `nparts` by id
@@ -144,7 +165,8 @@ $$;
 -- replayed micro-batch reads exactly the same events (in no particular order).
 -- Written so that the planner inlines it into the caller's COPY (a single SELECT, LANGUAGE sql,
 -- no SET clause, every name qualified): rows stream out while the scan runs instead of being
--- collected in a tuplestore first, and no function is called per row.
+-- collected in a tuplestore first, no function is called per row, and with literal cursors the
+-- txid range is a constant index condition (a micro-batch never scans the whole log).
 CREATE FUNCTION mbus.spark_read(
     p_from text, p_to text, p_topics text[] DEFAULT NULL,
     p_part integer DEFAULT 0, p_nparts integer DEFAULT 1,
@@ -155,27 +177,20 @@ RETURNS TABLE (id bigint, topic text, key text, payload jsonb, headers jsonb,
                published_at timestamptz)
 LANGUAGE sql STABLE
 AS $$
-    WITH r AS MATERIALIZED (
-        SELECT (mbus._parse_position(p_from)).pos AS f, (mbus._parse_position(p_to)).pos AS t
-    ), b AS MATERIALIZED (
-        SELECT (r.f).lo AS f_lo, (r.f).hi AS f_hi, (r.f).after_txid AS f_txid,
-               (r.f).after_id AS f_id,
-               (r.t).lo AS t_lo, (r.t).hi AS t_hi, (r.t).after_txid AS t_txid,
-               (r.t).after_id AS t_id,
-               ARRAY(SELECT pg_catalog.pg_snapshot_xip((r.f).lo)) AS xip,
-               pg_catalog.pg_snapshot_xmax((r.f).lo) AS xmax,
-               pg_catalog.pg_snapshot_xmax(coalesce((r.t).hi, (r.t).lo)) AS top
-        FROM r
-    )
     SELECT e.id, e.topic, e.key, e.payload, e.headers, e.published_at
-    FROM b CROSS JOIN mbus.events AS e
-    WHERE (e.txid = ANY (b.xip) OR (e.txid >= b.xmax AND e.txid < b.top))
-      AND (pg_catalog.pg_visible_in_snapshot(e.txid, b.t_lo)
-           OR (b.t_hi IS NOT NULL AND pg_catalog.pg_visible_in_snapshot(e.txid, b.t_hi)
-               AND (e.txid, e.id) <= (b.t_txid, b.t_id)))
-      AND NOT (pg_catalog.pg_visible_in_snapshot(e.txid, b.f_lo)
-               OR (b.f_hi IS NOT NULL AND pg_catalog.pg_visible_in_snapshot(e.txid, b.f_hi)
-                   AND (e.txid, e.id) <= (b.f_txid, b.f_id)))
+    FROM mbus.events AS e
+    WHERE (e.txid = ANY (mbus._spark_xip(p_from))
+           OR (e.txid >= pg_catalog.pg_snapshot_xmax(mbus._spark_lo(p_from))
+               AND e.txid < mbus._spark_top(p_to)))
+      AND (pg_catalog.pg_visible_in_snapshot(e.txid, mbus._spark_lo(p_to))
+           OR (mbus._spark_hi(p_to) IS NOT NULL
+               AND pg_catalog.pg_visible_in_snapshot(e.txid, mbus._spark_hi(p_to))
+               AND (e.txid, e.id) <= (mbus._spark_after_txid(p_to), mbus._spark_after_id(p_to))))
+      AND NOT (pg_catalog.pg_visible_in_snapshot(e.txid, mbus._spark_lo(p_from))
+               OR (mbus._spark_hi(p_from) IS NOT NULL
+                   AND pg_catalog.pg_visible_in_snapshot(e.txid, mbus._spark_hi(p_from))
+                   AND (e.txid, e.id)
+                       <= (mbus._spark_after_txid(p_from), mbus._spark_after_id(p_from))))
       AND (p_topics IS NULL OR e.topic = ANY (p_topics))
       AND (p_nparts <= 1 OR e.id % p_nparts = p_part)
       AND (p_keys IS NULL OR e.key = ANY (p_keys))
