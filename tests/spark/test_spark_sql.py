@@ -93,3 +93,30 @@ def test_commit_refuses_when_staged_rows_are_missing(db_dsn: str) -> None:
         commit_write(options, "q", 1, [lost])
     with psycopg.connect(db_dsn) as conn:
         assert conn.execute("SELECT count(*) FROM mbus.spark_batches").fetchone() == (0,)
+
+
+def test_micro_batch_read_uses_the_txid_index(db_dsn: str) -> None:
+    from psycopg import sql
+
+    with psycopg.connect(db_dsn) as conn:
+        conn.execute(
+            "INSERT INTO mbus.events (topic, payload) "
+            "SELECT 't', jsonb_build_object('n', g) FROM generate_series(1, 20000) AS g"
+        )
+        conn.commit()
+        conn.execute("ANALYZE mbus.events")
+        conn.commit()
+    start = cursor_now(db_dsn)
+    publish(db_dsn, "t", 10)
+    end = cursor_now(db_dsn)
+    query = sql.SQL("EXPLAIN SELECT * FROM mbus.spark_read({}, {}, NULL, 0, 2)").format(
+        sql.Literal(start), sql.Literal(end)
+    )
+    with psycopg.connect(db_dsn) as conn:
+        plan = "\n".join(r[0] for r in conn.execute(query))
+        rows = conn.execute(
+            "SELECT count(*) FROM mbus.spark_read(%s, %s)", (start, end)
+        ).fetchone()
+    assert "Index" in plan and "txid" in plan
+    assert "Seq Scan on events_0000001" not in plan, plan
+    assert rows == (10,)
