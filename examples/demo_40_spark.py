@@ -21,19 +21,19 @@ def _activity(dsn: str) -> None:
     users = ["ann", "bob", "cid", "dan", "eve"]
     with psycopg.connect(dsn) as conn:
         conn.execute(
-            "CREATE TABLE IF NOT EXISTS public.demo_commits (id bigserial PRIMARY KEY, "
+            "CREATE TABLE IF NOT EXISTS public.demo_spark_edits (id bigserial PRIMARY KEY, "
             "branch_id int NOT NULL DEFAULT 0, created_by text NOT NULL, "
             "object_id bigint NOT NULL, created_at timestamptz NOT NULL DEFAULT now())"
         )
         conn.commit()
     from pgmbus.spark.jobs.stats import StatsJob
 
-    StatsJob(dsn, table="public.demo_commits", group="spark_demo_stats").capture()
+    StatsJob(dsn, table="public.demo_spark_edits", group="spark_demo_stats").capture()
     with psycopg.connect(dsn) as conn:
         for _ in range(20):  # 20 transactions of 10 to 30 edits each
             for _ in range(rng.randint(10, 30)):
                 conn.execute(
-                    "INSERT INTO public.demo_commits (created_by, object_id) VALUES (%s, %s)",
+                    "INSERT INTO public.demo_spark_edits (created_by, object_id) VALUES (%s, %s)",
                     (rng.choice(users[: rng.randint(1, 5)]), rng.randint(1, 12)),
                 )
             conn.commit()
@@ -46,7 +46,7 @@ def _activity(dsn: str) -> None:
             (2000,),
         )
         conn.commit()
-    console.print("generated 20 transactions of edits on public.demo_commits (captured) "
+    console.print("generated 20 transactions of edits on public.demo_spark_edits (captured) "
                   "and 2,000 order events from 3 days ago")
 
 
@@ -79,7 +79,7 @@ def run(dsn: str) -> None:
         console.print(f"  {row.key}: {row.events} events, amount {row.amount}")
 
     console.print("[bold]pipeline stats[/]: captured edits -> mbus.stats_* (exactly once)")
-    job = StatsJob(dsn, table="public.demo_commits", group="spark_demo_stats",
+    job = StatsJob(dsn, table="public.demo_spark_edits", group="spark_demo_stats",
                    checkpoint=str(HOME / "stats-checkpoint"))
     report = job.run(spark)
     console.print(f"  processed {report.rows} change events in {report.batches} batch(es)")
