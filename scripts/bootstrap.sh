@@ -21,6 +21,15 @@ if ! have_server; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql postgresql-contrib >/dev/null
 fi
 
+# The Spark benchmarks compare with Spark's JDBC source; Debian packages its driver.
+if [ ! -f /usr/share/java/postgresql.jar ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing Debian's libpostgresql-jdbc-java (Spark JDBC baseline)" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libpostgresql-jdbc-java \
+        >/dev/null 2>&1 || echo "bootstrap: could not install it; the Spark JDBC baseline is off" >&2
+fi
+
 python=""
 for candidate in python3.13 python3.12 python3.11 python3; do
     if command -v "$candidate" >/dev/null 2>&1 &&

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from pgmbus.cli import dev, queues, schema_cmds, timers
+from pgmbus.cli import spark as spark_cli
 from pgmbus.cli import streams as streams_cli
 
 app = typer.Typer(
@@ -19,6 +20,7 @@ schema_cmds.register(app)
 queues.register(app)
 streams_cli.register(app)
 timers.register(app)
+spark_cli.register(app)
 
 
 def main() -> None:

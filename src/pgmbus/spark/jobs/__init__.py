@@ -1,0 +1,1 @@
+"""Shipped pipeline jobs (``pgmbus pipeline ...``, or ``spark-submit`` on a module's file)."""

@@ -1,0 +1,235 @@
+"""Readers of the ``pgmbus`` data source: batch reads and Structured Streaming over a group.
+
+Offsets are the streams engine's snapshot cursors (strings). A range ``(from, to]`` is the set
+of events whose transactions are visible in ``to`` and not in ``from``; ``mbus.read_between`` is
+a pure function of the range, so a replayed micro-batch returns exactly the same events, and no
+event is skipped when transactions commit out of id order. Partitions split a range into
+``numPartitions`` parts by event id (``mbus.spark_read``), one Spark task each.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import psycopg
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSourceReader,
+    DataSourceStreamReader,
+    Filter,
+    InputPartition,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from pgmbus.errors import AlreadyExists, translating
+from pgmbus.spark import filters
+from pgmbus.spark.arrowio import copy_events
+from pgmbus.spark.options import ReadOptions
+from pgmbus.sqlfiles import load_queries
+
+
+@dataclass
+class RangePartition(InputPartition):
+    """One Spark task's share of a range: slot ``slot`` of ``nslots`` of ``(start, end]``."""
+
+    start: str
+    end: str
+    slot: int
+    nslots: int
+    pushed: filters.Pushed = field(default_factory=filters.Pushed)
+
+
+def _scalar(dsn: str, query: str, params: dict[str, Any]) -> Any:
+    with psycopg.connect(dsn, autocommit=True) as conn, translating():
+        row = conn.execute(load_queries("spark.sql")[query], params).fetchone()
+    return row[0] if row else None
+
+
+def current_cursor(dsn: str) -> str:
+    """A cursor of the database's present: every committed event is before it."""
+    return str(_scalar(dsn, "current_cursor", {}))
+
+
+def beginning_cursor(dsn: str) -> str:
+    """A cursor before every event."""
+    return str(_scalar(dsn, "beginning_cursor", {}))
+
+
+def resolve_position(dsn: str, position: str | None, default: str) -> str:
+    """Turn ``beginning``, ``now``/``latest`` or a cursor string into a cursor."""
+    value = (position or default).strip()
+    if value == "beginning":
+        return beginning_cursor(dsn)
+    if value in ("now", "latest"):
+        return current_cursor(dsn)
+    return value
+
+
+def read_partition(
+    dsn: str, part: RangePartition, payload_type: Any = None
+) -> Iterator[pa.RecordBatch]:
+    """The events of one partition as Arrow batches (a pure function of the partition)."""
+    params = {
+        "from_cursor": part.start,
+        "to_cursor": part.end,
+        "topics": list(part.pushed.topics) if part.pushed.topics is not None else None,
+        "slot": part.slot,
+        "nslots": part.nslots,
+        **part.pushed.params(),
+    }
+    statement = load_queries("spark.sql")["read_range_copy"]
+    with psycopg.connect(dsn) as conn, translating():
+        conn.execute("SET TimeZone = 'UTC'")
+        yield from copy_events(conn, statement, params, payload_type)
+
+
+def _read(
+    dsn: str, partition: InputPartition, payload_type: Any
+) -> Iterator[pa.RecordBatch]:
+    # An empty plan (no parts) reaches read() as Spark's default InputPartition(None).
+    if not isinstance(partition, RangePartition):
+        return iter(())
+    return read_partition(dsn, partition, payload_type)
+
+
+def split(
+    start: str,
+    end: str,
+    nslots: int,
+    pushed: filters.Pushed,
+    bounds: tuple[int | None, int | None] | None = None,
+) -> list[RangePartition]:
+    """The partitions of a range (none when the range is empty).
+
+    With ``bounds`` (the log's lowest and highest id), each part is an id interval, read by a
+    range scan: right for large batch reads. Without, parts are ``id % nslots``: right for
+    micro-batches, whose few recent transactions are found through the txid index.
+    """
+    if start == end or (pushed.topics is not None and not pushed.topics):
+        return []
+    if pushed.keys is not None and not pushed.keys:
+        return []
+    if bounds is None:
+        return [RangePartition(start, end, slot, nslots, pushed) for slot in range(nslots)]
+    lo, hi = bounds
+    if lo is None or hi is None:
+        return []
+    lo = max(lo, pushed.id_min) if pushed.id_min is not None else lo
+    hi = min(hi, pushed.id_max) if pushed.id_max is not None else hi
+    if lo > hi:
+        return []
+    step = (hi - lo) // nslots + 1
+    return [
+        RangePartition(
+            start, end, 0, 1,
+            replace(pushed, id_min=a, id_max=min(a + step - 1, hi)),
+        )
+        for a in range(lo, hi + 1, step)
+    ]
+
+
+class PgmbusBatchReader(DataSourceReader):
+    """``spark.read.format("pgmbus")``: the events of a range, by default all committed ones."""
+
+    def __init__(self, options: ReadOptions, payload_type: Any = None) -> None:
+        self.options = options
+        self.payload_type = payload_type
+        self.pushed = filters.Pushed(topics=options.topics, time_lt=options.published_before)
+
+    def pushFilters(self, filters_: list[Filter]) -> Iterator[Filter]:
+        self.pushed, remaining = filters.push(self.pushed, filters_, self.pushed.topics)
+        return remaining
+
+    def partitions(self) -> list[RangePartition]:
+        dsn = self.options.dsn
+        start = resolve_position(dsn, self.options.starting_position, "beginning")
+        end = resolve_position(dsn, self.options.ending_position, "latest")
+        with psycopg.connect(dsn, autocommit=True) as conn, translating():
+            row = conn.execute(load_queries("spark.sql")["id_bounds"]).fetchone()
+        bounds = (row[0], row[1]) if row else (None, None)
+        return split(start, end, self.options.num_partitions, self.pushed, bounds)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(self.options.dsn, partition, self.payload_type)
+
+
+class PgmbusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """``spark.readStream.format("pgmbus")``: micro-batches of a consumer group.
+
+    The offset is ``{"cursor": <cursor>}``. ``commit(end)`` advances the group's cursor in the
+    database (which lets retention drop what every group has read). An idle trigger (no new
+    events) also commits its start, which is complete by then: so the last batch of an
+    ``availableNow`` run is committed before the run ends.
+    """
+
+    def __init__(self, options: ReadOptions, payload_type: Any = None) -> None:
+        self.options = options
+        self.payload_type = payload_type
+        self.pushed = filters.Pushed(topics=options.topics)
+        self._target: str | None = None
+        self._committed: str | None = None
+
+    def initialOffset(self) -> dict[str, str]:
+        dsn, group = self.options.dsn, self.options.group
+        if group is None:
+            return {"cursor": resolve_position(dsn, self.options.starting_position, "now")}
+        with contextlib.suppress(AlreadyExists):
+            _scalar(
+                dsn,
+                "create_group",
+                {"group": group, "start": self.options.starting_position or "now"},
+            )
+        return {"cursor": str(_scalar(dsn, "group_cursor", {"group": group}))}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.max_events_per_trigger is None:
+            return ReadAllAvailable()
+        return ReadMaxRows(self.options.max_events_per_trigger)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = current_cursor(self.options.dsn)
+
+    def latestOffset(self, start: dict[str, str], limit: ReadLimit) -> dict[str, str]:
+        dsn = self.options.dsn
+        upper = self._target or current_cursor(dsn)
+        max_events = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        end = str(
+            _scalar(
+                dsn,
+                "next_cursor",
+                {
+                    "from_cursor": start["cursor"],
+                    "to_cursor": upper,
+                    "max_events": max_events,
+                    "before": self.options.published_before,
+                    "topics": list(self.pushed.topics) if self.pushed.topics else None,
+                },
+            )
+        )
+        if end == start["cursor"]:
+            self._commit(start["cursor"])
+        return {"cursor": end}
+
+    def partitions(self, start: dict[str, str], end: dict[str, str]) -> list[RangePartition]:
+        return split(start["cursor"], end["cursor"], self.options.num_partitions, self.pushed)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(self.options.dsn, partition, self.payload_type)
+
+    def commit(self, end: dict[str, str]) -> None:
+        self._commit(end["cursor"])
+
+    def _commit(self, cursor: str) -> None:
+        if self.options.group is None or cursor == self._committed:
+            return
+        _scalar(self.options.dsn, "commit_group", {"group": self.options.group, "cursor": cursor})
+        self._committed = cursor
+

@@ -1,0 +1,79 @@
+"""The ``pgmbus`` PySpark data source: ``read``, ``readStream``, ``write``, ``writeStream``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
+from pyspark.sql.types import StructType
+
+from pgmbus.spark.arrowio import EVENT_DDL
+from pgmbus.spark.options import ReadOptions, parse_read, parse_write
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+class PgmbusDataSource(DataSource):
+    """Events of the pgmbus log as a Spark source, and stream topics or queues as a sink.
+
+    Columns: ``id`` (bigint), ``topic``, ``key``, ``payload`` (JSON text, or a struct with the
+    ``payloadSchema`` option), ``headers`` (JSON text), ``published_at`` (timestamp, UTC).
+    Options are described in ``docs/spark.md``.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "pgmbus"
+
+    def schema(self) -> str:
+        payload = {str(k).lower(): v for k, v in self.options.items()}.get("payloadschema")
+        if payload:
+            return EVENT_DDL.replace("payload string", f"payload struct<{payload}>")
+        return EVENT_DDL
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        from pgmbus.spark.reader import PgmbusBatchReader
+
+        options = parse_read(self.options, streaming=False)
+        return PgmbusBatchReader(options, payload_arrow_type(schema, options))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from pgmbus.spark.reader import PgmbusStreamReader
+
+        options = parse_read(self.options, streaming=True)
+        return PgmbusStreamReader(options, payload_arrow_type(schema, options))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from pgmbus.spark.writer import PgmbusWriter, check_schema
+
+        options = parse_write(self.options)
+        check_schema(schema, options)
+        return PgmbusWriter(options)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from pgmbus.spark.writer import PgmbusStreamWriter, check_schema
+
+        options = parse_write(self.options)
+        check_schema(schema, options)
+        return PgmbusStreamWriter(options)
+
+
+def payload_arrow_type(schema: StructType, options: ReadOptions) -> Any:
+    """The Arrow struct type of the payload when ``payloadSchema`` is given, else ``None``."""
+    if options.payload_schema is None:
+        return None
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    return to_arrow_type(schema["payload"].dataType, timezone="UTC")
+
+
+def register(spark: SparkSession) -> None:
+    """Make ``format("pgmbus")`` available in a session."""
+    spark.dataSource.register(PgmbusDataSource)

@@ -1,0 +1,204 @@
+"""Writers of the ``pgmbus`` data source: Spark rows become stream events or queue messages.
+
+Exactly once per write (a batch ``df.write`` or one micro-batch of ``writeStream``):
+
+1. each task stages its rows in ``mbus.spark_staged`` under a token of its own (a retried task
+   stages again under a new token) and reports ``(write id, token, row count)``;
+2. the driver's commit calls ``mbus.spark_commit_write``, which in one transaction records
+   ``(sink, query id, batch id)`` in the ledger, publishes only the rows of the tokens Spark
+   reported (the successful attempts) and drops every staged row of the write.
+
+A batch re-run after a driver crash finds its ledger row and publishes nothing again; rows of
+failed attempts are never published. A streaming write's id is ``<query id>:<batch id>``, read
+from the task's local properties, so a re-run of the same batch replaces the staged rows of the
+crashed run.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StringType, StructType
+
+from pgmbus.errors import ConfigurationError, translating
+from pgmbus.spark.arrowio import csv_bytes
+from pgmbus.spark.options import WriteOptions
+from pgmbus.sqlfiles import load_queries
+
+_STAGED_COLUMNS = ("write_id", "token", "seq", "target", "key", "payload", "headers")
+
+
+@dataclass
+class StagedWrite(WriterCommitMessage):
+    """What a task reports: its rows are staged under ``token`` in ``write_id``."""
+
+    write_id: str
+    token: str
+    rows: int
+
+
+def check_schema(schema: StructType, options: WriteOptions) -> None:
+    """Refuse input the writer cannot map to events or messages, naming what is wrong."""
+    fields = {f.name: f.dataType for f in schema.fields}
+    if "payload" not in fields:
+        raise ConfigurationError(
+            "the pgmbus writer needs a 'payload' column (JSON text); "
+            "for whole rows use to_json(struct(*)) AS payload"
+        )
+    for name in ("payload", "key", "headers", "topic"):
+        if name in fields and not isinstance(fields[name], StringType):
+            raise ConfigurationError(
+                f"column {name!r} must be a string (JSON text for payload and headers), "
+                f"not {fields[name].simpleString()}"
+            )
+    if options.queue is None and options.topic is None and "topic" not in fields:
+        raise ConfigurationError(
+            "give option topic (or queue), or a 'topic' column naming each row's topic"
+        )
+
+
+def _task_token() -> str:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    part = ctx.partitionId() if ctx is not None else 0
+    attempt = ctx.attemptNumber() if ctx is not None else 0
+    return f"{part:06d}-{attempt}-{uuid.uuid4().hex}"
+
+
+def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
+    index = batch.schema.get_field_index(name)
+    if index < 0:
+        return pa.nulls(batch.num_rows, pa.string())
+    return batch.column(index)
+
+
+def stage(options: WriteOptions, write_id: str, batches: Iterator[pa.RecordBatch]) -> StagedWrite:
+    """Stage every row of a task under a fresh token (one transaction, ``COPY`` of CSV)."""
+    token = _task_token()
+    rows = 0
+    target_default = options.queue or options.topic
+    with psycopg.connect(options.dsn) as conn, translating():
+        with conn.cursor() as cur, cur.copy(load_queries("spark.sql")["stage_copy"]) as copy:
+            for batch in batches:
+                n = batch.num_rows
+                if n == 0:
+                    continue
+                if options.queue is None and options.topic is None:
+                    target = _column(batch, "topic")
+                else:
+                    target = pa.array([target_default] * n, pa.string())
+                table = pa.table(
+                    [
+                        pa.array([write_id] * n, pa.string()),
+                        pa.array([token] * n, pa.string()),
+                        pa.array(range(rows, rows + n), pa.int64()),
+                        target,
+                        _column(batch, "key"),
+                        _column(batch, "payload"),
+                        _column(batch, "headers"),
+                    ],
+                    names=list(_STAGED_COLUMNS),
+                )
+                copy.write(csv_bytes(table))
+                rows += n
+        conn.commit()
+    return StagedWrite(write_id, token, rows)
+
+
+def commit_write(
+    options: WriteOptions, query_id: str, batch_id: int, messages: list[Any]
+) -> int:
+    """Publish the staged rows of the reported tokens; ``-1`` when the batch was done before."""
+    staged = [m for m in messages if isinstance(m, StagedWrite)]
+    if not staged:
+        return 0
+    write_ids = {m.write_id for m in staged}
+    if len(write_ids) != 1:
+        raise ConfigurationError(f"tasks of one write reported different ids: {write_ids}")
+    kind = "queue" if options.queue else "topic"
+    with psycopg.connect(options.dsn) as conn, translating():
+        row = conn.execute(
+            load_queries("spark.sql")["commit_write"],
+            {
+                "sink": options.sink,
+                "query_id": query_id,
+                "batch_id": batch_id,
+                "write_id": staged[0].write_id,
+                "tokens": [m.token for m in staged],
+                "expected": sum(m.rows for m in staged),
+                "kind": kind,
+            },
+        ).fetchone()
+        conn.commit()
+    return int(row[0]) if row else 0
+
+
+def discard_write(options: WriteOptions, messages: list[Any]) -> None:
+    """Drop the staged rows of an aborted write."""
+    write_ids = {m.write_id for m in messages if isinstance(m, StagedWrite)}
+    if not write_ids:
+        return
+    with psycopg.connect(options.dsn) as conn, translating():
+        for write_id in sorted(write_ids):
+            conn.execute(load_queries("spark.sql")["discard_write"], {"write_id": write_id})
+        conn.commit()
+
+
+class PgmbusWriter(DataSourceArrowWriter):
+    """``df.write.format("pgmbus")``: the whole write is published exactly once, or not at all."""
+
+    def __init__(self, options: WriteOptions) -> None:
+        self.options = options
+        self.write_id = f"write-{uuid.uuid4().hex}"
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedWrite:
+        return stage(self.options, self.write_id, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        commit_write(self.options, self.write_id, 0, list(messages))
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        discard_write(self.options, list(messages))
+
+
+def _stream_write_id() -> tuple[str, int]:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    query_id = ctx.getLocalProperty("sql.streaming.queryId") if ctx is not None else None
+    batch = ctx.getLocalProperty("streaming.sql.batchId") if ctx is not None else None
+    if not query_id or batch is None:
+        raise ConfigurationError("the pgmbus stream writer runs only inside a streaming query")
+    return query_id, int(batch)
+
+
+class PgmbusStreamWriter(DataSourceStreamArrowWriter):
+    """``writeStream.format("pgmbus")``: each micro-batch is published exactly once."""
+
+    def __init__(self, options: WriteOptions) -> None:
+        self.options = options
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedWrite:
+        query_id, batch_id = _stream_write_id()
+        return stage(self.options, f"{query_id}:{batch_id}", iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        staged = [m for m in messages if isinstance(m, StagedWrite)]
+        if not staged:
+            return
+        query_id = staged[0].write_id.rsplit(":", 1)[0]
+        commit_write(self.options, query_id, batchId, list(messages))
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        discard_write(self.options, list(messages))

@@ -1,0 +1,77 @@
+-- Named queries of the PySpark data source (pgmbus.spark).
+
+-- name: stage_copy
+COPY mbus.spark_staged (write_id, token, seq, target, key, payload, headers)
+FROM STDIN (FORMAT csv)
+
+-- name: commit_write
+SELECT mbus.spark_commit_write(%(sink)s, %(query_id)s, %(batch_id)s, %(write_id)s,
+                               %(tokens)s, %(expected)s, %(kind)s)
+
+-- name: discard_write
+SELECT mbus.spark_discard_write(%(write_id)s)
+
+-- name: claim_batch
+SELECT mbus.spark_claim_batch(%(sink)s, %(query_id)s, %(batch_id)s, %(row_count)s)
+
+-- Templates of the table sink (identifiers composed with psycopg.sql).
+
+-- name: sink_copy
+COPY {table} ({columns}) FROM STDIN (FORMAT csv)
+
+-- name: sink_stage_create
+CREATE TEMP TABLE {stage} ON COMMIT DROP AS SELECT {columns} FROM {table} WITH NO DATA
+
+-- name: sink_upsert
+INSERT INTO {table} ({columns}) SELECT {columns} FROM {stage}
+ON CONFLICT ({keys}) DO UPDATE SET {updates}
+
+-- name: sink_insert_ignore
+INSERT INTO {table} ({columns}) SELECT {columns} FROM {stage}
+ON CONFLICT ({keys}) DO NOTHING
+
+-- name: sink_stage_drop
+DROP TABLE IF EXISTS {stage}
+
+-- Reading the log (the cursor API of the streams engine, and spark_read/spark_next_cursor).
+
+-- name: current_cursor
+SELECT mbus.current_cursor()
+
+-- name: beginning_cursor
+SELECT '1:1:'::text
+
+-- name: create_group
+SELECT mbus.create_group(%(group)s, %(start)s)
+
+-- name: group_cursor
+SELECT mbus.group_cursor(%(group)s)
+
+-- name: commit_group
+SELECT mbus.commit(%(group)s, %(cursor)s)
+
+-- name: next_cursor
+SELECT mbus.spark_next_cursor(%(from_cursor)s, %(to_cursor)s, %(max_events)s,
+                              %(topics)s::text[], %(before)s::timestamptz)
+
+-- name: id_bounds
+SELECT min(e.id), max(e.id) FROM mbus.events AS e
+
+-- name: read_range_copy
+-- published_at as epoch microseconds: float8 date_part is exact to the microsecond for dates
+-- before 2255 (the float's spacing there is under 0.5 us, and ::int8 rounds to nearest) and
+-- several times cheaper than numeric extract() or timestamp text.
+COPY (
+    SELECT e.id, e.topic, e.key, e.payload::text, e.headers::text,
+           (date_part('epoch', e.published_at) * 1000000)::int8
+    FROM mbus.spark_read(%(from_cursor)s, %(to_cursor)s, %(topics)s::text[],
+                         %(slot)s, %(nslots)s, %(keys)s::text[], %(id_min)s::int8,
+                         %(id_max)s::int8, %(time_ge)s::timestamptz, %(time_gt)s::timestamptz,
+                         %(time_le)s::timestamptz, %(time_lt)s::timestamptz) AS e
+) TO STDOUT (FORMAT csv)
+
+-- name: capture_topic
+SELECT c.topic FROM mbus.captures AS c WHERE c.tbl = %(table)s::regclass
+
+-- name: capture_table
+SELECT mbus.capture_table(%(table)s::regclass, %(topic)s)
