@@ -317,3 +317,5 @@ CREATE TABLE mbus.stats_object_activity (
 COMMENT ON TABLE mbus.stats_user_edits IS 'Edits per user (pgmbus pipeline stats).';
 COMMENT ON TABLE mbus.stats_object_activity IS
     'Edits per object per time window (pgmbus pipeline stats).';
+
+REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA mbus FROM PUBLIC;
