@@ -144,9 +144,10 @@ AS $$
 BEGIN
     PERFORM mbus.require_queue(qname);
     EXECUTE format('LISTEN %I', 'mbus_q_' || qname);
+    -- pg_stat_get_activity(pid) reads one backend's entry; pg_stat_activity would read all.
     DELETE FROM mbus.queue_waiter AS w
-    WHERE w.qname = await_queue.qname
-      AND NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a WHERE a.pid = w.pid);
+    WHERE w.qname = await_queue.qname AND w.pid <> pg_backend_pid()
+      AND NOT EXISTS (SELECT 1 FROM pg_stat_get_activity(w.pid) AS a);
     INSERT INTO mbus.queue_waiter (qname, pid) VALUES (qname, pg_backend_pid())
     ON CONFLICT ON CONSTRAINT queue_waiter_pkey DO UPDATE SET since = now();
 END;
