@@ -451,17 +451,15 @@ BEGIN
     WITH m AS MATERIALIZED (
         SELECT u.id, %L || u.id || '@' || v_db AS iid, v_now AS added,
                delayed_until AS delayed_until, expires AS expires,
-               CASE WHEN u.h IS NULL THEN v_h ELSE mbus.stamp_headers(u.h, %L, v_now) END
-                   AS headers,
-               CASE WHEN u.h IS NULL THEN NULL ELSE mbus.stamp_headers(u.h, %L, v_now) END
-                   AS stored_headers,
+               coalesce(u.sh, v_h) AS headers, u.sh AS stored_headers,
                u.p AS properties, u.d AS data, NULL::text[] AS consume_after, 0 AS attempts,
                NULL::uuid AS lease_token, NULL::timestamptz AS lease_until, u.ord
-        FROM (SELECT nextval('mbus.msg_id_seq') AS id, x.d, x.h, x.p, x.ord
+        FROM (SELECT nextval('mbus.msg_id_seq') AS id, x.d, x.h, x.p, x.ord,
+                     CASE WHEN x.h IS NOT NULL THEN mbus.stamp_headers(x.h, %L, v_now) END AS sh
               FROM unnest(data, headers, properties) WITH ORDINALITY AS x(d, h, p, ord)) AS u)%s%s
     SELECT m.iid FROM m, (SELECT %s AS n) AS fired WHERE fired.n IS NOT NULL ORDER BY m.ord;
 END;
-$b$, q, q, chan, q, q || '.', q, q, v_fanoutn, v_trign, v_fire));
+$b$, q, q, chan, q, q || '.', q, v_fanoutn, v_trign, v_fire));
 
     -- peek_<q>(msgid): is there a message with that iid (any message when NULL)?
     EXECUTE format($f$
