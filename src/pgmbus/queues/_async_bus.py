@@ -337,8 +337,11 @@ class AsyncBus:
             return got
         deadline = time.monotonic() + timeout
         async with self._listening(queue) as listener:
+            # Without a caller's connection, claim on the listener's: no pool round trip
+            # between the wake-up and the claim.
+            claim_conn = conn if conn is not None else listener
             while True:
-                got = await self._consume_once(queue, consumer, amount, conn, now)
+                got = await self._consume_once(queue, consumer, amount, claim_conn, now)
                 remaining = deadline - time.monotonic()
                 if got or remaining <= 0:
                     return got

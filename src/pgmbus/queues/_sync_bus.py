@@ -340,8 +340,11 @@ class Bus:
             return got
         deadline = time.monotonic() + timeout
         with self._listening(queue) as listener:
+            # Without a caller's connection, claim on the listener's: no pool round trip
+            # between the wake-up and the claim.
+            claim_conn = conn if conn is not None else listener
             while True:
-                got = self._consume_once(queue, consumer, amount, conn, now)
+                got = self._consume_once(queue, consumer, amount, claim_conn, now)
                 remaining = deadline - time.monotonic()
                 if got or remaining <= 0:
                     return got
