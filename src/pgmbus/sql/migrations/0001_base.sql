@@ -1,8 +1,9 @@
 -- 0001 base: what every engine of the mbus schema shares.
 --   * secure defaults: PUBLIC has no rights on the schema. Functions are executable by PUBLIC
 --     when created (per-schema default privileges cannot take that away), so every migration
---     ends with REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA mbus FROM PUBLIC (a catalog test
---     checks the result), and code that generates functions at run time revokes likewise;
+--     ends with SELECT mbus.restrict_public_execute(), which revokes PUBLIC's EXECUTE from every
+--     mbus function except the entry points listed in mbus.public_entry_point (a catalog test
+--     checks the result); code that generates functions at run time revokes likewise;
 --   * mbus.check_name: the naming rule for queues, consumers, groups and the like;
 --   * mbus.settings: a small configuration table (retention, limits) read by the engines.
 -- Errors raised by the SQL API use the SQLSTATE class MB (see pgmbus.errors):
@@ -68,4 +69,42 @@ AS $$
     ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 $$;
 
-REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA mbus FROM PUBLIC;
+-- The functions meant to be executable by PUBLIC (text of their regprocedure, e.g.
+-- 'mbus.get_iid(text)'); every other mbus function is not. Text, not regprocedure: pg_upgrade
+-- refuses tables with reg* columns.
+CREATE TABLE mbus.public_entry_point (
+    signature text PRIMARY KEY CHECK (signature LIKE 'mbus.%(%)')
+);
+
+COMMENT ON TABLE mbus.public_entry_point IS
+    'Functions of mbus that PUBLIC may execute; restrict_public_execute() enforces the list.';
+
+-- restrict_public_execute(): make PUBLIC's EXECUTE on mbus functions match
+-- mbus.public_entry_point (grant to the listed ones, revoke from all others). Every migration
+-- ends by calling it, so a later migration cannot undo an earlier one's deliberate grants.
+CREATE FUNCTION mbus.restrict_public_execute()
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    f regprocedure;
+    listed boolean;
+BEGIN
+    FOR f, listed IN
+        SELECT p.oid::regprocedure,
+               EXISTS (SELECT 1 FROM mbus.public_entry_point AS e
+                       WHERE e.signature = p.oid::regprocedure::text)
+        FROM pg_proc AS p
+        WHERE p.pronamespace = 'mbus'::regnamespace AND p.prokind IN ('f', 'p')
+    LOOP
+        IF listed THEN
+            EXECUTE format('GRANT EXECUTE ON ROUTINE %s TO PUBLIC', f);
+        ELSE
+            EXECUTE format('REVOKE EXECUTE ON ROUTINE %s FROM PUBLIC', f);
+        END IF;
+    END LOOP;
+END;
+$$;
+
+SELECT mbus.restrict_public_execute();

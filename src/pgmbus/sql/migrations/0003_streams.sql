@@ -1684,6 +1684,5 @@ $$;
 SELECT mbus._ensure_partition(1);
 SELECT mbus.maintain();
 
--- 0001's ALTER DEFAULT PRIVILEGES ... IN SCHEMA mbus cannot take away PUBLIC's default EXECUTE
--- (per-schema default privileges only add to the global ones), so revoke it explicitly.
-REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA mbus FROM PUBLIC;
+-- PUBLIC may execute none of the stream functions (see 0001's restrict_public_execute).
+SELECT mbus.restrict_public_execute();

@@ -1064,18 +1064,5 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- privileges
 -- --------------------------------------------------------------------------------------------
--- Schema-level default privileges cannot revoke PostgreSQL's global default (EXECUTE for
--- PUBLIC), so the timer functions are revoked explicitly.
-DO $$
-DECLARE
-    f regprocedure;
-BEGIN
-    FOR f IN
-        SELECT p.oid::regprocedure FROM pg_proc AS p
-        JOIN pg_namespace AS n ON n.oid = p.pronamespace
-        WHERE n.nspname = 'mbus' AND p.proname LIKE 'timer\_%'
-    LOOP
-        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
-    END LOOP;
-END;
-$$;
+-- PUBLIC may execute none of the timer functions (see 0001's restrict_public_execute).
+SELECT mbus.restrict_public_execute();

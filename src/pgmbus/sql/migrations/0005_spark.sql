@@ -318,4 +318,4 @@ COMMENT ON TABLE mbus.stats_user_edits IS 'Edits per user (pgmbus pipeline stats
 COMMENT ON TABLE mbus.stats_object_activity IS
     'Edits per object per time window (pgmbus pipeline stats).';
 
-REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA mbus FROM PUBLIC;
+SELECT mbus.restrict_public_execute();
