@@ -329,9 +329,10 @@ BEGIN
     FOR r IN SELECT c.cid, c.selector FROM mbus.consumer AS c
              WHERE c.qname = q ORDER BY c.cid LOOP
         v_fanout := v_fanout || format($t$
-    %s INSERT INTO mbus.%I (c, vt, id, iid, added, delayed_until, expires, headers, properties, data)
-        VALUES (%s, coalesce(t.delayed_until, t.added), t.id, v_iid, t.added, t.delayed_until,
-                t.expires, v_hdr, t.properties, t.data);
+    %s INSERT INTO mbus.%I (c, vt, id, iid, added, delayed_until, expires, headers, properties, data,
+                           consume_after)
+        VALUES (%s, v_vt, t.id, v_iid, t.added, t.delayed_until,
+                t.expires, v_hdr, t.properties, t.data, t.consume_after);
     %s$t$,
             CASE WHEN r.selector IS NULL THEN '' ELSE format('IF (%s) THEN', r.selector) END,
             tbl, r.cid,
@@ -360,6 +361,19 @@ BEGIN
             'g_' || r.dst, 'post_' || r.dst, coalesce('(' || r.selector || ')', 'true'));
         v_fire := v_fire || format(' + (SELECT %I.n FROM %I)', 'g_' || r.dst, 'g_' || r.dst);
     END LOOP;
+
+    -- consume_after (part two): a message whose dependencies still exist waits (vt infinity).
+    v_fanout := format($t$
+    DECLARE
+        v_vt timestamptz := coalesce(t.delayed_until, t.added);
+    BEGIN
+    IF headers IS NOT NULL AND headers ? 'consume_after' THEN
+        t.consume_after := mbus.dep_list(headers -> 'consume_after');
+        IF mbus.await_deps(%L, t.id, t.iid, t.consume_after) THEN
+            v_vt := 'infinity';
+        END IF;
+    END IF;$t$, q) || v_fanout || $t$
+    END;$t$;
 
     -- post_<q>: the seed's signature; returns the iid.
     EXECUTE format($f$
@@ -436,6 +450,11 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'MB005',
             MESSAGE = 'every data, headers and properties element must be a JSON object';
     END IF;
+    IF headers IS NOT NULL
+       AND EXISTS (SELECT 1 FROM unnest(headers) AS d(v) WHERE v ? 'consume_after') THEN
+        RETURN QUERY SELECT mbus.post_each(%L, data, headers, properties, delayed_until, expires);
+        RETURN;
+    END IF;
     v_h := jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db,
                               'destination', %L, 'enqueue_time', v_now);
     IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = %L) THEN
@@ -455,7 +474,7 @@ BEGIN
               FROM unnest(data, headers, properties) WITH ORDINALITY AS x(d, h, p, ord)) AS u)%s%s
     SELECT m.iid FROM m, (SELECT %s AS n) AS fired WHERE fired.n IS NOT NULL ORDER BY m.ord;
 END;
-$b$, q, q, chan, q, q || '.', q, q, v_fanoutn, v_trign, v_fire));
+$b$, q, q, q, chan, q, q || '.', q, q, v_fanoutn, v_trign, v_fire));
 
     -- peek_<q>(msgid): is there a message with that iid (any message when NULL)?
     EXECUTE format($f$
@@ -724,6 +743,7 @@ BEGIN
 END;
 $b$, tbl, r.cid, ret_cols, q));
     END LOOP;
+    PERFORM mbus.secure_queue(q);
 END;
 $gen$;
 
@@ -776,7 +796,8 @@ CREATE TABLE mbus.%I (
     data          jsonb NOT NULL,
     consume_after text[],
     attempts      integer NOT NULL DEFAULT 0,
-    lease_token   uuid
+    lease_token   uuid,
+    waited        boolean NOT NULL DEFAULT false
 )$t$, tbl);
     EXECUTE format('CREATE INDEX %I ON mbus.%I (c, vt, id)', tbl || '_claim', tbl);
     EXECUTE format('CREATE INDEX %I ON mbus.%I (id)', tbl || '_id', tbl);
@@ -788,6 +809,7 @@ CREATE TABLE mbus.%I (
     EXECUTE format('COMMENT ON TABLE mbus.%I IS %L', tbl,
                    format('deliveries of queue %s: one row per (message, consumer)', qname));
     INSERT INTO mbus.consumer (qname, cname, selector) VALUES (qname, 'default', NULL);
+    PERFORM mbus.queue_created(qname);
     PERFORM mbus.regenerate_queue(qname);
 END;
 $$;
@@ -817,8 +839,10 @@ BEGIN
                              'extend_', 'bury_'] LOOP
         EXECUTE format('DROP FUNCTION IF EXISTS mbus.%I', f || qname);
     END LOOP;
+    PERFORM mbus.queue_dropping(qname);
     EXECUTE format('DROP TABLE mbus.%I', 'q_' || qname);
     DELETE FROM mbus.queue AS q WHERE q.qname = drop_queue.qname;
+    PERFORM mbus.queue_dropped(qname);
     IF v_srcs IS NOT NULL THEN
         FOREACH f IN ARRAY v_srcs LOOP
             PERFORM mbus.regenerate_queue(f);
@@ -850,6 +874,7 @@ BEGIN
     PERFORM mbus.check_selector(selector);
     INSERT INTO mbus.consumer (qname, cname, selector, noindex)
     VALUES (qname, cname, selector, coalesce(noindex, false));
+    PERFORM mbus.consumer_role(qname, cname, true);
     PERFORM mbus.regenerate_queue(qname);
     IF noindex THEN
         RAISE NOTICE USING MESSAGE = format(
@@ -878,6 +903,7 @@ BEGIN
     FOREACH f IN ARRAY mbus.consumer_functions(qname, cname) LOOP
         EXECUTE format('DROP FUNCTION IF EXISTS mbus.%I', f);
     END LOOP;
+    PERFORM mbus.consumer_role(qname, cname, false);
     PERFORM mbus.regenerate_queue(qname);
 END;
 $$;
@@ -1266,3 +1292,632 @@ SELECT q.qname, q.ncons, q.roles_security, q.created_at,
        coalesce((SELECT array_agg(tr.dst ORDER BY tr.dst) FROM mbus.queue_trigger AS tr
                  WHERE tr.src = q.qname), '{}') AS triggers_to
 FROM mbus.queue AS q;
+
+-- =============================================================================================
+-- Part two: message dependencies (consume_after), temporary queues and consumers, the roles
+-- security model, views, sagas. docs/queues-part2.md states the rules and guarantees.
+-- =============================================================================================
+
+-- Dependencies. A message posted with headers.consume_after = [iid, ...] while any of those
+-- iids still exists (in the queue its iid names, or in the dmq) WAITS: its deliveries get
+-- vt = 'infinity', so every claim's index scan (c, vt <= now) stops before them and a backlog of
+-- waiting messages costs a claim nothing. mbus.msg_wait counts the dependencies left, and
+-- mbus.msg_dep holds one edge per (dependency, waiting message). Delivery rows that others
+-- wait on carry waited = true; a deferred constraint trigger (WHEN OLD.waited, so other rows
+-- queue no event) runs mbus.release_deps at commit of the transaction that deleted the row.
+-- Unknown iids (not found at post time: consumed already, never posted, foreign, or posted
+-- later) are satisfied, so the wait graph is acyclic by construction.
+CREATE TABLE mbus.msg_wait (
+    qname   text NOT NULL,
+    id      bigint NOT NULL,
+    iid     text NOT NULL,
+    pending integer NOT NULL CHECK (pending >= 0),
+    since   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (qname, id)
+);
+
+COMMENT ON TABLE mbus.msg_wait IS 'Messages waiting for consume_after dependencies (count left).';
+
+CREATE TABLE mbus.msg_dep (
+    dep_iid text NOT NULL,
+    qname   text NOT NULL,
+    id      bigint NOT NULL,
+    PRIMARY KEY (dep_iid, qname, id)
+);
+
+CREATE INDEX msg_dep_waiter ON mbus.msg_dep (qname, id);
+
+COMMENT ON TABLE mbus.msg_dep IS 'Edges: message (qname, id) waits until dep_iid is consumed.';
+
+-- dep_list(value): consume_after as text[] (a JSON array of iids, or one iid); NULL if empty.
+CREATE FUNCTION mbus.dep_list(value jsonb)
+RETURNS text[]
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+    IF value IS NULL OR jsonb_typeof(value) = 'null' THEN
+        RETURN NULL;
+    ELSIF jsonb_typeof(value) = 'string' THEN
+        RETURN ARRAY[value #>> '{}'];
+    ELSIF jsonb_typeof(value) = 'array'
+          AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(value) AS e(v)
+                          WHERE jsonb_typeof(e.v) <> 'string') THEN
+        RETURN nullif(ARRAY(SELECT DISTINCT e.v FROM jsonb_array_elements_text(value) AS e(v)
+                            ORDER BY e.v), '{}');
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = 'MB005',
+        MESSAGE = 'headers.consume_after must be an iid or a JSON array of iids';
+END;
+$$;
+
+-- dep_rows(iid): the delivery table and the WHERE condition (on alias q, $1 = iid) that find
+-- the deliveries of iid in the queue its iid names; NULL when there is no such queue.
+CREATE FUNCTION mbus.dep_rows(iid text, OUT tbl text, OUT cond text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    v_q text := mbus.queue_of_iid(iid);
+BEGIN
+    IF v_q IS NULL OR NOT EXISTS (SELECT 1 FROM mbus.queue AS q WHERE q.qname = v_q) THEN
+        RETURN;
+    END IF;
+    tbl := 'q_' || v_q;
+    cond := CASE WHEN mbus.iid_id(iid, v_q) IS NOT NULL
+                 THEN format('q.id = %s AND q.iid IS NULL', mbus.iid_id(iid, v_q))
+                 ELSE 'q.iid = $1' END;
+END;
+$$;
+
+-- await_deps(qname, id, iid, deps): called by post_<qname> for a message with consume_after.
+-- Locks and marks the deliveries of every dependency that still exists (an UPDATE: a consume
+-- of it in progress is waited for, then seen gone), records the edges, and returns true when
+-- the message must wait.
+CREATE FUNCTION mbus.await_deps(qname text, id bigint, iid text, deps text[])
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    d      text;
+    r      record;
+    n      bigint;
+    v_left integer := 0;
+BEGIN
+    IF deps IS NULL THEN
+        RETURN false;
+    END IF;
+    FOREACH d IN ARRAY deps LOOP
+        CONTINUE WHEN d = iid;
+        n := 0;
+        r := mbus.dep_rows(d);
+        IF r.tbl IS NOT NULL THEN
+            EXECUTE format('UPDATE mbus.%I AS q SET waited = true WHERE %s', r.tbl, r.cond) USING d;
+            GET DIAGNOSTICS n = ROW_COUNT;
+        END IF;
+        IF n = 0 THEN
+            PERFORM 1 FROM mbus.dmq AS x WHERE x.iid = d FOR KEY SHARE;
+            CONTINUE WHEN NOT FOUND;
+        END IF;
+        INSERT INTO mbus.msg_dep (dep_iid, qname, id) VALUES (d, await_deps.qname, await_deps.id)
+        ON CONFLICT DO NOTHING;
+        v_left := v_left + 1;
+    END LOOP;
+    IF v_left = 0 THEN
+        RETURN false;
+    END IF;
+    INSERT INTO mbus.msg_wait (qname, id, iid, pending) VALUES (qname, id, iid, v_left)
+    ON CONFLICT ON CONSTRAINT msg_wait_pkey
+    DO UPDATE SET pending = mbus.msg_wait.pending + excluded.pending;
+    RETURN true;
+END;
+$$;
+
+-- release_deps(iid): run at commit by the transaction that removed a delivery of iid (or a
+-- dmq row). When iid exists nowhere any more, every message waiting on it has one dependency
+-- less; those with none left become claimable (exactly once: the count is decremented under
+-- the row lock of msg_wait, so two transactions releasing a message's last two dependencies
+-- serialize and only the second sees 0). Transactions that remove different deliveries of the
+-- same iid serialize on an advisory lock taken here and held to commit, so the last one sees
+-- the others' deletes. Needs READ COMMITTED (the check must see commits made after the
+-- transaction began); other isolation levels get MB008 instead of a wrong answer.
+CREATE FUNCTION mbus.release_deps(iid text)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r        record;
+    w        record;
+    v_exists boolean;
+    v_left   integer;
+    v_freed  integer := 0;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM mbus.msg_dep AS d WHERE d.dep_iid = release_deps.iid) THEN
+        RETURN 0;
+    END IF;
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB008',
+            MESSAGE = format('message %s has dependants; consume it in a READ COMMITTED transaction', iid);
+    END IF;
+    PERFORM pg_advisory_xact_lock(1835165042, hashtext(iid));
+    r := mbus.dep_rows(iid);
+    IF r.tbl IS NOT NULL THEN
+        -- Copies put back since (dmq replay, a re-post with the old iid) get marked, so their
+        -- consume releases later; then: is any copy left?
+        EXECUTE format('UPDATE mbus.%I AS q SET waited = true WHERE %s AND NOT q.waited', r.tbl, r.cond)
+        USING iid;
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM mbus.%I AS q WHERE %s)', r.tbl, r.cond)
+        INTO v_exists USING iid;
+        IF v_exists THEN
+            RETURN 0;
+        END IF;
+    END IF;
+    IF EXISTS (SELECT 1 FROM mbus.dmq AS x WHERE x.iid = release_deps.iid) THEN
+        RETURN 0;  -- a dead dependency keeps blocking until replayed and consumed, or deleted
+    END IF;
+    FOR w IN DELETE FROM mbus.msg_dep AS d WHERE d.dep_iid = release_deps.iid
+             RETURNING d.qname, d.id LOOP
+        UPDATE mbus.msg_wait AS m SET pending = m.pending - 1
+        WHERE m.qname = w.qname AND m.id = w.id
+        RETURNING m.pending INTO v_left;
+        CONTINUE WHEN v_left IS DISTINCT FROM 0;
+        DELETE FROM mbus.msg_wait AS m WHERE m.qname = w.qname AND m.id = w.id;
+        IF EXISTS (SELECT 1 FROM mbus.queue AS q WHERE q.qname = w.qname) THEN
+            EXECUTE format($t$UPDATE mbus.%I AS q SET vt = coalesce(q.delayed_until, q.added)
+                            WHERE q.id = $1 AND q.vt = 'infinity'$t$, 'q_' || w.qname)
+            USING w.id;
+            IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS x WHERE x.qname = w.qname) THEN
+                PERFORM pg_notify('mbus_q_' || w.qname, w.qname);
+            END IF;
+            v_freed := v_freed + 1;
+        END IF;
+    END LOOP;
+    RETURN v_freed;
+END;
+$$;
+
+-- The deferred trigger of delivery tables (argument: the queue name) and of the dmq.
+CREATE FUNCTION mbus.on_dep_gone()
+RETURNS trigger
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_TABLE_NAME = 'dmq' THEN
+        PERFORM mbus.release_deps(OLD.iid);
+    ELSE
+        PERFORM mbus.release_deps(coalesce(OLD.iid, TG_ARGV[0] || '.' || OLD.id || '@' || current_database()));
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+CREATE CONSTRAINT TRIGGER dmq_dep_gone AFTER DELETE ON mbus.dmq
+DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION mbus.on_dep_gone();
+
+-- post_each(qname, data[], headers[], properties[], delayed_until, expires): post one by one
+-- through post_<qname> (postn_<qname> does so for messages with consume_after).
+CREATE FUNCTION mbus.post_each(qname text, data jsonb[], headers jsonb[], properties jsonb[],
+                               delayed_until timestamptz, expires timestamptz)
+RETURNS SETOF text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    i     integer;
+    v_iid text;
+BEGIN
+    FOR i IN 1 .. cardinality(data) LOOP
+        EXECUTE format('SELECT mbus.%I($1, $2, $3, $4, $5)', 'post_' || qname) INTO v_iid
+        USING data[i], headers[i], properties[i], delayed_until, expires;
+        RETURN NEXT v_iid;
+    END LOOP;
+END;
+$$;
+
+-- Messages waiting for dependencies, with the iids they still wait for.
+CREATE VIEW mbus.waiting AS
+SELECT w.qname, w.id, w.iid, w.pending, w.since,
+       ARRAY(SELECT d.dep_iid FROM mbus.msg_dep AS d
+             WHERE d.qname = w.qname AND d.id = w.id ORDER BY d.dep_iid) AS waits_for
+FROM mbus.msg_wait AS w;
+
+-- ---------------------------------------------------------------------------------------------
+-- Roles (the seed): mbus_<db>_post_<q> and mbus_<db>_consume_<q>_by_<c> are created with
+-- every queue and consumer, and dropped with them. Under is_roles_security_model the queue's
+-- generated post/consume functions become SECURITY DEFINER (search_path pinned), are revoked
+-- from PUBLIC and granted only to those roles: the EXECUTE privilege check on the caller's
+-- current role is the role check.
+
+-- queue_role(kind, qname, cname): the role name ('post' or 'consume').
+CREATE FUNCTION mbus.queue_role(kind text, qname text, cname text DEFAULT NULL)
+RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog
+AS $$
+    SELECT CASE kind WHEN 'post' THEN format('mbus_%s_post_%s', current_database(), qname)
+                     ELSE format('mbus_%s_consume_%s_by_%s', current_database(), qname, cname) END;
+$$;
+
+-- ensure_role(role, strict): create the NOLOGIN role (with the rights the generic entry points
+-- need) unless it exists. A name over 63 bytes or missing CREATEROLE is an error when strict
+-- (a roles-security queue), else a NOTICE.
+CREATE FUNCTION mbus.ensure_role(role text, strict boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+    IF octet_length(role) > 63 THEN
+        IF strict THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB006',
+                MESSAGE = format('role name %s is longer than 63 bytes; use shorter names', role);
+        END IF;
+        RAISE NOTICE 'role % not created: longer than 63 bytes', role;
+        RETURN;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_roles AS r WHERE r.rolname = role) THEN
+        RETURN;
+    END IF;
+    BEGIN
+        EXECUTE format('CREATE ROLE %I NOLOGIN', role);
+        EXECUTE format('GRANT USAGE ON SCHEMA mbus TO %I', role);
+        EXECUTE format('GRANT SELECT ON mbus.queue, mbus.consumer TO %I', role);
+        EXECUTE format('GRANT USAGE ON SEQUENCE mbus.msg_id_seq TO %I', role);
+    EXCEPTION WHEN insufficient_privilege THEN
+        IF strict THEN
+            RAISE;
+        END IF;
+        RAISE NOTICE 'role % not created: %', role, SQLERRM;
+    END;
+END;
+$$;
+
+-- drop_role(role): drop a role made by ensure_role (its grants in this database first).
+CREATE FUNCTION mbus.drop_role(role text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles AS r WHERE r.rolname = role) THEN
+        RETURN;
+    END IF;
+    BEGIN
+        EXECUTE format('DROP OWNED BY %I', role);
+        EXECUTE format('DROP ROLE %I', role);
+    EXCEPTION WHEN insufficient_privilege OR dependent_objects_still_exist THEN
+        RAISE NOTICE 'role % not dropped: %', role, SQLERRM;
+    END;
+END;
+$$;
+
+-- consumer_role(qname, cname, create): make or drop the consume role of a consumer.
+CREATE FUNCTION mbus.consumer_role(qname text, cname text, make boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+    IF make THEN
+        PERFORM mbus.ensure_role(mbus.queue_role('consume', qname, cname),
+                                 (SELECT q.roles_security FROM mbus.queue AS q
+                                  WHERE q.qname = consumer_role.qname));
+    ELSE
+        PERFORM mbus.drop_role(mbus.queue_role('consume', qname, cname));
+        DELETE FROM mbus.temp_object AS t
+        WHERE t.kind = 'consumer' AND t.qname = consumer_role.qname AND t.cname = consumer_role.cname;
+    END IF;
+END;
+$$;
+
+-- queue_created(qname): what part two adds to a new queue: the dependency trigger and roles.
+CREATE FUNCTION mbus.queue_created(qname text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+    EXECUTE format('CREATE CONSTRAINT TRIGGER dep_gone AFTER DELETE ON mbus.%I '
+                   'DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (OLD.waited) '
+                   'EXECUTE FUNCTION mbus.on_dep_gone(%L)', 'q_' || qname, qname);
+    PERFORM mbus.ensure_role(mbus.queue_role('post', qname),
+                             (SELECT q.roles_security FROM mbus.queue AS q
+                              WHERE q.qname = queue_created.qname));
+    PERFORM mbus.consumer_role(qname, 'default', true);
+END;
+$$;
+
+-- queue_dropping(qname): before the table goes: its views and temporary-object entries.
+CREATE FUNCTION mbus.queue_dropping(qname text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN DELETE FROM mbus.queue_view AS v WHERE v.qname = queue_dropping.qname
+             RETURNING v.view_schema, v.view_name LOOP
+        EXECUTE format('DROP VIEW IF EXISTS %I.%I', r.view_schema, r.view_name);
+    END LOOP;
+    DELETE FROM mbus.temp_object AS t WHERE t.qname = queue_dropping.qname;
+    PERFORM mbus.drop_role(mbus.queue_role('consume', queue_dropping.qname, c.cname))
+    FROM mbus.consumer AS c WHERE c.qname = queue_dropping.qname;
+END;
+$$;
+
+-- queue_dropped(qname): after the table went: its waiting messages are forgotten, messages
+-- waiting on its messages are released (unless those are in the dmq), roles dropped.
+CREATE FUNCTION mbus.queue_dropped(qname text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    d text;
+BEGIN
+    DELETE FROM mbus.msg_dep AS x WHERE x.qname = queue_dropped.qname;
+    DELETE FROM mbus.msg_wait AS x WHERE x.qname = queue_dropped.qname;
+    FOR d IN SELECT DISTINCT x.dep_iid FROM mbus.msg_dep AS x
+             WHERE mbus.queue_of_iid(x.dep_iid) = queue_dropped.qname LOOP
+        PERFORM mbus.release_deps(d);
+    END LOOP;
+    PERFORM mbus.drop_role(mbus.queue_role('post', qname));
+END;
+$$;
+
+-- secure_queue(qname): called at the end of every regeneration. Under the roles security
+-- model: generated post/consume functions SECURITY DEFINER with a pinned search_path, EXECUTE
+-- only for the queue's roles. Queues without it keep SECURITY INVOKER functions (no per-call
+-- GUC cost) executable by their owner only.
+CREATE FUNCTION mbus.secure_queue(qname text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    v_post text := mbus.queue_role('post', qname);
+    r      record;
+    f      text;
+    v_fn   regprocedure;
+BEGIN
+    IF NOT (SELECT q.roles_security FROM mbus.queue AS q WHERE q.qname = secure_queue.qname) THEN
+        RETURN;
+    END IF;
+    FOR r IN
+        SELECT x.fname, x.grantee
+        FROM (SELECT unnest(ARRAY['post_', 'postn_', 'peek_']) || qname, v_post
+              UNION ALL
+              SELECT f2 || qname, mbus.queue_role('consume', qname, c.cname)
+              FROM mbus.consumer AS c,
+                   unnest(ARRAY['ack_', 'nack_', 'extend_', 'bury_', 'peek_']) AS f2
+              WHERE c.qname = secure_queue.qname
+              UNION ALL
+              SELECT unnest(mbus.consumer_functions(qname, c.cname)),
+                     mbus.queue_role('consume', qname, c.cname)
+              FROM mbus.consumer AS c WHERE c.qname = secure_queue.qname) AS x(fname, grantee)
+    LOOP
+        FOR v_fn IN SELECT p.oid::regprocedure FROM pg_proc AS p
+                    WHERE p.pronamespace = 'mbus'::regnamespace AND p.proname = r.fname LOOP
+            EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = pg_catalog, pg_temp',
+                           v_fn);
+            EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', v_fn);
+            IF EXISTS (SELECT 1 FROM pg_roles AS x WHERE x.rolname = r.grantee) THEN
+                EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', v_fn, r.grantee);
+            END IF;
+        END LOOP;
+    END LOOP;
+    FOREACH f IN ARRAY ARRAY['take_', 'clear_queue_'] LOOP
+        FOR v_fn IN SELECT p.oid::regprocedure FROM pg_proc AS p
+                    WHERE p.pronamespace = 'mbus'::regnamespace AND p.proname = f || qname LOOP
+            EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', v_fn);
+        END LOOP;
+    END LOOP;
+END;
+$$;
+
+-- The generic entry points are meant for PUBLIC: they only dispatch to the generated
+-- functions, whose EXECUTE privilege is what is checked (and USAGE on schema mbus is granted
+-- to the queue roles only).
+GRANT EXECUTE ON FUNCTION
+    mbus.check_name(text, text, integer), mbus.require_queue(text), mbus.require_consumer(text, text),
+    mbus.post(text, jsonb, jsonb, jsonb, timestamptz, timestamptz, text),
+    mbus.post_batch(text, jsonb[], jsonb[], jsonb[], timestamptz, timestamptz),
+    mbus.consume(text, text, timestamptz), mbus.consumen(text, text, integer, timestamptz),
+    mbus.consume_lease(text, text, integer, interval, integer, timestamptz),
+    mbus.ack(text, uuid, timestamptz), mbus.nack(text, uuid, interval, timestamptz),
+    mbus.extend(text, uuid, interval, timestamptz), mbus.take_from(text, text, text),
+    mbus.peek(text, text), mbus.get_iid(text)
+TO PUBLIC;
+
+-- ---------------------------------------------------------------------------------------------
+-- Views: create_view(qname, viewname) makes a view whose INSERT posts to the queue; grants on
+-- the view are all an unprivileged role needs. Reading it lists the queue's pending messages.
+CREATE TABLE mbus.queue_view (
+    view_schema text NOT NULL,
+    view_name   text NOT NULL,
+    qname       text NOT NULL REFERENCES mbus.queue (qname) ON DELETE CASCADE,
+    PRIMARY KEY (view_schema, view_name)
+);
+
+-- The INSTEAD OF INSERT trigger of those views (argument: the queue name).
+CREATE FUNCTION mbus.view_insert()
+RETURNS trigger
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM mbus.require_queue(TG_ARGV[0]);
+    EXECUTE format('SELECT mbus.%I($1, $2, $3, $4, $5, $6)', 'post_' || TG_ARGV[0])
+    INTO NEW.iid
+    USING NEW.data, NEW.headers, NEW.properties, NEW.delayed_until, NEW.expires, NEW.iid;
+    RETURN NEW;
+END;
+$$;
+
+CREATE FUNCTION mbus.create_view(qname text, viewname text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    v_parts text[];
+    v_schema text;
+    v_name   text;
+BEGIN
+    PERFORM mbus.require_queue(qname);
+    v_parts := parse_ident(coalesce(viewname, 'public.' || qname || '_q'));
+    IF cardinality(v_parts) = 1 THEN
+        v_schema := 'public';
+        v_name := v_parts[1];
+    ELSIF cardinality(v_parts) = 2 THEN
+        v_schema := v_parts[1];
+        v_name := v_parts[2];
+    ELSE
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = format('bad view name %L', viewname);
+    END IF;
+    EXECUTE format($t$
+CREATE VIEW %I.%I AS
+SELECT DISTINCT ON (q.id) q.id, coalesce(q.iid, %L || q.id || '@' || current_database()) AS iid,
+       q.added, q.delayed_until, q.expires, q.headers, q.properties, q.data
+FROM mbus.%I AS q ORDER BY q.id$t$, v_schema, v_name, qname || '.', 'q_' || qname);
+    EXECUTE format('CREATE TRIGGER post INSTEAD OF INSERT ON %I.%I FOR EACH ROW '
+                   'EXECUTE FUNCTION mbus.view_insert(%L)', v_schema, v_name, qname);
+    INSERT INTO mbus.queue_view (view_schema, view_name, qname) VALUES (v_schema, v_name, qname);
+    RETURN format('%I.%I', v_schema, v_name);
+END;
+$$;
+
+-- ---------------------------------------------------------------------------------------------
+-- Temporary queues and consumers: they belong to the session (backend pid + its start time)
+-- that made them; mbus.clear_tempq drops those whose session is gone. create_temporary_*
+-- collect on the way, so a busy system collects without a scheduler.
+CREATE SEQUENCE mbus.temp_seq AS bigint;
+
+CREATE TABLE mbus.temp_object (
+    kind          text NOT NULL CHECK (kind IN ('queue', 'consumer')),
+    qname         text NOT NULL,
+    cname         text NOT NULL DEFAULT '',
+    pid           integer NOT NULL,
+    backend_start timestamptz,
+    PRIMARY KEY (kind, qname, cname)
+);
+
+COMMENT ON TABLE mbus.temp_object IS 'Temporary queues and consumers and the session owning each.';
+
+CREATE FUNCTION mbus.my_session(OUT pid integer, OUT backend_start timestamptz)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog
+AS $$
+    SELECT a.pid, a.backend_start FROM pg_stat_activity AS a WHERE a.pid = pg_backend_pid();
+$$;
+
+-- clear_tempq(): drop temporary queues and consumers whose session has ended; returns how many.
+CREATE FUNCTION mbus.clear_tempq()
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r       record;
+    v_count integer := 0;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM mbus.temp_object AS t
+                   WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a
+                                     WHERE a.pid = t.pid
+                                       AND (a.backend_start = t.backend_start
+                                            OR a.backend_start IS NULL))) THEN
+        RETURN 0;
+    END IF;
+    PERFORM pg_advisory_xact_lock(1835165041);
+    FOR r IN SELECT t.* FROM mbus.temp_object AS t
+             WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a
+                               WHERE a.pid = t.pid
+                                       AND (a.backend_start = t.backend_start
+                                            OR a.backend_start IS NULL))
+             ORDER BY t.kind DESC LOOP
+        IF r.kind = 'consumer' THEN
+            IF EXISTS (SELECT 1 FROM mbus.consumer AS c WHERE c.qname = r.qname AND c.cname = r.cname) THEN
+                PERFORM mbus.drop_consumer(r.qname, r.cname);
+            END IF;
+        ELSIF EXISTS (SELECT 1 FROM mbus.queue AS q WHERE q.qname = r.qname) THEN
+            PERFORM mbus.drop_queue(r.qname);
+        END IF;
+        DELETE FROM mbus.temp_object AS t
+        WHERE t.kind = r.kind AND t.qname = r.qname AND t.cname = r.cname;
+        v_count := v_count + 1;
+    END LOOP;
+    RETURN v_count;
+END;
+$$;
+
+-- create_temporary_queue(): a new queue 'tq_<n>' that lives as long as this session.
+CREATE FUNCTION mbus.create_temporary_queue()
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    v_q text := 'tq_' || nextval('mbus.temp_seq');
+    s   record := mbus.my_session();
+BEGIN
+    PERFORM mbus.clear_tempq();
+    PERFORM mbus.create_queue(v_q, 1);
+    INSERT INTO mbus.temp_object (kind, qname, pid, backend_start)
+    VALUES ('queue', v_q, s.pid, s.backend_start);
+    RETURN v_q;
+END;
+$$;
+
+-- create_temporary_consumer(qname, selector): a consumer 'tc_<n>' of qname for this session.
+CREATE FUNCTION mbus.create_temporary_consumer(qname text, selector text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    v_c text := 'tc_' || nextval('mbus.temp_seq');
+    s   record := mbus.my_session();
+BEGIN
+    PERFORM mbus.clear_tempq();
+    PERFORM mbus.create_consumer(qname, v_c, selector);
+    INSERT INTO mbus.temp_object (kind, qname, cname, pid, backend_start)
+    VALUES ('consumer', qname, v_c, s.pid, s.backend_start);
+    RETURN v_c;
+END;
+$$;
+
+-- consume_wait(qname, cname, timeout, poll): consume, waiting up to timeout for a message
+-- (the seed: consuming from a temporary queue can block). Polls inside the call; clients
+-- that can LISTEN (the Python Bus) wait on notifications instead.
+CREATE FUNCTION mbus.consume_wait(qname text, cname text DEFAULT 'default',
+                                  timeout interval DEFAULT '10 seconds',
+                                  poll interval DEFAULT '20 milliseconds')
+RETURNS SETOF mbus.qt_model
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    v_until timestamptz := clock_timestamp() + timeout;
+    v_fn    text := format('consume_%s_by_%s', qname, cname);
+    m       mbus.qt_model;
+BEGIN
+    PERFORM mbus.require_consumer(qname, cname);
+    LOOP
+        EXECUTE format('SELECT * FROM mbus.%I()', v_fn) INTO m;
+        IF m.id IS NOT NULL THEN
+            RETURN NEXT m;
+            RETURN;
+        END IF;
+        EXIT WHEN clock_timestamp() >= v_until;
+        PERFORM pg_sleep(extract(epoch FROM least(poll, v_until - clock_timestamp())));
+    END LOOP;
+END;
+$$;
