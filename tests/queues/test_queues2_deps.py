@@ -99,7 +99,8 @@ def test_seed_user_replication_scenario(ac: Conn) -> None:
             if m is not None:
                 log.append(f"{q}:{m['data']['cmd']}")
     assert sorted(log) == sorted(
-        [f"{s}:create" for s in servers] + [f"{s}:limit" for s in servers]
+        [f"{s}:create" for s in servers]
+        + [f"{s}:limit" for s in servers]
         + ["local:place", "local:delete"]
     )
     for s in servers:

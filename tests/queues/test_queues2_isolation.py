@@ -103,7 +103,11 @@ def test_every_interleaving_releases_once_after_both_commit(db_dsn: str) -> None
         info = c.info
         conninfo = f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}"
     out = subprocess.run(
-        [str(TESTER), conninfo], input=spec, capture_output=True, text=True, timeout=120,
+        [str(TESTER), conninfo],
+        input=spec,
+        capture_output=True,
+        text=True,
+        timeout=120,
         check=False,
     )
     assert out.returncode == 0, out.stderr[-2000:]
@@ -112,11 +116,13 @@ def test_every_interleaving_releases_once_after_both_commit(db_dsn: str) -> None
     assert "<waiting ...>" in out.stdout  # some releases did wait for the other transaction
     for block, (steps, expected, final) in zip(blocks, perms, strict=True):
         assert "ERROR" not in block, block
-        readies = [int(x) for x in re.findall(r"step obs:.*?\n\s*ready\s*\n-+\s*\n\s*(\d+)", block,
-                                              re.S)]
+        readies = [
+            int(x) for x in re.findall(r"step obs:.*?\n\s*ready\s*\n-+\s*\n\s*(\d+)", block, re.S)
+        ]
         assert readies == expected, (steps, block)
-        fin = re.search(r"step fin:.*?ready\|bookkeeping\s*\n-+\+-+\s*\n\s*(\d+)\|\s*(\d+)",
-                        block, re.S)
+        fin = re.search(
+            r"step fin:.*?ready\|bookkeeping\s*\n-+\+-+\s*\n\s*(\d+)\|\s*(\d+)", block, re.S
+        )
         assert fin is not None, block
         assert int(fin.group(1)) == final, (steps, block)
         if final:

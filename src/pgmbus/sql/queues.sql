@@ -89,3 +89,17 @@ SELECT mbus.await_queue(%(queue)s);
 
 -- name: await_done
 SELECT mbus.await_done(%(queue)s);
+
+-- Part two: temporary queues and consumers, request-response.
+
+-- name: create_temporary_queue
+SELECT mbus.create_temporary_queue();
+
+-- name: create_temporary_consumer
+SELECT mbus.create_temporary_consumer(%(queue)s, %(selector)s);
+
+-- name: clear_tempq
+SELECT mbus.clear_tempq();
+
+-- name: queue_exists
+SELECT EXISTS (SELECT 1 FROM mbus.queue WHERE qname = %(queue)s);
