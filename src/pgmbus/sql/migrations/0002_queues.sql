@@ -1686,20 +1686,35 @@ DECLARE
     f      text;
     v_fn   regprocedure;
 BEGIN
+    -- Per-schema default privileges cannot take back the global EXECUTE for PUBLIC, so every
+    -- generated function is revoked explicitly.
+    FOR v_fn IN
+        SELECT p.oid::regprocedure FROM pg_proc AS p
+        WHERE p.pronamespace = 'mbus'::regnamespace
+          AND (p.proname = ANY (SELECT unnest(ARRAY['post_', 'postn_', 'peek_', 'clear_queue_',
+                                                    'take_', 'ack_', 'nack_', 'extend_', 'bury_'])
+                                       || secure_queue.qname)
+               OR p.proname = ANY (SELECT unnest(mbus.consumer_functions(secure_queue.qname, c.cname))
+                                   FROM mbus.consumer AS c WHERE c.qname = secure_queue.qname))
+          AND (p.proacl IS NULL OR 0 = ANY (SELECT a.grantee FROM aclexplode(p.proacl) AS a))
+    LOOP
+        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', v_fn);
+    END LOOP;
     IF NOT (SELECT q.roles_security FROM mbus.queue AS q WHERE q.qname = secure_queue.qname) THEN
         RETURN;
     END IF;
     FOR r IN
         SELECT x.fname, x.grantee
-        FROM (SELECT unnest(ARRAY['post_', 'postn_', 'peek_']) || qname, v_post
+        FROM (SELECT unnest(ARRAY['post_', 'postn_', 'peek_']) || secure_queue.qname, v_post
               UNION ALL
-              SELECT f2 || qname, mbus.queue_role('consume', qname, c.cname)
+              SELECT f2.p || secure_queue.qname,
+                     mbus.queue_role('consume', secure_queue.qname, c.cname)
               FROM mbus.consumer AS c,
-                   unnest(ARRAY['ack_', 'nack_', 'extend_', 'bury_', 'peek_']) AS f2
+                   unnest(ARRAY['ack_', 'nack_', 'extend_', 'bury_', 'peek_']) AS f2(p)
               WHERE c.qname = secure_queue.qname
               UNION ALL
-              SELECT unnest(mbus.consumer_functions(qname, c.cname)),
-                     mbus.queue_role('consume', qname, c.cname)
+              SELECT unnest(mbus.consumer_functions(secure_queue.qname, c.cname)),
+                     mbus.queue_role('consume', secure_queue.qname, c.cname)
               FROM mbus.consumer AS c WHERE c.qname = secure_queue.qname) AS x(fname, grantee)
     LOOP
         FOR v_fn IN SELECT p.oid::regprocedure FROM pg_proc AS p
@@ -1721,19 +1736,6 @@ BEGIN
 END;
 $$;
 
--- The generic entry points are meant for PUBLIC: they only dispatch to the generated
--- functions, whose EXECUTE privilege is what is checked (and USAGE on schema mbus is granted
--- to the queue roles only).
-GRANT EXECUTE ON FUNCTION
-    mbus.check_name(text, text, integer), mbus.require_queue(text), mbus.require_consumer(text, text),
-    mbus.post(text, jsonb, jsonb, jsonb, timestamptz, timestamptz, text),
-    mbus.post_batch(text, jsonb[], jsonb[], jsonb[], timestamptz, timestamptz),
-    mbus.consume(text, text, timestamptz), mbus.consumen(text, text, integer, timestamptz),
-    mbus.consume_lease(text, text, integer, interval, integer, timestamptz),
-    mbus.ack(text, uuid, timestamptz), mbus.nack(text, uuid, interval, timestamptz),
-    mbus.extend(text, uuid, interval, timestamptz), mbus.take_from(text, text, text),
-    mbus.peek(text, text), mbus.get_iid(text)
-TO PUBLIC;
 
 -- ---------------------------------------------------------------------------------------------
 -- Views: create_view(qname, viewname) makes a view whose INSERT posts to the queue; grants on
@@ -1921,3 +1923,24 @@ BEGIN
     END LOOP;
 END;
 $$;
+
+-- ---------------------------------------------------------------------------------------------
+-- Privileges (keep last: it covers every function above).
+
+-- Per-schema default privileges (0001) cannot revoke the global EXECUTE of PUBLIC: revoke it
+-- from every function made so far; secure_queue does the same for generated functions.
+REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA mbus FROM PUBLIC;
+
+-- The generic entry points are meant for PUBLIC: they only dispatch to the generated
+-- functions, whose EXECUTE privilege is what is checked (and USAGE on schema mbus is granted
+-- to the queue roles only).
+GRANT EXECUTE ON FUNCTION
+    mbus.check_name(text, text, integer), mbus.require_queue(text), mbus.require_consumer(text, text),
+    mbus.post(text, jsonb, jsonb, jsonb, timestamptz, timestamptz, text),
+    mbus.post_batch(text, jsonb[], jsonb[], jsonb[], timestamptz, timestamptz),
+    mbus.consume(text, text, timestamptz), mbus.consumen(text, text, integer, timestamptz),
+    mbus.consume_lease(text, text, integer, interval, integer, timestamptz),
+    mbus.ack(text, uuid, timestamptz), mbus.nack(text, uuid, interval, timestamptz),
+    mbus.extend(text, uuid, interval, timestamptz), mbus.take_from(text, text, text),
+    mbus.peek(text, text), mbus.get_iid(text)
+TO PUBLIC;
