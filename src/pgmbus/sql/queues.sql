@@ -103,3 +103,26 @@ SELECT mbus.clear_tempq();
 
 -- name: queue_exists
 SELECT EXISTS (SELECT 1 FROM mbus.queue WHERE qname = %(queue)s);
+
+-- Part two: sagas (pgmbus.queues.saga).
+
+-- name: saga_start
+SELECT mbus.saga_start(%(name)s, %(steps)s, %(data)s);
+
+-- name: saga_rollback
+SELECT mbus.saga_rollback(%(saga_id)s, %(reason)s);
+
+-- name: saga_step_done
+SELECT mbus.saga_step_done(%(saga_id)s, %(step)s, %(compensation)s);
+
+-- name: saga_pump
+SELECT mbus.saga_pump(%(amount)s);
+
+-- name: saga_status
+SELECT saga_id, name, state, reason, steps FROM mbus.sagas WHERE saga_id = %(saga_id)s;
+
+-- name: consume_one
+SELECT * FROM mbus.consume(%(queue)s, %(consumer)s);
+
+-- name: take_iid
+SELECT * FROM mbus.take(%(iid)s);

@@ -1925,6 +1925,271 @@ END;
 $$;
 
 -- ---------------------------------------------------------------------------------------------
+-- Sagas (the seed's pattern). saga_start posts, in the caller's transaction:
+--   * the forward messages, each with consume_after = the iids of the steps it comes after;
+--   * the bung: a message in mbus_saga_bung that is never consumable (delayed_until infinity),
+--     only taken, listing the forward iids and the final message's iid;
+--   * one compensation message per step that has one, consume_after = the bung;
+--   * the done message (mbus_saga_done) after every compensation: records the rollback;
+--   * the final message (mbus_saga_final) after every forward step, listing the compensations,
+--     the done message and the bung, which it takes when the forward path completes.
+-- Rollback = take the bung and the forward messages (saga_rollback), atomically with the
+-- failing handler's transaction. Forward and compensation handlers must consume in a
+-- transaction (take waits for a handler that holds its message, so no forward step commits
+-- after the rollback). saga_pump handles the final and done messages.
+CREATE TABLE mbus.saga (
+    saga_id     bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name        text NOT NULL,
+    state       text NOT NULL DEFAULT 'running'
+                CHECK (state IN ('running', 'completed', 'compensating', 'compensated')),
+    data        jsonb,
+    bung_iid    text NOT NULL UNIQUE,
+    final_iid   text NOT NULL,
+    done_iid    text NOT NULL,
+    reason      text,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    finished_at timestamptz
+);
+
+CREATE TABLE mbus.saga_step (
+    saga_id        bigint NOT NULL REFERENCES mbus.saga (saga_id) ON DELETE CASCADE,
+    step           text NOT NULL,
+    ord            integer NOT NULL,
+    qname          text NOT NULL,
+    iid            text NOT NULL,
+    after          text[] NOT NULL DEFAULT '{}',
+    comp_qname     text,
+    comp_iid       text,
+    done_at        timestamptz,
+    compensated_at timestamptz,
+    PRIMARY KEY (saga_id, step)
+);
+
+-- saga_queue(qname): make one of the saga service queues unless it exists.
+CREATE FUNCTION mbus.saga_queue(qname text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM mbus.queue AS q WHERE q.qname = saga_queue.qname) THEN
+        PERFORM mbus.create_queue(qname, 1);
+    END IF;
+END;
+$$;
+
+-- saga_post(qname, data, headers, delayed_until, iid): post through post_<qname>.
+CREATE FUNCTION mbus.saga_post(qname text, data jsonb, headers jsonb,
+                               delayed_until timestamptz DEFAULT NULL, iid text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    v text;
+BEGIN
+    PERFORM mbus.require_queue(qname);
+    EXECUTE format('SELECT mbus.%I($1, $2, NULL, $3, NULL, $4)', 'post_' || qname)
+    INTO v USING data, headers, delayed_until, iid;
+    RETURN v;
+END;
+$$;
+
+-- saga_start(name, steps, data): start a saga; returns its id. steps is a JSON array, in an
+-- order where every step comes after the steps it names:
+--   [{"step": "room", "queue": "rooms", "after": [], "compensate": "cancel_rooms",
+--     "data": {...}}, ...]
+-- Every message carries data || {"saga_id", "step"} and headers.saga {id, step, bung,
+-- compensation}.
+CREATE FUNCTION mbus.saga_start(name text, steps jsonb, data jsonb DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    v_id    bigint;
+    v_bung  text;
+    v_final text;
+    v_done  text;
+    s       record;
+    v_after text[];
+    v_iid   text;
+    v_fwd   text[] := '{}';
+    v_comp  text[] := '{}';
+    v_seen  jsonb := '{}';
+BEGIN
+    IF jsonb_typeof(steps) IS DISTINCT FROM 'array' OR jsonb_array_length(steps) = 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'steps must be a non-empty JSON array';
+    END IF;
+    PERFORM mbus.check_payload('data', data);
+    PERFORM mbus.saga_queue('mbus_saga_bung');
+    PERFORM mbus.saga_queue('mbus_saga_final');
+    PERFORM mbus.saga_queue('mbus_saga_done');
+    v_bung := mbus.get_iid('mbus_saga_bung');
+    v_final := mbus.get_iid('mbus_saga_final');
+    v_done := mbus.get_iid('mbus_saga_done');
+    INSERT INTO mbus.saga (name, data, bung_iid, final_iid, done_iid)
+    VALUES (name, data, v_bung, v_final, v_done) RETURNING saga_id INTO v_id;
+    FOR s IN SELECT e.value AS v, e.ord FROM jsonb_array_elements(steps) WITH ORDINALITY AS e(value, ord)
+    LOOP
+        IF jsonb_typeof(s.v -> 'step') IS DISTINCT FROM 'string'
+           OR jsonb_typeof(s.v -> 'queue') IS DISTINCT FROM 'string' THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'every step needs "step" and "queue"';
+        END IF;
+        IF v_seen ? (s.v ->> 'step') THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB006',
+                MESSAGE = format('step %s appears twice', s.v ->> 'step');
+        END IF;
+        SELECT coalesce(array_agg(v_seen ->> a.n), '{}') INTO v_after
+        FROM jsonb_array_elements_text(coalesce(s.v -> 'after', '[]')) AS a(n);
+        IF array_position(v_after, NULL) IS NOT NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB006',
+                MESSAGE = format('step %s comes after a step not listed before it', s.v ->> 'step');
+        END IF;
+        v_iid := mbus.saga_post(
+            s.v ->> 'queue',
+            coalesce(s.v -> 'data', '{}') || jsonb_build_object('saga_id', v_id, 'step', s.v ->> 'step'),
+            jsonb_build_object('consume_after', to_jsonb(v_after),
+                               'saga', jsonb_build_object('id', v_id, 'step', s.v ->> 'step',
+                                                          'bung', v_bung, 'compensation', false)));
+        v_seen := v_seen || jsonb_build_object(s.v ->> 'step', v_iid);
+        v_fwd := v_fwd || v_iid;
+        INSERT INTO mbus.saga_step (saga_id, step, ord, qname, iid, after, comp_qname)
+        VALUES (v_id, s.v ->> 'step', s.ord, s.v ->> 'queue', v_iid, v_after, s.v ->> 'compensate');
+    END LOOP;
+    -- The bung: consumable by nobody, taken by a rollback or by the final message.
+    PERFORM mbus.saga_post('mbus_saga_bung',
+        jsonb_build_object('saga_id', v_id, 'take', to_jsonb(v_fwd || v_final)),
+        NULL, 'infinity', v_bung);
+    FOR s IN SELECT st.step, st.comp_qname FROM mbus.saga_step AS st
+             WHERE st.saga_id = v_id AND st.comp_qname IS NOT NULL ORDER BY st.ord LOOP
+        v_iid := mbus.saga_post(
+            s.comp_qname,
+            coalesce((SELECT e.value -> 'data' FROM jsonb_array_elements(steps) AS e(value)
+                      WHERE e.value ->> 'step' = s.step), '{}')
+                || jsonb_build_object('saga_id', v_id, 'step', s.step),
+            jsonb_build_object('consume_after', jsonb_build_array(v_bung),
+                               'saga', jsonb_build_object('id', v_id, 'step', s.step,
+                                                          'bung', v_bung, 'compensation', true)));
+        UPDATE mbus.saga_step AS st SET comp_iid = v_iid WHERE st.saga_id = v_id AND st.step = s.step;
+        v_comp := v_comp || v_iid;
+    END LOOP;
+    PERFORM mbus.saga_post('mbus_saga_done', jsonb_build_object('saga_id', v_id),
+        jsonb_build_object('consume_after',
+                           to_jsonb(CASE WHEN cardinality(v_comp) = 0 THEN ARRAY[v_bung] ELSE v_comp END)),
+        NULL, v_done);
+    PERFORM mbus.saga_post('mbus_saga_final',
+        jsonb_build_object('saga_id', v_id, 'take', to_jsonb(v_comp || v_done || v_bung)),
+        jsonb_build_object('consume_after', to_jsonb(v_fwd)), NULL, v_final);
+    RETURN v_id;
+END;
+$$;
+
+-- saga_rollback(saga_id, reason): start the rollback: take the bung and every forward message
+-- it lists (waiting for handlers that hold one to finish). Returns false when there was nothing
+-- to take (the saga completed, or another handler rolled it back first). While another
+-- transaction is rolling the same saga back this raises 55P03 (lock_not_available) at once
+-- instead of waiting (which could deadlock with that transaction waiting for the caller's own
+-- message): the caller rolls back, which frees its message for the other rollback.
+CREATE FUNCTION mbus.saga_rollback(saga_id bigint, reason text DEFAULT NULL)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    s mbus.saga;
+    b mbus.qt_model;
+    x text;
+BEGIN
+    SELECT * INTO s FROM mbus.saga AS g WHERE g.saga_id = saga_rollback.saga_id FOR UPDATE NOWAIT;
+    IF s.saga_id IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB002', MESSAGE = format('saga %s does not exist', saga_id);
+    END IF;
+    IF s.state <> 'running' THEN
+        RETURN false;
+    END IF;
+    SELECT * INTO b FROM mbus.take(s.bung_iid) LIMIT 1;
+    IF b.id IS NULL THEN
+        RETURN false;
+    END IF;
+    FOR x IN SELECT jsonb_array_elements_text(b.data -> 'take') LOOP
+        PERFORM mbus.take(x);
+    END LOOP;
+    UPDATE mbus.saga AS g SET state = 'compensating', reason = saga_rollback.reason
+    WHERE g.saga_id = s.saga_id;
+    RETURN true;
+END;
+$$;
+
+-- saga_step_done(saga_id, step, compensation): record that a step's forward (or compensation)
+-- handler did its work; call it in the handler's transaction.
+CREATE FUNCTION mbus.saga_step_done(saga_id bigint, step text, compensation boolean DEFAULT false)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+    IF compensation THEN
+        UPDATE mbus.saga_step AS st SET compensated_at = clock_timestamp()
+        WHERE st.saga_id = saga_step_done.saga_id AND st.step = saga_step_done.step;
+    ELSE
+        UPDATE mbus.saga_step AS st SET done_at = clock_timestamp()
+        WHERE st.saga_id = saga_step_done.saga_id AND st.step = saga_step_done.step;
+    END IF;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB002',
+            MESSAGE = format('saga %s has no step %L', saga_id, step);
+    END IF;
+END;
+$$;
+
+-- saga_pump(amount): handle up to amount final and done messages: a final message completes
+-- its saga (taking the compensations, the done message and the bung); a done message marks
+-- the rollback finished. Returns how many it handled.
+CREATE FUNCTION mbus.saga_pump(amount integer DEFAULT 100)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    m mbus.qt_model;
+    x text;
+    n integer := 0;
+BEGIN
+    PERFORM mbus.saga_queue('mbus_saga_final');
+    PERFORM mbus.saga_queue('mbus_saga_done');
+    FOR m IN SELECT * FROM mbus.consumen_mbus_saga_final_by_default(amount) LOOP
+        FOR x IN SELECT jsonb_array_elements_text(m.data -> 'take') LOOP
+            PERFORM mbus.take(x);
+        END LOOP;
+        UPDATE mbus.saga AS g SET state = 'completed', finished_at = clock_timestamp()
+        WHERE g.saga_id = (m.data ->> 'saga_id')::bigint AND g.state = 'running';
+        n := n + 1;
+    END LOOP;
+    FOR m IN SELECT * FROM mbus.consumen_mbus_saga_done_by_default(amount) LOOP
+        UPDATE mbus.saga AS g SET state = 'compensated', finished_at = clock_timestamp()
+        WHERE g.saga_id = (m.data ->> 'saga_id')::bigint AND g.state = 'compensating';
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END;
+$$;
+
+-- Sagas with their steps: forward state pending/done/cancelled, compensation state
+-- waiting/done (NULL for a step without compensation).
+CREATE VIEW mbus.sagas AS
+SELECT g.saga_id, g.name, g.state, g.reason, g.created_at, g.finished_at,
+       (SELECT jsonb_object_agg(st.step, jsonb_build_object(
+                   'forward', CASE WHEN st.done_at IS NOT NULL THEN 'done'
+                                   WHEN g.state IN ('compensating', 'compensated') THEN 'cancelled'
+                                   ELSE 'pending' END,
+                   'compensation', CASE WHEN st.comp_qname IS NULL THEN NULL
+                                        WHEN st.compensated_at IS NOT NULL THEN 'done'
+                                        ELSE 'waiting' END) ORDER BY st.ord)
+        FROM mbus.saga_step AS st WHERE st.saga_id = g.saga_id) AS steps
+FROM mbus.saga AS g;
+
+-- ---------------------------------------------------------------------------------------------
 -- Privileges (keep last: it covers every function above).
 
 -- Per-schema default privileges (0001) cannot revoke the global EXECUTE of PUBLIC: revoke it
