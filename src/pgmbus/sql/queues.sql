@@ -126,3 +126,15 @@ SELECT * FROM mbus.consume(%(queue)s, %(consumer)s);
 
 -- name: take_iid
 SELECT * FROM mbus.take(%(iid)s);
+
+-- name: waiting_list
+SELECT qname, iid, pending, since, waits_for FROM mbus.waiting ORDER BY since, qname, id
+LIMIT %(limit)s;
+
+-- name: create_view
+SELECT mbus.create_view(%(queue)s, %(view)s);
+
+-- name: saga_list
+SELECT saga_id, name, state, reason, steps FROM mbus.sagas
+WHERE %(state)s::text IS NULL OR state = %(state)s::text
+ORDER BY saga_id DESC LIMIT %(limit)s;

@@ -1383,6 +1383,7 @@ DECLARE
     d      text;
     r      record;
     n      bigint;
+    v_new  bigint;
     v_left integer := 0;
 BEGIN
     IF deps IS NULL THEN
@@ -1393,8 +1394,15 @@ BEGIN
         n := 0;
         r := mbus.dep_rows(d);
         IF r.tbl IS NOT NULL THEN
-            EXECUTE format('UPDATE mbus.%I AS q SET waited = true WHERE %s', r.tbl, r.cond) USING d;
-            GET DIAGNOSTICS n = ROW_COUNT;
+            -- FOR SHARE waits for a consume in progress; only unmarked rows are updated (many
+            -- dependants of one message do not make a new row version each).
+            EXECUTE format('SELECT count(*), count(*) FILTER (WHERE NOT x.waited) '
+                           'FROM (SELECT q.waited FROM mbus.%I AS q WHERE %s FOR SHARE) AS x',
+                           r.tbl, r.cond) INTO n, v_new USING d;
+            IF v_new > 0 THEN
+                EXECUTE format('UPDATE mbus.%I AS q SET waited = true WHERE %s AND NOT q.waited',
+                               r.tbl, r.cond) USING d;
+            END IF;
         END IF;
         IF n = 0 THEN
             PERFORM 1 FROM mbus.dmq AS x WHERE x.iid = d FOR KEY SHARE;
