@@ -22,9 +22,9 @@
 --
 -- Hot generated functions (post, postn, consume, consumen, lease, ack, nack, extend) carry no
 -- SET search_path (it costs a GUC save/restore per call): they are SECURITY INVOKER, qualify
--- every non-catalog name, and pg_catalog is searched first. Claims SET enable_sort = off: on a
--- queue whose statistics lag (a fresh or fast-growing table) the planner would otherwise pick a
--- bitmap scan + sort of the whole backlog instead of the ordered scan of the claim index.
+-- every non-catalog name, and pg_catalog is searched first. Claims SET enable_bitmapscan = off:
+-- on a queue whose statistics lag (a fresh or fast-growing table) the planner would otherwise
+-- pick a bitmap scan + sort of the whole backlog instead of the ordered scan of the claim index.
 --
 -- Deliberate breaks with the seed: payloads (data, headers, properties) are jsonb objects, not
 -- hstore; times are timestamptz; headers->'seenby' is a JSON array of database names.
@@ -627,7 +627,7 @@ $b$, tbl, ret_cols, q, q));
     FOR r IN SELECT c.cid, c.cname FROM mbus.consumer AS c WHERE c.qname = q LOOP
         EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(amt integer, p_now timestamptz DEFAULT NULL)
-RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_sort = off AS %L$f$,
+RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = off AS %L$f$,
             format('consumen_%s_by_%s', q, r.cname), format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
@@ -655,7 +655,7 @@ $b$, tbl, r.cid, ret_cols));
 
         EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(p_now timestamptz DEFAULT NULL)
-RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_sort = off AS %L$f$,
+RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = off AS %L$f$,
             format('consume_%s_by_%s', q, r.cname), format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
@@ -678,7 +678,7 @@ $b$, tbl, r.cid, ret_cols));
         EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(amt integer, lease interval, max_attempts integer DEFAULT NULL,
                                    p_now timestamptz DEFAULT NULL)
-RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_sort = off AS %L$f$,
+RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = off AS %L$f$,
             format('lease_%s_by_%s', q, r.cname), format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
