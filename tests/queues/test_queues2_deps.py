@@ -259,3 +259,30 @@ def test_two_dependencies_consumed_at_once_release_exactly_once(db_dsn: str, rou
         assert sorted(g["r"] for g in got if g is not None) == list(range(rounds))
         assert got[-1] is None
         assert check.execute("SELECT count(*) AS n FROM mbus.msg_wait").fetchone() == {"n": 0}
+
+
+def test_post_of_a_dependant_races_with_the_consume_of_its_dependency(
+    ac: Conn, db_dsn: str
+) -> None:
+    """A dependant posted while its dependency is being consumed waits for that consume: after a
+    commit it is free, after a rollback it waits. A dependant posted first holds its dependency
+    (consumers skip it) until the post commits, then the consume releases it."""
+    dep = post(ac, "a", {"n": 1})
+    with psycopg.connect(db_dsn, row_factory=dict_row) as consumer:
+        assert data_of(consumer, "a") == {"n": 1}  # deleted, not committed
+        result: list[str] = []
+        t = threading.Thread(target=lambda: result.append(post(ac, "b", {"n": 2}, after=[dep])))
+        t.start()
+        t.join(timeout=0.5)
+        assert t.is_alive()  # the post waits for the consume to end
+        consumer.commit()
+        t.join(timeout=20)
+    assert result and data_of(ac, "b") == {"n": 2}
+
+    dep = post(ac, "a", {"n": 3})
+    with psycopg.connect(db_dsn, row_factory=dict_row) as poster:
+        post(poster, "b", {"n": 4}, after=[dep])  # not committed: holds the dependency
+        assert take_one(ac, "a") is None
+        poster.commit()
+    assert data_of(ac, "a") == {"n": 3}
+    assert data_of(ac, "b") == {"n": 4}
