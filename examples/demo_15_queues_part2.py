@@ -74,8 +74,9 @@ def run(dsn: str) -> None:
         ).fetchone()
         show(f"INSERT INTO {view[0]}", f"posted {row[0] if row else None}")
         roles = conn.execute(
-            "SELECT array_agg(rolname ORDER BY rolname) FROM pg_roles "
-            "WHERE rolname LIKE 'mbus\\_%%\\_demo\\_users%%'"
+            "SELECT array_agg(rolname ORDER BY rolname) FROM pg_roles WHERE rolname IN "
+            "(mbus.queue_role('post', 'demo_users'), "
+            "mbus.queue_role('consume', 'demo_users', 'default'))"
         ).fetchone()
         show("roles of demo_users", roles[0] if roles else None)
 
@@ -87,5 +88,5 @@ def run(dsn: str) -> None:
         bad = tour.book(dsn, "petya", "ticket_from")  # type: ignore[attr-defined]
         done = tour.wait_finished(dsn, [ok[1], bad[1]])  # type: ignore[attr-defined]
     for d in done:
-        steps = ", ".join(f"{k}:{v['forward']}" for k, v in d.steps.items())
+        steps = ", ".join(f"{k}:{d.steps[k]['forward']}" for k in tour.STEPS)  # type: ignore[attr-defined]
         show(f"saga {d.saga_id}", f"{d.state} ({steps}){' - ' + d.reason if d.reason else ''}")
