@@ -318,3 +318,14 @@ def scalar_count(conn: Conn, query: str) -> int:
     row = conn.execute(query).fetchone()  # type: ignore[arg-type]
     assert row is not None
     return int(row["n"])
+
+
+def test_consume_then_drop_in_one_transaction(ac: Conn) -> None:
+    """Dropping a queue in the transaction that consumed a dependency from it works, and the
+    dependant is free after the commit."""
+    dep = post(ac, "a", {"n": 1})
+    post(ac, "b", {"n": 2}, after=[dep])
+    with ac.transaction():
+        assert take_one(ac, "a") is not None
+        ac.execute("SELECT mbus.drop_queue('a')")
+    assert data_of(ac, "b") == {"n": 2}

@@ -1654,6 +1654,10 @@ BEGIN
         EXECUTE format('DROP VIEW IF EXISTS %I.%I', r.view_schema, r.view_name);
     END LOOP;
     DELETE FROM mbus.temp_object AS t WHERE t.qname = queue_dropping.qname;
+    -- Run the releases pending from consumes earlier in this transaction now: PostgreSQL does
+    -- not drop a table with pending trigger events.
+    SET CONSTRAINTS mbus.dep_gone IMMEDIATE;
+    SET CONSTRAINTS mbus.dep_gone DEFERRED;
     PERFORM mbus.drop_role(mbus.queue_role('consume', queue_dropping.qname, c.cname))
     FROM mbus.consumer AS c WHERE c.qname = queue_dropping.qname;
 END;
