@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from pgmbus.cli import queues2
 from pgmbus.cli.common import DsnOption, JsonOption, console, print_json, reports_errors
 from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import InvalidPayload
@@ -315,3 +316,4 @@ def register(app: typer.Typer) -> None:
     app.add_typer(queue_app, name="queue")
     app.add_typer(dmq_app, name="dmq")
     app.command("worker")(worker_cmd)
+    queues2.register(queue_app, app)

@@ -6,6 +6,7 @@ Generated from ``_async_bus.py`` by ``src/pgmbus/queues/_codegen.py``; do not ed
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -17,7 +18,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from pgmbus.dsn import resolve_dsn
-from pgmbus.errors import InvalidArgument, InvalidPayload, translating
+from pgmbus.errors import InvalidArgument, InvalidPayload, TimeoutExpired, translating
 from pgmbus.queues.model import ConsumerStats, DeadMessage, Message, QueueInfo, check_name
 from pgmbus.sqlfiles import load_queries
 
@@ -523,3 +524,82 @@ class Bus:
             "attempts": message.attempts,
         }
         return int(self._value(Q["post_dmq"], params, conn))
+
+    # --- part two: temporary queues and consumers, request-response --------------------------
+
+    def create_temporary_queue(self, *, conn: Connection[Any] | None = None) -> str:
+        """Create a queue that lives as long as the session (connection) that made it; returns
+        its name. ``clear_tempq`` (also run by every create_temporary_*) drops it afterwards."""
+        return str(self._value(Q["create_temporary_queue"], {}, conn))
+
+    def create_temporary_consumer(
+        self,
+        queue: str,
+        selector: str | None = None,
+        *,
+        conn: Connection[Any] | None = None,
+    ) -> str:
+        """Create a consumer of ``queue`` that lives as long as the session; returns its name."""
+        params = {"queue": check_name("queue", queue), "selector": selector}
+        return str(self._value(Q["create_temporary_consumer"], params, conn))
+
+    def clear_tempq(self) -> int:
+        """Drop the temporary queues and consumers whose session has ended; returns how many."""
+        return int(self._value(Q["clear_tempq"], {}))
+
+    def request(
+        self,
+        queue: str,
+        data: Mapping[str, Any],
+        *,
+        timeout: float,
+        headers: Mapping[str, Any] | None = None,
+        properties: Mapping[str, Any] | None = None,
+    ) -> Message:
+        """Post ``data`` to ``queue`` and wait up to ``timeout`` seconds for the reply.
+
+        The request carries ``reply_to`` (a temporary queue made for this call) and a
+        ``correlation_id`` in its headers; the responder answers with :meth:`reply`. On timeout
+        the request is taken back if nobody consumed it yet, the reply queue is dropped, and
+        :class:`~pgmbus.errors.TimeoutExpired` is raised: nothing is left behind.
+        """
+        correlation = str(uuid.uuid4())
+        reply_to = self.create_temporary_queue()
+        try:
+            sent = dict(headers or {}) | {"reply_to": reply_to, "correlation_id": correlation}
+            iid = self.post(queue, data, headers=sent, properties=properties)
+            deadline = time.monotonic() + timeout
+            while True:
+                remaining = deadline - time.monotonic()
+                got = self.consume(reply_to, timeout=max(remaining, 0.0))
+                for message in got:
+                    if message.headers.get("correlation_id") == correlation:
+                        return message
+                if remaining <= 0:
+                    self.take(iid)
+                    raise TimeoutExpired(
+                        f"no reply from queue {queue!r} within {timeout} seconds"
+                    )
+        finally:
+            self._rows(Q["drop_queue"], {"queue": reply_to})
+            self._known.discard((reply_to, "default"))
+
+    def reply(
+        self,
+        request: Message,
+        data: Mapping[str, Any],
+        *,
+        headers: Mapping[str, Any] | None = None,
+        properties: Mapping[str, Any] | None = None,
+        conn: Connection[Any] | None = None,
+    ) -> bool:
+        """Answer a message sent with :meth:`request`; returns False when the requester has
+        given up (its reply queue is gone), True when the reply was posted."""
+        reply_to = request.headers.get("reply_to")
+        if not isinstance(reply_to, str):
+            raise InvalidArgument("the message has no reply_to header", sqlstate="MB006")
+        sent = dict(headers or {}) | {"correlation_id": request.headers.get("correlation_id")}
+        if not self._value(Q["queue_exists"], {"queue": check_name("queue", reply_to)}, conn):
+            return False
+        self.post(reply_to, data, headers=sent, properties=properties, conn=conn)
+        return True

@@ -89,3 +89,52 @@ SELECT mbus.await_queue(%(queue)s);
 
 -- name: await_done
 SELECT mbus.await_done(%(queue)s);
+
+-- Part two: temporary queues and consumers, request-response.
+
+-- name: create_temporary_queue
+SELECT mbus.create_temporary_queue();
+
+-- name: create_temporary_consumer
+SELECT mbus.create_temporary_consumer(%(queue)s, %(selector)s);
+
+-- name: clear_tempq
+SELECT mbus.clear_tempq();
+
+-- name: queue_exists
+SELECT EXISTS (SELECT 1 FROM mbus.queue WHERE qname = %(queue)s);
+
+-- Part two: sagas (pgmbus.queues.saga).
+
+-- name: saga_start
+SELECT mbus.saga_start(%(name)s, %(steps)s, %(data)s);
+
+-- name: saga_rollback
+SELECT mbus.saga_rollback(%(saga_id)s, %(reason)s);
+
+-- name: saga_step_done
+SELECT mbus.saga_step_done(%(saga_id)s, %(step)s, %(compensation)s);
+
+-- name: saga_pump
+SELECT mbus.saga_pump(%(amount)s);
+
+-- name: saga_status
+SELECT saga_id, name, state, reason, steps FROM mbus.sagas WHERE saga_id = %(saga_id)s;
+
+-- name: consume_one
+SELECT * FROM mbus.consume(%(queue)s, %(consumer)s);
+
+-- name: take_iid
+SELECT * FROM mbus.take(%(iid)s);
+
+-- name: waiting_list
+SELECT qname, iid, pending, since, waits_for FROM mbus.waiting ORDER BY since, qname, id
+LIMIT %(limit)s;
+
+-- name: create_view
+SELECT mbus.create_view(%(queue)s, %(view)s);
+
+-- name: saga_list
+SELECT saga_id, name, state, reason, steps FROM mbus.sagas
+WHERE %(state)s::text IS NULL OR state = %(state)s::text
+ORDER BY saga_id DESC LIMIT %(limit)s;
