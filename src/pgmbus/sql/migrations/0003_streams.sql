@@ -96,7 +96,7 @@ CREATE TABLE mbus.stream_state (
 CREATE FUNCTION mbus._system_identifier()
 RETURNS bigint
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$ SELECT system_identifier FROM pg_control_system() $$;
 
 INSERT INTO mbus.stream_state (system_identifier) SELECT mbus._system_identifier();
@@ -1459,7 +1459,7 @@ CREATE TABLE mbus.captures (
 CREATE FUNCTION mbus._capture_row()
 RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_topic   text := TG_ARGV[0];
@@ -1525,7 +1525,7 @@ $$;
 CREATE FUNCTION mbus._capture_truncate()
 RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog
+SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM mbus._check_log();
