@@ -150,3 +150,21 @@ def test_request_timeout_raises_and_leaves_nothing(db_dsn: str) -> None:
         late = bus.consume("calc")
         assert late[0].iid == iid
         assert bus.reply(late[0], {"sum": 0}) is False
+
+
+def test_regular_maintenance_collects_temporary_queues(db_dsn: str) -> None:
+    """ "Temporary queues must be cleared of garbage periodically": mbus.maintain(), the call
+    that `pgmbus maintain` and the stream workers make regularly, also runs clear_tempq."""
+    with psycopg.connect(db_dsn, autocommit=True, row_factory=dict_row) as other:
+        with psycopg.connect(db_dsn, autocommit=True, row_factory=dict_row) as owner:
+            tq = scalar(owner, "SELECT mbus.create_temporary_queue()")
+            report = scalar(other, "SELECT mbus.maintain()")
+            assert report["temporary_dropped"] == 0  # its session is alive
+        dropped = 0
+        for _ in range(200):
+            dropped += int(scalar(other, "SELECT mbus.maintain()")["temporary_dropped"])
+            if dropped:
+                break
+            time.sleep(0.02)
+        assert dropped == 1
+        assert scalar(other, "SELECT count(*) FROM mbus.queue WHERE qname = %s", tq) == 0

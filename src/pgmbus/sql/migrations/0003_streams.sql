@@ -1137,6 +1137,7 @@ DECLARE
     v_kept      jsonb := '[]';
     v_expired   text[] := '{}';
     v_subs      bigint;
+    v_tempq     integer;
     v_holders   text[];
     p           mbus.event_partitions;
     g           mbus.stream_groups;
@@ -1240,9 +1241,13 @@ BEGIN
     WHERE s.expires_after IS NOT NULL AND s.last_active_at + s.expires_after < v_now;
     GET DIAGNOSTICS v_subs = ROW_COUNT;
 
+    -- 6: temporary queues and consumers whose session has ended (the seed's clear_tempq), so
+    -- that the regular maintenance call collects them.
+    v_tempq := mbus.clear_tempq();
+
     RETURN jsonb_build_object('created', to_jsonb(v_created), 'dropped', to_jsonb(v_dropped),
                               'kept', v_kept, 'expired_groups', to_jsonb(v_expired),
-                              'expired_subscriptions', v_subs);
+                              'expired_subscriptions', v_subs, 'temporary_dropped', v_tempq);
 END;
 $$;
 
