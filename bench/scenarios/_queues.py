@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
 
 RAW_TABLE = """
 CREATE TABLE IF NOT EXISTS bench_raw_queue (
@@ -94,3 +96,42 @@ def percentile(values: list[float], q: float) -> float:
     if not ordered:
         return float("nan")
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+class BatchWork:
+    """Post and claim ``batch`` messages per call, through pgmbus and through the raw table.
+
+    The four methods fit ``produce_consume``: ``post``/``raw_post`` post one batch starting at
+    message i; ``claim``/``raw_claim`` claim up to one batch and commit.
+    """
+
+    def __init__(self, queue: str, batch: int, body_size: int) -> None:
+        self.batch = batch
+        self.body = "x" * body_size
+        self._post_sql = sql.SQL("SELECT count(*) FROM mbus.{}(%s)").format(
+            sql.Identifier(f"postn_{queue}")
+        )
+        self._claim_sql = sql.SQL("SELECT id FROM mbus.{}(%s)").format(
+            sql.Identifier(f"consumen_{queue}_by_default")
+        )
+
+    def _messages(self, i: int) -> list[Jsonb]:
+        return [Jsonb({"n": i + k, "body": self.body}) for k in range(self.batch)]
+
+    def post(self, conn: psycopg.Connection[Any], i: int) -> int:
+        conn.execute(self._post_sql, (self._messages(i),))
+        return self.batch
+
+    def claim(self, conn: psycopg.Connection[Any]) -> int:
+        rows = conn.execute(self._claim_sql, (self.batch,)).fetchall()
+        conn.commit()
+        return len(rows)
+
+    def raw_post(self, conn: psycopg.Connection[Any], i: int) -> int:
+        conn.execute(RAW_INSERT_MANY, (self._messages(i),))
+        return self.batch
+
+    def raw_claim(self, conn: psycopg.Connection[Any]) -> int:
+        rows = conn.execute(RAW_CLAIM, (self.batch,)).fetchall()
+        conn.commit()
+        return len(rows)

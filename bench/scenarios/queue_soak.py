@@ -12,10 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 from bench.harness import Measurement
-from bench.scenarios._queues import RAW_CLAIM, RAW_INSERT_MANY, fresh_queue, produce_consume
+from bench.scenarios._queues import BatchWork, fresh_queue, produce_consume
 
 name = "queue_soak"
 unit = "messages"
@@ -23,36 +22,11 @@ goal = "throughput and table+index size flat over the run (default 100k; --size 
 default_size = 100_000
 WINDOWS = 10
 BATCH = 50
+WORK = BatchWork("soak", BATCH, body_size=100)
 
 
 def setup(dsn: str, size: int) -> None:
     fresh_queue(dsn, "soak")
-
-
-def _batch(i: int) -> list[Jsonb]:
-    return [Jsonb({"n": i + k, "body": "x" * 100}) for k in range(BATCH)]
-
-
-def _post(conn: psycopg.Connection[Any], i: int) -> int:
-    conn.execute("SELECT count(*) FROM mbus.postn_soak(%s)", (_batch(i),))
-    return BATCH
-
-
-def _claim(conn: psycopg.Connection[Any]) -> int:
-    rows = conn.execute("SELECT id FROM mbus.consumen_soak_by_default(%s)", (BATCH,)).fetchall()
-    conn.commit()
-    return len(rows)
-
-
-def _raw_post(conn: psycopg.Connection[Any], i: int) -> int:
-    conn.execute(RAW_INSERT_MANY, (_batch(i),))
-    return BATCH
-
-
-def _raw_claim(conn: psycopg.Connection[Any]) -> int:
-    rows = conn.execute(RAW_CLAIM, (BATCH,)).fetchall()
-    conn.commit()
-    return len(rows)
 
 
 def _soak(dsn: str, size: int, table: str, post: Any, claim: Any) -> Measurement:
@@ -82,8 +56,8 @@ def _soak(dsn: str, size: int, table: str, post: Any, claim: Any) -> Measurement
 
 
 def candidate(dsn: str, size: int) -> Measurement:
-    return _soak(dsn, size, "mbus.q_soak", _post, _claim)
+    return _soak(dsn, size, "mbus.q_soak", WORK.post, WORK.claim)
 
 
 def baseline(dsn: str, size: int) -> Measurement:
-    return _soak(dsn, size, "bench_raw_queue", _raw_post, _raw_claim)
+    return _soak(dsn, size, "bench_raw_queue", WORK.raw_post, WORK.raw_claim)
