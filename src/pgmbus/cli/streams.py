@@ -220,7 +220,7 @@ def repair_cmd(dsn: DsnOption = None) -> None:
 
 @reports_errors
 def maintain_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
-    """Run the periodic maintenance: partitions, retention, lagging groups, subscriptions."""
+    """Periodic maintenance: partitions, retention, lagging groups, subscriptions, temp queues."""
     with connect(dsn) as conn:
         report: dict[str, Any] = streams.maintain(conn)
     if as_json:
