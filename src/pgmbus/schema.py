@@ -102,11 +102,17 @@ def _queries() -> dict[str, LiteralString]:
 
 
 def _read_applied(conn: psycopg.Connection[Any]) -> list[AppliedMigration] | None:
+    """Read the ledger (None when there is none); a transaction this read opened is ended."""
     q = _queries()
-    row = conn.execute(q["ledger_exists"]).fetchone()
-    if row is None or not row[0]:
-        return None
-    return [AppliedMigration(*r) for r in conn.execute(q["applied"]).fetchall()]
+    was_idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    try:
+        row = conn.execute(q["ledger_exists"]).fetchone()
+        if row is None or not row[0]:
+            return None
+        return [AppliedMigration(*r) for r in conn.execute(q["applied"]).fetchall()]
+    finally:
+        if was_idle and not conn.autocommit:
+            conn.rollback()
 
 
 def _verify(applied: list[AppliedMigration], known: list[Migration]) -> list[Migration]:
@@ -135,10 +141,7 @@ def _verify(applied: list[AppliedMigration], known: list[Migration]) -> list[Mig
 def status(conn: psycopg.Connection[Any]) -> SchemaStatus:
     """Report the database's schema state; raises when it is newer than or differs from ours."""
     known = migrations()
-    was_idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     applied = _read_applied(conn)
-    if was_idle and not conn.autocommit:
-        conn.rollback()  # end the read's own transaction, so upgrade() may follow
     if applied is None:
         return SchemaStatus(installed=False, applied=[], pending=known)
     return SchemaStatus(installed=True, applied=applied, pending=_verify(applied, known))
@@ -207,8 +210,6 @@ def upgrade(conn: psycopg.Connection[Any]) -> list[Migration]:
     if conn.info.transaction_status != idle:
         raise SchemaError("upgrade needs a connection that is not inside a transaction")
     applied = _read_applied(conn)
-    if not conn.autocommit:
-        conn.rollback()  # ends only the read above, which started the transaction
     if applied is None:
         raise SchemaNotInstalledError("the database has no mbus schema; run `pgmbus install`")
     return install(conn)
