@@ -16,6 +16,7 @@ from typing import Any
 
 import psycopg
 import pyarrow as pa
+from psycopg import sql
 from pyspark.sql.datasource import (
     DataSourceReader,
     DataSourceStreamReader,
@@ -29,9 +30,9 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from pgmbus.errors import AlreadyExists, translating
+from pgmbus.errors import AlreadyExists, ConfigurationError, translating
 from pgmbus.spark import filters
-from pgmbus.spark.arrowio import copy_events
+from pgmbus.spark.arrowio import read_events
 from pgmbus.spark.options import ReadOptions
 from pgmbus.sqlfiles import load_queries
 
@@ -85,10 +86,11 @@ def read_partition(
         "nslots": part.nslots,
         **part.pushed.params(),
     }
-    statement = load_queries("spark.sql")["read_range_copy"]
-    with psycopg.connect(dsn) as conn, translating():
-        conn.execute("SET TimeZone = 'UTC'")
-        yield from copy_events(conn, statement, params, payload_type)
+    # Literals, not parameters: the cursors must be constants when the query is planned.
+    template = sql.SQL(load_queries("spark.sql")["read_range"])
+    query = template.format(**{k: sql.Literal(v) for k, v in params.items()}).as_string(None)
+    with translating():
+        yield from read_events(dsn, query, payload_type)
 
 
 def _read(
@@ -186,6 +188,13 @@ class PgmbusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 dsn,
                 "create_group",
                 {"group": group, "start": self.options.starting_position or "now"},
+            )
+        slots = _scalar(dsn, "group_slots", {"group": group})
+        if slots is not None and slots > 1:
+            raise ConfigurationError(
+                f"consumer group {group!r} has {slots} slots; the Spark source reads whole "
+                "groups (Spark splits each micro-batch into numPartitions tasks itself): "
+                "use a group without slots"
             )
         return {"cursor": str(_scalar(dsn, "group_cursor", {"group": group}))}
 
