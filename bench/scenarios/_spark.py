@@ -60,7 +60,7 @@ def jdbc(dsn: str) -> tuple[str, dict[str, str]]:
 
 #: Untimed runs of each side before the measured rounds: the JVM compiles the hot paths of
 #: both readers (the Arrow and the JDBC conversion) over several runs, not one.
-WARMUP_RUNS = 3
+WARMUP_RUNS = 5
 
 
 def _proc_times() -> dict[int, tuple[int, str, int, int]]:

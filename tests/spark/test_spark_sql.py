@@ -204,6 +204,7 @@ def test_batch_read_parts_are_index_range_scans_without_sort(db_dsn: str) -> Non
     params = {
         "from_cursor": "1:1:", "to_cursor": cursor_now(db_dsn), "topics": None, "slot": 0,
         "nslots": 1, "keys": None, "id_min": lo, "id_max": lo + (hi - lo) // 4,
+        "key_slot": None, "key_nslots": None,
         "time_ge": None, "time_gt": None, "time_le": None, "time_lt": None,
     }
     template = sql.SQL(load_queries("spark.sql")["read_range"])
@@ -214,13 +215,55 @@ def test_batch_read_parts_are_index_range_scans_without_sort(db_dsn: str) -> Non
     assert "Sort" not in plan and "Function Scan" not in plan, plan
 
 
-def test_stream_source_refuses_a_slotted_group_by_name(db_dsn: str) -> None:
-    from pgmbus.errors import ConfigurationError
+def test_stream_source_reads_a_slotted_group_one_partition_per_slot(db_dsn: str) -> None:
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+
     from pgmbus.spark.options import parse_read
     from pgmbus.spark.reader import PgmbusStreamReader
 
     with psycopg.connect(db_dsn) as conn:
-        conn.execute("SELECT mbus.create_group('sharded', 'now', 4)")
+        conn.execute("SELECT mbus.create_group('sharded', 'beginning', 3)")
+    publish(db_dsn, "t", 10)
+    with psycopg.connect(db_dsn) as conn:  # another consumer read slot 1 further
+        conn.execute("SELECT mbus.commit('sharded', '1@' || mbus.current_cursor())")
+        early = {
+            r[0]
+            for r in conn.execute("SELECT id FROM mbus.events WHERE mbus.key_slot(key, id, 3) = 1")
+        }
+    publish(db_dsn, "t", 30, start=10)
     options = parse_read({"dsn": db_dsn, "group": "sharded"}, streaming=True)
-    with pytest.raises(ConfigurationError, match=r"'sharded' has 4 slots.*without slots"):
-        PgmbusStreamReader(options).initialOffset()
+    reader = PgmbusStreamReader(options)
+    start = reader.initialOffset()
+    assert [c.split("@")[0] for c in start["slots"]] == ["0", "1", "2"]
+    seen: list[int] = []
+    batches = 0
+    while True:
+        end = reader.latestOffset(start, ReadMaxRows(10))
+        if end == start:
+            break
+        batches += 1
+        for part in reader.partitions(start, end):
+            rows = [r for b in reader.read(part) for r in b.to_pylist()]
+            assert len(rows) <= 10
+            with psycopg.connect(db_dsn) as conn:
+                slots = {
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT mbus.key_slot(k, i, 3) "
+                        "FROM unnest(%s::text[], %s::int8[]) AS u(k, i)",
+                        ([r["key"] for r in rows], [r["id"] for r in rows]),
+                    )
+                }
+            assert slots <= {part.key_slot}  # a partition reads its slot's events only
+            seen += [r["id"] for r in rows]
+        reader.commit(end)
+        start = end
+    expected = [r[0] for r in read_sql(db_dsn, "1:1:", cursor_now(db_dsn)) if r[0] not in early]
+    assert early and sorted(seen) == expected
+    assert batches > 1
+    with psycopg.connect(db_dsn) as conn:
+        cursors = [
+            conn.execute("SELECT mbus.group_cursor('sharded', %s)", (i,)).fetchone()
+            for i in range(3)
+        ]
+    assert [c[0] for c in cursors if c] == start["slots"]  # every slot committed

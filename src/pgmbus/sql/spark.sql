@@ -53,6 +53,9 @@ SELECT mbus.create_group(%(group)s, %(start)s)
 -- name: group_slots
 SELECT g.slots FROM mbus.stream_groups AS g WHERE g.name = %(group)s
 
+-- name: group_slot_cursor
+SELECT mbus.group_cursor(%(group)s, %(slot)s)
+
 -- name: group_cursor
 SELECT mbus.group_cursor(%(group)s)
 
@@ -76,6 +79,8 @@ FROM mbus.spark_read({from_cursor}, {to_cursor}, {topics}::text[], {slot}, {nslo
                      {keys}::text[], {id_min}::int8, {id_max}::int8, {time_ge}::timestamptz,
                      {time_gt}::timestamptz, {time_le}::timestamptz,
                      {time_lt}::timestamptz) AS e
+WHERE {key_nslots}::integer IS NULL
+   OR mbus.key_slot(e.key, e.id, {key_nslots}::integer) = {key_slot}::integer
 
 -- name: capture_topic
 SELECT c.topic FROM mbus.captures AS c WHERE c.tbl = %(table)s::regclass
