@@ -82,24 +82,26 @@ def _proc_times() -> dict[int, tuple[int, str, int, int]]:
 
 def cpu_seconds(postmaster: int) -> dict[str, float]:
     """CPU seconds used so far by the database server (postmaster ``postmaster`` and its
-    backends), this process's JVM, and Spark's Python workers (Linux ``/proc``; empty
+    backends), this process's JVM, and that JVM's Python workers (Linux ``/proc``; empty
     elsewhere). Differences of two calls give each part's share of a run."""
     if not Path("/proc/self/stat").exists():
         return {}
     procs = _proc_times()
     me = os.getpid()
+    jvms = {p for p, (ppid, cmd, _, _) in procs.items() if ppid == me and "java" in cmd}
+    daemons = {p for p, (ppid, cmd, _, _) in procs.items() if ppid in jvms and "pyspark" in cmd}
     parts = {"pg": 0, "jvm": 0, "pyworker": 0}
-    for pid, (ppid, cmd, own, reaped) in procs.items():
+    for pid, (ppid, _cmd, own, reaped) in procs.items():
         if pid == postmaster:
             parts["pg"] += reaped
         elif ppid == postmaster:
             parts["pg"] += own
-        elif ppid == me and "java" in cmd.split(" ", 1)[0]:
-            parts["jvm"] += own + reaped
-        elif "pyspark.daemon" in cmd or "pyspark.worker" in cmd:
-            # a worker's time moves into the daemon's reaped total when it exits
-            parent_is_worker = "pyspark" in procs.get(ppid, (0, "", 0, 0))[1]
-            parts["pyworker"] += own + (0 if parent_is_worker else reaped)
+        elif pid in jvms:
+            parts["jvm"] += own  # its Python daemon's time is counted below, not reaped here
+        elif pid in daemons:
+            parts["pyworker"] += own + reaped  # a worker's time moves here when it exits
+        elif ppid in daemons:
+            parts["pyworker"] += own
     tick = os.sysconf("SC_CLK_TCK")
     return {k: v / tick for k, v in parts.items()}
 

@@ -267,3 +267,25 @@ def test_stream_source_reads_a_slotted_group_one_partition_per_slot(db_dsn: str)
             for i in range(3)
         ]
     assert [c[0] for c in cursors if c] == start["slots"]  # every slot committed
+
+
+def test_reads_keep_their_connection_and_survive_it_going_stale(db_dsn: str) -> None:
+    from pgmbus.spark import connections
+
+    publish(db_dsn, "t", 5)
+    part = RangePartition("1:1:", cursor_now(db_dsn), 0, 1)
+    expected = [r[0] for r in read_sql(db_dsn, "1:1:", part.end)]
+
+    def ids() -> list[int]:
+        return sorted(r["id"] for b in read_partition(db_dsn, part) for r in b.to_pylist())
+
+    assert ids() == expected
+    kept, reused = connections.take(db_dsn)
+    assert reused  # the first read gave its connection back
+    connections.give_back(db_dsn, kept)
+    with psycopg.connect(db_dsn, autocommit=True) as conn:  # e.g. a server restart
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    assert ids() == expected  # the stale connection is replaced, the read succeeds

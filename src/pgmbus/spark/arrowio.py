@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.json as pajson
+
+from pgmbus.spark import connections
 
 #: Arrow schema of an event row as the source yields it (must match the Spark schema exactly).
 EVENT_SCHEMA = pa.schema(
@@ -47,15 +50,40 @@ def read_events(
 
     ADBC runs the query as ``COPY ... (FORMAT binary)`` and decodes it into Arrow in C++: no
     Python code runs per row. Without parameters, so that the planner sees the cursors as
-    constants (see ``mbus.spark_read``)."""
-    import adbc_driver_postgresql.dbapi as adbc
+    constants (see ``mbus.spark_read``). The connection is kept for the process's next read
+    (:mod:`pgmbus.spark.connections`)."""
+    conn, kept = connections.take(dsn)
+    done = False
+    try:
+        try:
+            cur, reader = _execute(conn, query)
+        except Exception as exc:
+            if not (kept and connections.is_connection_error(exc)):
+                raise
+            # a kept connection may have gone stale (server restart, idle timeout): once more
+            connections.discard(conn)
+            conn = connections.open_connection(dsn)
+            cur, reader = _execute(conn, query)
+        with cur:
+            for batch in reader:
+                yield to_event_batch(batch, payload_type)
+        done = True
+    finally:
+        if done:
+            connections.give_back(dsn, conn)
+        else:
+            connections.discard(conn)
 
-    with adbc.connect(dsn) as conn, conn.cursor() as cur:
-        cur.execute("SET TimeZone = 'UTC'")  # for time filters given as naive timestamps
+
+def _execute(conn: Any, query: str) -> tuple[Any, Any]:
+    cur = conn.cursor()
+    try:
         cur.adbc_statement.set_options(**{_BATCH_OPTION: str(_BATCH_BYTES)})
         cur.execute(query)
-        for batch in cur.fetch_record_batch():
-            yield to_event_batch(batch, payload_type)
+        return cur, cur.fetch_record_batch()
+    except BaseException:
+        cur.close()
+        raise
 
 
 def parse_payloads(strings: pa.Array, payload_type: pa.StructType) -> pa.StructArray:
