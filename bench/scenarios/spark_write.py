@@ -12,13 +12,13 @@ from typing import Any
 
 import psycopg
 
-from bench.harness import Measurement, timed
-from bench.scenarios._spark import jdbc, session
+from bench.harness import Measurement
+from bench.scenarios._spark import WARMUP_RUNS, jdbc, session, timed_with_cpu
 
 name = "spark_write"
 unit = "rows"
 goal = "rows/s published from Spark (exactly once) vs Spark's JDBC sink"
-default_size = 100_000
+default_size = 300_000
 
 # The baseline's table has the columns, defaults and indexes of mbus.events, so both sides pay
 # for the same storage and the ratio measures the path.
@@ -42,9 +42,10 @@ def setup(dsn: str, size: int) -> None:
     with psycopg.connect(dsn) as conn:
         for statement in _SETUP:
             conn.execute(statement)  # type: ignore[arg-type]
-    if size >= 10_000:  # warm both paths (workers, imports, JDBC) outside the timed rounds
-        candidate(dsn, 1000)
-        baseline(dsn, 1000)
+    if size >= 10_000:  # warm both paths (workers, imports, JIT) outside the timed rounds
+        for _ in range(WARMUP_RUNS):
+            candidate(dsn, size)
+            baseline(dsn, size)
 
 
 def _rows(size: int) -> Any:
@@ -67,7 +68,7 @@ def candidate(dsn: str, size: int) -> Measurement:
             "append"
         ).save()
 
-    return timed(size, run)
+    return timed_with_cpu(dsn, size, run)
 
 
 def baseline(dsn: str, size: int) -> Measurement:
@@ -82,4 +83,4 @@ def baseline(dsn: str, size: int) -> Measurement:
             mode="append", properties={**props, "batchsize": "5000"},
         )
 
-    return timed(size, run)
+    return timed_with_cpu(dsn, size, run)

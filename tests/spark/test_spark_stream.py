@@ -121,3 +121,31 @@ def test_restart_resumes_from_checkpoint_and_group(
     publish(db_dsn, "t", 30, start=100)
     run()
     assert _seen(db_dsn)[:2] == (90, 90)
+
+
+def test_slotted_group_streams_every_event_once_and_commits_each_slot(
+    spark: Any, db_dsn: str, tmp_path: Path
+) -> None:
+    _sink_table(db_dsn)
+    with psycopg.connect(db_dsn) as conn:
+        conn.execute("SELECT mbus.create_group('spark_slots', 'beginning', 2)")
+    publish(db_dsn, "t", 50)
+    query = (
+        _stream(spark, db_dsn, "spark_slots", maxEventsPerTrigger="20")
+        .writeStream.foreachBatch(TableSink(db_dsn, "seen"))
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    total, distinct, ids = _seen(db_dsn)
+    assert (total, distinct) == (50, 50)
+    assert ids == [r[0] for r in read_sql(db_dsn, "1:1:", cursor_now(db_dsn))]
+    with psycopg.connect(db_dsn) as conn:
+        for slot in (0, 1):  # each slot's cursor is at the end: nothing left to read
+            row = conn.execute(
+                "SELECT count(*) FROM mbus.read_between(mbus.group_cursor('spark_slots', %s), "
+                "mbus.current_cursor(), NULL, %s, 2)",
+                (slot, slot),
+            ).fetchone()
+            assert row == (0,)

@@ -1,22 +1,21 @@
-"""Move rows between PostgreSQL ``COPY`` (CSV) and Arrow record batches, in C++ where possible.
+"""Move rows between PostgreSQL and Arrow record batches, in C++ where possible.
 
-CSV is the fastest format both sides parse natively: the server writes it, pyarrow's
-multi-threaded reader parses it, and pyarrow's writer produces what ``COPY FROM`` reads. In
-PostgreSQL's CSV an unquoted empty field is NULL and ``""`` is the empty string; pyarrow
-follows the same rule on both paths with the options below.
+Reads go through ADBC (``COPY ... (FORMAT binary)`` decoded into Arrow by the driver); writes
+encode Arrow as CSV for ``COPY FROM`` (pyarrow's writer; in PostgreSQL's CSV an unquoted empty
+field is NULL and ``""`` is the empty string, which pyarrow follows with the options below).
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
-import psycopg
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.json as pajson
+
+from pgmbus.spark import connections
 
 #: Arrow schema of an event row as the source yields it (must match the Spark schema exactly).
 EVENT_SCHEMA = pa.schema(
@@ -36,77 +35,55 @@ EVENT_DDL = (
     "published_at timestamp"
 )
 
-_BLOCK = 1 << 22  # 4 MiB of CSV per parsed block
+#: ADBC's batch size hint: big enough to amortise per-batch costs, small enough that the JVM
+#: converts one batch while the worker decodes the next.
+_BATCH_OPTION = "adbc.postgresql.batch_size_hint_bytes"
+_BATCH_BYTES = 1 << 22
 
 
-class _CopyReader(io.RawIOBase):
-    """A read-only file over the chunks of a ``COPY ... TO STDOUT``."""
-
-    def __init__(self, copy: psycopg.Copy) -> None:
-        self._copy = copy
-        self._pending = memoryview(b"")
-
-    def readable(self) -> bool:
-        return True
-
-    def peek(self) -> bool:
-        """Whether any data is left (reads ahead one chunk)."""
-        if not self._pending:
-            chunk = self._copy.read()
-            self._pending = memoryview(chunk) if chunk else memoryview(b"")
-        return bool(self._pending)
-
-    def readinto(self, buffer: Any) -> int:
-        while not self._pending:
-            chunk = self._copy.read()
-            if not chunk:
-                return 0
-            self._pending = memoryview(chunk)
-        n = min(len(buffer), len(self._pending))
-        buffer[:n] = self._pending[:n]
-        self._pending = self._pending[n:]
-        return n
-
-
-def _csv_reader(stream: io.RawIOBase) -> pacsv.CSVStreamingReader:
-    # The epoch-microsecond column arrives as int64 and is cast to a timestamp afterwards:
-    # exact, and independent of the server's DateStyle and TimeZone.
-    types = {
-        "id": pa.int64(),
-        "topic": pa.string(),
-        "key": pa.string(),
-        "payload": pa.string(),
-        "headers": pa.string(),
-        "published_us": pa.int64(),
-    }
-    return pacsv.open_csv(
-        io.BufferedReader(stream, buffer_size=1 << 20),
-        read_options=pacsv.ReadOptions(column_names=list(types), block_size=_BLOCK),
-        parse_options=pacsv.ParseOptions(newlines_in_values=True),
-        convert_options=pacsv.ConvertOptions(
-            column_types=types,
-            null_values=[""],
-            strings_can_be_null=True,
-            quoted_strings_can_be_null=False,
-        ),
-    )
-
-
-def copy_events(
-    conn: psycopg.Connection[Any],
-    statement: Any,
-    params: Sequence[Any] | dict[str, Any],
-    payload_type: pa.StructType | None = None,
+def read_events(
+    dsn: str, query: str, payload_type: pa.StructType | None = None
 ) -> Iterator[pa.RecordBatch]:
-    """Run a ``COPY (SELECT id, topic, key, payload, headers, published_us) TO STDOUT (FORMAT
-    csv)`` statement and yield :data:`EVENT_SCHEMA` record batches as they are parsed (with
-    ``payload_type``, the payload column is parsed into that struct)."""
-    with conn.cursor() as cur, cur.copy(statement, params) as copy:
-        stream = _CopyReader(copy)
-        if not stream.peek():
-            return  # no rows: pyarrow refuses an empty CSV file
-        for batch in _csv_reader(stream):
-            yield to_event_batch(batch, payload_type)
+    """Run ``query`` (a complete statement, no parameters, selecting the columns of
+    :data:`EVENT_SCHEMA`) through ADBC and yield :data:`EVENT_SCHEMA` record batches as they
+    arrive (with ``payload_type``, the payload column is parsed into that struct).
+
+    ADBC runs the query as ``COPY ... (FORMAT binary)`` and decodes it into Arrow in C++: no
+    Python code runs per row. Without parameters, so that the planner sees the cursors as
+    constants (see ``mbus.spark_read``). The connection is kept for the process's next read
+    (:mod:`pgmbus.spark.connections`)."""
+    conn, kept = connections.take(dsn)
+    done = False
+    try:
+        try:
+            cur, reader = _execute(conn, query)
+        except Exception as exc:
+            if not (kept and connections.is_connection_error(exc)):
+                raise
+            # a kept connection may have gone stale (server restart, idle timeout): once more
+            connections.discard(conn)
+            conn = connections.open_connection(dsn)
+            cur, reader = _execute(conn, query)
+        with cur:
+            for batch in reader:
+                yield to_event_batch(batch, payload_type)
+        done = True
+    finally:
+        if done:
+            connections.give_back(dsn, conn)
+        else:
+            connections.discard(conn)
+
+
+def _execute(conn: Any, query: str) -> tuple[Any, Any]:
+    cur = conn.cursor()
+    try:
+        cur.adbc_statement.set_options(**{_BATCH_OPTION: str(_BATCH_BYTES)})
+        cur.execute(query)
+        return cur, cur.fetch_record_batch()
+    except BaseException:
+        cur.close()
+        raise
 
 
 def parse_payloads(strings: pa.Array, payload_type: pa.StructType) -> pa.StructArray:
@@ -138,9 +115,9 @@ def event_schema(payload_type: pa.StructType | None = None) -> pa.Schema:
 def to_event_batch(
     batch: pa.RecordBatch, payload_type: pa.StructType | None = None
 ) -> pa.RecordBatch:
-    """Turn a parsed CSV batch (``published_us`` as int64) into an :data:`EVENT_SCHEMA` batch."""
-    published = pc.cast(batch.column("published_us"), pa.timestamp("us", tz="UTC"))
-    columns = [batch.column(i) for i in range(5)] + [published]
+    """Give a batch of the read query :data:`EVENT_SCHEMA` exactly (ADBC adds field metadata),
+    parsing the payload into ``payload_type`` when given."""
+    columns = list(batch.columns)
     if payload_type is not None:
         columns[3] = parse_payloads(columns[3], payload_type)
     return pa.RecordBatch.from_arrays(columns, schema=event_schema(payload_type))

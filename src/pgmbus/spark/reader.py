@@ -16,6 +16,7 @@ from typing import Any
 
 import psycopg
 import pyarrow as pa
+from psycopg import sql
 from pyspark.sql.datasource import (
     DataSourceReader,
     DataSourceStreamReader,
@@ -31,20 +32,24 @@ from pyspark.sql.streaming.datasource import (
 
 from pgmbus.errors import AlreadyExists, translating
 from pgmbus.spark import filters
-from pgmbus.spark.arrowio import copy_events
+from pgmbus.spark.arrowio import read_events
 from pgmbus.spark.options import ReadOptions
 from pgmbus.sqlfiles import load_queries
 
 
 @dataclass
 class RangePartition(InputPartition):
-    """One Spark task's share of a range: slot ``slot`` of ``nslots`` of ``(start, end]``."""
+    """One Spark task's share of a range: slot ``slot`` of ``nslots`` of ``(start, end]`` (by
+    ``id``), and of a slotted group only the events of key slot ``key_slot`` of ``key_nslots``
+    (``mbus.key_slot``)."""
 
     start: str
     end: str
     slot: int
     nslots: int
     pushed: filters.Pushed = field(default_factory=filters.Pushed)
+    key_slot: int | None = None
+    key_nslots: int | None = None
 
 
 def _scalar(dsn: str, query: str, params: dict[str, Any]) -> Any:
@@ -83,12 +88,15 @@ def read_partition(
         "topics": list(part.pushed.topics) if part.pushed.topics is not None else None,
         "slot": part.slot,
         "nslots": part.nslots,
+        "key_slot": part.key_slot,
+        "key_nslots": part.key_nslots,
         **part.pushed.params(),
     }
-    statement = load_queries("spark.sql")["read_range_copy"]
-    with psycopg.connect(dsn) as conn, translating():
-        conn.execute("SET TimeZone = 'UTC'")
-        yield from copy_events(conn, statement, params, payload_type)
+    # Literals, not parameters: the cursors must be constants when the query is planned.
+    template = sql.SQL(load_queries("spark.sql")["read_range"])
+    query = template.format(**{k: sql.Literal(v) for k, v in params.items()}).as_string(None)
+    with translating():
+        yield from read_events(dsn, query, payload_type)
 
 
 def _read(
@@ -164,10 +172,13 @@ class PgmbusBatchReader(DataSourceReader):
 class PgmbusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """``spark.readStream.format("pgmbus")``: micro-batches of a consumer group.
 
-    The offset is ``{"cursor": <cursor>}``. ``commit(end)`` advances the group's cursor in the
-    database (which lets retention drop what every group has read). An idle trigger (no new
-    events) also commits its start, which is complete by then: so the last batch of an
-    ``availableNow`` run is committed before the run ends.
+    The offset is ``{"cursor": <cursor>}``, or for a group split into key slots
+    ``{"slots": [<cursor of slot 0>, ...]}``: each slot moves on its own (the group's slots may
+    stand at different positions) and is read by input partitions of its own, one per slot.
+    ``commit(end)`` advances the group's cursors in the database (which lets retention drop what
+    every group has read). An idle trigger (no new events) also commits its start, which is
+    complete by then: so the last batch of an ``availableNow`` run is committed before the run
+    ends.
     """
 
     def __init__(self, options: ReadOptions, payload_type: Any = None) -> None:
@@ -175,9 +186,9 @@ class PgmbusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.payload_type = payload_type
         self.pushed = filters.Pushed(topics=options.topics)
         self._target: str | None = None
-        self._committed: str | None = None
+        self._committed: set[str] = set()
 
-    def initialOffset(self) -> dict[str, str]:
+    def initialOffset(self) -> dict[str, Any]:
         dsn, group = self.options.dsn, self.options.group
         if group is None:
             return {"cursor": resolve_position(dsn, self.options.starting_position, "now")}
@@ -187,6 +198,14 @@ class PgmbusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 "create_group",
                 {"group": group, "start": self.options.starting_position or "now"},
             )
+        slots = _scalar(dsn, "group_slots", {"group": group})
+        if slots is not None and slots > 1:
+            return {
+                "slots": [
+                    str(_scalar(dsn, "group_slot_cursor", {"group": group, "slot": i}))
+                    for i in range(slots)
+                ]
+            }
         return {"cursor": str(_scalar(dsn, "group_cursor", {"group": group}))}
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -197,16 +216,30 @@ class PgmbusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = current_cursor(self.options.dsn)
 
-    def latestOffset(self, start: dict[str, str], limit: ReadLimit) -> dict[str, str]:
-        dsn = self.options.dsn
-        upper = self._target or current_cursor(dsn)
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        upper = self._target or current_cursor(self.options.dsn)
         max_events = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        end = str(
+        if "slots" in start:
+            # Each slot's batch holds at most max_events events of the log (of every key), so
+            # the slots together read about max_events per trigger.
+            ends = [
+                _with_slot(cursor, self._next(_slot_body(cursor), upper, max_events))
+                for cursor in start["slots"]
+            ]
+            end: dict[str, Any] = {"slots": ends}
+        else:
+            end = {"cursor": self._next(start["cursor"], upper, max_events)}
+        if end == start:
+            self._commit(start)
+        return end
+
+    def _next(self, start: str, upper: str, max_events: int | None) -> str:
+        return str(
             _scalar(
-                dsn,
+                self.options.dsn,
                 "next_cursor",
                 {
-                    "from_cursor": start["cursor"],
+                    "from_cursor": start,
                     "to_cursor": upper,
                     "max_events": max_events,
                     "before": self.options.published_before,
@@ -214,22 +247,42 @@ class PgmbusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 },
             )
         )
-        if end == start["cursor"]:
-            self._commit(start["cursor"])
-        return {"cursor": end}
 
-    def partitions(self, start: dict[str, str], end: dict[str, str]) -> list[RangePartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[RangePartition]:
+        if "slots" in start:
+            n = len(start["slots"])
+            return [
+                RangePartition(a, b, 0, 1, self.pushed, key_slot=i, key_nslots=n)
+                for i, (a, b) in enumerate(zip(start["slots"], end["slots"], strict=True))
+                if a != b and not (self.pushed.topics is not None and not self.pushed.topics)
+            ]
         return split(start["cursor"], end["cursor"], self.options.num_partitions, self.pushed)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.options.dsn, partition, self.payload_type)
 
-    def commit(self, end: dict[str, str]) -> None:
-        self._commit(end["cursor"])
+    def commit(self, end: dict[str, Any]) -> None:
+        self._commit(end)
 
-    def _commit(self, cursor: str) -> None:
-        if self.options.group is None or cursor == self._committed:
+    def _commit(self, offset: dict[str, Any]) -> None:
+        if self.options.group is None:
             return
-        _scalar(self.options.dsn, "commit_group", {"group": self.options.group, "cursor": cursor})
-        self._committed = cursor
+        cursors = list(offset["slots"]) if "slots" in offset else [offset["cursor"]]
+        for cursor in cursors:
+            if cursor not in self._committed:
+                _scalar(
+                    self.options.dsn,
+                    "commit_group",
+                    {"group": self.options.group, "cursor": cursor},
+                )
+        self._committed = set(cursors)
 
+
+def _slot_body(cursor: str) -> str:
+    """A slot's cursor (``<slot>@<position>``) without its slot."""
+    return cursor.split("@", 1)[1] if "@" in cursor else cursor
+
+
+def _with_slot(slot_cursor: str, body: str) -> str:
+    """``body`` with the slot of ``slot_cursor``."""
+    return f"{slot_cursor.split('@', 1)[0]}@{body}" if "@" in slot_cursor else body

@@ -88,8 +88,14 @@ def stage(options: WriteOptions, write_id: str, batches: Iterator[pa.RecordBatch
     token = _task_token()
     rows = 0
     target_default = options.queue or options.topic
+    queries = load_queries("spark.sql")
     with psycopg.connect(options.dsn) as conn, translating():
-        with conn.cursor() as cur, cur.copy(load_queries("spark.sql")["stage_copy"]) as copy:
+        # registered in a transaction of its own (tasks of a write never wait for each other),
+        # then staged holding the write's lock shared (the cleanup leaves the rows alone)
+        conn.execute(queries["begin_stage"], {"write_id": write_id})
+        conn.commit()
+        conn.execute(queries["lock_stage"], {"write_id": write_id})
+        with conn.cursor() as cur, cur.copy(queries["stage_copy"]) as copy:
             for batch in batches:
                 n = batch.num_rows
                 if n == 0:

@@ -1,5 +1,11 @@
 -- Named queries of the PySpark data source (pgmbus.spark).
 
+-- name: begin_stage
+SELECT mbus.spark_begin_stage(%(write_id)s)
+
+-- name: lock_stage
+SELECT mbus.spark_lock_stage(%(write_id)s)
+
 -- name: stage_copy
 COPY mbus.spark_staged (write_id, token, seq, target, key, payload, headers)
 FROM STDIN (FORMAT csv)
@@ -44,6 +50,12 @@ SELECT '1:1:'::text
 -- name: create_group
 SELECT mbus.create_group(%(group)s, %(start)s)
 
+-- name: group_slots
+SELECT g.slots FROM mbus.stream_groups AS g WHERE g.name = %(group)s
+
+-- name: group_slot_cursor
+SELECT mbus.group_cursor(%(group)s, %(slot)s)
+
 -- name: group_cursor
 SELECT mbus.group_cursor(%(group)s)
 
@@ -57,18 +69,18 @@ SELECT mbus.spark_next_cursor(%(from_cursor)s, %(to_cursor)s, %(max_events)s,
 -- name: id_bounds
 SELECT min(e.id), max(e.id) FROM mbus.events AS e
 
--- name: read_range_copy
--- published_at as epoch microseconds: float8 date_part is exact to the microsecond for dates
--- before 2255 (the float's spacing there is under 0.5 us, and ::int8 rounds to nearest) and
--- several times cheaper than numeric extract() or timestamp text.
-COPY (
-    SELECT e.id, e.topic, e.key, e.payload::text, e.headers::text,
-           (date_part('epoch', e.published_at) * 1000000)::int8
-    FROM mbus.spark_read(%(from_cursor)s, %(to_cursor)s, %(topics)s::text[],
-                         %(slot)s, %(nslots)s, %(keys)s::text[], %(id_min)s::int8,
-                         %(id_max)s::int8, %(time_ge)s::timestamptz, %(time_gt)s::timestamptz,
-                         %(time_le)s::timestamptz, %(time_lt)s::timestamptz) AS e
-) TO STDOUT (FORMAT csv)
+-- name: read_range
+-- A template: the reader fills in literals (psycopg.sql.Literal), so that the planner folds the
+-- cursor functions into constants and each part is one index range scan. Run through ADBC,
+-- which wraps it in COPY (FORMAT binary).
+SELECT e.id, e.topic, e.key, e.payload::text AS payload, e.headers::text AS headers,
+       e.published_at
+FROM mbus.spark_read({from_cursor}, {to_cursor}, {topics}::text[], {slot}, {nslots},
+                     {keys}::text[], {id_min}::int8, {id_max}::int8, {time_ge}::timestamptz,
+                     {time_gt}::timestamptz, {time_le}::timestamptz,
+                     {time_lt}::timestamptz) AS e
+WHERE {key_nslots}::integer IS NULL
+   OR mbus.key_slot(e.key, e.id, {key_nslots}::integer) = {key_slot}::integer
 
 -- name: capture_topic
 SELECT c.topic FROM mbus.captures AS c WHERE c.tbl = %(table)s::regclass
