@@ -62,11 +62,14 @@ def _window_mb(dsn: str, per_window: int, table: str, post: Any, claim: Any) -> 
     return heap + idx
 
 
-def _rotator(dsn: str, stop: threading.Event) -> None:
+def _rotator(dsn: str, stop: threading.Event, counts: dict[str, float]) -> None:
     """What a pgmbus consumer does besides claiming: the queue's upkeep, once a second."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         while not stop.wait(ROTATE_EVERY):
-            conn.execute("SELECT mbus.rotate_queue('soak')")
+            row = conn.execute("SELECT mbus.rotate_queue('soak')").fetchone()
+            report = row[0] if row else {}
+            counts["rotate_calls"] += 1
+            counts["rotate_busy"] += len(report.get("busy", []))
 
 
 def _soak(dsn: str, size: int, table: str, post: Any, claim: Any, upkeep: bool) -> Measurement:
@@ -78,7 +81,8 @@ def _soak(dsn: str, size: int, table: str, post: Any, claim: Any, upkeep: bool) 
     total_seconds = 0.0
     extra: dict[str, float] = {"window_mb": window_mb}
     stop = threading.Event()
-    rotator = threading.Thread(target=_rotator, args=(dsn, stop)) if upkeep else None
+    counts = {"rotate_calls": 0.0, "rotate_busy": 0.0}
+    rotator = threading.Thread(target=_rotator, args=(dsn, stop, counts)) if upkeep else None
     if rotator:
         rotator.start()
     try:
@@ -95,6 +99,13 @@ def _soak(dsn: str, size: int, table: str, post: Any, claim: Any, upkeep: bool) 
         stop.set()
         if rotator:
             rotator.join()
+    if upkeep:
+        extra.update(counts)
+        with psycopg.connect(dsn) as conn:
+            row = conn.execute(
+                "SELECT rotations, truncations FROM mbus.queue_segment WHERE qname = 'soak'"
+            ).fetchone()
+        extra.update(rotations=row[0] if row else 0, truncations=row[1] if row else 0)
     extra.update(
         first_window_rate=rates[0],
         last_window_rate=rates[-1],

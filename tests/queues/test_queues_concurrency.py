@@ -207,7 +207,9 @@ def test_claim_plans_use_the_claim_index_on_a_backlog(autodb: str) -> None:
         assert "Seq Scan" not in plans
         lease = _plans(conn, "SELECT * FROM mbus.lease_jobs_by_default(10, '1 min')")
         assert '"q_jobs_claim$1"' in lease and "Seq Scan" not in lease
+        # take is not pinned: the planner may scan the empty segments sequentially (cost 0),
+        # never the one holding the backlog.
         take = _plans(conn, "SELECT * FROM mbus.take('jobs.1@x')")  # an iid made elsewhere
-        assert '"q_jobs_iid$1"' in take and "Seq Scan" not in take
+        assert '"q_jobs_iid$1"' in take and 'Seq Scan on "q_jobs$1"' not in take
         own = _plans(conn, "SELECT * FROM mbus.take(mbus.get_iid('jobs'))")
-        assert '"q_jobs_id$1"' in own and "Seq Scan" not in own
+        assert '"q_jobs_id$1"' in own and 'Seq Scan on "q_jobs$1"' not in own

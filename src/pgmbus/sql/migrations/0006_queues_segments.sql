@@ -633,9 +633,10 @@ $gen$;
 --   1. TRUNCATEs every rotating segment that is not current and has no row left. The segment
 --      is looked at without a lock first; then LOCK ... ACCESS EXCLUSIVE NOWAIT: when any open
 --      transaction touched it (a consumer between claim and commit, a post not yet committed,
---      a reader) the lock is refused at once and the segment is skipped until the next call,
---      so the call never waits and never makes a consumer wait behind a queued lock; under the
---      lock it is checked again (nobody can add a row then) and truncated;
+--      a reader) the lock is refused at once, so the call never waits in the lock queue and
+--      never makes a consumer wait behind it; it tries again in the gaps between those
+--      transactions (p_tries times, a millisecond apart), else the segment waits for the next
+--      call. Under the lock it is checked again (nobody can add a row then) and truncated;
 --   2. makes the next empty rotating segment current once the current one's heap reached
 --      rotate_bytes (a segment still holding rows, e.g. a slow consumer's backlog or a long
 --      nack delay, is passed over, so rotation proceeds through the others).
@@ -644,7 +645,7 @@ $gen$;
 -- COMMITTED (under REPEATABLE READ or SERIALIZABLE the emptiness check could miss a row
 -- committed after the snapshot). Concurrent calls for one queue: one works, the others return
 -- at once. Returns a JSON report.
-CREATE FUNCTION mbus.rotate_queue(qname text)
+CREATE FUNCTION mbus.rotate_queue(qname text, p_tries integer DEFAULT 100)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SECURITY DEFINER
@@ -681,20 +682,31 @@ BEGIN
             v_kept := v_kept || n;
             CONTINUE;
         END IF;
-        BEGIN
-            EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE NOWAIT', v_seg);
-            EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s)', v_seg) INTO v_live;
-            IF v_live THEN
-                RAISE EXCEPTION USING ERRCODE = 'MBOK0';  -- roll back: releases the lock now
-            END IF;
-            EXECUTE format('TRUNCATE %s', v_seg);
-            v_truncated := v_truncated || n;
-        EXCEPTION
-            WHEN lock_not_available THEN
-                v_busy := v_busy || n;
-            WHEN SQLSTATE 'MBOK0' THEN
-                v_kept := v_kept || n;
-        END;
+        -- Busy consumers hold the segment's lock from claim to commit, nearly all the time:
+        -- try again in the gaps, every millisecond for a while, but never sleep once this
+        -- call holds the lock of a truncated segment (consumers would wait for it).
+        FOR v_try IN 1 .. CASE WHEN cardinality(v_truncated) = 0 THEN greatest(p_tries, 1) ELSE 1 END LOOP
+            BEGIN
+                EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE NOWAIT', v_seg);
+                EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s)', v_seg) INTO v_live;
+                IF v_live THEN
+                    RAISE EXCEPTION USING ERRCODE = 'MBOK0';  -- roll back: releases the lock now
+                END IF;
+                EXECUTE format('TRUNCATE %s', v_seg);
+                v_truncated := v_truncated || n;
+                EXIT;
+            EXCEPTION
+                WHEN lock_not_available THEN
+                    IF v_try >= p_tries OR cardinality(v_truncated) > 0 THEN
+                        v_busy := v_busy || n;
+                    ELSE
+                        PERFORM pg_sleep(0.001);
+                    END IF;
+                WHEN SQLSTATE 'MBOK0' THEN
+                    v_kept := v_kept || n;
+                    EXIT;
+            END;
+        END LOOP;
     END LOOP;
     IF pg_relation_size(format('mbus.%I', tbl || '$' || st.cur)::regclass) >= st.rotate_bytes THEN
         SELECT x.n INTO v_next
@@ -806,6 +818,6 @@ SELECT mbus.segment_queue(q.qname) FROM mbus.queue AS q ORDER BY q.qname;
 -- rotate_queue only truncates segments that hold no row; callable by every role that can
 -- consume (the worker and Bus call it).
 INSERT INTO mbus.public_entry_point (signature)
-VALUES ('mbus.rotate_queue(text)'::regprocedure::text);
+VALUES ('mbus.rotate_queue(text, integer)'::regprocedure::text);
 
 SELECT mbus.restrict_public_execute();
