@@ -7,7 +7,8 @@ Two producers post 50 per call while two consumers claim 50 per transaction, in 
 the worker do (``mbus.rotate_queue`` in autocommit about once a second; nothing else, no
 VACUUM, server settings untouched). ``extra`` carries each window's rate (``wNN_rate``) and
 table + index size in MB at its end (``wNN_mb``), the first and last window's rate and their
-ratio, the largest and final size, the final heap and index sizes, and the size one window's
+ratio, the mean of the last three windows over the first three, the largest and final size,
+the final heap and index sizes, and the size one window's
 messages take in the table (``window_mb``: the size with one window posted and none consumed).
 """
 
@@ -110,6 +111,8 @@ def _soak(dsn: str, size: int, table: str, post: Any, claim: Any, upkeep: bool) 
         first_window_rate=rates[0],
         last_window_rate=rates[-1],
         last_over_first=rates[-1] / rates[0],
+        # one window is a few seconds here, so a neighbour's burst moves a single window
+        last3_over_first3=sum(rates[-3:]) / sum(rates[:3]),
         size_mb_max=max(sizes),
         size_mb_end=sizes[-1],
         heap_mb_end=heap,
