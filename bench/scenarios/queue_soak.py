@@ -4,7 +4,7 @@ Two producers post 50 per call while two consumers claim 50 per transaction, in 
 ``size / 10`` messages each; every window ends with the queue drained. The default size is 100k
 (a few minutes here); the issue's full run is ``python -m bench queue_soak --size 1000000
 --rounds 1``. The pgmbus consumers run the queue's storage upkeep the way ``Bus`` consumers and
-the worker do (``mbus.rotate_queue`` in autocommit about once a second; nothing else, no
+the worker do (``mbus.rotate_queue(q, 20)`` in autocommit once a second; nothing else, no
 VACUUM, server settings untouched). ``extra`` carries each window's rate (``wNN_rate``) and
 table + index size in MB at its end (``wNN_mb``), the first and last window's rate and their
 ratio, the mean of the last three windows over the first three, the largest and final size,
@@ -67,7 +67,7 @@ def _rotator(dsn: str, stop: threading.Event, counts: dict[str, float]) -> None:
     """What a pgmbus consumer does besides claiming: the queue's upkeep, once a second."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         while not stop.wait(ROTATE_EVERY):
-            row = conn.execute("SELECT mbus.rotate_queue('soak')").fetchone()
+            row = conn.execute("SELECT mbus.rotate_queue('soak', 20)").fetchone()
             report = row[0] if row else {}
             counts["rotate_calls"] += 1
             counts["rotate_busy"] += len(report.get("busy", []))
