@@ -18,7 +18,8 @@
 -- rotate_bytes. TRUNCATE gives the space back at once, heap and indexes, whatever the
 -- autovacuum settings. Its ACCESS EXCLUSIVE lock is taken with NOWAIT (an open transaction that
 -- touched the segment makes it skip, never wait, so it never queues behind or ahead of
--- consumers) and only in a transaction of its own; emptiness is checked under the lock.
+-- consumers); emptiness is checked under the lock. Its callers run it in autocommit; it
+-- refuses to work in a transaction that wrote already or is not READ COMMITTED.
 --
 -- Everything that reads or writes mbus.q_<q> by name (take, peek, clear_queue, ack/nack/extend/
 -- bury, dependencies, views, metrics) works on the partitioned parent unchanged. Claims lock
