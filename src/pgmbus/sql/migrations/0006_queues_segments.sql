@@ -31,6 +31,8 @@ CREATE TABLE mbus.queue_segment (
     qname        text PRIMARY KEY REFERENCES mbus.queue (qname) ON DELETE CASCADE,
     cur          smallint NOT NULL DEFAULT 1 CHECK (cur BETWEEN 1 AND 3),
     rotate_bytes bigint NOT NULL DEFAULT 8388608 CHECK (rotate_bytes > 0),
+    closing      smallint CHECK (closing BETWEEN 1 AND 3),
+    closing_since timestamptz,
     rotations    bigint NOT NULL DEFAULT 0,
     truncations  bigint NOT NULL DEFAULT 0,
     rotated_at   timestamptz
@@ -158,12 +160,21 @@ DECLARE
     v_triggers text := '';
     v_trign    text := '';
     v_fire     text := '0';
-    v_dels     text := '';  -- per segment n: dn deletes the rows of s (the claim) in segment n
-    v_dunion   text := '';
-    v_gone     text := '';  -- lease: gn deletes the dead rows of s in segment n
-    v_gunion   text := '';
-    v_ups      text := '';  -- lease: un leases the other rows of s in segment n
-    v_uunion   text := '';
+    -- Claim pieces per variant k (array index k + 1): k = 0 reads every segment, k = 1..3
+    -- every segment but k, the one rotate_queue is closing (see rotate_queue).
+    v_filter   text[] := ARRAY['', '', '', ''];  -- the seg condition that prunes segment k
+    v_dels     text[] := ARRAY['', '', '', ''];  -- dn: delete the claimed rows of segment n
+    v_dunion   text[] := ARRAY['', '', '', ''];
+    v_gone     text[] := ARRAY['', '', '', ''];  -- lease: gn deletes the dead rows of segment n
+    v_gunion   text[] := ARRAY['', '', '', ''];
+    v_ups      text[] := ARRAY['', '', '', ''];  -- lease: un leases the other rows of segment n
+    v_uunion   text[] := ARRAY['', '', '', ''];
+    v_cn       text;  -- the claim chains of one consumer (consumen, consume, lease)
+    v_c1       text;
+    v_cl       text;
+    v_closing  text := format(
+        '(SELECT s.closing FROM mbus.queue_segment AS s WHERE s.qname = %L '
+        'AND s.closing_since > clock_timestamp() - interval ''10 seconds'')', qname);
     v_seg      text;
     r          record;
     ret_cols   text := format(
@@ -176,30 +187,37 @@ DECLARE
         'q.consume_after AS consume_after, q.attempts AS attempts',
         regenerate_queue.qname || '.', regenerate_queue.qname);
 BEGIN
-    FOR n IN 0 .. 3 LOOP
-        v_seg := 'mbus.' || quote_ident(tbl || '$' || n);
-        v_dels := v_dels || format($t$,
+    FOR k IN 0 .. 3 LOOP
+        IF k > 0 THEN
+            v_filter[k + 1] := format(' AND s.seg IN (%s)',
+                                      array_to_string(array_remove(ARRAY[0, 1, 2, 3], k), ', '));
+        END IF;
+        FOR n IN 0 .. 3 LOOP
+            CONTINUE WHEN n = k AND k > 0;
+            v_seg := 'mbus.' || quote_ident(tbl || '$' || n);
+            v_dels[k + 1] := v_dels[k + 1] || format($t$,
     d%1$s AS (
         DELETE FROM %2$s AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = %3$L::regclass))
         RETURNING q.vt AS claim_vt, %4$s)$t$, n, v_seg, v_seg, ret_cols);
-        v_gone := v_gone || format($t$,
+            v_gone[k + 1] := v_gone[k + 1] || format($t$,
     g%1$s AS (
         DELETE FROM %2$s AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = %3$L::regclass))
         RETURNING %4$s)$t$, n, v_seg, v_seg, ret_cols);
-        v_ups := v_ups || format($t$,
+            v_ups[k + 1] := v_ups[k + 1] || format($t$,
     u%1$s AS (
         UPDATE %2$s AS q
         SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = %3$L::regclass))
         RETURNING %4$s, q.lease_token, q.vt)$t$, n, v_seg, v_seg, ret_cols);
-        v_dunion := v_dunion || CASE WHEN n > 0 THEN ' UNION ALL ' ELSE '' END
-                    || format('SELECT * FROM d%s', n);
-        v_gunion := v_gunion || CASE WHEN n > 0 THEN ' UNION ALL ' ELSE '' END
-                    || format('SELECT * FROM g%s', n);
-        v_uunion := v_uunion || CASE WHEN n > 0 THEN ' UNION ALL ' ELSE '' END
-                    || format('SELECT * FROM u%s', n);
+            v_dunion[k + 1] := v_dunion[k + 1] || CASE WHEN v_dunion[k + 1] = '' THEN ''
+                               ELSE ' UNION ALL ' END || format('SELECT * FROM d%s', n);
+            v_gunion[k + 1] := v_gunion[k + 1] || CASE WHEN v_gunion[k + 1] = '' THEN ''
+                               ELSE ' UNION ALL ' END || format('SELECT * FROM g%s', n);
+            v_uunion[k + 1] := v_uunion[k + 1] || CASE WHEN v_uunion[k + 1] = '' THEN ''
+                               ELSE ' UNION ALL ' END || format('SELECT * FROM u%s', n);
+        END LOOP;
     END LOOP;
 
     -- Fan-out: one INSERT per consumer, guarded by its selector (t is the message).
@@ -508,33 +526,87 @@ $b$, tbl, ret_cols, q, q));
 
     -- Per consumer: consume, consumen, lease, take_from. Claims lock through the parent (one
     -- ordered Merge Append over the segments' claim indexes), then delete or update the locked
-    -- rows segment by segment by ctid (a ctid names a row only within its segment).
+    -- rows segment by segment by ctid (a ctid names a row only within its segment). While
+    -- rotate_queue closes a drained segment k, claims run the variant whose constant seg
+    -- condition prunes k at plan time: that plan does not name k, so new claims do not lock
+    -- it and rotate_queue can truncate it although consumers' transactions overlap.
     FOR r IN SELECT c.cid, c.cname FROM mbus.consumer AS c WHERE c.qname = q LOOP
+        v_cn := '';
+        v_c1 := '';
+        v_cl := '';
+        FOR k IN 0 .. 3 LOOP
+            v_cn := v_cn || format($t$
+    %5$s
+        RETURN QUERY
+        WITH s AS MATERIALIZED (
+            SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
+            WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%6$s
+            ORDER BY s.vt, s.id
+            LIMIT amt
+            FOR UPDATE SKIP LOCKED)%3$s
+        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+               d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+        FROM (%4$s) AS d ORDER BY d.claim_vt, d.id;$t$,
+                tbl, r.cid, v_dels[k + 1], v_dunion[k + 1],
+                CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
+                       ELSE format('ELSIF v_closing = %s THEN', k) END, v_filter[k + 1]);
+            v_c1 := v_c1 || format($t$
+    %5$s
+        RETURN QUERY
+        WITH s AS MATERIALIZED (
+            SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
+            WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%6$s
+            ORDER BY s.vt, s.id
+            LIMIT 1
+            FOR UPDATE SKIP LOCKED)%3$s
+        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+               d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+        FROM (%4$s) AS d;$t$,
+                tbl, r.cid, v_dels[k + 1], v_dunion[k + 1],
+                CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
+                       ELSE format('ELSIF v_closing = %s THEN', k) END, v_filter[k + 1]);
+            v_cl := v_cl || format($t$
+    %9$s
+        RETURN QUERY
+        WITH s AS MATERIALIZED (
+            SELECT s.tableoid AS rel, s.ctid AS tid,
+                   s.attempts >= coalesce(max_attempts, 2147483647) AS dead
+            FROM mbus.%1$I AS s
+            WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%10$s
+            ORDER BY s.vt, s.id
+            LIMIT amt
+            FOR UPDATE SKIP LOCKED)%3$s,
+        buried AS (
+            INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
+                                  properties, data, consume_after, attempts, reason)
+            SELECT %4$L, %5$L, g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
+                   g.properties, g.data, g.consume_after, g.attempts,
+                   format('max_attempts (%%s) exceeded', max_attempts)
+            FROM (%6$s) AS g)%7$s
+        %8$s;$t$,
+                tbl, r.cid, v_gone[k + 1], q, r.cname, v_gunion[k + 1], v_ups[k + 1],
+                v_uunion[k + 1],
+                CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
+                       ELSE format('ELSIF v_closing = %s THEN', k) END, v_filter[k + 1]);
+        END LOOP;
+
         EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(amt integer, p_now timestamptz DEFAULT NULL)
 RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = off
     SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS %L$f$,
             format('consumen_%s_by_%s', q, r.cname), format($b$
 DECLARE
-    v_now timestamptz := coalesce(p_now, clock_timestamp());
-    v_db  text := current_database();
+    v_now     timestamptz := coalesce(p_now, clock_timestamp());
+    v_db      text := current_database();
+    v_closing smallint := %2$s;
 BEGIN
     IF amt IS NULL OR amt < 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
     END IF;
-    -- The TID scans delete in physical order: sort the claimed rows back into claim order.
-    RETURN QUERY
-    WITH s AS MATERIALIZED (
-        SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
-        WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-        ORDER BY s.vt, s.id
-        LIMIT amt
-        FOR UPDATE SKIP LOCKED)%3$s
-    SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
-           d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-    FROM (%4$s) AS d ORDER BY d.claim_vt, d.id;
+    -- The TID scans delete in physical order: sort the claimed rows back into claim order.%1$s
+    END IF;
 END;
-$b$, tbl, r.cid, v_dels, v_dunion));
+$b$, v_cn, v_closing));
 
         EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(p_now timestamptz DEFAULT NULL)
@@ -542,21 +614,13 @@ RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = of
     SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS %L$f$,
             format('consume_%s_by_%s', q, r.cname), format($b$
 DECLARE
-    v_now timestamptz := coalesce(p_now, clock_timestamp());
-    v_db  text := current_database();
-BEGIN
-    RETURN QUERY
-    WITH s AS MATERIALIZED (
-        SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
-        WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-        ORDER BY s.vt, s.id
-        LIMIT 1
-        FOR UPDATE SKIP LOCKED)%3$s
-    SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
-           d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-    FROM (%4$s) AS d;
+    v_now     timestamptz := coalesce(p_now, clock_timestamp());
+    v_db      text := current_database();
+    v_closing smallint := %2$s;
+BEGIN%1$s
+    END IF;
 END;
-$b$, tbl, r.cid, v_dels, v_dunion));
+$b$, v_c1, v_closing));
 
         -- lease_<q>_by_<c>: claim up to amt with a visibility timeout; a message already
         -- delivered max_attempts times goes to the dmq instead of being returned.
@@ -567,8 +631,9 @@ RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = of
     SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS %L$f$,
             format('lease_%s_by_%s', q, r.cname), format($b$
 DECLARE
-    v_now timestamptz := coalesce(p_now, clock_timestamp());
-    v_db  text := current_database();
+    v_now     timestamptz := coalesce(p_now, clock_timestamp());
+    v_db      text := current_database();
+    v_closing smallint := %2$s;
 BEGIN
     IF amt IS NULL OR amt < 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
@@ -578,26 +643,10 @@ BEGIN
     END IF;
     IF max_attempts IS NOT NULL AND max_attempts < 1 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'max_attempts must be >= 1';
+    END IF;%1$s
     END IF;
-    RETURN QUERY
-    WITH s AS MATERIALIZED (
-        SELECT s.tableoid AS rel, s.ctid AS tid,
-               s.attempts >= coalesce(max_attempts, 2147483647) AS dead
-        FROM mbus.%1$I AS s
-        WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-        ORDER BY s.vt, s.id
-        LIMIT amt
-        FOR UPDATE SKIP LOCKED)%3$s,
-    buried AS (
-        INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                              properties, data, consume_after, attempts, reason)
-        SELECT %4$L, %5$L, g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
-               g.properties, g.data, g.consume_after, g.attempts,
-               format('max_attempts (%%s) exceeded', max_attempts)
-        FROM (%6$s) AS g)%7$s
-    %8$s;
 END;
-$b$, tbl, r.cid, v_gone, q, r.cname, v_gunion, v_ups, v_uunion));
+$b$, v_cl, v_closing));
 
         EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(msgid text, p_now timestamptz DEFAULT NULL)
@@ -661,6 +710,7 @@ DECLARE
     v_busy      integer[] := '{}';
     v_kept      integer[] := '{}';
     v_next      integer;
+    v_closing   integer;
 BEGIN
     PERFORM mbus.require_queue(qname);
     -- A transaction that wrote already is not one of its own; under REPEATABLE READ or
@@ -715,17 +765,26 @@ BEGIN
         WHERE pg_relation_size(format('mbus.%I', tbl || '$' || x.n)::regclass) = 0
         ORDER BY g.k LIMIT 1;
     END IF;
-    IF v_next IS NOT NULL OR cardinality(v_truncated) > 0 THEN
+    -- A drained segment that stays busy is closed: claims switch to plans that do not name
+    -- it, so the transactions holding it end and none take it again (a post committed late
+    -- into it is seen by the look above, which reopens it; claims also ignore a closing not
+    -- refreshed for 10 seconds, should this upkeep stop).
+    v_closing := CASE WHEN st.closing = ANY (v_busy) THEN st.closing
+                      WHEN cardinality(v_busy) > 0 THEN v_busy[1] END;
+    IF v_next IS NOT NULL OR cardinality(v_truncated) > 0 OR v_closing IS NOT NULL
+       OR st.closing IS NOT NULL THEN
         UPDATE mbus.queue_segment AS s
         SET cur = coalesce(v_next, s.cur),
             rotations = s.rotations + (v_next IS NOT NULL)::integer,
             rotated_at = CASE WHEN v_next IS NOT NULL THEN now() ELSE s.rotated_at END,
-            truncations = s.truncations + cardinality(v_truncated)
+            truncations = s.truncations + cardinality(v_truncated),
+            closing = v_closing,
+            closing_since = CASE WHEN v_closing IS NOT NULL THEN now() END
         WHERE s.qname = rotate_queue.qname;
     END IF;
     RETURN jsonb_build_object('current', coalesce(v_next, st.cur), 'rotated', v_next IS NOT NULL,
                               'truncated', to_jsonb(v_truncated), 'busy', to_jsonb(v_busy),
-                              'kept', to_jsonb(v_kept));
+                              'kept', to_jsonb(v_kept), 'closing', v_closing);
 END;
 $$;
 
