@@ -28,18 +28,20 @@
 
 -- Per-queue segment state.
 CREATE TABLE mbus.queue_segment (
-    qname        text PRIMARY KEY REFERENCES mbus.queue (qname) ON DELETE CASCADE,
-    cur          smallint NOT NULL DEFAULT 1 CHECK (cur BETWEEN 1 AND 3),
-    rotate_bytes bigint NOT NULL DEFAULT 8388608 CHECK (rotate_bytes > 0),
-    closing      smallint CHECK (closing BETWEEN 1 AND 3),
+    qname         text PRIMARY KEY REFERENCES mbus.queue (qname) ON DELETE CASCADE,
+    cur           smallint NOT NULL DEFAULT 1 CHECK (cur BETWEEN 1 AND 3),
+    rotate_bytes  bigint NOT NULL DEFAULT 8388608 CHECK (rotate_bytes > 0),
+    closing       smallint CHECK (closing BETWEEN 1 AND 3),
     closing_since timestamptz,
-    rotations    bigint NOT NULL DEFAULT 0,
-    truncations  bigint NOT NULL DEFAULT 0,
-    rotated_at   timestamptz
+    rotations     bigint NOT NULL DEFAULT 0,
+    truncations   bigint NOT NULL DEFAULT 0,
+    rotated_at    timestamptz
 );
 
 COMMENT ON TABLE mbus.queue_segment IS
     'Delivery-table segments per queue: cur receives posts; rotate_queue truncates drained ones.';
+COMMENT ON COLUMN mbus.queue_segment.closing IS
+    'A drained segment rotate_queue waits to truncate: claims skip it while closing_since is fresh.';
 COMMENT ON COLUMN mbus.queue_segment.rotate_bytes IS
     'rotate_queue makes another (empty) segment current once the current heap is this big.';
 
@@ -686,7 +688,9 @@ $gen$;
 --      a reader) the lock is refused at once, so the call never waits in the lock queue and
 --      never makes a consumer wait behind it; it tries again in the gaps between those
 --      transactions (p_tries times, a millisecond apart), else the segment waits for the next
---      call. Under the lock it is checked again (nobody can add a row then) and truncated;
+--      call. Under the lock it is checked again (nobody can add a row then) and truncated.
+--      A drained segment that stays busy is closed (queue_segment.closing): claims then run a
+--      plan variant that prunes it, so it frees up once the claims made before have ended;
 --   2. makes the next empty rotating segment current once the current one's heap reached
 --      rotate_bytes (a segment still holding rows, e.g. a slow consumer's backlog or a long
 --      nack delay, is passed over, so rotation proceeds through the others).
