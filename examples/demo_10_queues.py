@@ -66,6 +66,18 @@ def run(dsn: str) -> None:
         waited = time.monotonic() - started
         show("blocking consume woke for", f"{woken.data} after {waited:.2f}s (post at 0.50s)")
 
+        # Storage upkeep instead of VACUUM: once a segment is full, posts move to the next one;
+        # a drained segment is truncated (consumers run this once a second by themselves).
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE mbus.queue_segment SET rotate_bytes = 8192 WHERE qname = 'demo_orders'"
+            )
+        bus.post_batch("demo_orders", [{"order": 200 + i, "pad": "x" * 200} for i in range(60)])
+        show("rotate (segment full)", bus.rotate("demo_orders"))
+        bus.consume("demo_orders", amount=1000)
+        bus.consume("demo_orders", "demo_big", amount=1000)
+        show("rotate (old segment drained)", bus.rotate("demo_orders"))
+
         bus.post("demo_orders", {"order": 100, "amount": 500})
         for s in bus.stats("demo_orders"):
             show(f"stats {s.cname}", f"depth {s.depth}, ready {s.ready}, dmq {s.dmq}")

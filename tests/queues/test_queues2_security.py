@@ -36,6 +36,7 @@ PUBLIC_OK = {
     "take_from",
     "peek",
     "get_iid",
+    "rotate_queue",  # storage upkeep: truncates only segments without rows (0006)
 }
 
 

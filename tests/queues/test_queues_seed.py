@@ -448,11 +448,11 @@ def test_noindex_reports_index_as_notice(qconn: Conn) -> None:
     notices: list[str] = []
     qconn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
     before = qconn.execute(
-        "SELECT count(*) AS n FROM pg_indexes WHERE tablename = 'q_jobs'"
+        "SELECT count(*) AS n FROM pg_indexes WHERE tablename LIKE 'q\\_jobs%%'"
     ).fetchone()
     qconn.execute("SELECT mbus.create_consumer('jobs', 'big', NULL, true)")
     after = qconn.execute(
-        "SELECT count(*) AS n FROM pg_indexes WHERE tablename = 'q_jobs'"
+        "SELECT count(*) AS n FROM pg_indexes WHERE tablename LIKE 'q\\_jobs%%'"
     ).fetchone()
     assert before == after
     assert any("q_jobs_claim" in n and "big" in n for n in notices)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
@@ -19,7 +20,7 @@ from pgmbus.queues import Bus, Message
 from pgmbus.queues.worker import WorkerConfig, load_handler, serve
 
 queue_app = typer.Typer(
-    help="Queues: create, drop, list, stats, post, consume, peek.", no_args_is_help=True
+    help="Queues: create, drop, list, stats, rotate, post, consume, peek.", no_args_is_help=True
 )
 dmq_app = typer.Typer(help="The dead-message queue: list and replay.", no_args_is_help=True)
 
@@ -165,6 +166,33 @@ def stats_cmd(
             str(r.dmq),
         )
     console.print(table)
+
+
+@queue_app.command("rotate")
+@reports_errors
+def rotate_cmd(
+    name: Annotated[str | None, typer.Argument(help="Queue (default: every queue).")] = None,
+    every: Annotated[
+        float | None, typer.Option("--every", help="Run again every S seconds until stopped.")
+    ] = None,
+    dsn: DsnOption = None,
+) -> None:
+    """Storage upkeep: truncate drained segments, start new ones (a JSON line per run).
+
+    Bus consumers and the worker do this by themselves; run it for queues consumed from SQL.
+    """
+    bus = _bus(dsn)
+    try:
+        while True:
+            names = [name] if name else [q.qname for q in bus.queues()]
+            print(json.dumps({q: bus.rotate(q) for q in names}), flush=True)
+            if every is None:
+                return
+            time.sleep(every)
+    except KeyboardInterrupt:
+        return
+    finally:
+        bus.close()
 
 
 @queue_app.command("post")

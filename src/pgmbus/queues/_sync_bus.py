@@ -5,6 +5,7 @@ Generated from ``_async_bus.py`` by ``src/pgmbus/queues/_codegen.py``; do not ed
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -12,17 +13,25 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, LiteralString
 
+import psycopg
 from psycopg import Connection, sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from pgmbus.dsn import resolve_dsn
-from pgmbus.errors import InvalidArgument, InvalidPayload, TimeoutExpired, translating
+from pgmbus.errors import (
+    InvalidArgument,
+    InvalidPayload,
+    PgmbusError,
+    TimeoutExpired,
+    translating,
+)
 from pgmbus.queues.model import ConsumerStats, DeadMessage, Message, QueueInfo, check_name
 from pgmbus.sqlfiles import load_queries
 
 Q = load_queries("queues.sql")
+log = logging.getLogger("pgmbus.queues")
 
 
 def _json(value: Mapping[str, Any] | None, what: str) -> Jsonb | None:
@@ -61,6 +70,11 @@ class Bus:
     poll_interval:
         Seconds between polls while a blocking consume waits; a wake-up (NOTIFY) ends the wait
         earlier, so a lost notification costs at most this much latency.
+    rotate_every:
+        Seconds between runs of a queue's storage upkeep (``mbus.rotate_queue``: truncate
+        drained segments, start a new one) by ``consume``/``lease``/``listen`` of that queue, on
+        a pooled autocommit connection; None: never (then run ``pgmbus queue rotate --every``
+        or call ``mbus.rotate_queues()`` yourself). See docs/queues.md, Storage.
 
     Every method that reads or writes messages takes ``conn``: pass your own connection to run
     inside your transaction (a post then exists exactly when you commit; a consume is undone by
@@ -74,8 +88,11 @@ class Bus:
         pool: ConnectionPool[Any] | None = None,
         max_size: int = 4,
         poll_interval: float = 1.0,
+        rotate_every: float | None = 1.0,
     ) -> None:
         self.poll_interval = poll_interval
+        self.rotate_every = rotate_every
+        self._rotated: dict[str, float] = {}
         self._own_pool = pool is None
         if pool is None:
             pool = ConnectionPool(
@@ -302,6 +319,34 @@ class Bus:
         rows = self._rows(query, params)
         return [Message.from_row(queue, consumer, r) for r in rows]
 
+    def rotate(self, queue: str, *, tries: int = 100) -> dict[str, Any]:
+        """Run the storage upkeep of ``queue`` now (``mbus.rotate_queue``), in autocommit.
+
+        Truncates the queue's drained segments (skipping, never waiting for, a segment an open
+        transaction touched: ``tries`` attempts a millisecond apart) and starts a new segment
+        once the current one is full. Returns the report: ``current``, ``rotated``,
+        ``truncated``, ``busy``, ``kept`` (segments with rows left).
+        """
+        report = self._value(
+            Q["rotate_queue"], {"queue": check_name("queue", queue), "tries": tries}
+        )
+        return dict(report or {})
+
+    def _upkeep(self, queue: str) -> None:
+        # Consumers of a queue keep its storage flat: at most once per rotate_every, before a
+        # claim (a claim in the caller's open transaction would make its own segment busy).
+        if self.rotate_every is None:
+            return
+        now = time.monotonic()
+        last = self._rotated.get(queue)
+        if last is not None and now - last < self.rotate_every:
+            return
+        self._rotated[queue] = now
+        try:
+            self.rotate(queue, tries=20)
+        except (PgmbusError, psycopg.Error) as exc:  # best effort: the next call tries again
+            log.warning("rotate_queue(%s) failed: %s", queue, exc)
+
     def _check_consumer(self, queue: str, consumer: str) -> None:
         # Once per bus: afterwards a dropped consumer shows as NotFound from the missing
         # generated function, without a round trip per call.
@@ -336,6 +381,7 @@ class Bus:
         if amount < 0:
             raise InvalidArgument("amount must be >= 0", sqlstate="MB006")
         self._check_consumer(queue, consumer)
+        self._upkeep(queue)
         got = self._consume_once(queue, consumer, amount, conn, now)
         if got or timeout <= 0:
             return got
@@ -345,6 +391,7 @@ class Bus:
             # between the wake-up and the claim.
             claim_conn = conn if conn is not None else listener
             while True:
+                self._upkeep(queue)
                 got = self._consume_once(queue, consumer, amount, claim_conn, now)
                 remaining = deadline - time.monotonic()
                 if got or remaining <= 0:
@@ -373,12 +420,14 @@ class Bus:
             raise InvalidArgument("amount must be >= 0", sqlstate="MB006")
         self._check_consumer(queue, consumer)
         span = _seconds(lease)
+        self._upkeep(queue)
         got = self._lease_once(queue, consumer, amount, span, max_attempts, now)
         if got or timeout <= 0:
             return got
         deadline = time.monotonic() + timeout
         with self._listening(queue) as listener:
             while True:
+                self._upkeep(queue)
                 got = self._lease_once(queue, consumer, amount, span, max_attempts, now)
                 remaining = deadline - time.monotonic()
                 if got or remaining <= 0:

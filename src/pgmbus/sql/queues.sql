@@ -30,6 +30,9 @@ FROM mbus.queues ORDER BY qname;
 SELECT qname, cname, depth, ready, delayed, leased, expired, oldest_age, dmq
 FROM mbus.queue_stats(%(queue)s);
 
+-- name: rotate_queue
+SELECT mbus.rotate_queue(%(queue)s, %(tries)s);
+
 -- name: get_iid
 SELECT mbus.get_iid(%(queue)s);
 

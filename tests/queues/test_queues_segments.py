@@ -1,0 +1,365 @@
+"""Segmented delivery tables: drained segments are truncated, never waited for, nothing lost."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from typer.testing import CliRunner
+
+from pgmbus.cli import app
+from pgmbus.queues import Bus
+
+Conn = psycopg.Connection[dict[str, Any]]
+MIGRATION = Path(__file__).resolve().parents[2] / "src/pgmbus/sql/migrations/0002_queues.sql"
+
+
+@pytest.fixture
+def ac(autodb: str) -> Any:
+    """Autocommit dict-row connection; queue ``jobs`` rotates once its segment has 16 kB."""
+    with psycopg.connect(autodb, autocommit=True, row_factory=dict_row) as connection:
+        connection.execute("UPDATE mbus.queue_segment SET rotate_bytes = 16384")
+        yield connection
+
+
+def rotate(conn: Conn, tries: int = 100) -> dict[str, Any]:
+    row = conn.execute("SELECT mbus.rotate_queue('jobs', %s) AS r", (tries,)).fetchone()
+    assert row is not None
+    return dict(row["r"])
+
+
+def post_many(conn: Conn, n: int, start: int = 0) -> None:
+    conn.execute(
+        "SELECT count(*) FROM mbus.postn_jobs(%s)",
+        ([Jsonb({"n": start + i, "pad": "x" * 100}) for i in range(n)],),
+    )
+
+
+def segment_bytes(conn: Conn, n: int) -> int:
+    row = conn.execute("SELECT pg_relation_size(%s) AS b", (f'mbus."q_jobs${n}"',)).fetchone()
+    assert row is not None
+    return int(row["b"])
+
+
+def segment_counts(conn: Conn) -> dict[int, int]:
+    rows = conn.execute("SELECT seg, count(*) AS n FROM mbus.q_jobs GROUP BY seg").fetchall()
+    return {r["seg"]: r["n"] for r in rows}
+
+
+def drain(conn: Conn) -> list[int]:
+    rows = conn.execute("SELECT data FROM mbus.consumen_jobs_by_default(100000)").fetchall()
+    return [r["data"]["n"] for r in rows]
+
+
+def test_posts_go_to_the_current_segment_and_long_waits_to_parking(ac: Conn) -> None:
+    """Deliveries go to the current rotating segment; those that will wait long (a delay over
+    a minute, consume_after dependencies) go to the parking segment 0, which is never
+    truncated, so they cannot keep a rotating segment alive."""
+    post_many(ac, 3)
+    ac.execute("SELECT mbus.post_jobs('{}', delayed_until => now() + interval '5 seconds')")
+    ac.execute("SELECT mbus.post_jobs('{}', delayed_until => now() + interval '1 hour')")
+    ac.execute(
+        "SELECT count(*) FROM mbus.postn_jobs(ARRAY['{}']::jsonb[], "
+        "delayed_until => now() + interval '2 hours')"
+    )
+    dep = ac.execute("SELECT mbus.post_jobs('{\"dep\": 1}') AS i").fetchone()
+    assert dep is not None
+    ac.execute(
+        "SELECT mbus.post_jobs('{}', jsonb_build_object('consume_after', %s::text))",
+        (dep["i"],),
+    )
+    assert segment_counts(ac) == {1: 5, 0: 3}
+    assert ac.execute("SELECT * FROM mbus.waiting").fetchall()
+
+
+def test_drained_segment_is_truncated_and_reused(ac: Conn) -> None:
+    """Once the current segment passed rotate_bytes, rotate_queue starts the next one; once the
+    old one is drained it is truncated (its heap and indexes give their space back without
+    VACUUM) and becomes available again: the queue cycles through its segments."""
+    post_many(ac, 200)
+    assert segment_bytes(ac, 1) >= 16384
+    report = rotate(ac)
+    assert report["rotated"] and report["current"] == 2 and report["truncated"] == []
+    post_many(ac, 10, start=200)
+    assert segment_counts(ac) == {1: 200, 2: 10}
+    assert rotate(ac)["kept"] == [1]  # rows left: not truncated
+    assert sorted(drain(ac)) == list(range(210))
+    report = rotate(ac)
+    assert report["truncated"] == [1] and report["busy"] == []
+    assert segment_bytes(ac, 1) == 0
+    row = ac.execute(
+        "SELECT pg_indexes_size('mbus.\"q_jobs$1\"') AS i, truncations, rotations "
+        "FROM mbus.queue_segment WHERE qname = 'jobs'"
+    ).fetchone()
+    assert row is not None
+    assert (row["truncations"], row["rotations"]) == (1, 1)
+    assert row["i"] <= 5 * 8192  # each index back to its metapage
+    post_many(ac, 200, start=210)
+    assert rotate(ac)["current"] == 3  # the next empty one after 2
+    post_many(ac, 200, start=410)
+    assert rotate(ac)["current"] == 1  # 2 still holds rows; 1 was truncated
+    assert sorted(drain(ac)) == list(range(210, 610))
+
+
+def test_a_concurrent_transaction_makes_truncation_skip_not_wait(ac: Conn, autodb: str) -> None:
+    """A transaction that touched the segment (here a reader of the queue) holds a lock that
+    conflicts with TRUNCATE: rotate_queue skips the segment at once (NOWAIT) instead of
+    waiting in the lock queue, where it would block every consumer behind it. A statement
+    timeout guards the call: a wait would fail the test instead of hanging."""
+    post_many(ac, 200)
+    rotate(ac)
+    drain(ac)
+    with psycopg.connect(autodb) as reader:
+        reader.execute("SELECT count(*) FROM mbus.q_jobs").fetchone()  # locks every segment
+        ac.execute("SET statement_timeout = '20s'")
+        report = rotate(ac, tries=3)
+        assert report["busy"] == [1] and report["truncated"] == []
+        assert segment_bytes(ac, 1) > 0
+        # meanwhile consumers and posts are not held up by the skipped truncation
+        post_many(ac, 5, start=200)
+        assert sorted(drain(ac)) == list(range(200, 205))
+    report = rotate(ac)
+    assert report["truncated"] == [1]
+
+
+def test_overlapping_consumer_transactions_do_not_keep_a_drained_segment(
+    ac: Conn, autodb: str
+) -> None:
+    """Transactional consumers whose transactions overlap leave no moment without a lock on
+    the segments their claims read. A drained segment that stays busy is closed: claims made
+    after that run a plan that does not name it (the seg condition prunes it at plan time), so
+    once the transactions that claimed before end, it is truncated although a consumer's
+    transaction is open the whole time."""
+    post_many(ac, 200)
+    assert rotate(ac)["current"] == 2
+    assert len(drain(ac)) == 200
+    post_many(ac, 4, start=200)
+    with psycopg.connect(autodb) as first, psycopg.connect(autodb) as second:
+        assert len(first.execute("SELECT * FROM mbus.consumen_jobs_by_default(1)").fetchall())
+        report = rotate(ac, tries=2)
+        assert report["busy"] == [1] and report["closing"] == 1
+        assert len(second.execute("SELECT * FROM mbus.consumen_jobs_by_default(1)").fetchall())
+        locked = second.execute(
+            "SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() "
+            "AND relation = 'mbus.\"q_jobs$1\"'::regclass"
+        ).fetchone()
+        assert locked == (0,)  # the second claim did not touch the closing segment
+        first.commit()
+        report = rotate(ac, tries=2)  # the second transaction is still open
+        assert report["truncated"] == [1] and report["closing"] is None
+        second.commit()
+    assert len(drain(ac)) == 2
+
+
+def test_a_late_post_into_a_closing_segment_is_not_lost(ac: Conn, autodb: str) -> None:
+    """A post that read the current segment before a rotation and commits into a segment being
+    closed is invisible to claims for a moment (they skip that segment), until the next
+    rotate_queue sees the row, reopens the segment and the message is consumed."""
+    with psycopg.connect(autodb) as poster:
+        poster.execute("SELECT mbus.post_jobs(%s)", (Jsonb({"n": -1}),))
+        post_many(ac, 200)
+        assert rotate(ac)["current"] == 2
+        assert len(drain(ac)) == 200
+        assert rotate(ac, tries=2)["closing"] == 1
+        poster.commit()
+    assert drain(ac) == []  # committed into the closing segment, skipped for now
+    report = rotate(ac)
+    assert report["kept"] == [1] and report["closing"] is None
+    assert drain(ac) == [-1]
+    assert rotate(ac)["truncated"] == [1]
+
+
+def test_an_uncommitted_post_keeps_its_segment(ac: Conn, autodb: str) -> None:
+    """A post that read the current segment before a rotation and commits after it lands in the
+    old segment: the segment is not truncated under it (its open transaction holds a lock),
+    and once committed the row is live and keeps the segment until consumed."""
+    with psycopg.connect(autodb) as poster:
+        poster.execute("SELECT mbus.post_jobs(%s)", (Jsonb({"n": -1}),))
+        post_many(ac, 200)
+        assert rotate(ac)["current"] == 2
+        assert drain(ac) == list(range(200))  # the uncommitted post is invisible
+        assert rotate(ac, tries=3)["busy"] == [1]
+        poster.commit()
+    report = rotate(ac)
+    assert report["kept"] == [1] and report["truncated"] == []
+    assert drain(ac) == [-1]
+    assert rotate(ac)["truncated"] == [1]
+
+
+def test_a_segment_held_by_a_lease_is_passed_over(ac: Conn) -> None:
+    """A delivery that stays long in a rotating segment (here an unfinished lease) keeps only
+    that segment; rotation proceeds through the other two, and the leased message can still
+    be acked."""
+    post_many(ac, 1)
+    leased = ac.execute("SELECT * FROM mbus.lease_jobs_by_default(1, '1 hour')").fetchone()
+    assert leased is not None
+    post_many(ac, 200, start=1)
+    assert rotate(ac)["current"] == 2
+    drain(ac)
+    currents = []
+    for k in range(4):
+        post_many(ac, 200, start=1000 * (k + 1))
+        report = rotate(ac)
+        currents.append(report["current"])
+        assert 1 in report["kept"] or report["current"] != 1
+        drain(ac)
+    assert 1 not in currents and set(currents) == {2, 3}
+    ac.execute("SELECT mbus.ack_jobs(%s)", (leased["lease_token"],))
+    assert 1 in rotate(ac)["truncated"]
+
+
+def test_rotate_refuses_where_its_check_could_be_wrong(autodb: str) -> None:
+    """rotate_queue does nothing in a transaction that wrote already (its TRUNCATE lock would
+    be held to that transaction's end) or under REPEATABLE READ (its emptiness check could
+    miss a row committed after the snapshot)."""
+    with psycopg.connect(autodb, row_factory=dict_row) as conn:
+        conn.execute("SELECT mbus.post_jobs('{}')")
+        assert "skipped" in rotate(conn)
+        conn.rollback()
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        assert "skipped" in rotate(conn)
+        conn.rollback()
+        assert "skipped" not in rotate(conn)
+
+
+def test_exactly_once_across_rotations(ac: Conn, autodb: str) -> None:
+    """ "If a message was received by one process with mbus.consume(qname), another process will
+    NOT receive it": 3 producers x 3 consumers (some claims rolled back) while a rotator
+    truncates and switches segments as fast as it can; every message is received exactly
+    once, and rotations and truncations did happen."""
+    producers, per_producer, batch = 3, 1200, 20
+    total = producers * per_producer
+    got: list[int] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def produce(p: int) -> None:
+        try:
+            with psycopg.connect(autodb, autocommit=True, row_factory=dict_row) as conn:
+                for i in range(0, per_producer, batch):
+                    post_many(conn, batch, start=p * per_producer + i)
+        except BaseException as exc:
+            errors.append(exc)
+
+    def consume(k: int) -> None:
+        try:
+            with psycopg.connect(autodb) as conn:
+                claims = 0
+                while not stop.is_set():
+                    rows = conn.execute(
+                        "SELECT data FROM mbus.consumen_jobs_by_default(7)"
+                    ).fetchall()
+                    claims += 1
+                    if rows and claims % 5 == k:
+                        conn.rollback()  # the messages come back
+                        continue
+                    conn.commit()
+                    with lock:
+                        got.extend(r[0]["n"] for r in rows)
+                        if len(got) >= total:
+                            stop.set()
+        except BaseException as exc:
+            errors.append(exc)
+            stop.set()
+
+    def rotator() -> None:
+        try:
+            with psycopg.connect(autodb, autocommit=True, row_factory=dict_row) as conn:
+                while not stop.is_set():
+                    rotate(conn, tries=5)
+        except BaseException as exc:
+            errors.append(exc)
+            stop.set()
+
+    threads = [threading.Thread(target=produce, args=(p,)) for p in range(producers)]
+    threads += [threading.Thread(target=consume, args=(k,)) for k in range(3)]
+    threads.append(threading.Thread(target=rotator))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    stop.set()
+    assert not errors, errors
+    counts = Counter(got)
+    assert set(counts) == set(range(total))
+    assert max(counts.values()) == 1
+    row = ac.execute(
+        "SELECT rotations, truncations FROM mbus.queue_segment WHERE qname = 'jobs'"
+    ).fetchone()
+    assert row is not None and row["rotations"] >= 3 and row["truncations"] >= 2
+
+
+def test_bus_consumers_keep_the_storage_flat(ac: Conn, autodb: str) -> None:
+    """Bus.consume runs the queue's upkeep itself (at most once per rotate_every, on a pooled
+    autocommit connection), so a queue consumed through Bus needs no scheduler."""
+    with Bus(autodb, rotate_every=0.0) as bus:
+        for k in range(3):
+            post_many(ac, 200, start=200 * k)
+            got = bus.consume("jobs", amount=1000)
+            assert len(got) == 200
+        bus.consume("jobs")
+        assert bus.rotate("jobs")["current"] in (1, 2, 3)
+    row = ac.execute(
+        "SELECT rotations, truncations FROM mbus.queue_segment WHERE qname = 'jobs'"
+    ).fetchone()
+    assert row is not None and row["rotations"] >= 2 and row["truncations"] >= 1
+
+
+def test_cli_rotate(ac: Conn, autodb: str) -> None:
+    """`pgmbus queue rotate [NAME]`: one JSON report per run, for every queue by default."""
+    post_many(ac, 200)
+    runner = CliRunner()
+    result = runner.invoke(app, ["queue", "rotate", "jobs", "--dsn", autodb])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["jobs"]["current"] == 2
+    drain(ac)
+    result = runner.invoke(app, ["queue", "rotate", "--dsn", autodb])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["jobs"]["truncated"] == [1]
+
+
+def test_a_queue_made_before_segments_is_converted(db_dsn: str) -> None:
+    """Migration 0006 turns an existing queue table into the segmented layout: its messages
+    stay (segment 1) and are consumed as before, and its views are made again with their
+    grants."""
+    legacy = re.search(
+        r"CREATE FUNCTION mbus\.create_queue\(.*?\n\$\$;\n", MIGRATION.read_text(), re.S
+    )
+    assert legacy is not None
+    with psycopg.connect(db_dsn, autocommit=True, row_factory=dict_row) as conn:
+        # The 0002 create_queue, renamed, makes a queue table the old way.
+        conn.execute(legacy.group(0).replace("mbus.create_queue(", "pg_temp.create_queue("))
+        conn.execute("DELETE FROM mbus.queue_segment")  # (not made by the old function)
+        conn.execute("SELECT pg_temp.create_queue('old', 1)")
+        assert conn.execute(
+            "SELECT relkind FROM pg_class WHERE oid = 'mbus.q_old'::regclass"
+        ).fetchone() == {"relkind": "r"}
+        conn.execute(
+            "INSERT INTO mbus.q_old (c, vt, id, added, data) "
+            "SELECT c.cid, now(), nextval('mbus.msg_id_seq'), now(), jsonb_build_object('n', g) "
+            "FROM mbus.consumer AS c, generate_series(1, 3) AS g WHERE c.qname = 'old'"
+        )
+        conn.execute("SELECT mbus.create_view('old', 'public.old_view')")
+        conn.execute("GRANT SELECT ON public.old_view TO PUBLIC")
+        conn.execute("SELECT mbus.segment_queue('old')")
+        assert conn.execute(
+            "SELECT relkind FROM pg_class WHERE oid = 'mbus.q_old'::regclass"
+        ).fetchone() == {"relkind": "p"}
+        assert conn.execute("SELECT count(*) AS n FROM public.old_view").fetchone() == {"n": 3}
+        assert conn.execute(
+            "SELECT has_table_privilege('public', 'public.old_view', 'SELECT') AS ok"
+        ).fetchone() == {"ok": True}
+        conn.execute("SELECT mbus.post_old('{\"n\": 4}')")
+        rows = conn.execute("SELECT data FROM mbus.consumen_old_by_default(10)").fetchall()
+        assert [r["data"]["n"] for r in rows] == [1, 2, 3, 4]
+        report = conn.execute("SELECT mbus.rotate_queue('old') AS r").fetchone()
+        assert report is not None and report["r"]["current"] == 1
