@@ -24,6 +24,7 @@ from psycopg.types.json import Jsonb
 
 from bench.harness import Measurement
 from bench.scenarios._timers_common import (
+    CpuMeter,
     TargetServer,
     bench_client,
     lateness_extra,
@@ -78,9 +79,10 @@ def _wait(server: TargetServer, size: int, limit_s: float) -> None:
         time.sleep(0.05)
 
 
-def _measure(server: TargetServer, start: float, size: int) -> Measurement:
+def _measure(server: TargetServer, start: float, meter: CpuMeter) -> Measurement:
     last = max((a for a, _ in server.arrivals), default=time.time())
     extra = lateness_extra(server.arrivals)
+    extra.update(meter.per_call(len(server.arrivals)))
     return Measurement(len(server.arrivals), max(last - start, 1e-6), extra)
 
 
@@ -102,9 +104,11 @@ def candidate(dsn: str, size: int) -> Measurement:
                 if owners == (2, 64):
                     break
                 time.sleep(0.2)
+        meter = CpuMeter(dsn, {"dispatchers": [p.pid for p in procs]}, server)
         start = _insert(dsn, server.url, size)
+        meter.start()
         _wait(server, size, _window(size) + 120)
-        return _measure(server, start, size)
+        return _measure(server, start, meter)
     finally:
         stop_all(procs)
         server.stop()
@@ -116,9 +120,11 @@ def baseline(dsn: str, size: int) -> Measurement:
     proc = spawn("bench.scenarios.timers_lateness", "--baseline-worker", dsn)
     try:
         time.sleep(1.0)
+        meter = CpuMeter(dsn, {"dispatchers": [proc.pid]}, server)
         start = _insert(dsn, server.url, size)
+        meter.start()
         _wait(server, size, _window(size) + 120)
-        return _measure(server, start, size)
+        return _measure(server, start, meter)
     finally:
         stop_all([proc])
         server.stop()
