@@ -78,6 +78,7 @@ class DispatcherConfig:
     timeout_s: float = 10.0
     poll_interval_s: float = 0.1
     lookahead_s: float = 1.0
+    rescan_interval_s: float = 0.5
     max_prefetch: int = 10_000
     bucket_lease_s: float = 10.0
     claim_slack_s: float = 5.0
@@ -139,6 +140,7 @@ class Dispatcher:
         self._results: list[Delivery] = []
         self._results_added = asyncio.Event()
         self._unrecorded = 0  # delivered, not yet written (or given up)
+        self._started = 0  # calls started, for the rate that bounds the claimed backlog
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set, then finish the claimed deliveries and release buckets."""
@@ -196,22 +198,51 @@ class Dispatcher:
     # -- claims ---------------------------------------------------------------------------------
     async def _claim_loop(self, link: _Link, stop: asyncio.Event) -> None:
         cfg = self.config
+        loop = asyncio.get_running_loop()
+        # claims go on from a cursor (the latest callback claimed): a range scan that skips
+        # the callbacks this dispatcher holds. A pass from the head of the index every
+        # rescan_interval_s (itself in steps of claim_batch) finds what lies before the
+        # cursor: late commits, past run_ats, early retries, expired claims, new buckets.
+        cursor: tuple[Any, int] | None = None
+        rescan: tuple[Any, int] | None = None  # where a pass from the head has got to
+        rescanning = False
+        rescan_at = 0.0
+        buckets: list[int] = []
+        rate, rate_since, started_since = 0.0, loop.time(), 0
         while not stop.is_set():
-            ready = self._ready.qsize()
-            limit = min(cfg.claim_batch, cfg.max_prefetch - len(self._waiting) - ready)
-            # while due callbacks queue up for the workers, claim no more: claims waiting too
-            # long would expire and be delivered twice
-            if ready > 2 * cfg.concurrency:
-                limit = 0
+            now = loop.time()
+            if now - rate_since >= 1.0:
+                rate = (self._started - started_since) / (now - rate_since)
+                rate_since, started_since = now, self._started
+            # due callbacks wait for a worker: keep that queue shorter than what the workers
+            # start within half the claim slack, or claims would expire before their call
+            allowed = max(2 * cfg.concurrency, int(rate * cfg.claim_slack_s / 2))
+            queued = self._ready.qsize()
+            limit = min(
+                cfg.claim_batch, cfg.max_prefetch - len(self._waiting) - queued, allowed - queued
+            )
+            if buckets != self.buckets:
+                buckets = list(self.buckets)
+                rescan_at = 0.0
+            if not rescanning and (cursor is None or now >= rescan_at):
+                rescanning, rescan = True, None
             got = 0
-            if limit > 0 and self.buckets:
+            if limit > 0 and buckets:
+                start = rescan if rescanning else cursor
                 try:
-                    rows = await self._claim(await link.get(), limit)
+                    rows = await self._claim(await link.get(), buckets, limit, start)
                 except psycopg.Error as exc:
                     log.warning("claim failed: %s", exc)
                     rows = []
                     await asyncio.sleep(min(1.0, cfg.bucket_lease_s / 3))
                 got = len(rows)
+                if rows:
+                    last = (rows[-1].run_at, rows[-1].id)
+                    cursor = last if cursor is None or last > cursor else cursor
+                    rescan = last
+                if rescanning and got < limit:  # the pass reached the end of what is due
+                    rescanning = False
+                    rescan_at = now + cfg.rescan_interval_s
                 self.stats.claimed += got
                 waiting = self._waiting
                 for cb in rows:
@@ -225,15 +256,23 @@ class Dispatcher:
                 async with asyncio.timeout(cfg.poll_interval_s):
                     await stop.wait()
 
-    async def _claim(self, conn: psycopg.AsyncConnection[Any], limit: int) -> list[Claimed]:
+    async def _claim(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        buckets: list[int],
+        limit: int,
+        cursor: tuple[Any, int] | None,
+    ) -> list[Claimed]:
         cfg = self.config
         params = {
             "dispatcher": self.name,
-            "buckets": self.buckets,
+            "buckets": buckets,
             "limit": limit,
             "lease_s": cfg.timeout_s + cfg.claim_slack_s,
             "now": None,
             "lookahead_s": cfg.lookahead_s,
+            "after_run_at": cursor[0] if cursor else None,
+            "after_id": cursor[1] if cursor else None,
         }
         cur = await conn.execute(_q("claim"), params)
         return [Claimed(*r) for r in await cur.fetchall()]
@@ -266,6 +305,7 @@ class Dispatcher:
                 self.stats.expired += 1
                 continue
             self._busy += 1
+            self._started += 1
             try:
                 result = await deliver(
                     transport,
