@@ -184,6 +184,7 @@ class CpuMeter:
         self.groups = groups
         self.server = server
         self._start: dict[str, float] = {}
+        self.started_at = 0.0
 
     def _sample(self) -> dict[str, float]:
         groups = dict(self.groups, postgres=server_pids(self.dsn))
@@ -193,6 +194,7 @@ class CpuMeter:
 
     def start(self) -> None:
         self._start = self._sample()
+        self.started_at = time.time()
 
     def per_call(self, calls: int) -> dict[str, float]:
         """CPU milliseconds per call of each group since ``start``, and the load average."""
