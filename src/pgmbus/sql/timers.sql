@@ -41,6 +41,9 @@ SELECT id, attempt, webhook_id, client_id, group_key, event_key, run_at, origina
 FROM mbus.timer_claim(%(dispatcher)s, %(buckets)s, %(limit)s, %(lease_s)s, %(now)s,
                       %(lookahead_s)s, %(after_run_at)s, %(after_id)s);
 
+-- name: unclaim
+SELECT mbus.timer_unclaim(%(dispatcher)s, %(ids)s, %(attempts)s);
+
 -- name: record
 SELECT mbus.timer_record(%(results)s, %(now)s);
 

@@ -103,7 +103,8 @@ class DispatcherStats:
     claimed: int = 0
     delivered: int = 0
     recorded: int = 0
-    expired: int = 0
+    expired: int = 0  # claims that could not be called in time (given back)
+    given_back: int = 0  # claims handed back unused (late, or claimed ahead at stop)
     outcomes: dict[str, int] = field(default_factory=dict)
 
 
@@ -139,7 +140,8 @@ class Dispatcher:
         self._busy = 0  # workers calling a URL now
         self._results: list[Delivery] = []
         self._results_added = asyncio.Event()
-        self._unrecorded = 0  # delivered, not yet written (or given up)
+        self._unused: list[Claimed] = []  # claims to give back, never called
+        self._unrecorded = 0  # results and unused claims not yet written (or given up)
         self._started = 0  # calls started, for the rate that bounds the claimed backlog
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -193,6 +195,14 @@ class Dispatcher:
         _done, pending = await asyncio.wait(workers, timeout=cfg.timeout_s)
         for task in pending:
             task.cancel()
+        # what is still claimed and not called goes back, for other dispatchers to take now
+        while not self._ready.empty():
+            cb = self._ready.get_nowait()
+            if cb is not None:
+                self._give_back(cb)
+        for _due, _id, cb in self._waiting:
+            self._give_back(cb)
+        self._waiting.clear()
         await _poll_until(lambda: not self._unrecorded, 30.0)
 
     # -- claims ---------------------------------------------------------------------------------
@@ -301,8 +311,9 @@ class Dispatcher:
                 return
             if cb.until - time.time() < cfg.timeout_s * (cb.fast_retries + 1):
                 # waited too long for a worker: the claim could expire mid-call and another
-                # dispatcher deliver it too; let it expire instead, unrecorded
+                # dispatcher deliver it too; give it back uncalled (claimed again at once)
                 self.stats.expired += 1
+                self._give_back(cb)
                 continue
             self._busy += 1
             self._started += 1
@@ -325,28 +336,49 @@ class Dispatcher:
             self._unrecorded += 1
             self._results_added.set()
 
+    def _give_back(self, cb: Claimed) -> None:
+        self._unused.append(cb)
+        self._unrecorded += 1
+        self._results_added.set()
+
     # -- recording ----------------------------------------------------------------------------
     async def _record_loop(self, link: _Link) -> None:
+        """Write results (and give back unused claims) in batches, one statement each."""
         cfg = self.config
         while True:
             await self._results_added.wait()
             await asyncio.sleep(cfg.record_interval_s)
             batch = self._results[: cfg.record_batch]
             del self._results[: cfg.record_batch]
+            unused, self._unused = self._unused, []
             if not self._results:
                 self._results_added.clear()
-            payload = [d.as_json(self.name) for d in batch]
-            for attempt in range(5):
-                try:
-                    conn = await link.get()
-                    cur = await conn.execute(_q("record"), {"results": Jsonb(payload), "now": None})
-                    await cur.fetchone()
+            if unused:
+                params = {
+                    "dispatcher": self.name,
+                    "ids": [cb.id for cb in unused],
+                    "attempts": [cb.attempt for cb in unused],
+                }
+                if await self._write(link, "unclaim", params, len(unused)):
+                    self.stats.given_back += len(unused)
+                self._unrecorded -= len(unused)
+            if batch:
+                payload = Jsonb([d.as_json(self.name) for d in batch])
+                if await self._write(link, "record", {"results": payload, "now": None}, len(batch)):
                     self.stats.recorded += len(batch)
-                    break
-                except psycopg.Error as exc:
-                    log.warning("recording %d results failed (%d): %s", len(batch), attempt, exc)
-                    await asyncio.sleep(0.2 * 2**attempt)
-            self._unrecorded -= len(batch)
+                self._unrecorded -= len(batch)
+
+    async def _write(self, link: _Link, query: str, params: dict[str, Any], count: int) -> bool:
+        """Run a write of the record connection, retried over broken connections."""
+        for attempt in range(5):
+            try:
+                conn = await link.get()
+                await (await conn.execute(_q(query), params)).fetchone()
+                return True
+            except psycopg.Error as exc:
+                log.warning("%s of %d failed (try %d): %s", query, count, attempt + 1, exc)
+                await asyncio.sleep(0.2 * 2**attempt)
+        return False  # the claims expire: the callbacks are claimed again later
 
     # -- heartbeat, schedules, cleanup --------------------------------------------------------
     async def _heartbeat(self, conn: psycopg.AsyncConnection[Any]) -> None:
