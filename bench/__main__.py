@@ -19,7 +19,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("scenarios", nargs="*", help="scenario names (default: list them)")
     parser.add_argument("--dsn", help="server to use (default: PGMBUS_DSN, else embedded)")
     parser.add_argument("--size", type=int, default=None, help="units of work per round")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds per side (median of these)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="rounds per side (median of these; default 5, or the scenario's default_rounds)",
+    )
     parser.add_argument("--json", type=Path, help="also write the JSON report to this file")
     args = parser.parse_args(argv)
 
@@ -34,9 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.scenarios:
         module = harness.load(name)
         size = args.size or module.default_size
-        console.print(f"[bold]{name}[/]: {module.goal} (size {size}, {args.rounds} rounds)")
+        rounds = args.rounds or getattr(module, "default_rounds", 5)
+        console.print(f"[bold]{name}[/]: {module.goal} (size {size}, {rounds} rounds)")
         reports.append(
-            harness.run(module, admin_dsn, size=size, rounds=args.rounds, progress=console.print)
+            harness.run(module, admin_dsn, size=size, rounds=rounds, progress=console.print)
         )
 
     table = Table("scenario", "unit", "pgmbus median/s", "baseline median/s", "ratio", "goal")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -108,6 +109,12 @@ class TargetServer:
         self._loop.run_until_complete(server.wait_closed())
         self._loop.close()
 
+    def cpu_s(self) -> float:
+        """CPU seconds the server's thread has used."""
+        if self._thread.ident is None or not self._thread.is_alive():
+            return 0.0
+        return time.clock_gettime(time.pthread_getcpuclockid(self._thread.ident))
+
     def stop(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
@@ -134,6 +141,70 @@ def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds a live process has used so far (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as handle:
+        return int(handle.read().rsplit(")", 1)[1].split()[1])
+
+
+def server_pids(dsn: str) -> list[int]:
+    """The postmaster of ``dsn``'s server and all its children (backends, walwriter...)."""
+    with psycopg.connect(dsn) as conn:
+        backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]  # type: ignore[index]
+    postmaster = _parent_of(backend)
+    pids = [postmaster]
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if _parent_of(int(entry)) == postmaster:
+                    pids.append(int(entry))
+    return pids
+
+
+class CpuMeter:
+    """CPU seconds used by groups of processes (and the target server's thread) over a span.
+
+    Processes that start or end inside the span are counted only for the part seen, so the
+    numbers are a floor; the long-lived ones (dispatchers, their backends) dominate.
+    """
+
+    def __init__(self, dsn: str, groups: dict[str, list[int]], server: TargetServer) -> None:
+        self.dsn = dsn
+        self.groups = groups
+        self.server = server
+        self._start: dict[str, float] = {}
+        self.started_at = 0.0
+
+    def _sample(self) -> dict[str, float]:
+        groups = dict(self.groups, postgres=server_pids(self.dsn))
+        sample = {k: sum(process_cpu_s(p) for p in pids) for k, pids in groups.items()}
+        sample["target"] = self.server.cpu_s()
+        return sample
+
+    def start(self) -> None:
+        self._start = self._sample()
+        self.started_at = time.time()
+
+    def per_call(self, calls: int) -> dict[str, float]:
+        """CPU milliseconds per call of each group since ``start``, and the load average."""
+        end = self._sample()
+        out = {
+            f"cpu_ms_per_call_{k}": round(1000 * (end[k] - self._start.get(k, 0.0)) / calls, 3)
+            for k in end
+        } if calls else {}
+        out["load1"] = round(os.getloadavg()[0], 2)
+        return out
 
 
 def free_port() -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Coroutine
 from typing import Annotated, Any
 
 import psycopg
@@ -59,6 +60,18 @@ def _config(
     )
 
 
+def _run_fast(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` on uvloop when it is installed (a cheaper event loop: the dispatcher is
+    bound by the CPU spent per HTTP call), else on asyncio's own loop."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency except on Windows
+        asyncio.run(main)
+        return
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(main)
+
+
 async def _run_until_signal(dispatcher: Dispatcher) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -81,7 +94,7 @@ def dispatcher_cmd(
     config = _config(concurrency, timeout, bucket_lease, claim_slack)
     dispatcher = Dispatcher(resolve_dsn(dsn), config, _guard(allow_network))
     typer.echo(f"dispatcher {dispatcher.name} started", err=True)
-    asyncio.run(_run_until_signal(dispatcher))
+    _run_fast(_run_until_signal(dispatcher))
 
 
 @reports_errors

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import hashlib
 import hmac
 import json
@@ -50,14 +51,24 @@ class Claimed:
     signing_secret: str
     claimed_until: datetime
 
+    @functools.cached_property
+    def due(self) -> float:
+        """``run_at`` as Unix seconds."""
+        return self.run_at.timestamp()
+
+    @functools.cached_property
+    def until(self) -> float:
+        """``claimed_until`` as Unix seconds."""
+        return self.claimed_until.timestamp()
+
 
 @dataclass
 class Call:
     """One HTTP call (one fast retry) of a delivery."""
 
     call: int
-    started_at: datetime
-    finished_at: datetime
+    started_at: float  # Unix seconds
+    finished_at: float
     outcome: str
     status_code: int | None = None
     error: str | None = None
@@ -65,8 +76,8 @@ class Call:
     def as_json(self) -> dict[str, Any]:
         return {
             "call": self.call,
-            "started_at": self.started_at.isoformat(),
-            "finished_at": self.finished_at.isoformat(),
+            "started_at": datetime.fromtimestamp(self.started_at, UTC).isoformat(),
+            "finished_at": datetime.fromtimestamp(self.finished_at, UTC).isoformat(),
             "outcome": self.outcome,
             "status_code": self.status_code,
             "error": self.error,
@@ -112,18 +123,21 @@ def sign(secret: str, webhook_id: str, timestamp: int, body: bytes) -> str:
     return "v1," + base64.b64encode(digest).decode()
 
 
-def headers_of(cb: Claimed, body: bytes) -> dict[str, str]:
-    """The headers of a callback request (signed at the time of the call)."""
+_USER_AGENT = f"pgmbus/{__version__}"
+
+
+def headers_of(cb: Claimed, body: bytes) -> list[tuple[str, str]]:
+    """The headers of a callback request (signed at the time of the call), without ``host``."""
     timestamp = int(time.time())
     webhook_id = str(cb.webhook_id)
-    return {
-        "content-type": "application/json",
-        "user-agent": f"pgmbus/{__version__}",
-        "webhook-id": webhook_id,
-        "webhook-timestamp": str(timestamp),
-        "webhook-signature": sign(cb.signing_secret, webhook_id, timestamp, body),
-        "pgmbus-attempt": str(cb.attempt),
-    }
+    return [
+        ("content-type", "application/json"),
+        ("user-agent", _USER_AGENT),
+        ("webhook-id", webhook_id),
+        ("webhook-timestamp", str(timestamp)),
+        ("webhook-signature", sign(cb.signing_secret, webhook_id, timestamp, body)),
+        ("pgmbus-attempt", str(cb.attempt)),
+    ]
 
 
 async def _post(
@@ -131,7 +145,7 @@ async def _post(
     guard: NetworkGuard,
     url: str,
     body: bytes,
-    headers: dict[str, str],
+    headers: list[tuple[str, str]],
     timeout_s: float,
 ) -> httpx.Response:
     """POST, following redirects only to targets the guard allows (re-checked per hop).
@@ -139,17 +153,19 @@ async def _post(
     Requests go straight to the transport: the client's layers (auth, cookies, redirects,
     hooks) are not needed here and cost a good part of the CPU of a call.
     """
-    current = httpx.URL(url)
+    current: str | httpx.URL = url
     timeout = {"connect": timeout_s, "read": timeout_s, "write": timeout_s, "pool": timeout_s}
     for _hop in range(MAX_REDIRECTS + 1):
         target = await guard.check(current)
-        hop_headers = dict(headers)
-        hop_headers["host"] = target.url.netloc.decode("ascii")
         extensions: dict[str, Any] = {"timeout": timeout}
         if target.url.scheme == "https":
             extensions["sni_hostname"] = target.host
         request = httpx.Request(
-            "POST", target.request_url, content=body, headers=hop_headers, extensions=extensions
+            "POST",
+            target.request_url,
+            content=body,
+            headers=[("host", target.host_header), *headers],
+            extensions=extensions,
         )
         response = await transport.handle_async_request(request)
         try:
@@ -173,20 +189,26 @@ async def call_once(
     cb: Claimed,
     index: int,
     timeout_s: float = 10.0,
+    body: bytes | None = None,
 ) -> Call:
-    """Make one HTTP call of ``cb`` and classify its result."""
-    body = body_of(cb)
-    started = datetime.now(UTC)
+    """Make one HTTP call of ``cb`` and classify its result.
+
+    The whole call, redirects included, is cut off after ``timeout_s`` seconds.
+    """
+    if body is None:
+        body = body_of(cb)
+    started = time.time()
     try:
-        response = await _post(transport, guard, cb.url, body, headers_of(cb, body), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            response = await _post(transport, guard, cb.url, body, headers_of(cb, body), timeout_s)
     except RefusedURL as exc:
-        return Call(index, started, datetime.now(UTC), "refused", error=str(exc))
-    except httpx.TimeoutException as exc:
-        return Call(index, started, datetime.now(UTC), "error", error=f"timeout: {exc!r}")
+        return Call(index, started, time.time(), "refused", error=str(exc))
+    except (httpx.TimeoutException, TimeoutError) as exc:
+        return Call(index, started, time.time(), "error", error=f"timeout: {exc!r}")
     except httpx.HTTPError as exc:
         error = f"{type(exc).__name__}: {exc}"
-        return Call(index, started, datetime.now(UTC), "error", error=error)
-    finished = datetime.now(UTC)
+        return Call(index, started, time.time(), "error", error=error)
+    finished = time.time()
     code = response.status_code
     if REJECT_HEADER in response.headers:
         return Call(index, started, finished, "reject", code)
@@ -208,16 +230,11 @@ async def deliver(
     Each call, redirects included, is cut off after ``timeout_s`` seconds.
     """
     delivery = Delivery(cb, "error")
+    body = body_of(cb)
     for index in range(cb.fast_retries + 1):
         if index:
             await asyncio.sleep(min(fast_retry_delay_s * 2 ** (index - 1), 1.0))
-        started = datetime.now(UTC)
-        try:
-            result = await asyncio.wait_for(
-                call_once(transport, guard, cb, index, timeout_s), timeout_s
-            )
-        except TimeoutError:
-            result = Call(index, started, datetime.now(UTC), "error", error="timeout")
+        result = await call_once(transport, guard, cb, index, timeout_s, body)
         delivery.calls.append(result)
         if result.outcome != "error":
             delivery.outcome = result.outcome

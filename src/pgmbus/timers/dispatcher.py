@@ -1,32 +1,38 @@
 """The dispatcher: leases buckets, claims due callbacks, calls their URLs, records results.
 
-One asyncio process runs these loops on three connections:
+One asyncio process runs these loops on three database connections:
 
 * heartbeat: ``mbus.timer_heartbeat`` every ``bucket_lease_s / 3`` keeps its bucket leases and
   takes its fair share of buckets (a dead dispatcher's buckets are free once their lease ends);
 * claim: every ``poll_interval_s`` (or at once while there is more), ``mbus.timer_claim`` takes
-  callbacks of its buckets due within ``lookahead_s`` in (run_at, id) order; each waits for its
-  run_at, then is called with at most ``concurrency`` HTTP calls in flight;
-* record: finished deliveries are written in batches with ``mbus.timer_record``;
+  callbacks of its buckets due within ``lookahead_s`` in (run_at, id) order, in batches of up
+  to ``claim_batch``; they wait in a heap, ordered by run_at, and each is handed to the HTTP
+  workers when its run_at has come (never before);
+* workers: ``concurrency`` coroutines, each with its own HTTP connection (kept alive), call the
+  URLs; so at most ``concurrency`` calls are in flight;
+* record: finished deliveries are written in batches with ``mbus.timer_record``, one statement
+  per batch, while the workers go on;
 * scheduler and maintenance: schedules are materialized ahead of time, and the daily cleanup
   runs (one dispatcher of many does it).
 
-A claim holds a callback for ``(timeout_s + slack) * (fast_retries + 1)``; a dispatcher that
-dies before recording loses its claims when they expire and the callback is delivered again
-(same ``webhook-id``, next attempt number).
+A claim holds a callback until ``run_at + (timeout_s + slack) * (fast_retries + 1)``; a
+dispatcher that dies before recording loses its claims when they expire and the callback is
+delivered again (same ``webhook-id``, next attempt number).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import logging
 import os
 import socket
 import ssl
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -39,7 +45,6 @@ from pgmbus.timers.netguard import NetworkGuard
 from pgmbus.timers.store import _q
 
 log = logging.getLogger("pgmbus.timers.dispatcher")
-CLIENT_POOL_SIZE = 8
 
 
 class _Link:
@@ -72,12 +77,14 @@ class DispatcherConfig:
     concurrency: int = 64
     timeout_s: float = 10.0
     poll_interval_s: float = 0.1
-    lookahead_s: float = 0.5
-    max_prefetch: int = 2000
+    lookahead_s: float = 1.0
+    rescan_interval_s: float = 0.5
+    max_prefetch: int = 10_000
     bucket_lease_s: float = 10.0
     claim_slack_s: float = 5.0
-    claim_batch: int = 200
-    record_interval_s: float = 0.02
+    claim_batch: int = 2000
+    record_interval_s: float = 0.05
+    record_batch: int = 2000
     fast_retry_delay_s: float = 0.05
     schedules: bool = True
     schedule_interval_s: float = 1.0
@@ -96,7 +103,8 @@ class DispatcherStats:
     claimed: int = 0
     delivered: int = 0
     recorded: int = 0
-    expired: int = 0
+    expired: int = 0  # claims that could not be called in time (given back)
+    given_back: int = 0  # claims handed back unused (late, or claimed ahead at stop)
     outcomes: dict[str, int] = field(default_factory=dict)
 
 
@@ -125,42 +133,48 @@ class Dispatcher:
         self.name = self.config.name
         self.buckets: list[int] = []
         self.stats = DispatcherStats()
-        self._inflight: set[asyncio.Task[None]] = set()
-        self._results: asyncio.Queue[Delivery] = asyncio.Queue()
-        self._slot_free = asyncio.Event()
-        self._http_slots = asyncio.Semaphore(self.config.concurrency)
-        self._ready = 0  # deliveries due now and waiting for an HTTP slot
+        # claimed callbacks waiting for their run_at: (due, id, callback), a heap
+        self._waiting: list[tuple[float, int, Claimed]] = []
+        self._waiting_changed = asyncio.Event()
+        self._ready: asyncio.Queue[Claimed | None] = asyncio.Queue()  # due, for the workers
+        self._busy = 0  # workers calling a URL now
+        self._results: list[Delivery] = []
+        self._results_added = asyncio.Event()
+        self._unused: list[Claimed] = []  # claims to give back, never called
+        self._unrecorded = 0  # results and unused claims not yet written (or given up)
+        self._started = 0  # calls started, for the rate that bounds the claimed backlog
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Run until ``stop`` is set, then finish deliveries in flight and release buckets."""
+        """Run until ``stop`` is set, then finish the claimed deliveries and release buckets."""
         cfg = self.config
         links = [_Link(self.dsn) for _ in range(3)]
         claim_link, record_link, side_link = links
         async with contextlib.AsyncExitStack() as stack:
             for link in links:
                 stack.push_async_callback(link.close)
-            # httpcore scans every pooled connection for each request; small pools keep that
-            # scan short, so deliveries are spread over several clients
-            size = min(cfg.concurrency, CLIENT_POOL_SIZE)
+            # one transport (pool) per worker, each keeping one connection alive: httpcore
+            # scans every connection of a pool (a poll() each) on every request, so small
+            # pools are what keeps a call cheap, and a pool of one never closes a warm
+            # connection to make room
             tls = ssl.create_default_context()
-            limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-            clients = [
+            limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+            transports = [
                 await stack.enter_async_context(
                     httpx.AsyncHTTPTransport(verify=tls, limits=limits, trust_env=False)
                 )
-                for _ in range(max(1, -(-cfg.concurrency // size)))
+                for _ in range(cfg.concurrency)
             ]
             await self._heartbeat(await side_link.get())
             helpers = [
                 asyncio.create_task(self._heartbeat_loop(side_link, stop)),
                 asyncio.create_task(self._record_loop(record_link)),
+                asyncio.create_task(self._release_loop()),
             ]
+            workers = [asyncio.create_task(self._worker(t)) for t in transports]
             try:
-                await self._claim_loop(claim_link, clients, stop)
+                await self._claim_loop(claim_link, stop)
             finally:
-                if self._inflight:
-                    await asyncio.wait(self._inflight, timeout=cfg.timeout_s + cfg.claim_slack_s)
-                await self._results.join()
+                await self._drain(workers)
                 for task in helpers:
                     task.cancel()
                 for task in helpers:
@@ -169,119 +183,202 @@ class Dispatcher:
                 with contextlib.suppress(psycopg.Error):
                     await (await side_link.get()).execute(_q("release"), {"dispatcher": self.name})
 
-    # -- claims and deliveries ----------------------------------------------------------------
-    async def _claim_loop(
-        self,
-        link: _Link,
-        clients: list[httpx.AsyncHTTPTransport],
-        stop: asyncio.Event,
-    ) -> None:
+    async def _drain(self, workers: list[asyncio.Task[None]]) -> None:
+        """Deliver what was claimed (it is due within the lookahead), then record it all."""
         cfg = self.config
+        await _poll_until(
+            lambda: not (self._waiting or self._ready.qsize() or self._busy),
+            cfg.lookahead_s + cfg.timeout_s + cfg.claim_slack_s,
+        )
+        for _ in workers:
+            self._ready.put_nowait(None)
+        _done, pending = await asyncio.wait(workers, timeout=cfg.timeout_s)
+        for task in pending:
+            task.cancel()
+        # what is still claimed and not called goes back, for other dispatchers to take now
+        while not self._ready.empty():
+            cb = self._ready.get_nowait()
+            if cb is not None:
+                self._give_back(cb)
+        for _due, _id, cb in self._waiting:
+            self._give_back(cb)
+        self._waiting.clear()
+        await _poll_until(lambda: not self._unrecorded, 30.0)
+
+    # -- claims ---------------------------------------------------------------------------------
+    async def _claim_loop(self, link: _Link, stop: asyncio.Event) -> None:
+        cfg = self.config
+        loop = asyncio.get_running_loop()
+        # claims go on from a cursor (the latest callback claimed): a range scan that skips
+        # the callbacks this dispatcher holds. A pass from the head of the index every
+        # rescan_interval_s (itself in steps of claim_batch) finds what lies before the
+        # cursor: late commits, past run_ats, early retries, expired claims, new buckets.
+        cursor: tuple[Any, int] | None = None
+        rescan: tuple[Any, int] | None = None  # where a pass from the head has got to
+        rescanning = False
+        rescan_at = 0.0
+        buckets: list[int] = []
+        rate, rate_since, started_since = 0.0, loop.time(), 0
         while not stop.is_set():
-            free = cfg.max_prefetch - len(self._inflight)
+            now = loop.time()
+            if now - rate_since >= 1.0:
+                rate = (self._started - started_since) / (now - rate_since)
+                rate_since, started_since = now, self._started
+            # due callbacks wait for a worker: keep that queue shorter than what the workers
+            # start within half the claim slack, or claims would expire before their call
+            allowed = max(2 * cfg.concurrency, int(rate * cfg.claim_slack_s / 2))
+            queued = self._ready.qsize()
+            limit = min(
+                cfg.claim_batch, cfg.max_prefetch - len(self._waiting) - queued, allowed - queued
+            )
+            if buckets != self.buckets:
+                buckets = list(self.buckets)
+                rescan_at = 0.0
+            if not rescanning and (cursor is None or now >= rescan_at):
+                rescanning, rescan = True, None
             got = 0
-            # claim only what the HTTP slots can start soon: claims waiting too long would
-            # expire and be delivered twice
-            limit = min(free, cfg.claim_batch, 2 * cfg.concurrency - self._ready)
-            if limit > 0 and self.buckets:
+            if limit > 0 and buckets:
+                start = rescan if rescanning else cursor
                 try:
-                    rows = await self._claim(await link.get(), limit)
+                    rows = await self._claim(await link.get(), buckets, limit, start)
                 except psycopg.Error as exc:
                     log.warning("claim failed: %s", exc)
                     rows = []
                     await asyncio.sleep(min(1.0, cfg.bucket_lease_s / 3))
                 got = len(rows)
+                if rows:
+                    last = (rows[-1].run_at, rows[-1].id)
+                    cursor = last if cursor is None or last > cursor else cursor
+                    rescan = last
+                if rescanning and got < limit:  # the pass reached the end of what is due
+                    rescanning = False
+                    rescan_at = now + cfg.rescan_interval_s
+                self.stats.claimed += got
+                waiting = self._waiting
                 for cb in rows:
-                    client = clients[self.stats.claimed % len(clients)]
-                    self.stats.claimed += 1
-                    task = asyncio.create_task(self._deliver(client, cb))
-                    self._inflight.add(task)
-                    task.add_done_callback(self._done)
+                    heapq.heappush(waiting, (cb.due, cb.id, cb))
+                if got:
+                    self._waiting_changed.set()
             if got and got == limit:
                 await asyncio.sleep(0)
                 continue
-            self._slot_free.clear()
-            wait_for: list[asyncio.Task[bool]] = [asyncio.create_task(stop.wait())]
-            if free <= 0:
-                wait_for.append(asyncio.create_task(self._slot_free.wait()))
-            _done, pending = await asyncio.wait(
-                wait_for, timeout=cfg.poll_interval_s, return_when=asyncio.FIRST_COMPLETED
-            )
-            for waiter in pending:
-                waiter.cancel()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(cfg.poll_interval_s):
+                    await stop.wait()
 
-    async def _claim(self, conn: psycopg.AsyncConnection[Any], limit: int) -> list[Claimed]:
+    async def _claim(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        buckets: list[int],
+        limit: int,
+        cursor: tuple[Any, int] | None,
+    ) -> list[Claimed]:
         cfg = self.config
         params = {
             "dispatcher": self.name,
-            "buckets": self.buckets,
+            "buckets": buckets,
             "limit": limit,
             "lease_s": cfg.timeout_s + cfg.claim_slack_s,
             "now": None,
             "lookahead_s": cfg.lookahead_s,
+            "after_run_at": cursor[0] if cursor else None,
+            "after_id": cursor[1] if cursor else None,
         }
         cur = await conn.execute(_q("claim"), params)
         return [Claimed(*r) for r in await cur.fetchall()]
 
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._inflight.discard(task)
-        self._slot_free.set()
+    async def _release_loop(self) -> None:
+        """Hand claimed callbacks to the workers when their run_at has come (never before)."""
+        waiting = self._waiting
+        ready = self._ready
+        while True:
+            now = time.time()
+            while waiting and waiting[0][0] <= now:
+                ready.put_nowait(heapq.heappop(waiting)[2])
+            self._waiting_changed.clear()
+            delay = waiting[0][0] - now if waiting else 1.0
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self._waiting_changed.wait()
 
-    async def _deliver(self, client: httpx.AsyncHTTPTransport, cb: Claimed) -> None:
+    # -- deliveries -----------------------------------------------------------------------------
+    async def _worker(self, transport: httpx.AsyncHTTPTransport) -> None:
         cfg = self.config
-        try:
-            wait = (cb.run_at - datetime.now(UTC)).total_seconds()
-            if wait > 0:  # claimed within the lookahead: call at run_at, not before
-                await asyncio.sleep(wait)
-            self._ready += 1
+        ready = self._ready
+        while True:
+            cb = await ready.get()
+            if cb is None:
+                return
+            if cb.until - time.time() < cfg.timeout_s * (cb.fast_retries + 1):
+                # waited too long for a worker: the claim could expire mid-call and another
+                # dispatcher deliver it too; give it back uncalled (claimed again at once)
+                self.stats.expired += 1
+                self._give_back(cb)
+                continue
+            self._busy += 1
+            self._started += 1
             try:
-                await self._http_slots.acquire()
-            finally:
-                self._ready -= 1
-            try:
-                left = (cb.claimed_until - datetime.now(UTC)).total_seconds()
-                if left < cfg.timeout_s * (cb.fast_retries + 1):
-                    # waited too long for a slot: the claim could expire mid-call and another
-                    # dispatcher deliver it too; let it expire instead, unrecorded
-                    self.stats.expired += 1
-                    return
                 result = await deliver(
-                    client,
+                    transport,
                     self.guard,
                     cb,
                     timeout_s=cfg.timeout_s,
                     fast_retry_delay_s=cfg.fast_retry_delay_s,
                 )
+            except Exception:  # a bug must not kill the worker; the claim expires, is retried
+                log.exception("delivery of callback %s crashed", cb.id)
+                continue
             finally:
-                self._http_slots.release()
-        except Exception:  # a bug must not kill the loop; the claim expires and is retried
-            log.exception("delivery of callback %s crashed", cb.id)
-            return
-        self.stats.delivered += 1
-        self.stats.outcomes[result.outcome] = self.stats.outcomes.get(result.outcome, 0) + 1
-        await self._results.put(result)
+                self._busy -= 1
+            self.stats.delivered += 1
+            self.stats.outcomes[result.outcome] = self.stats.outcomes.get(result.outcome, 0) + 1
+            self._results.append(result)
+            self._unrecorded += 1
+            self._results_added.set()
+
+    def _give_back(self, cb: Claimed) -> None:
+        self._unused.append(cb)
+        self._unrecorded += 1
+        self._results_added.set()
 
     # -- recording ----------------------------------------------------------------------------
     async def _record_loop(self, link: _Link) -> None:
+        """Write results (and give back unused claims) in batches, one statement each."""
         cfg = self.config
         while True:
-            batch = [await self._results.get()]
+            await self._results_added.wait()
             await asyncio.sleep(cfg.record_interval_s)
-            while not self._results.empty() and len(batch) < 1000:
-                batch.append(self._results.get_nowait())
-            payload = [d.as_json(self.name) for d in batch]
-            for attempt in range(5):
-                try:
-                    conn = await link.get()
-                    cur = await conn.execute(_q("record"), {"results": Jsonb(payload), "now": None})
-                    await cur.fetchone()
+            batch = self._results[: cfg.record_batch]
+            del self._results[: cfg.record_batch]
+            unused, self._unused = self._unused, []
+            if not self._results:
+                self._results_added.clear()
+            if unused:
+                params = {
+                    "dispatcher": self.name,
+                    "ids": [cb.id for cb in unused],
+                    "attempts": [cb.attempt for cb in unused],
+                }
+                if await self._write(link, "unclaim", params, len(unused)):
+                    self.stats.given_back += len(unused)
+                self._unrecorded -= len(unused)
+            if batch:
+                payload = Jsonb([d.as_json(self.name) for d in batch])
+                if await self._write(link, "record", {"results": payload, "now": None}, len(batch)):
                     self.stats.recorded += len(batch)
-                    break
-                except psycopg.Error as exc:
-                    log.warning("recording %d results failed (%d): %s", len(batch), attempt, exc)
-                    await asyncio.sleep(0.2 * 2**attempt)
-            for _ in batch:
-                self._results.task_done()
+                self._unrecorded -= len(batch)
+
+    async def _write(self, link: _Link, query: str, params: dict[str, Any], count: int) -> bool:
+        """Run a write of the record connection, retried over broken connections."""
+        for attempt in range(5):
+            try:
+                conn = await link.get()
+                await (await conn.execute(_q(query), params)).fetchone()
+                return True
+            except psycopg.Error as exc:
+                log.warning("%s of %d failed (try %d): %s", query, count, attempt + 1, exc)
+                await asyncio.sleep(0.2 * 2**attempt)
+        return False  # the claims expire: the callbacks are claimed again later
 
     # -- heartbeat, schedules, cleanup --------------------------------------------------------
     async def _heartbeat(self, conn: psycopg.AsyncConnection[Any]) -> None:
@@ -322,6 +419,13 @@ class Dispatcher:
                 await asyncio.sleep(min(1.0, cfg.bucket_lease_s / 3))
                 continue
             await asyncio.sleep(0.1)
+
+
+async def _poll_until(done: Callable[[], bool], timeout_s: float) -> None:
+    for _ in range(max(1, int(timeout_s / 0.02))):
+        if done():
+            return
+        await asyncio.sleep(0.02)
 
 
 async def run_dispatcher(

@@ -44,6 +44,11 @@ class Target:
         """The URL with its host replaced by the checked address."""
         return self.url.copy_with(host=self.address)
 
+    @functools.cached_property
+    def host_header(self) -> str:
+        """The ``Host`` header: the URL's host name (and port)."""
+        return self.url.netloc.decode("ascii")
+
 
 def parse_networks(values: Iterable[str]) -> list[IPNetwork]:
     """Parse CIDRs (``127.0.0.1/32``, ``10.0.0.0/8``, ``::1/128``); raises ``ValueError``."""

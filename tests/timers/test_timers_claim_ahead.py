@@ -1,0 +1,96 @@
+"""Claiming ahead: claim cursors, giving unused claims back, never calling before run_at."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tests.timers.conftest import Env, Reply
+from tests.timers.test_timers_dispatcher import (
+    Server,
+    add,
+    all_finished,
+    dispatch_until,
+    fast_config,
+)
+from tests.timers.test_timers_store import T0, create, record, sec, status
+
+ALL = list(range(64))
+
+
+def claim_from(env: Env, name: str, now: datetime, after: tuple[datetime, int] | None,
+               lookahead: float = 0.0, buckets: list[int] = ALL) -> list[tuple[Any, ...]]:
+    return env.sql(
+        "SELECT id, attempt, event_key, run_at"
+        " FROM mbus.timer_claim(%s, %s, 100, 10, %s, %s, %s, %s)",
+        (name, buckets, now, lookahead, after[0] if after else None, after[1] if after else None),
+    )
+
+
+def test_a_claim_from_a_cursor_skips_what_lies_before_it_and_a_rescan_finds_it(env: Env) -> None:
+    create(env, "g", "a", T0 + sec(1))
+    create(env, "g", "b", T0 + sec(2))
+    rows = claim_from(env, "d", T0 + sec(2), None)
+    assert [r[2] for r in rows] == ["a", "b"]
+    cursor = (rows[-1][3], rows[-1][0])
+    create(env, "g", "past", T0 - sec(60), now=T0 + sec(3))  # before the cursor
+    create(env, "g", "c", T0 + sec(3), now=T0 + sec(3))
+    assert [r[2] for r in claim_from(env, "d", T0 + sec(3), cursor)] == ["c"]
+    assert [r[2] for r in claim_from(env, "d", T0 + sec(3), None)] == ["past"]  # the rescan
+
+
+def test_lookahead_claims_callbacks_due_soon_and_holds_them_past_their_run_at(env: Env) -> None:
+    create(env, "g", "soon", T0 + sec(1))
+    create(env, "g", "later", T0 + sec(5))
+    (row,) = claim_from(env, "d", T0, None, lookahead=2)
+    assert row[2] == "soon"
+    until = env.sql("SELECT claimed_until FROM mbus.timer_callbacks WHERE event_key = 'soon'")
+    assert until[0][0] == T0 + sec(1) + sec(10) * 3  # from run_at, not from the claim
+    # a dispatcher that took over the bucket meanwhile cannot claim it while the claim holds
+    assert [r[2] for r in claim_from(env, "d2", T0 + sec(30), None)] == ["later"]
+    assert [r[2] for r in claim_from(env, "d2", T0 + sec(31), None)] == ["soon"]
+
+
+def test_unused_claims_are_given_back_with_their_attempt_number(env: Env) -> None:
+    _, cb = create(env, "g", "e", T0)
+    (row,) = claim_from(env, "d1", T0, None)
+    assert row[1] == 1
+    give_back = "SELECT mbus.timer_unclaim(%s, %s, %s)"
+    assert env.sql(give_back, ("d2", [cb["id"]], [1]))[0][0] == 0  # not its claim
+    assert env.sql(give_back, ("d1", [cb["id"]], [2]))[0][0] == 0  # not this attempt
+    assert env.sql(give_back, ("d1", [cb["id"]], [1]))[0][0] == 1
+    (again,) = claim_from(env, "d2", T0, None)
+    assert again[1] == 1  # nobody was called with attempt 1: it is used again
+    assert env.sql(give_back, ("d1", [cb["id"]], [1]))[0][0] == 0  # d2 holds it now
+    assert record(env, "d2", cb["id"], 1, "ok", T0, 200) == 1
+    assert status(env, "g", "e") == "notified"
+
+
+def test_claimed_ahead_callbacks_are_never_called_before_their_run_at(
+    env: Env, http_server: Server
+) -> None:
+    server = http_server()
+    now = datetime.now(UTC)
+    for i in range(20):  # all within the lookahead: claimed at once, held until due
+        add(env, f"e{i}", server.url, run_at=now + timedelta(milliseconds=600 + 40 * i))
+    dispatchers = dispatch_until(env, all_finished(env), fast_config(lookahead_s=3.0))
+    assert dispatchers[0].stats.claimed == 20
+    assert len(server.received) == 20
+    for r in server.received:
+        assert r.at >= datetime.fromisoformat(r.json["run_at"]).timestamp(), r.json
+
+
+def test_an_overloaded_dispatcher_gives_late_claims_back_instead_of_letting_them_expire(
+    env: Env, http_server: Server
+) -> None:
+    server = http_server(default=Reply(200, delay_s=0.2))
+    now = datetime.now(UTC)
+    for i in range(8):  # claimed ahead together, due together, one worker: most start late
+        add(env, f"e{i}", server.url, run_at=now + timedelta(seconds=1))
+    config = fast_config(concurrency=1, timeout_s=1.0, claim_slack_s=0.3, lookahead_s=2.0)
+    (dispatcher,) = dispatch_until(env, all_finished(env), config)
+    assert dispatcher.stats.given_back >= 1
+    calls = Counter(r.headers["webhook-id"] for r in server.received)
+    assert len(calls) == 8 and set(calls.values()) == {1}  # each called once
+    assert {r.headers["pgmbus-attempt"] for r in server.received} == {"1"}
