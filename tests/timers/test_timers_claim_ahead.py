@@ -13,6 +13,7 @@ from tests.timers.test_timers_dispatcher import (
     all_finished,
     dispatch_until,
     fast_config,
+    status_of,
 )
 from tests.timers.test_timers_store import T0, create, record, sec, status
 
@@ -94,3 +95,41 @@ def test_an_overloaded_dispatcher_gives_late_claims_back_instead_of_letting_them
     calls = Counter(r.headers["webhook-id"] for r in server.received)
     assert len(calls) == 8 and set(calls.values()) == {1}  # each called once
     assert {r.headers["pgmbus-attempt"] for r in server.received} == {"1"}
+
+
+def test_a_change_to_a_callback_claimed_ahead_stops_its_call_at_the_old_time(
+    env: Env, http_server: Server
+) -> None:
+    """Cancel, delete and update reach a dispatcher holding the claim in memory: the cancelled
+    and deleted callbacks are never called, the moved one only at its new time."""
+    server = http_server()
+    run_at = datetime.now(UTC) + timedelta(seconds=2)
+    keys = ["kept", "cancelled", "deleted", "moved"]
+    for key in keys:
+        add(env, key, server.url, run_at=run_at)
+    moved_to = run_at + timedelta(seconds=1.5)
+    changed = False
+
+    def done() -> bool:
+        nonlocal changed
+        if not changed:
+            claimed = env.sql("SELECT count(*) FROM mbus.timer_callbacks "
+                              "WHERE claimed_by IS NOT NULL")[0][0]
+            if claimed < len(keys):
+                return False
+            client = env.client.id
+            env.sql("SELECT mbus.timer_cancel(%s, 'g', 'cancelled')", (client,))
+            env.sql("SELECT mbus.timer_delete(%s, 'g', 'deleted', true)", (client,))
+            env.sql("SELECT mbus.timer_update(%s, 'g', 'moved', %s)", (client, moved_to))
+            changed = True
+        return bool(env.sql("SELECT count(*) FILTER (WHERE status = 'notified') = 2 "
+                            "FROM mbus.timer_callbacks")[0][0])
+
+    (dispatcher,) = dispatch_until(env, done, fast_config(lookahead_s=5.0))
+    assert changed and dispatcher.stats.discarded == 3
+    calls = Counter(r.json["event_key"] for r in server.received)
+    assert calls == {"kept": 1, "moved": 1}
+    (moved,) = [r for r in server.received if r.json["event_key"] == "moved"]
+    assert moved.at >= moved_to.timestamp()
+    assert moved.headers["pgmbus-attempt"] == "2"  # the dropped claim's number is not reused
+    assert status_of(env, "cancelled") == "cancelled"

@@ -79,3 +79,6 @@ SELECT mbus.timer_clean_if_due(%(ttl_days)s, %(every_s)s, %(now)s);
 
 -- name: now
 SELECT now();
+
+-- name: listen_changes
+LISTEN mbus_timer_changed;

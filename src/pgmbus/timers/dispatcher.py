@@ -1,6 +1,6 @@
 """The dispatcher: leases buckets, claims due callbacks, calls their URLs, records results.
 
-One asyncio process runs these loops on three database connections:
+One asyncio process runs these loops on four database connections:
 
 * heartbeat: ``mbus.timer_heartbeat`` every ``bucket_lease_s / 3`` keeps its bucket leases and
   takes its fair share of buckets (a dead dispatcher's buckets are free once their lease ends);
@@ -12,6 +12,8 @@ One asyncio process runs these loops on three database connections:
   URLs; so at most ``concurrency`` calls are in flight;
 * record: finished deliveries are written in batches with ``mbus.timer_record``, one statement
   per batch, while the workers go on;
+* changes: LISTEN on ``mbus_timer_changed``; a claim held in memory whose callback was updated,
+  cancelled or deleted since is discarded before its call;
 * scheduler and maintenance: schedules are materialized ahead of time, and the daily cleanup
   runs (one dispatcher of many does it).
 
@@ -105,6 +107,7 @@ class DispatcherStats:
     recorded: int = 0
     expired: int = 0  # claims that could not be called in time (given back)
     given_back: int = 0  # claims handed back unused (late, or claimed ahead at stop)
+    discarded: int = 0  # claims dropped by a user change (update, cancel, delete) before the call
     outcomes: dict[str, int] = field(default_factory=dict)
 
 
@@ -143,12 +146,14 @@ class Dispatcher:
         self._unused: list[Claimed] = []  # claims to give back, never called
         self._unrecorded = 0  # results and unused claims not yet written (or given up)
         self._started = 0  # calls started, for the rate that bounds the claimed backlog
+        # claims dropped by user changes: callback id -> (attempt or None for any, when heard)
+        self._changed: dict[int, tuple[int | None, float]] = {}
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set, then finish the claimed deliveries and release buckets."""
         cfg = self.config
-        links = [_Link(self.dsn) for _ in range(3)]
-        claim_link, record_link, side_link = links
+        links = [_Link(self.dsn) for _ in range(4)]
+        claim_link, record_link, side_link, listen_link = links
         async with contextlib.AsyncExitStack() as stack:
             for link in links:
                 stack.push_async_callback(link.close)
@@ -165,7 +170,10 @@ class Dispatcher:
                 for _ in range(cfg.concurrency)
             ]
             await self._heartbeat(await side_link.get())
+            # listening before the first claim, so no change to a claim of ours goes unheard
+            listening = await self._listen(listen_link)
             helpers = [
+                asyncio.create_task(self._changes_loop(listen_link, listening)),
                 asyncio.create_task(self._heartbeat_loop(side_link, stop)),
                 asyncio.create_task(self._record_loop(record_link)),
                 asyncio.create_task(self._release_loop()),
@@ -309,6 +317,9 @@ class Dispatcher:
             cb = await ready.get()
             if cb is None:
                 return
+            if self._was_changed(cb):
+                self.stats.discarded += 1  # its claim is gone: nothing to call or record
+                continue
             if cb.until - time.time() < cfg.timeout_s * (cb.fast_retries + 1):
                 # waited too long for a worker: the claim could expire mid-call and another
                 # dispatcher deliver it too; give it back uncalled (claimed again at once)
@@ -335,6 +346,53 @@ class Dispatcher:
             self._results.append(result)
             self._unrecorded += 1
             self._results_added.set()
+
+    # -- user changes ---------------------------------------------------------------------------
+    async def _listen(self, link: _Link) -> psycopg.AsyncConnection[Any] | None:
+        try:
+            conn = await link.get()
+            await conn.execute(_q("listen_changes"))
+            return conn
+        except psycopg.Error as exc:
+            log.warning("listen for changes failed: %s", exc)
+            return None
+
+    async def _changes_loop(
+        self, link: _Link, conn: psycopg.AsyncConnection[Any] | None
+    ) -> None:
+        """Note the claims that user changes dropped, as their notifications arrive.
+
+        While the connection is down, changes go unheard: a claim dropped then is still called
+        (its result is ignored), as it would be if the change came during the call."""
+        while True:
+            if conn is None:
+                await asyncio.sleep(1.0)
+                conn = await self._listen(link)
+                continue
+            try:
+                async for note in conn.notifies():
+                    self._note_change(note.payload)
+            except psycopg.Error as exc:
+                log.warning("listening for changes failed: %s", exc)
+            conn = None
+
+    def _note_change(self, payload: str) -> None:
+        ident, _, attempt = payload.partition(":")
+        try:
+            key, value = int(ident), (int(attempt) if attempt else None)
+        except ValueError:
+            return
+        now = time.monotonic()
+        changed = self._changed
+        changed[key] = (value, now)
+        if len(changed) > 10_000:  # forget what no claim of ours can still hold
+            horizon = now - self.config.lookahead_s - 60.0
+            for k in [k for k, (_, at) in changed.items() if at < horizon]:
+                del changed[k]
+
+    def _was_changed(self, cb: Claimed) -> bool:
+        change = self._changed.get(cb.id)
+        return change is not None and change[0] in (None, cb.attempt)
 
     def _give_back(self, cb: Claimed) -> None:
         self._unused.append(cb)
