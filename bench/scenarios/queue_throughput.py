@@ -18,7 +18,7 @@ from bench.scenarios._queues import RAW_CLAIM, RAW_INSERT, fresh_queue, produce_
 name = "queue_throughput"
 unit = "messages"
 goal = "pgmbus >= 0.8x raw INSERT + DELETE SKIP LOCKED (1/4/8 producers and consumers)"
-default_size = 3_000
+default_size = 10_000  # 3,000 gave 8x8 runs of ~1.3 s, too short to measure
 CONFIGS = (1, 4, 8)
 
 
