@@ -273,7 +273,7 @@ BEGIN
     END IF;
     -- Deliveries that will wait long go to the parking segment 0 (never truncated).
     v_seg := CASE WHEN v_vt > t.added + interval '1 minute' THEN 0
-                  ELSE (SELECT s.cur FROM mbus.queue_segment AS s WHERE s.qname = %L) END;$t$,
+                  ELSE mbus.segment_of(%L) END;$t$,
         q, q) || v_fanout || $t$
     END;$t$;
 
@@ -361,7 +361,7 @@ BEGIN
     v_h := jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db,
                               'destination', %L, 'enqueue_time', v_now);
     v_seg := CASE WHEN delayed_until > v_now + interval '1 minute' THEN 0
-                  ELSE (SELECT s.cur FROM mbus.queue_segment AS s WHERE s.qname = %L) END;
+                  ELSE mbus.segment_of(%L) END;
     IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = %L) THEN
         PERFORM pg_notify(%L, %L);
     END IF;
