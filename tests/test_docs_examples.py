@@ -1,6 +1,6 @@
 """Run the examples of README.md and docs/*.md as printed, page by page, in a fresh database.
 
-The convention (stated in docs/README.md's "Examples that run" and checked here):
+The convention (stated in README.md, "Tests and benchmarks", and checked here):
 
 - a fenced block whose info string is ``sql`` or ``python`` runs. The blocks of one page run in
   order against ONE fresh database of the test server, so a page reads as a story: a later block
@@ -168,6 +168,18 @@ def test_the_parser_and_the_splitter() -> None:
     assert readme[0].code == "make demo\nmake test\n"
     assert any(b.runs and b.lang == "sql" for b in readme)
     assert any(b.runs and b.lang == "python" for b in readme)
+
+
+_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)\s]*)?\)")
+
+
+@pytest.mark.parametrize("path", PAGES, ids=_ids)
+def test_relative_links_point_to_files(path: Path) -> None:
+    """A link to another page or file of the repository names one that exists."""
+    for target in _LINK.findall(path.read_text("utf-8")):
+        if "://" in target or target.startswith("mailto:"):
+            continue
+        assert (path.parent / target).exists(), f"{_ids(path)}: broken link to {target}"
 
 
 # --- running the pages ------------------------------------------------------------------------
