@@ -182,6 +182,15 @@ def test_relative_links_point_to_files(path: Path) -> None:
         assert (path.parent / target).exists(), f"{_ids(path)}: broken link to {target}"
 
 
+def test_benchmarks_page_names_every_scenario() -> None:
+    """docs/benchmarks.md speaks of every scenario of bench/scenarios/."""
+    from bench.harness import scenario_names
+
+    text = (ROOT / "docs" / "benchmarks.md").read_text("utf-8")
+    missing = [n for n in scenario_names() if not re.search(rf"\b{n}\b", text)]
+    assert not missing, f"docs/benchmarks.md says nothing of {missing}"
+
+
 # --- running the pages ------------------------------------------------------------------------
 
 
