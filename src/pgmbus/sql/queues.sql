@@ -127,9 +127,6 @@ SELECT saga_id, name, state, reason, steps FROM mbus.sagas WHERE saga_id = %(sag
 -- name: consume_one
 SELECT * FROM mbus.consume(%(queue)s, %(consumer)s);
 
--- name: take_iid
-SELECT * FROM mbus.take(%(iid)s);
-
 -- name: waiting_list
 SELECT qname, iid, pending, since, waits_for FROM mbus.waiting ORDER BY since, qname, id
 LIMIT %(limit)s;

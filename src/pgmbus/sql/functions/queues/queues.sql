@@ -1,0 +1,12 @@
+-- View: mbus.queues
+--
+-- Purpose:  The queues with their consumers and triggers.
+-- Locks:    FILL
+-- Callers:  FILL
+CREATE OR REPLACE VIEW mbus.queues AS
+SELECT q.qname, q.ncons, q.roles_security, q.created_at,
+       coalesce((SELECT array_agg(c.cname ORDER BY c.cname) FROM mbus.consumer AS c
+                 WHERE c.qname = q.qname), '{}') AS consumers,
+       coalesce((SELECT array_agg(tr.dst ORDER BY tr.dst) FROM mbus.queue_trigger AS tr
+                 WHERE tr.src = q.qname), '{}') AS triggers_to
+FROM mbus.queue AS q;

@@ -1,0 +1,42 @@
+-- Function: mbus.saga_rollback(saga_id, reason)
+--
+-- Purpose:  saga_rollback(saga_id, reason): start the rollback: take the bung and every forward message
+--           it lists (waiting for handlers that hold one to finish). Returns false when there was nothing
+--           to take (the saga completed, or another handler rolled it back first). While another
+--           transaction is rolling the same saga back this raises 55P03 (lock_not_available) at once
+--           instead of waiting (which could deadlock with that transaction waiting for the caller's own
+--           message): the caller rolls back, which frees its message for the other rollback.
+-- Params:   saga_id bigint FILL
+--           reason text DEFAULT NULL FILL
+-- Returns:  boolean
+-- Locks:    FILL
+-- Callers:  FILL
+CREATE OR REPLACE FUNCTION mbus.saga_rollback(saga_id bigint, reason text DEFAULT NULL)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    s mbus.saga;
+    b mbus.qt_model;
+    x text;
+BEGIN
+    SELECT * INTO s FROM mbus.saga AS g WHERE g.saga_id = saga_rollback.saga_id FOR UPDATE NOWAIT;
+    IF s.saga_id IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB002', MESSAGE = format('saga %s does not exist', saga_id);
+    END IF;
+    IF s.state <> 'running' THEN
+        RETURN false;
+    END IF;
+    SELECT * INTO b FROM mbus.take(s.bung_iid) LIMIT 1;
+    IF b.id IS NULL THEN
+        RETURN false;
+    END IF;
+    FOR x IN SELECT jsonb_array_elements_text(b.data -> 'take') LOOP
+        PERFORM mbus.take(x);
+    END LOOP;
+    UPDATE mbus.saga AS g SET state = 'compensating', reason = saga_rollback.reason
+    WHERE g.saga_id = s.saga_id;
+    RETURN true;
+END;
+$$;

@@ -1,0 +1,29 @@
+-- Function: mbus._group(p_name)
+--
+-- Purpose:  _group(name): the group's row; raises MB002 when unknown and MB008 when expired.
+-- Params:   p_name text FILL
+-- Returns:  mbus.stream_groups
+-- Locks:    FILL
+-- Callers:  FILL
+CREATE OR REPLACE FUNCTION mbus._group(p_name text)
+RETURNS mbus.stream_groups
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    g mbus.stream_groups;
+BEGIN
+    SELECT * INTO g FROM mbus.stream_groups AS sg WHERE sg.name = p_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB002',
+            MESSAGE = format('consumer group %L does not exist', p_name);
+    END IF;
+    IF g.state = 'expired' THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB008',
+            MESSAGE = format('consumer group %L expired at %s: %s', p_name, g.expired_at,
+                             g.expired_why),
+            HINT = 'reposition it with mbus.seek(group, start) or drop it';
+    END IF;
+    RETURN g;
+END;
+$$;
