@@ -1,14 +1,18 @@
 -- Function: mbus.check_name(kind, name, max_length)
 --
--- Purpose:  check_name(kind, name, max_length): return name when it follows the rule, else raise MB001.
---           The rule (the seed's): lower-case latin letters, digits and '_', starting with a letter, at
---           most max_length bytes so that every identifier derived from it fits in 63 bytes.
--- Params:   kind text FILL
---           name text FILL
---           max_length integer DEFAULT 32 FILL
--- Returns:  text
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The naming rule of queues, consumers, groups and the like (the original mbus API's):
+--           lower-case latin letters, digits and '_', starting with a letter, at most
+--           max_length bytes, so that every identifier derived from a name (tables, generated
+--           functions, roles) fits in PostgreSQL's 63 bytes. Returns the name unchanged when it
+--           follows the rule, so callers can write check_name('queue', qname) inline.
+-- Params:   kind        what is named ('queue', 'consumer', 'group', ...), used in the message
+--           name        the name to check
+--           max_length  the longest name allowed, in bytes (32 unless the caller says)
+-- Returns:  name, unchanged; raises MB001 (empty, bad characters, too long) otherwise
+-- Locks:    none
+-- Callers:  mbus.create_queue, create_consumer, require_queue, require_consumer, post_dmq,
+--           to_dmq, create_group, timer_add_client; users directly (a public entry point);
+--           pgmbus.queues.model.check_name mirrors it in Python for early errors
 CREATE OR REPLACE FUNCTION mbus.check_name(kind text, name text, max_length integer DEFAULT 32)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE

@@ -1,11 +1,13 @@
 -- Function: mbus.get_setting(key, fallback)
 --
--- Purpose:  get_setting(key, fallback): the setting's value, or fallback when it is not set.
--- Params:   key text FILL
---           fallback jsonb DEFAULT NULL FILL
--- Returns:  jsonb
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Read one setting of mbus.settings (retention, partition interval, staged TTL, ...):
+--           its value, or the fallback when the key is not set.
+-- Params:   key       the setting's key, e.g. 'streams.retention'
+--           fallback  the value to return when the key has no row (NULL unless given)
+-- Returns:  jsonb: the stored value or fallback
+-- Locks:    none (reads only)
+-- Callers:  mbus.maintain, spark_clean_staged and other engine functions that read their
+--           configuration; tests
 CREATE OR REPLACE FUNCTION mbus.get_setting(key text, fallback jsonb DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE sql STABLE

@@ -1,21 +1,27 @@
 -- Function: mbus.maintain(p_now)
 --
--- Purpose:  maintain(p_now): the periodic job (workers and `pgmbus maintain` run it).
---             1. when the current partition has taken ids for streams.partition_interval, ids move on to
---                the next one (the sequence jumps to its range);
+-- Purpose:  The periodic upkeep of every engine, run from a scheduler, a worker or
+--           `pgmbus streams maintain`; safe to run at any rate (serialized by an advisory lock):
+--             1. when the current partition of mbus.events has taken ids for
+--                streams.partition_interval, ids move on to the next one (the sequence jumps);
 --             2. streams.partitions_ahead empty partitions are kept ready;
---             3. a group with unread events whose position is older than its max_lag is expired, loudly:
---                a WARNING, an event on topic 'mbus.group_expired' and the counter 'groups_expired';
---             4. closed partitions older than streams.retention are dropped, except those a live group
---                still has unread events in (reported as kept);
---             5. subscriptions inactive for longer than their expires_after are removed.
---           Returns a JSON report of what it did. Serialized by an advisory lock.
---           6. temporary queues and consumers of ended sessions are dropped (clear_tempq);
---           7. staged rows of abandoned Spark writes are dropped (spark_clean_staged).
--- Params:   p_now timestamptz DEFAULT NULL FILL
--- Returns:  jsonb
--- Locks:    FILL
--- Callers:  FILL
+--             3. a group with unread events whose position is older than its max_lag is
+--                expired, loudly: a WARNING, an event on topic 'mbus.group_expired' and the
+--                counter 'groups_expired';
+--             4. closed partitions older than streams.retention are dropped, except those a
+--                live group still has unread events in (reported as kept);
+--             5. subscriptions inactive for longer than their expires_after are removed;
+--             6. temporary queues and consumers of ended sessions are dropped (clear_tempq);
+--             7. staged rows of Spark writes abandoned by their driver are dropped
+--                (spark_clean_staged).
+-- Params:   p_now  the clock (NULL = now()); tests move it
+-- Returns:  jsonb report: created, dropped, kept, expired_groups, expired_subscriptions,
+--           temporary_dropped, spark_staged_dropped
+-- Locks:    pg_advisory_xact_lock('mbus.streams.maintain'); ACCESS EXCLUSIVE on partitions it
+--           creates or drops; row locks of the groups, subscriptions and staged rows it changes
+-- Callers:  pgmbus.streams.client.maintain (sql/streams.sql 'maintain'), used by
+--           `pgmbus streams maintain` and StreamWorker (maintain_every); the installer on a new
+--           log (sql/schema.sql 'first_partitions'); users' schedulers
 CREATE OR REPLACE FUNCTION mbus.maintain(p_now timestamptz DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql

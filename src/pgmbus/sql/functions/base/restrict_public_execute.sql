@@ -6,8 +6,8 @@
 --           calls this last, after every function file and the generated queue functions.
 -- Params:   none
 -- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Locks:    none beyond the catalog rows of the GRANT/REVOKE it runs per function
+-- Callers:  pgmbus.schema (install/upgrade, sql/schema.sql 'restrict_public_execute'); tests
 CREATE OR REPLACE FUNCTION mbus.restrict_public_execute()
 RETURNS void
 LANGUAGE plpgsql

@@ -1,11 +1,11 @@
 -- Function: mbus.set_setting(key, value)
 --
--- Purpose:  set_setting(key, value): create or replace a setting.
--- Params:   key text FILL
---           value jsonb FILL
+-- Purpose:  Create or replace one setting of mbus.settings.
+-- Params:   key    the setting's key (lower-case words separated by '.', e.g. 'streams.retention')
+--           value  its value as jsonb (a JSON string such as '"7 days"' for intervals)
 -- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Locks:    the row of mbus.settings it inserts or updates
+-- Callers:  operators and tests (SELECT mbus.set_setting(...)); no Python caller yet
 CREATE OR REPLACE FUNCTION mbus.set_setting(key text, value jsonb)
 RETURNS void
 LANGUAGE sql
