@@ -1,10 +1,12 @@
 -- Function: mbus.await_done(qname)
 --
--- Purpose:  await_done(qname): this session no longer waits for posts to qname (and stops listening).
--- Params:   qname text FILL
+-- Purpose:  This session no longer waits for posts to qname: removes its mbus.queue_waiter entry
+--           and stops listening. No queue check, so it works after the queue was dropped.
+-- Params:   qname  the queue's name (text)
 -- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Locks:    row lock on this session's mbus.queue_waiter row (DELETE)
+-- Callers:  pgmbus.queues Bus._listening / AsyncBus._listening via sql/queues.sql 'await_done';
+--           tests tests/queues/test_queues_concurrency.py
 CREATE OR REPLACE FUNCTION mbus.await_done(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

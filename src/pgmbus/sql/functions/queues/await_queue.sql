@@ -1,13 +1,17 @@
 -- Function: mbus.await_queue(qname)
 --
--- Purpose:  await_queue(qname): LISTEN on mbus_q_<qname> and register this session as waiting for posts
---           to qname (call it in a transaction of its own, before the last look at the queue). Entries
---           of sessions that are gone are removed on the way. The table is unlogged, so this commit
---           writes no WAL and does not wait for a disk flush.
--- Params:   qname text FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  LISTEN on mbus_q_<qname> and register this session as waiting for posts to qname; the
+--           generated posts NOTIFY only while some session is registered, so posting to a queue
+--           nobody waits on costs no NOTIFY (whose commit-time lock is global). Call it in a
+--           transaction of its own, before the last look at the queue, so no post slips in between.
+--           Entries of sessions that are gone are removed on the way. The table is unlogged, so
+--           this commit writes no WAL and does not wait for a disk flush.
+-- Params:   qname  the queue's name (text)
+-- Returns:  void; MB001/MB002 for a bad or unknown queue
+-- Locks:    row locks on mbus.queue_waiter rows (DELETE of dead sessions' entries, upsert of its
+--           own)
+-- Callers:  pgmbus.queues Bus._listening / AsyncBus._listening via sql/queues.sql 'await_queue'
+--           (blocking consume, lease and listen); tests tests/queues/test_queues_concurrency.py
 CREATE OR REPLACE FUNCTION mbus.await_queue(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -1,14 +1,17 @@
 -- Function: mbus.check_selector(selector)
 --
--- Purpose:  check_selector(selector): raise MB004 unless selector is a boolean SQL expression over
---           t (of type mbus.qt_model) built from static values only. The test is PostgreSQL's own rule
---           for index expressions, applied to a scratch table named t inside a subtransaction that is
---           always rolled back: it refuses subqueries, aggregates and anything not IMMUTABLE (now(),
---           current_user, random(), table reads), which is what "static" means here.
--- Params:   selector text FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Raise MB004 unless selector is a boolean SQL expression over t (of type mbus.qt_model)
+--           built from static values only; a selector is pasted into the generated post functions,
+--           so it must be evaluable at post time and exact then. The test is PostgreSQL's own rule
+--           for index expressions, applied to a scratch table named t inside a subtransaction that
+--           is always rolled back: it refuses subqueries, aggregates and anything not IMMUTABLE
+--           (now(), current_user, random(), table reads), which is what "static" means here. NULL
+--           passes (no selector); blank is an error.
+-- Params:   selector  the expression (text; NULL = none)
+-- Returns:  void; raises MB004 with the parser's or planner's message
+-- Locks:    none others see: a temporary table and index made and rolled back in a subtransaction
+--           (needs the TEMPORARY privilege on the database)
+-- Callers:  mbus.create_consumer, mbus.create_trigger
 CREATE OR REPLACE FUNCTION mbus.check_selector(selector text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

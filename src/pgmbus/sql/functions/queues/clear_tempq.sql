@@ -1,10 +1,19 @@
 -- Function: mbus.clear_tempq()
 --
--- Purpose:  clear_tempq(): drop temporary queues and consumers whose session has ended; returns how many.
+-- Purpose:  Drop the temporary queues and consumers whose session has ended (no backend with their
+--           pid and backend start; a backend whose start this role cannot see counts as alive).
+--           Consumers go first, then queues. Returns at once, without the lock, when there is
+--           nothing to drop. SECURITY DEFINER: it drops other sessions' objects and must see all of
+--           pg_stat_activity.
 -- Params:   none
--- Returns:  integer
--- Locks:    FILL
--- Callers:  FILL
+-- Returns:  integer: how many queues and consumers were dropped
+-- Locks:    pg_advisory_xact_lock(1835165041) when something is to drop; then the locks of
+--           mbus.drop_consumer and mbus.drop_queue (DROP TABLE: ACCESS EXCLUSIVE); DELETE of
+--           mbus.temp_object rows
+-- Callers:  mbus.maintain (step 6), mbus.create_temporary_queue, mbus.create_temporary_consumer (so
+--           a busy system collects without a scheduler); pgmbus.queues Bus.clear_tempq /
+--           AsyncBus.clear_tempq via sql/queues.sql 'clear_tempq' (CLI `pgmbus queue clear-temp`);
+--           tests tests/queues/test_queues2_temp.py
 CREATE OR REPLACE FUNCTION mbus.clear_tempq()
 RETURNS integer
 LANGUAGE plpgsql VOLATILE

@@ -1,15 +1,21 @@
 -- Function: mbus.consume_wait(qname, cname, timeout, poll)
 --
--- Purpose:  consume_wait(qname, cname, timeout, poll): consume, waiting up to timeout for a message
---           (the seed: consuming from a temporary queue can block). Polls inside the call; clients
---           that can LISTEN (the Python Bus) wait on notifications instead.
--- Params:   qname text FILL
---           cname text DEFAULT 'default' FILL
---           timeout interval DEFAULT '10 seconds' FILL
---           poll interval DEFAULT '20 milliseconds' FILL
--- Returns:  SETOF mbus.qt_model
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Consume one message, waiting up to timeout for one to arrive: the original mbus API's
+--           blocking consume (consuming from a temporary queue, e.g. for a reply, can block). It
+--           polls consume_<qname>_by_<cname> inside the call every poll interval (each poll is a
+--           new statement, so it sees posts committed meanwhile); clients that can LISTEN (the
+--           Python Bus, through mbus.await_queue) wait on notifications instead.
+-- Params:   qname    the queue's name (text)
+--           cname    the consumer's name (text; default 'default')
+--           timeout  how long to wait at most (interval; default 10 seconds)
+--           poll     the sleep between polls (interval; default 20 milliseconds)
+-- Returns:  SETOF mbus.qt_model: one message, or no row when timeout passed without one;
+--           MB001/MB002 for a bad or unknown queue or consumer
+-- Locks:    those of mbus.consume for the message it returns (FOR UPDATE SKIP LOCKED, then DELETE,
+--           held to commit); none while it sleeps, but the caller's transaction stays open for up
+--           to timeout
+-- Callers:  users directly (not a public entry point); tests tests/queues/test_queues2_temp.py only
+--           (Python waits with LISTEN instead)
 CREATE OR REPLACE FUNCTION mbus.consume_wait(qname text, cname text DEFAULT 'default',
                                   timeout interval DEFAULT '10 seconds',
                                   poll interval DEFAULT '20 milliseconds')

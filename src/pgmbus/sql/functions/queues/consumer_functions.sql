@@ -1,11 +1,13 @@
 -- Function: mbus.consumer_functions(qname, cname)
 --
--- Purpose:  consumer_functions(qname, cname): the names of the functions generated for one consumer.
--- Params:   qname text FILL
---           cname text FILL
--- Returns:  text[]
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The names of the functions generated for one consumer: consume_, consumen_, lease_ and
+--           take_from_<qname>_by_<cname>. One list, so the code that drops or secures them stays in
+--           step with the code that makes them (mbus.regenerate_queue).
+-- Params:   qname  the queue's name (text)
+--           cname  the consumer's name (text)
+-- Returns:  text[]: the four function names (unqualified; they live in schema mbus)
+-- Locks:    none
+-- Callers:  mbus.drop_consumer, mbus.drop_queue, mbus.secure_queue
 CREATE OR REPLACE FUNCTION mbus.consumer_functions(qname text, cname text)
 RETURNS text[]
 LANGUAGE sql IMMUTABLE

@@ -1,12 +1,13 @@
 -- Function: mbus.consumer_role(qname, cname, make)
 --
--- Purpose:  consumer_role(qname, cname, create): make or drop the consume role of a consumer.
--- Params:   qname text FILL
---           cname text FILL
---           make boolean FILL
+-- Purpose:  Make (make = true) or drop the consume role of a consumer; strict when the queue uses
+--           the roles security model. Dropping also removes the consumer's temporary-object entry.
+-- Params:   qname  the queue's name (text)
+--           cname  the consumer's name (text)
+--           make   true: make the role; false: drop it (boolean)
 -- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Locks:    those of mbus.ensure_role or mbus.drop_role; DELETE of a mbus.temp_object row
+-- Callers:  mbus.create_consumer, mbus.drop_consumer, mbus.queue_created ('default')
 CREATE OR REPLACE FUNCTION mbus.consumer_role(qname text, cname text, make boolean)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -1,16 +1,23 @@
 -- Function: mbus.create_consumer(qname, cname, selector, noindex)
 --
--- Purpose:  create_consumer(qname, cname, selector, noindex): a durable consumer that receives every
---           message posted to qname after it was created for which selector holds (NULL: all).
---           noindex is the seed's flag for large queues; this storage needs no per-consumer index (each
---           consumer's rows are its own), so nothing is built either way and noindex only says so.
--- Params:   qname text FILL
---           cname text FILL
---           selector text DEFAULT NULL FILL
---           noindex boolean DEFAULT false FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Create a durable consumer: it receives every message posted to qname after it was
+--           created for which selector holds (NULL: all); each post inserts one delivery row per
+--           such consumer. Consumer names are unique in the database, except 'default', which every
+--           queue has. noindex is the original API's flag for large queues; this storage needs no
+--           per-consumer index (each consumer's rows are its own in the claim index (c, vt, id)),
+--           so nothing is built either way and noindex only says so in a NOTICE. Makes the
+--           consumer's role and regenerates the queue's functions.
+-- Params:   qname     the queue's name (text)
+--           cname     the consumer's name (text; the name rule, at most 24 bytes)
+--           selector  a static boolean expression over t (mbus.check_selector; NULL = all)
+--           noindex   the original API's flag (boolean); only a NOTICE
+-- Returns:  void; MB001/MB002 for bad names, MB003 when the name is taken, MB004 bad selector
+-- Locks:    pg_advisory_xact_lock(1835165041) (serializes every catalog change of queues:
+--           create/drop of queues, consumers, triggers, clear_tempq); the CREATE OR REPLACE of the
+--           queue's generated functions; ensure_role's CREATE ROLE
+-- Callers:  mbus.create_temporary_consumer; pgmbus.queues Bus.create_consumer /
+--           AsyncBus.create_consumer via sql/queues.sql 'create_consumer' (CLI `pgmbus queue
+--           consumer`); tests under tests/queues
 CREATE OR REPLACE FUNCTION mbus.create_consumer(qname text, cname text, selector text DEFAULT NULL,
                                      noindex boolean DEFAULT false)
 RETURNS void

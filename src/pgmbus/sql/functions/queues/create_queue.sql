@@ -1,12 +1,22 @@
 -- Function: mbus.create_queue(qname, ncons, is_roles_security_model)
 --
--- Purpose:  create_queue(qname, ncons, is_roles_security_model): as in 0002, with a segmented table.
--- Params:   qname text FILL
---           ncons integer DEFAULT 1 FILL
---           is_roles_security_model boolean DEFAULT false FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Create a queue: its row in mbus.queue, the delivery table mbus.q_<qname>
+--           LIST-partitioned on seg into the parking segment 0 and the rotating segments 1..3
+--           (mbus.create_segments; mbus.rotate_queue recycles them by TRUNCATE instead of VACUUM),
+--           its consumer 'default', the dependency trigger and roles (mbus.queue_created) and its
+--           generated functions (mbus.regenerate_queue). For an existing queue it only updates
+--           ncons and regenerates the functions; is_roles_security_model is then ignored.
+-- Params:   qname                    the queue's name (text; the name rule, at most 24 bytes)
+--           ncons                    the original API's part count (integer >= 1; stored, unused)
+--           is_roles_security_model  post/consume only through the queue's roles (boolean)
+-- Returns:  void; MB001 for a bad name, MB006 for ncons < 1
+-- Locks:    pg_advisory_xact_lock(1835165041) (serializes every catalog change of queues:
+--           create/drop of queues, consumers, triggers, clear_tempq); CREATE TABLE of the new
+--           tables and indexes; ensure_role's CREATE ROLE; for an existing queue, a row lock on its
+--           mbus.queue row
+-- Callers:  mbus.create_temporary_queue, mbus.saga_queue; pgmbus.queues Bus.create_queue /
+--           AsyncBus.create_queue via sql/queues.sql 'create_queue' (CLI `pgmbus queue create`);
+--           tests under tests/queues, tests/spark, tests/test_schema.py
 CREATE OR REPLACE FUNCTION mbus.create_queue(qname text, ncons integer DEFAULT 1,
                                              is_roles_security_model boolean DEFAULT false)
 RETURNS void

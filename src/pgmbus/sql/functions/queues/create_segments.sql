@@ -1,12 +1,20 @@
 -- Function: mbus.create_segments(qname, p_from)
 --
--- Purpose:  create_segments(qname): the partitions of mbus.q_<qname> (a partitioned table) with their
---           indexes: q_<q>$0 (parking) and q_<q>$1..$3 (rotating); index names q_<q>_<kind>$<n>.
--- Params:   qname text FILL
---           p_from integer DEFAULT 0 FILL
+-- Purpose:  Make the partitions of mbus.q_<qname> (a table partitioned on seg) with their indexes,
+--           those missing from segment p_from on: q_<q>$0 (parking: deliveries due in more than a
+--           minute, never truncated) and q_<q>$1..$3 (rotating). Each segment gets the claim index
+--           (c, vt, id), (id), partial (iid) and (expires) indexes and a unique partial
+--           (lease_token) index, named q_<q>_<kind>$<n>. The parent gets indexes of the same names
+--           without $<n>: they attach the segments' indexes (nothing is built) and keep the names
+--           that docs and notices give. Adds the queue's mbus.queue_segment row (current segment
+--           1). Idempotent.
+-- Params:   qname   the queue's name (text)
+--           p_from  the first segment number to make (integer; default 0 = all)
 -- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Locks:    ACCESS EXCLUSIVE on mbus.q_<qname> while a partition is added; SHARE on each segment
+--           for CREATE INDEX IF NOT EXISTS (taken even when the index exists); called on a new
+--           table, so nobody else holds it
+-- Callers:  mbus.create_queue
 CREATE OR REPLACE FUNCTION mbus.create_segments(qname text, p_from integer DEFAULT 0)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

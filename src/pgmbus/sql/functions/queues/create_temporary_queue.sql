@@ -1,10 +1,15 @@
 -- Function: mbus.create_temporary_queue()
 --
--- Purpose:  create_temporary_queue(): a new queue 'tq_<n>' that lives as long as this session.
+-- Purpose:  A new queue 'tq_<n>' (n from mbus.temp_seq) that lives as long as this session: it is
+--           recorded in mbus.temp_object with the session's pid and start, and mbus.clear_tempq
+--           drops it once the session has ended. Collects ended sessions' objects first. Used for
+--           replies (request-response).
 -- Params:   none
--- Returns:  text
--- Locks:    FILL
--- Callers:  FILL
+-- Returns:  text: the queue's name
+-- Locks:    those of mbus.clear_tempq and mbus.create_queue (pg_advisory_xact_lock(1835165041))
+-- Callers:  pgmbus.queues Bus.create_temporary_queue / AsyncBus.create_temporary_queue via
+--           sql/queues.sql 'create_temporary_queue' (Bus.request's reply queue); tests
+--           tests/queues/test_queues2_temp.py
 CREATE OR REPLACE FUNCTION mbus.create_temporary_queue()
 RETURNS text
 LANGUAGE plpgsql VOLATILE

@@ -1,13 +1,19 @@
 -- Function: mbus.create_trigger(src_queue_name, dst_queue_name, selector)
 --
--- Purpose:  create_trigger(src, dst, selector): copy every message posted to src into dst when selector
---           holds. The copy gets a new iid of dst and keeps source_db, enqueue_time and seenby.
--- Params:   src_queue_name text FILL
---           dst_queue_name text FILL
---           selector text DEFAULT NULL FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Copy every message posted to src into dst when selector holds: post_<src> calls
+--           post_<dst> (postn_<src> does it in its statement). The copy gets a new iid of dst and
+--           keeps source_db, enqueue_time and seenby. A trigger into itself or one that closes a
+--           cycle (src reachable from dst through triggers) is refused: a message would be copied
+--           forever.
+-- Params:   src_queue_name  the queue copied from (text)
+--           dst_queue_name  the queue copied to (text)
+--           selector        a static boolean expression over t (NULL = every message)
+-- Returns:  void; MB002 unknown queue, MB003 trigger exists, MB004 bad selector, MB006 cycle
+-- Locks:    pg_advisory_xact_lock(1835165041) (serializes every catalog change of queues:
+--           create/drop of queues, consumers, triggers, clear_tempq); the CREATE OR REPLACE of
+--           src's generated functions
+-- Callers:  pgmbus.queues Bus.create_trigger / AsyncBus.create_trigger via sql/queues.sql
+--           'create_trigger'; tests tests/queues/test_queues_seed.py, test_generated_golden.py
 CREATE OR REPLACE FUNCTION mbus.create_trigger(src_queue_name text, dst_queue_name text,
                                     selector text DEFAULT NULL)
 RETURNS void

@@ -1,11 +1,17 @@
 -- Function: mbus.create_view(qname, viewname)
 --
--- Purpose:  FILL
--- Params:   qname text FILL
---           viewname text DEFAULT NULL FILL
--- Returns:  text
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Make a view of the queue whose INSERT posts to it (an INSTEAD OF INSERT trigger calling
+--           mbus.view_insert, which runs as the owner): grants on the view are all an unprivileged
+--           role needs to post. Reading it lists the queue's pending messages, one row per message
+--           (DISTINCT ON id over all consumers' deliveries): id, iid, added, delayed_until,
+--           expires, headers, properties, data. The view is recorded in mbus.queue_view and dropped
+--           with the queue.
+-- Params:   qname     the queue's name (text)
+--           viewname  [schema.]name of the view (text; NULL = public.<qname>_q)
+-- Returns:  text: the view's quoted qualified name; MB006 for a bad view name
+-- Locks:    CREATE VIEW and CREATE TRIGGER on the new view; no queue lock
+-- Callers:  pgmbus.cli.queues2.view_cmd via sql/queues.sql 'create_view' (CLI `pgmbus queue view`);
+--           tests tests/queues/test_queues2_security.py, test_queues_segments.py
 CREATE OR REPLACE FUNCTION mbus.create_view(qname text, viewname text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql VOLATILE

@@ -1,11 +1,13 @@
--- Function: mbus.dep_rows()
+-- Function: mbus.dep_rows(iid)
 --
--- Purpose:  dep_rows(iid): the delivery table and the WHERE condition (on alias q, $1 = iid) that find
---           the deliveries of iid in the queue its iid names; NULL when there is no such queue.
--- Params:   none
--- Returns:  FILL
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Where the deliveries of iid are: the delivery table of the queue its iid names and a
+--           WHERE condition on alias q with $1 = iid, by id for the queue's own iids (not stored)
+--           and by the iid column otherwise. Both NULL when iid names no existing queue. The caller
+--           pastes them into format().
+-- Params:   iid  the dependency's iid (text)
+-- Returns:  record (tbl text: 'q_<qname>', cond text), or NULLs when there is no such queue
+-- Locks:    none (reads mbus.queue)
+-- Callers:  mbus.await_deps, mbus.release_deps
 CREATE OR REPLACE FUNCTION mbus.dep_rows(iid text, OUT tbl text, OUT cond text)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog

@@ -1,14 +1,19 @@
 -- Function: mbus.dmq_replay(dmq_id, qname)
 --
--- Purpose:  dmq_replay(dmq_id, qname): put a dead message back, keeping its iid, and remove it from the
---           dmq. It goes to its consumer only when the dmq row names one that still exists (so other
---           consumers do not get it twice), else it is posted to the queue (qname overrides the queue,
---           and then it is always posted). Attempts start again from 0. Returns the iid.
--- Params:   dmq_id bigint FILL
---           qname text DEFAULT NULL FILL
--- Returns:  text
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Put a dead message back, keeping its iid, and remove it from the dmq. It goes to its
+--           consumer only when the dmq row names one that still exists (so other consumers do not
+--           get it twice), due at once, else it is posted to the queue through post_<queue> (qname
+--           overrides the queue, and then it is always posted). Attempts start again from 0.
+--           Waiters on its iid stay waiting: the dmq row's deletion finds the copy and marks it, so
+--           its consume releases them.
+-- Params:   dmq_id  the dead message's id in mbus.dmq (bigint)
+--           qname   the queue to post it to instead (text; NULL = its own queue)
+-- Returns:  text: the iid; MB002 when the dead message or the queue does not exist
+-- Locks:    row lock of the mbus.dmq row (DELETE; a concurrent replay of it waits, then raises
+--           MB002); the insert into mbus.q_<queue> or post_<queue>'s locks; the dmq delete queues
+--           the deferred dmq_dep_gone trigger (mbus.release_deps at commit)
+-- Callers:  pgmbus.queues Bus.dmq_replay / AsyncBus.dmq_replay via sql/queues.sql 'dmq_replay' (CLI
+--           `pgmbus dmq replay`); tests tests/queues/test_queues_seed.py, test_queues2_deps.py
 CREATE OR REPLACE FUNCTION mbus.dmq_replay(dmq_id bigint, qname text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql VOLATILE

@@ -1,11 +1,17 @@
 -- Function: mbus.drop_consumer(qname, cname)
 --
--- Purpose:  drop_consumer(qname, cname): drop the consumer, its pending deliveries and its functions.
--- Params:   qname text FILL
---           cname text FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Drop a consumer: its row, its pending deliveries, its generated functions and its role;
+--           the queue's functions are regenerated without it. Messages it did not consume are lost
+--           for it (other consumers keep theirs).
+-- Params:   qname  the queue's name (text)
+--           cname  the consumer's name (text)
+-- Returns:  void; MB001/MB002 for a bad or unknown queue or consumer
+-- Locks:    pg_advisory_xact_lock(1835165041) (serializes every catalog change of queues:
+--           create/drop of queues, consumers, triggers, clear_tempq); row locks of the consumer's
+--           deliveries (DELETE), waiting for claims in progress; DROP FUNCTION of its four
+--           functions; DROP OWNED / DROP ROLE of its role
+-- Callers:  mbus.clear_tempq; pgmbus.queues Bus.drop_consumer / AsyncBus.drop_consumer via
+--           sql/queues.sql 'drop_consumer'; tests under tests/queues
 CREATE OR REPLACE FUNCTION mbus.drop_consumer(qname text, cname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

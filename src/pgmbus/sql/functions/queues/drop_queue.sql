@@ -1,11 +1,22 @@
 -- Function: mbus.drop_queue(qname)
 --
--- Purpose:  drop_queue(qname): drop the queue, its consumers, triggers from and to it, and its functions.
---           Its dead messages stay in mbus.dmq.
--- Params:   qname text FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Drop a queue: its consumers, the triggers from and to it, its views, its generated
+--           functions, its table and roles. Releases made pending by consumes earlier in the
+--           transaction run first (PostgreSQL does not drop a table with pending trigger events);
+--           messages of other queues waiting on its messages are released (mbus.queue_dropped). Its
+--           dead messages stay in mbus.dmq. Queues with a trigger into it get their functions
+--           regenerated.
+-- Params:   qname  the queue's name (text)
+-- Returns:  void; MB001/MB002 for a bad or unknown queue; MB008 when it releases dependants outside
+--           READ COMMITTED
+-- Locks:    pg_advisory_xact_lock(1835165041) (serializes every catalog change of queues:
+--           create/drop of queues, consumers, triggers, clear_tempq); DROP TABLE mbus.q_<qname>:
+--           ACCESS EXCLUSIVE on the table and its segments, waiting for every open transaction that
+--           touched them and blocking their posts and claims meanwhile; DROP VIEW, DROP FUNCTION,
+--           DROP ROLE; mbus.release_deps's locks for released dependants
+-- Callers:  mbus.clear_tempq; pgmbus.queues Bus.drop_queue / AsyncBus.drop_queue via sql/queues.sql
+--           'drop_queue' (and Bus.request for its reply queue); tests under tests/queues,
+--           tests/test_schema.py
 CREATE OR REPLACE FUNCTION mbus.drop_queue(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -1,10 +1,12 @@
 -- Function: mbus.drop_role(role)
 --
--- Purpose:  drop_role(role): drop a role made by ensure_role (its grants in this database first).
--- Params:   role text FILL
+-- Purpose:  Drop a role made by mbus.ensure_role: its grants in this database first (DROP OWNED
+--           BY), then the role. Missing role: nothing. Not allowed or still used elsewhere (e.g.
+--           granted in another database): a NOTICE, and the role stays.
+-- Params:   role  the role's name (text)
 -- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Locks:    none of its own (DROP OWNED locks what the role owns; normally nothing)
+-- Callers:  mbus.consumer_role, mbus.queue_dropping, mbus.queue_dropped
 CREATE OR REPLACE FUNCTION mbus.drop_role(role text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -1,13 +1,14 @@
 -- Function: mbus.ensure_role(role, strict)
 --
--- Purpose:  ensure_role(role, strict): create the NOLOGIN role (with the rights the generic entry points
---           need) unless it exists. A name over 63 bytes or missing CREATEROLE is an error when strict
---           (a roles-security queue), else a NOTICE.
--- Params:   role text FILL
---           strict boolean FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Create the NOLOGIN role unless it exists, with the rights the generic entry points need
+--           (USAGE on schema mbus, SELECT on mbus.queue and mbus.consumer, USAGE on
+--           mbus.msg_id_seq). A name over 63 bytes (PostgreSQL would truncate it) or missing
+--           CREATEROLE is an error when strict (a roles-security queue), else a NOTICE and no role.
+-- Params:   role    the role's name (text)
+--           strict  raise instead of a NOTICE (boolean; the queue's roles_security)
+-- Returns:  void; MB006 for a long name when strict, or the insufficient_privilege error
+-- Locks:    none of its own (CREATE ROLE and GRANT write the shared catalogs)
+-- Callers:  mbus.consumer_role, mbus.queue_created
 CREATE OR REPLACE FUNCTION mbus.ensure_role(role text, strict boolean)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -1,10 +1,12 @@
 -- Function: mbus.my_session()
 --
--- Purpose:  FILL
+-- Purpose:  This session's identity: its backend pid and backend start time. The pair tells a live
+--           session from a later one that got the same pid, so temporary queues and consumers are
+--           tied to it.
 -- Params:   none
--- Returns:  FILL
--- Locks:    FILL
--- Callers:  FILL
+-- Returns:  record (pid integer, backend_start timestamptz)
+-- Locks:    none (reads pg_stat_activity)
+-- Callers:  mbus.create_temporary_queue, mbus.create_temporary_consumer
 CREATE OR REPLACE FUNCTION mbus.my_session(OUT pid integer, OUT backend_start timestamptz)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog

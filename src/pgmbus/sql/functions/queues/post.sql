@@ -1,16 +1,24 @@
 -- Function: mbus.post(qname, data, headers, properties, delayed_until, expires, iid)
 --
--- Purpose:  post(qname, data, ...): the seed's generic post; returns nothing.
--- Params:   qname text FILL
---           data jsonb FILL
---           headers jsonb DEFAULT NULL FILL
---           properties jsonb DEFAULT NULL FILL
---           delayed_until timestamptz DEFAULT NULL FILL
---           expires timestamptz DEFAULT NULL FILL
---           iid text DEFAULT NULL FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Post one message to a queue: the original mbus API's generic post, which returns
+--           nothing (the generated post_<qname> it dispatches to returns the iid). Checks the queue
+--           name, then calls post_<qname>: one delivery row per consumer whose selector holds,
+--           copies to the queues of the triggers from qname, a wait while headers consume_after
+--           names iids that still exist; it all exists when the caller commits.
+-- Params:   qname          the queue's name (text)
+--           data           the payload (jsonb object; MB005 else)
+--           headers        headers (jsonb object or NULL; mbus.stamp_headers completes them)
+--           properties     properties selectors test (jsonb object or NULL)
+--           delayed_until  not claimable before this time (NULL = at once)
+--           expires        never claimed from this time on (NULL = never expires)
+--           iid            the message's iid (NULL = a new '<qname>.<n>@<database>')
+-- Returns:  void; MB001/MB002 for a bad or unknown queue, MB005 for a payload not an object
+-- Locks:    those of post_<qname>: inserts into mbus.q_<qname> (ROW EXCLUSIVE on its current
+--           segment, or segment 0 for deliveries due in more than a minute) and into the trigger
+--           destinations; with consume_after, mbus.await_deps's row locks; a pg_notify only when a
+--           session waits on the queue
+-- Callers:  users directly (a public entry point); pgmbus.queues Bus.post / AsyncBus.post call
+--           post_<qname> directly via sql/queues.sql 'post'; tests under tests/queues
 CREATE OR REPLACE FUNCTION mbus.post(qname text, data jsonb, headers jsonb DEFAULT NULL,
                           properties jsonb DEFAULT NULL, delayed_until timestamptz DEFAULT NULL,
                           expires timestamptz DEFAULT NULL, iid text DEFAULT NULL)

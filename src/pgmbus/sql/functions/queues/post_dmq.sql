@@ -1,18 +1,20 @@
 -- Function: mbus.post_dmq(qname, data, headers, properties, iid, reason, cname, attempts)
 --
--- Purpose:  post_dmq(qname, data, headers, properties, iid, reason, cname): put a message that cannot be
---           processed into mbus.dmq, keeping its old iid (the seed). Returns the dmq id.
--- Params:   qname text FILL
---           data jsonb FILL
---           headers jsonb DEFAULT NULL FILL
---           properties jsonb DEFAULT NULL FILL
---           iid text DEFAULT NULL FILL
---           reason text DEFAULT 'cannot be processed' FILL
---           cname text DEFAULT NULL FILL
---           attempts integer DEFAULT 0 FILL
--- Returns:  bigint
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Put a message that cannot be processed into mbus.dmq directly, keeping its old iid (the
+--           original mbus API's post to the dead-message queue). The queue need not exist (its name
+--           must follow the rule); without an iid a new one of qname is made.
+-- Params:   qname       the queue the message belongs to (text)
+--           data        the payload (jsonb object)
+--           headers     headers (jsonb object or NULL)
+--           properties  properties (jsonb object or NULL)
+--           iid         the message's iid (text; NULL = a new '<qname>.<n>@<database>')
+--           reason      why it is dead (text; default and NULL 'cannot be processed')
+--           cname       the consumer it was for (text; NULL = none: a replay posts it)
+--           attempts    delivery attempts so far (integer; default 0)
+-- Returns:  bigint: the dmq_id; MB001 for a bad queue name, MB005 for a payload not an object
+-- Locks:    none beyond the INSERT into mbus.dmq
+-- Callers:  pgmbus.queues Bus.post_dmq / AsyncBus.post_dmq via sql/queues.sql 'post_dmq'; tests
+--           tests/queues/test_queues_seed.py, test_queues2_deps.py
 CREATE OR REPLACE FUNCTION mbus.post_dmq(qname text, data jsonb, headers jsonb DEFAULT NULL,
                               properties jsonb DEFAULT NULL, iid text DEFAULT NULL,
                               reason text DEFAULT 'cannot be processed', cname text DEFAULT NULL,

@@ -1,10 +1,13 @@
 -- Function: mbus.queue_created(qname)
 --
--- Purpose:  queue_created(qname): what part two adds to a new queue: the dependency trigger and roles.
--- Params:   qname text FILL
+-- Purpose:  What a new queue gets besides its table: the deferred constraint trigger dep_gone on
+--           mbus.q_<qname> (WHEN OLD.waited, so only deliveries others depend on queue an event;
+--           mbus.on_dep_gone releases the dependants at commit), the post role and the consume role
+--           of its consumer 'default'.
+-- Params:   qname  the queue's name (text)
 -- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Locks:    CREATE CONSTRAINT TRIGGER on the new table (nobody else holds it); ensure_role's
+-- Callers:  mbus.create_queue
 CREATE OR REPLACE FUNCTION mbus.queue_created(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -1,11 +1,13 @@
 -- Function: mbus.queue_dropped(qname)
 --
--- Purpose:  queue_dropped(qname): after the table went: its waiting messages are forgotten, messages
---           waiting on its messages are released (unless those are in the dmq), roles dropped.
--- Params:   qname text FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  After the queue's table went: its waiting messages are forgotten (their msg_dep and
+--           msg_wait rows), messages of other queues waiting on its messages are released
+--           (mbus.release_deps; not those whose dependency sits in the dmq), its post role is
+--           dropped.
+-- Params:   qname  the queue's name (text)
+-- Returns:  void; MB008 from release_deps outside READ COMMITTED
+-- Locks:    DELETE of its mbus.msg_dep / mbus.msg_wait rows; mbus.release_deps's locks; drop_role's
+-- Callers:  mbus.drop_queue
 CREATE OR REPLACE FUNCTION mbus.queue_dropped(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

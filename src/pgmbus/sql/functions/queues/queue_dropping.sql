@@ -1,10 +1,15 @@
 -- Function: mbus.queue_dropping(qname)
 --
--- Purpose:  queue_dropping(qname): before the table goes: its views and temporary-object entries.
--- Params:   qname text FILL
+-- Purpose:  Before the queue's table goes: drop its views (mbus.create_view) and its
+--           temporary-object entries; run now the dependency releases pending from consumes earlier
+--           in this transaction (SET CONSTRAINTS dep_gone IMMEDIATE, then DEFERRED again:
+--           PostgreSQL does not drop a table with pending trigger events); drop its consumers'
+--           roles.
+-- Params:   qname  the queue's name (text)
 -- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Locks:    DROP VIEW (ACCESS EXCLUSIVE on each view); DELETE of mbus.queue_view and
+--           mbus.temp_object rows; mbus.release_deps's locks for the pending releases; drop_role's
+-- Callers:  mbus.drop_queue
 CREATE OR REPLACE FUNCTION mbus.queue_dropping(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -1,14 +1,18 @@
 -- Function: mbus.queue_stats(p_qname, p_now)
 --
--- Purpose:  queue_stats(qname, p_now): per queue and consumer: depth (deliveries waiting), ready (can be
---           claimed now), delayed (not yet due), leased (under a live lease), expired (awaiting
---           clear_queue), the age of the oldest ready delivery, and dead messages of the queue (per
---           consumer when the dmq row names it). Reads the queue tables: cost grows with depth.
--- Params:   p_qname text DEFAULT NULL FILL
---           p_now timestamptz DEFAULT NULL FILL
--- Returns:  TABLE (qname text, cname text, depth bigint, ready bigint, delayed bigint, leased bigint, expired bigint, oldest_age interval, dmq bigint)
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Per queue and consumer: depth (deliveries waiting), ready (can be claimed now), delayed
+--           (not yet due and not leased; messages waiting on dependencies count here), leased
+--           (under a live lease), expired (awaiting clear_queue), the age of the oldest ready
+--           delivery, and dead messages of the queue in mbus.dmq (per consumer when the dmq row
+--           names it). Reads the queue tables: cost grows with depth.
+-- Params:   p_qname  one queue (text; NULL = every queue)
+--           p_now    the clock (NULL = clock_timestamp()); tests move it
+-- Returns:  TABLE (qname, cname, depth, ready, delayed, leased, expired bigint, oldest_age
+--           interval, dmq bigint), one row per consumer; no row for an unknown queue
+-- Locks:    none (reads only)
+-- Callers:  the view mbus.queue_metrics; pgmbus.queues Bus.stats / AsyncBus.stats via
+--           sql/queues.sql 'stats' (CLI `pgmbus queue stats`); tests
+--           tests/queues/test_queues_lease.py
 CREATE OR REPLACE FUNCTION mbus.queue_stats(p_qname text DEFAULT NULL, p_now timestamptz DEFAULT NULL)
 RETURNS TABLE (qname text, cname text, depth bigint, ready bigint, delayed bigint, leased bigint,
                expired bigint, oldest_age interval, dmq bigint)

@@ -1,8 +1,11 @@
 -- View: mbus.queues
 --
--- Purpose:  The queues with their consumers and triggers.
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The queues with their consumers and triggers: qname, ncons, roles_security, created_at,
+--           consumers (their names, sorted; '{}' when none) and triggers_to (the destination queues
+--           of triggers from it, sorted).
+-- Locks:    none (reads only)
+-- Callers:  pgmbus.queues Bus.queues / AsyncBus.queues via sql/queues.sql 'list_queues' (CLI
+--           `pgmbus queue list`)
 CREATE OR REPLACE VIEW mbus.queues AS
 SELECT q.qname, q.ncons, q.roles_security, q.created_at,
        coalesce((SELECT array_agg(c.cname ORDER BY c.cname) FROM mbus.consumer AS c

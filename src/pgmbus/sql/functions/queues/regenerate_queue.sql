@@ -1,10 +1,43 @@
 -- Function: mbus.regenerate_queue(qname)
 --
--- Purpose:  regenerate_queue(qname): as in 0002; posts set seg, claims delete/update per segment.
--- Params:   qname text FILL
+-- Purpose:  Make (CREATE OR REPLACE) the per-queue functions of qname from the catalog (consumers
+--           with their selectors, triggers), with static SQL only (names through format('%I'),
+--           selectors pasted as expressions over t). The generic entry points dispatch to them;
+--           fast clients call them directly. tests/queues/golden holds their text: a change here is
+--           a golden diff.
+--             post_<q>: checks payloads, makes the id (a given iid of this queue's own form is not
+--             stored), stamps the headers (stored only when not the defaults), then inserts one
+--             delivery per consumer, each INSERT guarded by the consumer's selector, and calls
+--             post_<dst> for each trigger. With headers.consume_after, mbus.await_deps decides
+--             whether the message waits (vt = 'infinity'). Deliveries due in more than a minute go
+--             to the parking segment 0, the others to mbus.segment_of(q).
+--             postn_<q>: many messages in one statement: data-modifying CTEs, one INSERT per
+--             consumer over the same numbered messages m; with consume_after, mbus.post_each.
+--             peek_, clear_queue_, take_, ack_, nack_, extend_, bury_<q>; per consumer consume_,
+--             consumen_, lease_, take_from_<q>_by_<c>.
+--             Claims lock through the parent: FOR UPDATE SKIP LOCKED ordered by (vt, id) (one
+--             ordered Merge Append over the segments' claim indexes), then delete or update the
+--             locked rows segment by segment by ctid (a ctid names a row only within its segment).
+--             Each claim holds four variants: k = 0 reads every segment, k = 1..3 every segment but
+--             k; a variant's constant seg condition prunes k at plan time, so while
+--             mbus.rotate_queue closes segment k (queue_segment.closing, trusted for 10 seconds)
+--             new claims do not lock it and it can be truncated although consumers overlap.
+--             Hot functions (post, postn, consume, consumen, lease, ack, nack, extend) carry no SET
+--             search_path (a GUC save and restore per call) and qualify every name. Claims SET
+--             enable_bitmapscan and enable_seqscan off and plan_cache_mode = force_generic_plan:
+--             with custom plans every claim was planned again (up to 40 % of a small claim's CPU),
+--             and with lagging statistics the planner picked a bitmap scan and sort of the whole
+--             backlog; the one generic plan is the ordered claim-index scan.
+--           Ends with mbus.secure_queue (privileges, the roles security model).
+-- Params:   qname  the queue's name (text; must exist)
 -- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Locks:    none of its own: CREATE OR REPLACE FUNCTION and secure_queue's ALTER/GRANT/REVOKE
+--           update pg_proc rows (two sessions regenerating one queue at once fail with 'tuple
+--           concurrently updated'), so its callers hold pg_advisory_xact_lock(1835165041)
+-- Callers:  mbus.create_queue, create_consumer, drop_consumer, create_trigger, drop_trigger,
+--           drop_queue (for the sources of triggers into it); the installer for every queue after
+--           the function files (pgmbus.schema._apply_functions via sql/schema.sql
+--           'regenerate_queues'); tests/queues/test_generated_golden.py
 CREATE OR REPLACE FUNCTION mbus.regenerate_queue(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
@@ -116,7 +149,7 @@ BEGIN
         v_fire := v_fire || format(' + (SELECT %I.n FROM %I)', 'g_' || r.dst, 'g_' || r.dst);
     END LOOP;
 
-    -- consume_after (part two): a message whose dependencies still exist waits (vt infinity).
+    -- consume_after: a message whose dependencies still exist waits (vt infinity).
     v_fanout := format($t$
     DECLARE
         v_vt  timestamptz := coalesce(t.delayed_until, t.added);
@@ -134,7 +167,7 @@ BEGIN
         q, q) || v_fanout || $t$
     END;$t$;
 
-    -- post_<q>: the seed's signature; returns the iid.
+    -- post_<q>: the original mbus API's signature; returns the iid.
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(
     data jsonb, headers jsonb DEFAULT NULL, properties jsonb DEFAULT NULL,

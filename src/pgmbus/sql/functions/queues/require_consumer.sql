@@ -1,11 +1,15 @@
 -- Function: mbus.require_consumer(qname, cname)
 --
--- Purpose:  require_consumer(qname, cname): MB001/MB002 like require_queue, for a consumer of qname.
--- Params:   qname text FILL
---           cname text FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Check a queue and consumer name pair: MB001/MB002 like mbus.require_queue for the
+--           queue, MB001 for a consumer name against the rule (at most 24 bytes), MB002 when qname
+--           has no consumer cname.
+-- Params:   qname  the queue's name (text)
+--           cname  the consumer's name (text)
+-- Returns:  void; raises MB001 or MB002
+-- Locks:    none (reads mbus.queue, mbus.consumer)
+-- Callers:  mbus.consume, consumen, consume_lease, consume_wait, take_from, drop_consumer;
+--           pgmbus.queues Bus._check_consumer / AsyncBus._check_consumer via sql/queues.sql
+--           'require_consumer' (once per bus and consumer); users directly (a public entry point)
 CREATE OR REPLACE FUNCTION mbus.require_consumer(qname text, cname text)
 RETURNS void
 LANGUAGE plpgsql STABLE

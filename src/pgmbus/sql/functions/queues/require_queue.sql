@@ -1,10 +1,16 @@
 -- Function: mbus.require_queue(qname)
 --
--- Purpose:  require_queue(qname): raise MB001 for a bad name, MB002 when the queue does not exist.
--- Params:   qname text FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Check a queue name before it becomes part of a generated function's name: raise MB001
+--           for a name against the rule (mbus.check_name, at most 24 bytes) and MB002 when the
+--           queue does not exist. Every generic entry point calls it first, so a bad name never
+--           reaches format('%I').
+-- Params:   qname  the queue's name (text)
+-- Returns:  void; raises MB001 or MB002
+-- Locks:    none (reads mbus.queue)
+-- Callers:  mbus.ack, nack, extend, bury, clear_queue, peek, post, post_batch, get_iid,
+--           await_queue, rotate_queue, require_consumer, create_consumer, create_trigger,
+--           create_view, drop_queue, dmq_replay, saga_post, view_insert; users directly (a public
+--           entry point)
 CREATE OR REPLACE FUNCTION mbus.require_queue(qname text)
 RETURNS void
 LANGUAGE plpgsql STABLE

@@ -1,30 +1,43 @@
 -- Function: mbus.rotate_queue(qname, p_tries)
 --
--- Purpose:  rotate_queue(qname): the queue's storage upkeep, in place of VACUUM. Call it in a READ
---           COMMITTED transaction of its own (autocommit), about once a second on a busy queue (Bus
+-- Purpose:  The queue's storage upkeep, in place of VACUUM: a busy queue inserts and deletes its
+--           whole volume, and without VACUUM its heap and the left end of its ever-increasing
+--           btrees only grow; TRUNCATE of a drained segment gives the space back at once, whatever
+--           the autovacuum settings (PgQ's rotating tables). Call it in a READ COMMITTED
+--           transaction of its own (autocommit), about once a second on a busy queue (Bus
 --           consumers, the worker and `pgmbus queue rotate --every` do). It
---             1. TRUNCATEs every rotating segment that is not current and has no row left. The segment
---                is looked at without a lock first; then LOCK ... ACCESS EXCLUSIVE NOWAIT: when any open
---                transaction touched it (a consumer between claim and commit, a post not yet committed,
---                a reader) the lock is refused at once, so the call never waits in the lock queue and
---                never makes a consumer wait behind it; it tries again in the gaps between those
---                transactions (p_tries times, a millisecond apart), else the segment waits for the next
---                call. Under the lock it is checked again (nobody can add a row then) and truncated.
---                A drained segment that stays busy is closed (queue_segment.closing): claims then run a
---                plan variant that prunes it, so it frees up once the claims made before have ended;
+--             1. TRUNCATEs every rotating segment that is not current and has no row left. The
+--                segment is looked at without a lock first; then LOCK ... ACCESS EXCLUSIVE NOWAIT:
+--                when any open transaction touched it (a consumer between claim and commit, a post
+--                not yet committed, a reader) the lock is refused at once, so the call never waits
+--                in the lock queue and never makes a consumer wait behind it; it tries again in the
+--                gaps between those transactions (p_tries times, a millisecond apart, and never
+--                once it holds a truncated segment's lock), else the segment waits for the next
+--                call. Under the lock it is checked again (nobody can add a row then) and
+--                truncated. A drained segment that stays busy is closed (queue_segment.closing):
+--                claims then run a plan variant that prunes it, so it frees up once the claims made
+--                before have ended; a late post seen in it reopens it;
 --             2. makes the next empty rotating segment current once the current one's heap reached
---                rotate_bytes (a segment still holding rows, e.g. a slow consumer's backlog or a long
---                nack delay, is passed over, so rotation proceeds through the others).
---           Call it in autocommit: the ACCESS EXCLUSIVE lock of a TRUNCATE is held to the end of the
---           calling transaction. It does nothing in a transaction that wrote already or that is not READ
---           COMMITTED (under REPEATABLE READ or SERIALIZABLE the emptiness check could miss a row
---           committed after the snapshot). Concurrent calls for one queue: one works, the others return
---           at once. Returns a JSON report.
--- Params:   qname text FILL
---           p_tries integer DEFAULT 100 FILL
--- Returns:  jsonb
--- Locks:    FILL
--- Callers:  FILL
+--                rotate_bytes (a segment still holding rows, e.g. a slow consumer's backlog or a
+--                long nack delay, is passed over, so rotation proceeds through the others).
+--           The ACCESS EXCLUSIVE lock of a TRUNCATE is held to the end of the calling transaction,
+--           hence autocommit. It does nothing in a transaction that wrote already or that is not
+--           READ COMMITTED (under REPEATABLE READ or SERIALIZABLE the emptiness check could miss a
+--           row committed after the snapshot). Concurrent calls for one queue: one works, the
+--           others return at once.
+-- Params:   qname    the queue's name (text)
+--           p_tries  lock attempts per busy segment, 1 ms apart (integer; default 100)
+-- Returns:  jsonb: {current, rotated, truncated: [n], busy: [n], kept: [n], closing}, or {skipped:
+--           why}; MB001/MB002 for a bad or unknown queue
+-- Locks:    pg_try_advisory_xact_lock(1835165043, hashtext(qname)) (no wait); ACCESS SHARE on the
+--           segments it measures and reads; LOCK TABLE segment IN ACCESS EXCLUSIVE MODE NOWAIT then
+--           TRUNCATE, held to commit (released at once, by a rolled-back subtransaction, when the
+--           segment has rows); a row lock on its mbus.queue_segment row (UPDATE). SECURITY DEFINER,
+--           so roles that only consume can run it
+-- Callers:  mbus.rotate_queues; pgmbus.queues Bus.rotate / AsyncBus.rotate via sql/queues.sql
+--           'rotate_queue' (every rotate_every seconds from consume, lease and listen, and CLI
+--           `pgmbus queue rotate`); users directly (a public entry point); tests
+--           tests/queues/test_queues_segments.py
 CREATE OR REPLACE FUNCTION mbus.rotate_queue(qname text, p_tries integer DEFAULT 100)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE

@@ -1,14 +1,15 @@
 -- Function: mbus.saga_post(qname, data, headers, delayed_until, iid)
 --
--- Purpose:  saga_post(qname, data, headers, delayed_until, iid): post through post_<qname>.
--- Params:   qname text FILL
---           data jsonb FILL
---           headers jsonb FILL
---           delayed_until timestamptz DEFAULT NULL FILL
---           iid text DEFAULT NULL FILL
--- Returns:  text
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Post one saga message through post_<qname> (no properties, no expiry) and return its
+--           iid; the saga functions use it because the generic mbus.post returns nothing.
+-- Params:   qname          the queue's name (text)
+--           data           the payload (jsonb object)
+--           headers        headers, with consume_after and saga (jsonb object or NULL)
+--           delayed_until  not claimable before this time (NULL = at once; 'infinity')
+--           iid            the message's iid (text; NULL = a new one)
+-- Returns:  text: the iid; MB001/MB002 for a bad or unknown queue
+-- Locks:    those of post_<qname> (with consume_after, mbus.await_deps's row locks)
+-- Callers:  mbus.saga_start
 CREATE OR REPLACE FUNCTION mbus.saga_post(qname text, data jsonb, headers jsonb,
                                delayed_until timestamptz DEFAULT NULL, iid text DEFAULT NULL)
 RETURNS text

@@ -1,12 +1,15 @@
 -- Function: mbus.saga_pump(amount)
 --
--- Purpose:  saga_pump(amount): handle up to amount final and done messages: a final message completes
---           its saga (taking the compensations, the done message and the bung); a done message marks
---           the rollback finished. Returns how many it handled.
--- Params:   amount integer DEFAULT 100 FILL
--- Returns:  integer
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Handle up to amount final and up to amount done messages: a final message completes its
+--           saga (taking the compensations, the done message and the bung; 'completed'); a done
+--           message marks the rollback finished ('compensated'). Run it repeatedly; it makes the
+--           saga service queues when missing.
+-- Params:   amount  the most messages of each kind to handle (integer; default 100)
+-- Returns:  integer: how many messages it handled
+-- Locks:    consumen's FOR UPDATE SKIP LOCKED and DELETE on mbus_saga_final / mbus_saga_done
+--           deliveries; mbus.take's DELETEs (waiting for holders); UPDATE of mbus.saga rows
+-- Callers:  pgmbus.queues.saga.pump via sql/queues.sql 'saga_pump' (run_saga_pump, CLI `pgmbus saga
+--           pump`)
 CREATE OR REPLACE FUNCTION mbus.saga_pump(amount integer DEFAULT 100)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE

@@ -1,10 +1,11 @@
 -- Function: mbus.saga_queue(qname)
 --
--- Purpose:  saga_queue(qname): make one of the saga service queues unless it exists.
--- Params:   qname text FILL
+-- Purpose:  Make one of the saga service queues (mbus_saga_bung, mbus_saga_final, mbus_saga_done)
+--           unless it exists, so sagas need no setup step.
+-- Params:   qname  the service queue's name (text)
 -- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Locks:    those of mbus.create_queue when it makes the queue; none otherwise
+-- Callers:  mbus.saga_start, mbus.saga_pump
 CREATE OR REPLACE FUNCTION mbus.saga_queue(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -1,16 +1,21 @@
 -- Function: mbus.saga_rollback(saga_id, reason)
 --
--- Purpose:  saga_rollback(saga_id, reason): start the rollback: take the bung and every forward message
---           it lists (waiting for handlers that hold one to finish). Returns false when there was nothing
---           to take (the saga completed, or another handler rolled it back first). While another
---           transaction is rolling the same saga back this raises 55P03 (lock_not_available) at once
---           instead of waiting (which could deadlock with that transaction waiting for the caller's own
---           message): the caller rolls back, which frees its message for the other rollback.
--- Params:   saga_id bigint FILL
---           reason text DEFAULT NULL FILL
--- Returns:  boolean
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Start the rollback of a running saga: take the bung and every forward message it lists
+--           (waiting for handlers that hold one to finish), and the final message, so the
+--           compensations of the steps already done become consumable; the saga becomes
+--           'compensating'. Returns false when there was nothing to take (the saga completed, or
+--           another handler rolled it back first). While another transaction is rolling the same
+--           saga back this raises 55P03 (lock_not_available) at once instead of waiting (which
+--           could deadlock with that transaction waiting for the caller's own message): the caller
+--           rolls back, which frees its message for the other rollback.
+-- Params:   saga_id  the saga's id (bigint)
+--           reason   why it is rolled back (text; stored on the saga)
+-- Returns:  boolean: true when this call started the rollback; MB002 for an unknown saga
+-- Locks:    row lock FOR UPDATE NOWAIT on the mbus.saga row (55P03 when held), then its UPDATE;
+--           mbus.take's DELETEs of the bung and the forward messages, waiting for transactions that
+--           hold them
+-- Callers:  pgmbus.queues.saga.rollback via sql/queues.sql 'saga_rollback' (the saga worker, when a
+--           handler fails); tests tests/queues/test_queues2_saga.py
 CREATE OR REPLACE FUNCTION mbus.saga_rollback(saga_id bigint, reason text DEFAULT NULL)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE

@@ -1,17 +1,32 @@
 -- Function: mbus.saga_start(name, steps, data)
 --
--- Purpose:  saga_start(name, steps, data): start a saga; returns its id. steps is a JSON array, in an
---           order where every step comes after the steps it names:
+-- Purpose:  Start a saga; returns its id. steps is a JSON array, in an order where every step comes
+--           after the steps it names:
 --             [{"step": "room", "queue": "rooms", "after": [], "compensate": "cancel_rooms",
 --               "data": {...}}, ...]
 --           Every message carries data || {"saga_id", "step"} and headers.saga {id, step, bung,
---           compensation}.
--- Params:   name text FILL
---           steps jsonb FILL
---           data jsonb DEFAULT NULL FILL
--- Returns:  bigint
--- Locks:    FILL
--- Callers:  FILL
+--           compensation}. The saga is built of messages whose consume_after edges do the
+--           scheduling, all posted here in one transaction:
+--             - each forward message waits on the forward messages of its 'after' steps;
+--             - the bung, in mbus_saga_bung and delayed to 'infinity', is never consumed; it lists
+--               the forward messages and the final message;
+--             - each compensation message (to the step's compensate queue) waits on the bung, so it
+--               runs only once a rollback took the bung;
+--             - the done message waits on every compensation (or on the bung when there are none):
+--               consumable once the rollback has run;
+--             - the final message waits on every forward message: consumable once all steps are
+--               done.
+--           mbus.saga_pump consumes the final message (taking the compensations, the done message
+--           and the bung: completed) and the done message (compensated); mbus.saga_rollback takes
+--           the bung and what it lists.
+-- Params:   name   the saga's name (text)
+--           steps  the steps (jsonb array, non-empty; MB006 for bad or duplicate steps)
+--           data   the saga's own data, kept in mbus.saga (jsonb object or NULL)
+-- Returns:  bigint: the saga_id
+-- Locks:    those of mbus.saga_queue on first use (create_queue's advisory lock); the posts'
+--           (mbus.await_deps's row locks); INSERT into mbus.saga and mbus.saga_step
+-- Callers:  pgmbus.queues.saga.Saga.start via sql/queues.sql 'saga_start'; tests
+--           tests/queues/test_queues2_cli.py
 CREATE OR REPLACE FUNCTION mbus.saga_start(name text, steps jsonb, data jsonb DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE

@@ -1,13 +1,15 @@
 -- Function: mbus.saga_step_done(saga_id, step, compensation)
 --
--- Purpose:  saga_step_done(saga_id, step, compensation): record that a step's forward (or compensation)
---           handler did its work; call it in the handler's transaction.
--- Params:   saga_id bigint FILL
---           step text FILL
---           compensation boolean DEFAULT false FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Record that a step's forward (or compensation) handler did its work; call it in the
+--           handler's transaction, so the record and the consume commit together. Only bookkeeping
+--           for mbus.sagas: the scheduling is done by the messages.
+-- Params:   saga_id       the saga's id (bigint)
+--           step          the step's name (text)
+--           compensation  true for the compensation handler (boolean; default false)
+-- Returns:  void; MB002 when the saga has no such step
+-- Locks:    row lock of the mbus.saga_step row (UPDATE)
+-- Callers:  pgmbus.queues.saga.step_done via sql/queues.sql 'saga_step_done' (the saga worker after
+--           a handler)
 CREATE OR REPLACE FUNCTION mbus.saga_step_done(saga_id bigint, step text, compensation boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

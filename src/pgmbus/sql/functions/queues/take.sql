@@ -1,12 +1,20 @@
 -- Function: mbus.take(iid)
 --
--- Purpose:  take(iid): take the message with that iid from the queue its iid names, for every consumer;
---           waits while another transaction holds it. Empty when it is not there (or was posted to a
---           queue other than the one its iid was made for, as the seed warns).
--- Params:   iid text FILL
--- Returns:  SETOF mbus.qt_model
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Take the message with that iid away from the queue its iid names, for every consumer:
+--           the generated take_<queue> deletes all its unexpired deliveries. It waits while another
+--           transaction holds one of them (a plain DELETE, no SKIP LOCKED); a delivery a consumer
+--           claimed and committed is gone and not taken. The queue comes from the iid
+--           ('<qname>.<n>@<database>'): a message posted to another queue with an iid of this one
+--           is not found, as the original mbus API warns.
+-- Params:   iid  the message's iid (text; MB006 when it is not an mbus iid)
+-- Returns:  SETOF mbus.qt_model: the message (one row however many consumers had it), or no row
+--           when it is not there or its queue does not exist
+-- Locks:    row locks of the message's deliveries in mbus.q_<queue> (DELETE), held to commit; waits
+--           for transactions that hold them; deleting deliveries others depend on queues the
+--           deferred dep_gone trigger (mbus.release_deps at commit)
+-- Callers:  mbus.saga_pump, mbus.saga_rollback; pgmbus.queues Bus.take / AsyncBus.take via
+--           sql/queues.sql 'take'; users directly (not a public entry point); tests under
+--           tests/queues
 CREATE OR REPLACE FUNCTION mbus.take(iid text)
 RETURNS SETOF mbus.qt_model
 LANGUAGE plpgsql VOLATILE

@@ -1,13 +1,16 @@
 -- Function: mbus.to_dmq(msg, qname, reason, cname)
 --
--- Purpose:  to_dmq(msg, qname, reason, cname): the same for a row as consume returned it.
--- Params:   msg mbus.qt_model FILL
---           qname text FILL
---           reason text DEFAULT 'cannot be processed' FILL
---           cname text DEFAULT NULL FILL
--- Returns:  bigint
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Put a message as a consume returned it (an mbus.qt_model row) into mbus.dmq, keeping
+--           its id, iid, times, payloads, consume_after and attempts; like mbus.post_dmq for a
+--           whole row. For a transactional consume, call it in the same transaction so the message
+--           is moved, not lost or doubled.
+-- Params:   msg     the message (mbus.qt_model)
+--           qname   the queue it came from (text)
+--           reason  why it is dead (text; default and NULL 'cannot be processed')
+--           cname   the consumer it was for (text; NULL = none)
+-- Returns:  bigint: the dmq_id; MB001 for a bad queue name
+-- Locks:    none beyond the INSERT into mbus.dmq
+-- Callers:  users directly; tests tests/queues/test_queues_seed.py only
 CREATE OR REPLACE FUNCTION mbus.to_dmq(msg mbus.qt_model, qname text, reason text DEFAULT 'cannot be processed',
                             cname text DEFAULT NULL)
 RETURNS bigint
