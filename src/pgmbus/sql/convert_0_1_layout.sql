@@ -9,3 +9,5 @@ DROP TABLE mbus.public_entry_point;
 DELETE FROM mbus.schema_migrations;
 COMMENT ON TABLE mbus.stream_cursors IS
     'Committed position of each group (and slot): see the cursor grammar in 0003_streams.sql.';
+COMMENT ON COLUMN mbus.queue.ncons IS
+    'Accepted for the original mbus API''s signature and kept; unused: SKIP LOCKED claims need no partitions.';

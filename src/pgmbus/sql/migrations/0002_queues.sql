@@ -30,10 +30,10 @@
 -- every claim was planned again, up to 40 % of a small claim's CPU; the one cached generic
 -- plan is the ordered scan of the claim index whatever the statistics say.
 --
--- Deliberate breaks with the seed: payloads (data, headers, properties) are jsonb objects, not
+-- Deliberate breaks with the original mbus API: payloads (data, headers, properties) are jsonb objects, not
 -- hstore; times are timestamptz; headers->'seenby' is a JSON array of database names.
 
--- The row shape every consume/take returns (the seed's mbus.qt_model).
+-- The row shape every consume/take returns (the original mbus API's mbus.qt_model).
 CREATE TYPE mbus.qt_model AS (
     id            bigint,
     iid           text,
@@ -65,7 +65,7 @@ CREATE TABLE mbus.queue (
 COMMENT ON TABLE mbus.queue IS 'Queues; each has a delivery table mbus.q_<qname>.';
 
 COMMENT ON COLUMN mbus.queue.ncons IS
-    'Accepted for the seed''s signature and kept; unused: SKIP LOCKED claims need no partitions.';
+    'Accepted for the original mbus API''s signature and kept; unused: SKIP LOCKED claims need no partitions.';
 
 CREATE TABLE mbus.consumer (
     cid        integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -77,7 +77,7 @@ CREATE TABLE mbus.consumer (
     UNIQUE (qname, cname)
 );
 
--- The seed: consumer names are unique among all consumers, except the per-queue 'default'.
+-- The original mbus API: consumer names are unique among all consumers, except the per-queue 'default'.
 CREATE UNIQUE INDEX consumer_cname_unique ON mbus.consumer (cname) WHERE cname <> 'default';
 
 COMMENT ON TABLE mbus.consumer IS 'Durable consumers; selector NULL means every message.';
@@ -198,7 +198,7 @@ CREATE TABLE mbus.temp_object (
 COMMENT ON TABLE mbus.temp_object IS 'Temporary queues and consumers and the session owning each.';
 
 -- ---------------------------------------------------------------------------------------------
--- Sagas (the seed's pattern). saga_start posts, in the caller's transaction:
+-- Sagas (the original mbus API's pattern). saga_start posts, in the caller's transaction:
 --   * the forward messages, each with consume_after = the iids of the steps it comes after;
 --   * the bung: a message in mbus_saga_bung that is never consumable (delayed_until infinity),
 --     only taken, listing the forward iids and the final message's iid;
@@ -247,7 +247,7 @@ CREATE TABLE mbus.saga_step (
 -- (c, vt, id) and (id) keys are only recycled by VACUUM, so claims walk more and more dead
 -- index entries. Default autovacuum (a 1-minute naptime, a 20 % scale factor) cannot keep up
 -- with a queue that turns over a million rows a minute; tuning it per table would be the
--- "aggressive VACUUM" the seed asks for. Storage must recycle itself instead (PgQ's rotating
+-- "aggressive VACUUM" the original design asks for. Storage must recycle itself instead (PgQ's rotating
 -- event tables): each queue's table mbus.q_<q> is LIST-partitioned on a column seg into
 --   q_<q>$0       the parking segment: deliveries that will wait long when posted (vt more
 --                 than a minute ahead: long delays, consume_after waiting rows); never

@@ -1,4 +1,4 @@
--- timers: scheduled HTTP callbacks (the CallMeBack seed) stored in schema mbus.
+-- timers: scheduled HTTP callbacks (the CallMeBack design) stored in schema mbus.
 --
 -- Tables (all prefixed timer_):
 --   timer_clients      owner clients: API key hash and HMAC signing secret
