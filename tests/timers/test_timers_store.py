@@ -35,7 +35,7 @@ def create(env: Env, g: str, e: str, run_at: datetime, *, client_id: int | None 
 def sqlstate_of(env: Env, query: str, params: Any) -> str | None:
     with pytest.raises(psycopg.Error) as info:
         env.sql(query, params)
-    return translate(info.value).sqlstate_raised
+    return translate(info.value).sqlstate
 
 
 def status(env: Env, g: str, e: str) -> str:
