@@ -53,6 +53,12 @@ INPUTS: tuple[Twin, ...] = (
         "src/pgmbus/queues/_sync_bus.py",
         "Bus: the blocking client of the mbus queue API.",
     ),
+    Twin(
+        "src/pgmbus/timers/store.py",
+        "src/pgmbus/timers/sync_store.py",
+        "Typed blocking calls of the timers SQL API (``mbus.timer_*``); the caller owns the"
+        " transaction.",
+    ),
 )
 
 #: Names of the asyncio world and their blocking counterparts.
