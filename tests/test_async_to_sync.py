@@ -121,3 +121,14 @@ def test_check_command_passes_on_the_tree() -> None:
         [sys.executable, str(tool), "--check"], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_parentheses_of_a_multiline_await_go_only_when_breaks_are_inside_the_call() -> None:
+    source = (
+        '"""Doc."""\n\n\nasync def f(conn):\n'
+        "    rows = await (await conn.execute(\n        'q', {}\n    )).fetchall()\n"
+        "    return (await\n            conn.x()).y\n"
+    )
+    out = convert(source, "Doc.", "m.py")
+    assert "    rows = conn.execute(\n        'q', {}\n    ).fetchall()\n" in out
+    assert "    return (\n            conn.x()).y\n" in out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import psycopg
 import pytest
 
@@ -99,3 +101,18 @@ def test_client_side_errors_carry_the_class_code_unless_given_one() -> None:
 def test_non_database_errors_pass_through() -> None:
     with pytest.raises(ValueError, match="plain"), errors.translating():
         raise ValueError("plain")
+
+
+def test_translating_works_in_async_with_too(shared_dsn: str) -> None:
+    async def body() -> None:
+        aconn = await psycopg.AsyncConnection.connect(shared_dsn)
+        try:
+            async with errors.translating(), aconn.cursor() as cur:
+                await cur.execute("SELECT mbus.check_name('queue', 'Bad')")
+        finally:
+            await aconn.close()
+
+    with pytest.raises(errors.InvalidName) as caught:
+        asyncio.run(body())
+    assert caught.value.sqlstate == "MB001"
+    assert isinstance(caught.value.__cause__, psycopg.Error)

@@ -59,6 +59,11 @@ INPUTS: tuple[Twin, ...] = (
         "Typed blocking calls of the timers SQL API (``mbus.timer_*``); the caller owns the"
         " transaction.",
     ),
+    Twin(
+        "src/pgmbus/streams/aclient.py",
+        "src/pgmbus/streams/client.py",
+        "Typed calls of the streams SQL API on a caller's connection (they join its transaction).",
+    ),
 )
 
 #: Names of the asyncio world and their blocking counterparts.
@@ -73,7 +78,6 @@ RENAMES: dict[str, str] = {
     "asynccontextmanager": "contextmanager",
     "__aenter__": "__enter__",
     "__aexit__": "__exit__",
-    "aclient": "client",
 }
 
 _WORDS = re.compile(r"\b(" + "|".join(map(re.escape, RENAMES)) + r")\b")
@@ -108,7 +112,7 @@ def _matching(toks: list[tokenize.TokenInfo], start: int) -> int:
 
 
 def _redundant_parens(toks: list[tokenize.TokenInfo], i: int) -> int | None:
-    """For ``(await <primary>)`` at ``i`` on one line, the index of its ``)``; else ``None``."""
+    """For ``(await <primary>)`` at ``i``, the index of its ``)``; else ``None``."""
     if not (
         toks[i].string == "("
         and toks[i].type == token.OP
@@ -124,16 +128,14 @@ def _redundant_parens(toks: list[tokenize.TokenInfo], i: int) -> int | None:
     ):
         return None  # a call's parentheses
     j = _matching(toks, i)
-    if toks[j].start[0] != toks[i].start[0]:
-        return None
-    depth = 0
+    depth = 0  # a line break is kept only inside the primary's own brackets
     for tok in toks[i + 2 : j]:
         if tok.type == token.OP and tok.string in _OPENERS:
             depth += 1
         elif tok.type == token.OP and tok.string in _OPENERS.values():
             depth -= 1
         elif depth == 0 and not (tok.type == token.NAME or tok.string == "."):
-            return None  # an operator: the parentheses group more than the await
+            return None  # an operator or a line break: the parentheses do more than the await
     return j
 
 

@@ -7,8 +7,7 @@ exception class here, keeping the SQLSTATE the server raised (``.sqlstate``) and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from types import TracebackType
 from typing import Any, ClassVar
 
 
@@ -192,14 +191,34 @@ def translate(exc: BaseException) -> PgmbusError:
     return error
 
 
-@contextmanager
-def translating() -> Iterator[None]:
-    """Re-raise database errors inside the block as typed pgmbus errors."""
-    try:
-        yield
-    except PgmbusError:
-        raise
-    except Exception as exc:
+class _Translating:
+    """The block of ``translating()``; a plain and an async context manager both."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc is None or isinstance(exc, PgmbusError) or not isinstance(exc, Exception):
+            return
         if getattr(exc, "sqlstate", None) is None:
-            raise
+            return
         raise translate(exc) from exc
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(kind, exc, tb)
+
+
+def translating() -> _Translating:
+    """Re-raise database errors inside the block as typed pgmbus errors.
+
+    Use it as ``with translating():`` or, next to async context managers, as
+    ``async with translating(), conn.cursor() as cur:``.
+    """
+    return _Translating()
