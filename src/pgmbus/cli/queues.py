@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from pgmbus.cli import queues2
+from pgmbus.cli import queue_workflow
 from pgmbus.cli.common import DsnOption, JsonOption, console, print_json, reports_errors
 from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import InvalidPayload
@@ -344,4 +344,4 @@ def register(app: typer.Typer) -> None:
     app.add_typer(queue_app, name="queue")
     app.add_typer(dmq_app, name="dmq")
     app.command("worker")(worker_cmd)
-    queues2.register(queue_app, app)
+    queue_workflow.register(queue_app, app)
