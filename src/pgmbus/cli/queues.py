@@ -344,4 +344,4 @@ def register(app: typer.Typer) -> None:
     app.add_typer(queue_app, name="queue")
     app.add_typer(dmq_app, name="dmq")
     app.command("worker")(worker_cmd)
-    queue_workflow.register(queue_app, app)
+    queue_workflow.register(queue_app)
