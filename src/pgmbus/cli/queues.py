@@ -59,7 +59,9 @@ def _message_dict(m: Message) -> dict[str, Any]:
 @reports_errors
 def create_cmd(
     name: str,
-    ncons: Annotated[int, typer.Option(help="Kept for the seed's signature; unused.")] = 1,
+    ncons: Annotated[
+        int, typer.Option(help="Kept for the original mbus API's signature; unused.")
+    ] = 1,
     dsn: DsnOption = None,
 ) -> None:
     """Create a queue (or regenerate the functions of an existing one)."""

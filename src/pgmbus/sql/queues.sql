@@ -93,7 +93,7 @@ SELECT mbus.await_queue(%(queue)s);
 -- name: await_done
 SELECT mbus.await_done(%(queue)s);
 
--- Part two: temporary queues and consumers, request-response.
+-- Temporary queues and consumers, request-response.
 
 -- name: create_temporary_queue
 SELECT mbus.create_temporary_queue();
@@ -107,7 +107,7 @@ SELECT mbus.clear_tempq();
 -- name: queue_exists
 SELECT EXISTS (SELECT 1 FROM mbus.queue WHERE qname = %(queue)s);
 
--- Part two: sagas (pgmbus.queues.saga).
+-- Sagas (pgmbus.queues.saga).
 
 -- name: saga_start
 SELECT mbus.saga_start(%(name)s, %(steps)s, %(data)s);
