@@ -1,7 +1,7 @@
 """The roles security model, views, and catalog checks of the mbus schema.
 
 Tests use real LOGIN roles (the test cluster trusts local connections). Every test's docstring
-quotes the seed statement it checks, translated into English.
+quotes the design document's statement it checks, translated into English.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Temporary queues and consumers, blocking consume, request-response across processes.
 
-Every test's docstring quotes the seed statement it checks, translated into English.
+Every test's docstring quotes the design document's statement it checks, translated into English.
 """
 
 from __future__ import annotations
@@ -119,9 +119,9 @@ with Bus(sys.argv[1], poll_interval=0.2) as bus:
 
 
 def test_request_reply_across_processes(db_dsn: str) -> None:
-    """Request-response (the seed: queues can do "3. request-response"): bus.request posts with
-    a temporary reply queue and a correlation id, a responder in another process answers with
-    bus.reply, and the reply queue is gone afterwards."""
+    """Request-response (the design document: queues can do "3. request-response"): bus.request
+    posts with a temporary reply queue and a correlation id, a responder in another process answers
+    with bus.reply, and the reply queue is gone afterwards."""
     with Bus(db_dsn, poll_interval=0.2) as bus:
         bus.create_queue("calc")
         proc = subprocess.Popen([sys.executable, "-c", RESPONDER, db_dsn])

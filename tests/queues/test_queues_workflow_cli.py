@@ -1,4 +1,4 @@
-"""The part-two CLI: waiting messages, views, temporary-queue collection, saga list."""
+"""The queue workflow CLI: waiting messages, views, temporary-queue collection, saga list."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pgmbus.cli import app
 
 
 def test_waiting_view_clear_temp_and_saga_list(autodb: str) -> None:
-    """`pgmbus queue waiting|view|clear-temp` and `pgmbus saga list` show part two's state."""
+    """`pgmbus queue waiting|view|clear-temp` and `pgmbus saga list` show the workflows' state."""
     runner = CliRunner()
     with psycopg.connect(autodb, autocommit=True) as conn:
         conn.execute("SELECT mbus.create_queue('other', 1)")

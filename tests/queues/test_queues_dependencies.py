@@ -1,7 +1,7 @@
-"""Message dependencies (``headers.consume_after``): the seed's ordering statements.
+"""Message dependencies (``headers.consume_after``): the design document's ordering statements.
 
-Every test's docstring quotes the seed statement it checks, translated into English. The
-release of a waiting message happens when the transaction consuming its last dependency
+Every test's docstring quotes the design document's statement it checks, translated into
+English. The release of a waiting message happens when the transaction consuming its last dependency
 commits, so these tests commit (a fresh database each).
 """
 
@@ -77,10 +77,10 @@ def test_release_waits_for_the_commit_and_rollback_keeps_waiting(ac: Conn, db_ds
     assert data_of(ac, "b") == {"n": 2}
 
 
-def test_seed_user_replication_scenario(ac: Conn) -> None:
-    """The seed's example: "put 'create user' into the command queue of server N and keep its id
-    as idN ... put 'set limit' with 'consume after idN' into the queue of server N ... put 'set
-    profile location' with 'consume after id1,id2,...idN' into 'local commands' and keep its id
+def test_user_replication_scenario(ac: Conn) -> None:
+    """The design document's example: "put 'create user' into the command queue of server N and keep
+    its id as idN ... put 'set limit' with 'consume after idN' into the queue of server N ... put
+    'set profile location' with 'consume after id1,id2,...idN' into 'local commands' and keep its id
     as id_place_set; put 'delete user' with 'consume after id_place_set' into 'local commands'"."""
     servers = ["srv1", "srv2", "srv3"]
     for s in servers:
@@ -145,7 +145,7 @@ def test_put_back_with_old_iid_keeps_blocking(ac: Conn) -> None:
 
 
 def test_unknown_iids_self_and_cycles_rule(ac: Conn) -> None:
-    """Documented rule (docs/queues-part2.md): a dependency that is not found when the message is
+    """Documented rule (docs/workflows.md): a dependency that is not found when the message is
     posted (consumed already, never posted, another database's, or posted later) is satisfied.
     Hence a message's own iid is ignored and no cycle can form: of two messages naming each
     other, the one posted first did not find the other."""
@@ -289,9 +289,9 @@ def test_post_of_a_dependant_races_with_the_consume_of_its_dependency(
 
 
 def test_waiting_messages_cost_a_claim_nothing(ac: Conn) -> None:
-    """The seed warns: "A large number of messages waiting for the delivery of another message
-    may lower performance". Here they do not: waiting messages sit at vt = infinity, past the
-    range of every claim's index scan, so a claim reads a handful of buffers however many wait
+    """The design document warns: "A large number of messages waiting for the delivery of another
+    message may lower performance". Here they do not: waiting messages sit at vt = infinity, past
+    the range of every claim's index scan, so a claim reads a handful of buffers however many wait
     (the speed itself is the bench scenario dependency_backlog)."""
     dep = post(ac, "a", {"n": 0})
     ac.execute(

@@ -1,7 +1,7 @@
-"""Sagas: the seed's tour (examples/tour_booking.py) driven to success and to a rollback from
-a failure at each step, with real handlers run by worker threads.
+"""Sagas: the design document's tour (examples/tour_booking.py) driven to success and to a
+rollback from a failure at each step, with real handlers run by worker threads.
 
-Every test's docstring quotes the seed statement it checks, translated into English.
+Every test's docstring quotes the design document's statement it checks, translated into English.
 """
 
 from __future__ import annotations

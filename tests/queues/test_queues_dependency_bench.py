@@ -1,4 +1,4 @@
-"""Smoke test: the part-two bench scenario runs end to end with a tiny size."""
+"""Smoke test: the dependency_backlog bench scenario runs end to end with a tiny size."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Queues, part two: consume_after ordering, request-response, a view for posting, a saga."""
+"""Queue workflows: consume_after ordering, request-response, a view for posting, a saga."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def _tour() -> object:
 
 
 def run(dsn: str) -> None:
-    """Show part two of the queue API end to end on the database at ``dsn``."""
+    """Show the queue workflows end to end on the database at ``dsn``."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         for q in ("demo_users", "demo_limits", "demo_calc"):
             if conn.execute("SELECT 1 FROM mbus.queue WHERE qname = %s", (q,)).fetchone():
@@ -80,7 +80,10 @@ def run(dsn: str) -> None:
         ).fetchone()
         show("roles of demo_users", roles[0] if roles else None)
 
-    console.print("[bold]saga[/]: the seed's tour, once to success and once failing at ticket_from")
+    console.print(
+        "[bold]saga[/]: the tour booking of the original mbus API, once to success and once"
+        " failing at ticket_from"
+    )
     tour: object = _tour()
     tour.setup(dsn)  # type: ignore[attr-defined]
     with tour.workers(dsn):  # type: ignore[attr-defined]

@@ -1,4 +1,4 @@
-"""The seed's statements about queues (000_*.txt, mbus), each checked against the SQL API.
+"""The design document's statements about queues (the original mbus API), each checked.
 
 Every test's docstring quotes the statement it checks, translated into English.
 """
