@@ -1,10 +1,23 @@
 -- Function: mbus._capture_row()
 --
--- Purpose:  FILL
--- Params:   none
--- Returns:  trigger
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The row trigger of a captured table (AFTER INSERT OR UPDATE OR DELETE FOR EACH ROW):
+--           every insert, update and delete (from any statement: COPY, INSERT ... ON CONFLICT,
+--           bulk UPDATE) appends one event in the transaction that made the change. Each change
+--           is its own event, so a row that changes often loses no intermediate state, and the
+--           snapshot cursors make the changes readable in commit order with no background job.
+--           Payload: {"op", "table", "key": {primary key}, "row": {captured columns},
+--           "changed": [columns] (updates), "old_key": {...} (when an update changed the key)}.
+--           An update that changes no captured column appends nothing. The event key is the
+--           primary key's value (its JSON text when the key has several columns; NULL without a
+--           primary key). "table" names the table the row is in: for a partitioned table, the
+--           partition. SECURITY DEFINER (search_path pinned), so writers of the table need no
+--           privilege on mbus.events. Notifies listeners of 'mbus_events'.
+-- Params:   none (trigger arguments: TG_ARGV[0] the topic, [1] the key columns as text[],
+--           [2] the captured columns as text[] or '*' for all)
+-- Returns:  trigger: NULL (an AFTER trigger); MB009 when the log is not this cluster's
+-- Locks:    none beyond the INSERT into mbus.events (ROW EXCLUSIVE)
+-- Callers:  the trigger mbus_capture_row that mbus.capture_table creates on a captured table;
+--           tests/streams/test_streams_security.py (catalog test)
 CREATE OR REPLACE FUNCTION mbus._capture_row()
 RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER

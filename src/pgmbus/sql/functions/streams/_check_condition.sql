@@ -1,10 +1,14 @@
 -- Function: mbus._check_condition(p_condition)
 --
--- Purpose:  _check_condition(condition): raise MB004 unless it is one boolean expression over e and s.
--- Params:   p_condition text FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Raise MB004 unless the text is one boolean SQL expression over e (the event:
+--           mbus.events) and s (the subscription: mbus.subscriptions): not empty, no ';' and no
+--           comments, and it plans as `SELECT (condition)::boolean FROM mbus.events AS e,
+--           mbus.subscriptions AS s WHERE false` (run, it reads no row). The expression is later
+--           pasted into mbus._match's query and runs with the reader's privileges.
+-- Params:   p_condition  the condition (text)
+-- Returns:  void; MB004 (with an example in the hint) when it is not a valid condition
+-- Locks:    ACCESS SHARE on mbus.events and mbus.subscriptions for the test query
+-- Callers:  mbus.subscribe
 CREATE OR REPLACE FUNCTION mbus._check_condition(p_condition text)
 RETURNS void
 LANGUAGE plpgsql

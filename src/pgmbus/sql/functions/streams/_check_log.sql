@@ -1,11 +1,20 @@
 -- Function: mbus._check_log()
 --
--- Purpose:  _check_log(): raise MB009 unless the log's transaction ids are this cluster's. The answer
---           is cached for the session (a restore always comes with new sessions).
+-- Purpose:  Raise MB009 unless the log's transaction ids are this cluster's: the system
+--           identifier stored in mbus.stream_state must be this cluster's, and no group's cursor
+--           may hold a transaction id beyond the current snapshot's xmax (ids from the future: the
+--           log came from elsewhere). Every function that compares transaction ids calls it first,
+--           since snapshots from another cluster would silently skip or repeat events. The answer
+--           is cached for the session in the setting mbus.streams_log_ok (a restore always comes
+--           with new sessions); hot paths test that setting before calling.
 -- Params:   none
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Returns:  void; MB009 (with the hint to run repair-after-restore) when the log is not this
+--           cluster's
+-- Locks:    none (reads mbus.stream_state and mbus.stream_cursors)
+-- Callers:  mbus.publish, publish_batch, _capture_row, _capture_truncate, create_group, read_next,
+--           commit, group_cursor, current_cursor, read_between, seek, maintain,
+--           spark_commit_write; pgmbus.streams.client.publish_copy (sql/streams.sql 'check_log')
+--           before its COPY into mbus.events
 CREATE OR REPLACE FUNCTION mbus._check_log()
 RETURNS void
 LANGUAGE plpgsql

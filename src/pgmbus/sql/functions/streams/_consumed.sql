@@ -1,12 +1,15 @@
 -- Function: mbus._consumed(p_txid, p_id, p)
 --
--- Purpose:  _consumed(txid, id, position): whether the event is consumed at that position.
--- Params:   p_txid xid8 FILL
---           p_id bigint FILL
---           p mbus.stream_position FILL
+-- Purpose:  Whether the event (p_txid, p_id) is consumed at position p: its transaction is visible
+--           in lo, or visible in hi and (txid, id) is at or before (after_txid, after_id). A
+--           hot-path SQL helper without SET, inlined into the queries that call it (see
+--           mbus.publish).
+-- Params:   p_txid  the event's transaction id (mbus.events.txid)
+--           p_id    the event's id
+--           p       the position (mbus.stream_position)
 -- Returns:  boolean
--- Locks:    FILL
--- Callers:  FILL
+-- Locks:    none
+-- Callers:  mbus.read_between, group_status, _partition_needed, repair_after_restore
 CREATE OR REPLACE FUNCTION mbus._consumed(p_txid xid8, p_id bigint, p mbus.stream_position)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE

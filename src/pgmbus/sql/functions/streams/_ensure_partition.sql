@@ -1,11 +1,18 @@
 -- Function: mbus._ensure_partition(p_no)
 --
--- Purpose:  _ensure_partition(n): create partition n of mbus.events (ids [n * 2^40, (n + 1) * 2^40)).
---           Partitions are insert-only, so insert-driven autovacuum is off (analyze still runs).
--- Params:   p_no integer FILL
--- Returns:  boolean
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Create partition n of mbus.events, mbus.events_<n, 7 digits>, for the ids
+--           [n * 2^40, (n + 1) * 2^40), and record it in mbus.event_partitions; nothing when it is
+--           recorded already. Event ids come from one sequence, so partitions follow time; maintain
+--           moves the sequence to the next partition's range when the partition interval has
+--           passed. Partitions are insert-only, so insert-driven autovacuum is off
+--           (autovacuum_vacuum_insert_threshold = -1; analyze still runs).
+-- Params:   p_no  the partition number n (integer)
+-- Returns:  boolean: true when it created the partition, false when it existed
+-- Locks:    CREATE TABLE ... PARTITION OF takes ACCESS EXCLUSIVE on mbus.events itself (the
+--           parent) until commit: publishers and readers wait meanwhile; the new partition's
+--           row in mbus.event_partitions
+-- Callers:  mbus.maintain (rollover and partitions ahead); the installer on a new log
+--           (sql/schema.sql 'first_partitions')
 CREATE OR REPLACE FUNCTION mbus._ensure_partition(p_no integer)
 RETURNS boolean
 LANGUAGE plpgsql

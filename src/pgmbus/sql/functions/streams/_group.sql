@@ -1,10 +1,11 @@
 -- Function: mbus._group(p_name)
 --
--- Purpose:  _group(name): the group's row; raises MB002 when unknown and MB008 when expired.
--- Params:   p_name text FILL
--- Returns:  mbus.stream_groups
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The group's row, for the functions that work on a live group.
+-- Params:   p_name  the group's name
+-- Returns:  mbus.stream_groups; MB002 when the group does not exist, MB008 when it is expired
+--           (with the time and reason, and the hint to seek or drop it)
+-- Locks:    none (reads only; no row lock)
+-- Callers:  mbus.read_next, commit, group_cursor, retry_event, read_retries, subscribe
 CREATE OR REPLACE FUNCTION mbus._group(p_name text)
 RETURNS mbus.stream_groups
 LANGUAGE plpgsql STABLE

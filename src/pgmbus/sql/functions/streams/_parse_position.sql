@@ -1,10 +1,14 @@
--- Function: mbus._parse_position()
+-- Function: mbus._parse_position(p_text)
 --
--- Purpose:  _parse_position(text) -> (slot, position). Raises MB006 on anything malformed.
--- Params:   none
--- Returns:  FILL
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Read a cursor's text (the grammar is in mbus._format_position) into its slot and
+--           position. Raises MB006 on anything malformed: a NULL, a wrong number of ';' parts, a
+--           part that is not a pg_snapshot, xid8 or bigint, or a hi that does not contain lo.
+-- Params:   p_text  the cursor (text), as read_next, current_cursor or group_cursor return it
+-- Returns:  record (OUT slot integer: the '<slot>@' prefix or NULL; OUT pos
+--           mbus.stream_position); MB006 when malformed
+-- Locks:    none
+-- Callers:  mbus.commit, mbus.read_between, mbus.spark_next_cursor, mbus._spark_lo, _spark_hi,
+--           _spark_after_txid, _spark_after_id
 CREATE OR REPLACE FUNCTION mbus._parse_position(p_text text, OUT slot integer, OUT pos mbus.stream_position)
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog

@@ -1,13 +1,16 @@
 -- Function: mbus._partition_needed(p_name, g, c)
 --
--- Purpose:  _partition_needed(partition, group cursor): whether a live group may still have unread
---           events in the partition.
--- Params:   p_name text FILL
---           g mbus.stream_groups FILL
---           c mbus.stream_cursors FILL
--- Returns:  boolean
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Whether a live group (slot) may still have unread events in the partition: an
+--           EXISTS over the partition for an event of a transaction not visible in the cursor's lo
+--           (in lo's xip or at or after its xmax) that is not consumed at the cursor, of the
+--           group's topics and the cursor's slot. Retention keeps such a partition (reported as
+--           kept) and lag expiry uses it to find groups with unread events.
+-- Params:   p_name  the partition's table name in schema mbus (e.g. 'events_0000001')
+--           g       the group's row (mbus.stream_groups: topics, slots)
+--           c       the cursor's row (mbus.stream_cursors: slot, lo, hi, after_txid, after_id)
+-- Returns:  boolean: true when an unread event may be there
+-- Locks:    none (reads only)
+-- Callers:  mbus.maintain (lagging groups and retention)
 CREATE OR REPLACE FUNCTION mbus._partition_needed(p_name text, g mbus.stream_groups,
                                        c mbus.stream_cursors)
 RETURNS boolean

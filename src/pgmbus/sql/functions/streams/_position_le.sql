@@ -1,11 +1,14 @@
 -- Function: mbus._position_le(a, b)
 --
--- Purpose:  _position_le(a, b): everything consumed at a is consumed at b (conservative: may say no).
--- Params:   a mbus.stream_position FILL
---           b mbus.stream_position FILL
+-- Purpose:  Whether everything consumed at position a is consumed at position b. Conservative: it
+--           may say no when the answer is yes (two positions inside different batches are only
+--           compared when they share lo and hi), never the reverse. A hot-path SQL helper without
+--           SET (see mbus.publish).
+-- Params:   a  the earlier position (mbus.stream_position)
+--           b  the later position
 -- Returns:  boolean
--- Locks:    FILL
--- Callers:  FILL
+-- Locks:    none
+-- Callers:  mbus.commit (refuses a cursor behind the group's position)
 CREATE OR REPLACE FUNCTION mbus._position_le(a mbus.stream_position, b mbus.stream_position)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE

@@ -1,11 +1,12 @@
 -- Function: mbus._slot_of(g, p_slot)
 --
--- Purpose:  _slot_of(group, slot): validate the slot argument against the group's slot count.
--- Params:   g mbus.stream_groups FILL
---           p_slot integer FILL
--- Returns:  integer
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Validate a slot argument against the group's slot count: NULL means slot 0 and is
+--           only allowed when the group has one slot.
+-- Params:   g       the group's row (mbus.stream_groups)
+--           p_slot  the slot asked for (integer; NULL = the only slot)
+-- Returns:  integer: the slot; MB006 when NULL for a slotted group or out of 0 .. slots - 1
+-- Locks:    none
+-- Callers:  mbus.read_next, mbus.commit, mbus.group_cursor
 CREATE OR REPLACE FUNCTION mbus._slot_of(g mbus.stream_groups, p_slot integer)
 RETURNS integer
 LANGUAGE plpgsql IMMUTABLE

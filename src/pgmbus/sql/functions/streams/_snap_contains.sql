@@ -1,11 +1,14 @@
 -- Function: mbus._snap_contains(a, b)
 --
--- Purpose:  _snap_contains(a, b): every transaction visible in b is visible in a.
--- Params:   a pg_snapshot FILL
---           b pg_snapshot FILL
+-- Purpose:  Whether every transaction visible in b is visible in a: xmax(b) <= xmax(a), and no
+--           transaction a still sees as in progress is visible in b. A hot-path SQL helper without
+--           SET, so that it is inlined (see mbus.publish on why the hot path sets no search_path).
+-- Params:   a  the snapshot that should contain b
+--           b  the snapshot to test
 -- Returns:  boolean
--- Locks:    FILL
--- Callers:  FILL
+-- Locks:    none
+-- Callers:  mbus._parse_position (a cursor's hi must contain its lo), mbus._position_le,
+--           mbus.commit (a cursor may not be ahead of the database's transactions)
 CREATE OR REPLACE FUNCTION mbus._snap_contains(a pg_snapshot, b pg_snapshot)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE

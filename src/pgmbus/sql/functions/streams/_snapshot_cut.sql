@@ -1,12 +1,15 @@
 -- Function: mbus._snapshot_cut(s, cutoff)
 --
--- Purpose:  _snapshot_cut(s, cutoff): the snapshot that sees what s sees below cutoff and nothing from
---           cutoff on (cutoff <= xmax(s)). Used to position a group at a time or an event id.
--- Params:   s pg_snapshot FILL
---           cutoff xid8 FILL
+-- Purpose:  The snapshot that sees what s sees below cutoff and nothing from cutoff on
+--           (a cutoff above xmax(s) is taken as xmax(s)): xmax becomes the cutoff, xip keeps only
+--           the ids below it, and xmin is the first of those (or the cutoff). Used to position a
+--           group at a time or an event id, and to hold back an ordered group's batch at the
+--           oldest running transaction.
+-- Params:   s       the snapshot to cut
+--           cutoff  the first transaction id that must not be visible (xid8)
 -- Returns:  pg_snapshot
--- Locks:    FILL
--- Callers:  FILL
+-- Locks:    none
+-- Callers:  mbus._start_snapshot, mbus.read_next (groups with ordered = true)
 CREATE OR REPLACE FUNCTION mbus._snapshot_cut(s pg_snapshot, cutoff xid8)
 RETURNS pg_snapshot
 LANGUAGE plpgsql IMMUTABLE

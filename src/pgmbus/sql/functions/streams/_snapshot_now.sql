@@ -1,12 +1,14 @@
 -- Function: mbus._snapshot_now()
 --
--- Purpose:  _snapshot_now(): the current snapshot, except that our own transaction (when it has an id)
---           counts as in progress: PostgreSQL leaves it out of xip, which would make events we publish
---           after reading look consumed already.
+-- Purpose:  The current snapshot, except that our own transaction (when it has an id) counts as
+--           in progress: PostgreSQL leaves it out of xip, which would make events we publish after
+--           reading look consumed already. The snapshot is then rebuilt as text with our id added
+--           to xip (and xmin lowered to it when needed).
 -- Params:   none
 -- Returns:  pg_snapshot
--- Locks:    FILL
--- Callers:  FILL
+-- Locks:    none
+-- Callers:  mbus.read_next (the batch's upper snapshot), mbus._start_snapshot ('now' and the cut
+--           of a timestamp or id), mbus.current_cursor, mbus.repair_after_restore
 CREATE OR REPLACE FUNCTION mbus._snapshot_now()
 RETURNS pg_snapshot
 LANGUAGE plpgsql VOLATILE

@@ -1,11 +1,17 @@
 -- Function: mbus._start_snapshot(p_start)
 --
--- Purpose:  _start_snapshot(start): the snapshot a group positioned at 'beginning', 'now', a
---           timestamp, or an event id (digits) starts from.
--- Params:   p_start text FILL
--- Returns:  pg_snapshot
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The snapshot a group positioned at p_start starts from: 'now' (or NULL) is the current
+--           snapshot; 'beginning' is '1:1:', in which no event is visible (everything is unread);
+--           an event id (digits) or a timestamp cuts the current snapshot at the smallest
+--           transaction id of the events with an id at or after it (published at or after it),
+--           so those events are unread again. The cut falls between transactions, never inside
+--           one, so events of transactions that began before the target may be read again too.
+--           Events rewritten by repair_after_restore all carry transaction id 1, so a target
+--           among them replays the whole log from the beginning.
+-- Params:   p_start  'beginning', 'now' (or NULL), an event id as digits, or a timestamp (text)
+-- Returns:  pg_snapshot; MB006 for any other text
+-- Locks:    none (reads mbus.events)
+-- Callers:  mbus.create_group, mbus.seek
 CREATE OR REPLACE FUNCTION mbus._start_snapshot(p_start text)
 RETURNS pg_snapshot
 LANGUAGE plpgsql

@@ -1,11 +1,13 @@
 -- Function: mbus.ack_retry("group", event_id)
 --
--- Purpose:  ack_retry(group, event_id): a retried event was handled; forget it.
--- Params:   "group" text FILL
---           event_id bigint FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  A retried event was handled: forget its pending retry.
+-- Params:   "group"   the group's name
+--           event_id  the event's id
+-- Returns:  void; MB002 when the event has no pending retry in the group
+-- Locks:    the event's row of mbus.stream_retries (DELETE), held to commit; waits for a
+--           transaction that holds it (a claim in progress)
+-- Callers:  pgmbus.streams.client.ack_retry (sql/streams.sql 'ack_retry'), used by StreamWorker
+--           after a retried event was handled; tests/streams/test_streams_slots_retries.py
 CREATE OR REPLACE FUNCTION mbus.ack_retry("group" text, event_id bigint)
 RETURNS void
 LANGUAGE plpgsql

@@ -1,14 +1,21 @@
 -- Function: mbus.capture_table(tbl, topic, columns)
 --
--- Purpose:  capture_table(tbl, topic, columns): publish tbl's changes on topic (default: the table's
---           name), with these columns in "row" (default: all; the primary key is always included).
---           Calling it again replaces the previous capture of the table.
--- Params:   tbl regclass FILL
---           topic text DEFAULT NULL FILL
---           columns text[] DEFAULT NULL FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Publish tbl's changes on topic: creates the triggers mbus_capture_row (see
+--           mbus._capture_row for the events' payload) and mbus_capture_truncate, and records
+--           the capture in mbus.captures. "row" carries these columns (default: all; the primary
+--           key is always included). Calling it again replaces the previous capture of the
+--           table. Tables of schema mbus cannot be captured.
+-- Params:   tbl      the table (regclass; an ordinary or partitioned table)
+--           topic    the topic (text, at most 200 bytes; NULL = the table's name)
+--           columns  the columns to carry in "row" (text[]; NULL = all)
+-- Returns:  void; MB006 for something that is not a table, a table of schema mbus, a bad topic
+--           or unknown columns
+-- Locks:    SHARE ROW EXCLUSIVE on tbl (CREATE TRIGGER), and ACCESS EXCLUSIVE on tbl when it
+--           replaces an existing capture (stop_capture's DROP TRIGGER), held to commit: writers
+--           and readers of tbl wait; the row of mbus.captures
+-- Callers:  pgmbus.streams.client.capture_table (sql/streams.sql 'capture_table'), the CLI
+--           `pgmbus streams capture`; the Spark stats job (sql/spark.sql 'capture_table'); tests
+--           under tests/streams
 CREATE OR REPLACE FUNCTION mbus.capture_table(tbl regclass, topic text DEFAULT NULL,
                                    columns text[] DEFAULT NULL)
 RETURNS void

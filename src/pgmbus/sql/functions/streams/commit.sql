@@ -1,13 +1,21 @@
 -- Function: mbus.commit("group", cursor)
 --
--- Purpose:  commit(group, cursor): move the group (or the cursor's slot) to cursor. A cursor behind the
---           group's position is refused (MB006): replays go through seek(). Committing the same cursor
---           twice is harmless.
--- Params:   "group" text FILL
---           cursor text FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Move the group (or the cursor's slot) to cursor, a cursor read_next returned: the
+--           events of that batch are consumed. A cursor behind the group's position is refused
+--           (MB006: another reader committed first; replays go through seek()), and so is a
+--           cursor ahead of this database's transactions. Committing the same cursor twice is
+--           harmless. lo_taken_at (the age maintain's max_lag measures) changes only when lo
+--           does.
+-- Params:   "group"  the group's name
+--           cursor   the cursor to commit (text; '<slot>@...' for a slotted group)
+-- Returns:  void; MB002/MB008 for an unknown or expired group, MB006 for a malformed, behind or
+--           future cursor or a bad slot, MB009 when the log is not this cluster's
+-- Locks:    the slot's row of mbus.stream_cursors FOR UPDATE, then UPDATE, held to commit;
+--           waits for another transaction committing the same slot
+-- Callers:  mbus.read_subscriptions (batches without a match); pgmbus.streams.client.commit and
+--           commit_transaction (sql/streams.sql 'commit'), used by StreamWorker and the CLI
+--           `pgmbus streams read --commit`; the Spark stream reader's commit (sql/spark.sql
+--           'commit_group'); tests under tests/streams and tests/spark
 CREATE OR REPLACE FUNCTION mbus.commit("group" text, cursor text)
 RETURNS void
 LANGUAGE plpgsql

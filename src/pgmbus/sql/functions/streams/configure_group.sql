@@ -1,23 +1,30 @@
--- Function: mbus.configure_group(name, topics, on_busy, max_lag, max_attempts, retry_backoff, ordered)
+-- Function: mbus.configure_group(name, topics, on_busy, max_lag, max_attempts, retry_backoff,
+--           ordered)
 --
--- Purpose:  configure_group(name, ...): change a group's options (null leaves one unchanged).
---             topics: only these topics are delivered ('{}' means all); on_busy: 'wait' (a second reader
---             waits for the first one's transaction) or 'skip' (it gets nothing); max_lag: a group with
---             unread events older than this is expired by maintain(); max_attempts and retry_backoff:
---             the retry policy of retry_event(); ordered: deliver a transaction's events only once every
---             transaction that started before it has ended (the Wiki PubSub seed's option of refusing
---             out-of-order events), so batches come in transaction-id order; the price is that an open
---             transaction then holds back everything that started after it (the xmin watermark).
--- Params:   name text FILL
---           topics text[] DEFAULT NULL FILL
---           on_busy text DEFAULT NULL FILL
---           max_lag interval DEFAULT NULL FILL
---           max_attempts integer DEFAULT NULL FILL
---           retry_backoff interval DEFAULT NULL FILL
---           ordered boolean DEFAULT NULL FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Change a group's options; a NULL argument leaves that option unchanged.
+--             topics: only these topics are delivered ('{}' means all again);
+--             on_busy: 'wait' (a second reader waits for the first one's transaction) or 'skip'
+--               (it gets nothing);
+--             max_lag: a group with unread events whose position is older than this is expired
+--               by maintain() (a zero or negative interval removes the limit);
+--             max_attempts and retry_backoff: the retry policy of retry_event();
+--             ordered: deliver a transaction's events only once every transaction that started
+--               before it has ended (Wiki PubSub's option of refusing out-of-order events), so
+--               batches come in transaction-id order; the price is that an open transaction then
+--               holds back everything that started after it (the xmin watermark).
+--           Works on expired groups too (seek revives them).
+-- Params:   name           the group's name
+--           topics         the topics to deliver (text[]; '{}' = all; NULL = unchanged)
+--           on_busy        'wait' or 'skip' (NULL = unchanged)
+--           max_lag        the lag after which maintain expires the group (interval; <= 0 = none)
+--           max_attempts   the attempts before an event goes to the dead letters (integer >= 1)
+--           retry_backoff  the first retry's delay, doubled per attempt (interval >= 0)
+--           ordered        deliver in transaction-id order (boolean)
+-- Returns:  void; MB002 when the group does not exist, MB006 for a bad on_busy; the table's
+--           CHECKs refuse max_attempts < 1 and a negative retry_backoff
+-- Locks:    the group's row in mbus.stream_groups (UPDATE), held to commit
+-- Callers:  pgmbus.streams.client.configure_group (sql/streams.sql 'configure_group'), used by
+--           the CLI `pgmbus streams create-group` for its options; tests under tests/streams
 CREATE OR REPLACE FUNCTION mbus.configure_group(name text, topics text[] DEFAULT NULL,
                                      on_busy text DEFAULT NULL, max_lag interval DEFAULT NULL,
                                      max_attempts integer DEFAULT NULL,

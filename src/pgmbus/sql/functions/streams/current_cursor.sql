@@ -1,10 +1,15 @@
 -- Function: mbus.current_cursor()
 --
--- Purpose:  current_cursor(): the position a reader would reach now (a snapshot, as text).
+-- Purpose:  The position a reader would reach now: the current snapshot as a cursor (its own
+--           transaction counted as in progress, see mbus._snapshot_now). Every event committed
+--           before it is consumed at that position, every later one is not; with read_between it
+--           bounds replays and Spark micro-batches.
 -- Params:   none
--- Returns:  text
--- Locks:    FILL
--- Callers:  FILL
+-- Returns:  text: a cursor of the form '<snap>'; MB009 when the log is not this cluster's
+-- Locks:    none
+-- Callers:  pgmbus.streams.client.current_cursor (sql/streams.sql 'current_cursor'); the Spark
+--           reader's latest offset (sql/spark.sql 'current_cursor'); tests under tests/streams and
+--           tests/spark
 CREATE OR REPLACE FUNCTION mbus.current_cursor()
 RETURNS text
 LANGUAGE plpgsql VOLATILE

@@ -1,10 +1,15 @@
 -- Function: mbus.drop_group(name)
 --
--- Purpose:  drop_group(name): remove a group, its cursors, retries and dead letters.
--- Params:   name text FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Remove a group with everything that belongs to it: its cursors, pending retries,
+--           dead letters and subscriptions go with it (ON DELETE CASCADE). Events stay in the log
+--           (other groups may read them; retention drops them).
+-- Params:   name  the group's name
+-- Returns:  void; MB002 when the group does not exist
+-- Locks:    row locks of the deleted rows (the group's row and its cursors, retries, dead letters,
+--           subscriptions), held to commit; waits for a transaction holding one of them (a commit
+--           in progress, a claimed retry). A reader's advisory lock does not stop it
+-- Callers:  pgmbus.streams.client.drop_group (sql/streams.sql 'drop_group'), the CLI
+--           `pgmbus streams drop-group`; tests under tests/streams
 CREATE OR REPLACE FUNCTION mbus.drop_group(name text)
 RETURNS void
 LANGUAGE plpgsql

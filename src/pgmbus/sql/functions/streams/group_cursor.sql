@@ -1,11 +1,16 @@
 -- Function: mbus.group_cursor("group", slot)
 --
--- Purpose:  group_cursor(group, slot): the group's committed position (text).
--- Params:   "group" text FILL
---           slot integer DEFAULT NULL FILL
--- Returns:  text
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The group's (slot's) committed position as a cursor, for read_between and the Spark
+--           reader. The '<slot>@' prefix is added only when a slot is named and the group has
+--           several.
+-- Params:   "group"  the group's name
+--           slot     the slot (NULL = the only slot of an unslotted group)
+-- Returns:  text: the cursor; MB002/MB008 for an unknown or expired group, MB006 for a bad slot,
+--           MB009 when the log is not this cluster's
+-- Locks:    none (reads only)
+-- Callers:  pgmbus.streams.client.group_cursor (sql/streams.sql 'group_cursor'); the Spark stream
+--           reader's initial offset (sql/spark.sql 'group_cursor', 'group_slot_cursor'); tests
+--           under tests/streams and tests/spark
 CREATE OR REPLACE FUNCTION mbus.group_cursor("group" text, slot integer DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql STABLE

@@ -1,10 +1,16 @@
 -- Function: mbus.group_status()
 --
--- Purpose:  group_status(): one row per group and slot: state, position, and how much is unread.
+-- Purpose:  One row per group and slot: its state, committed position and commit time, how many
+--           committed events it has not consumed (pending_events) and when the oldest of them was
+--           published, and the group's pending retries and dead letters. Counts by reading the
+--           unread part of the log: cost grows with the backlog.
 -- Params:   none
--- Returns:  TABLE (group_name text, slot integer, state text, group_position text, committed_at timestamptz, pending_events bigint, oldest_pending_at timestamptz, retries bigint, dead_letters bigint)
--- Locks:    FILL
--- Callers:  FILL
+-- Returns:  TABLE (group_name text, slot integer, state text, group_position text, committed_at
+--           timestamptz, pending_events bigint, oldest_pending_at timestamptz, retries bigint,
+--           dead_letters bigint), ordered by group and slot
+-- Locks:    none (reads only)
+-- Callers:  pgmbus.streams.client.group_status (sql/streams.sql 'group_status'), used by the CLI
+--           `pgmbus streams groups` and by pgmbus.streams.metrics (`pgmbus streams metrics`)
 CREATE OR REPLACE FUNCTION mbus.group_status()
 RETURNS TABLE (group_name text, slot integer, state text, group_position text,
                committed_at timestamptz, pending_events bigint,

@@ -1,12 +1,13 @@
 -- Function: mbus.match_subscriptions("group", event_ids)
 --
--- Purpose:  match_subscriptions(group, event ids): for each of these events, the ids of the group's
---           subscriptions it matches (events that match none are left out).
--- Params:   "group" text FILL
---           event_ids bigint[] FILL
--- Returns:  TABLE (event_id bigint, subscription_ids bigint[])
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  For each of these events of the log, the ids of the group's subscriptions it matches
+--           (events that match none, and ids not in the log, are left out), e.g. to route events
+--           read with read_next or read_between to listeners.
+-- Params:   "group"    the group's name (not checked: an unknown group matches nothing)
+--           event_ids  the events' ids (bigint[])
+-- Returns:  TABLE (event_id bigint, subscription_ids bigint[]): ids distinct and ascending
+-- Locks:    none (reads only)
+-- Callers:  users directly (SQL API); no Python caller and no test
 CREATE OR REPLACE FUNCTION mbus.match_subscriptions("group" text, event_ids bigint[])
 RETURNS TABLE (event_id bigint, subscription_ids bigint[])
 LANGUAGE sql STABLE

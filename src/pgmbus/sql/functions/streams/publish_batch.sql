@@ -1,14 +1,18 @@
 -- Function: mbus.publish_batch(topic, payloads, keys, headers)
 --
--- Purpose:  publish_batch(topic, payloads, keys, headers): append one event per payload (keys and
---           headers, when given, are parallel arrays). Returns the ids in array order.
--- Params:   topic text FILL
---           payloads jsonb[] FILL
---           keys text[] DEFAULT NULL FILL
---           headers jsonb[] DEFAULT NULL FILL
--- Returns:  SETOF bigint
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Append one event per payload on one topic in the caller's transaction, in one INSERT;
+--           keys and headers, when given, are arrays parallel to payloads. Notifies listeners of
+--           'mbus_events' (delivered at commit). Hot path: no SET (see mbus.publish).
+-- Params:   topic     the topic of every event (text, 1 to 200 bytes)
+--           payloads  the events' bodies (jsonb[], no NULL element)
+--           keys      the events' keys (text[] of the same length; NULL = no keys)
+--           headers   the events' headers (jsonb[] of the same length; NULL = none)
+-- Returns:  SETOF bigint: the event ids in array order; MB006 for a bad topic or arrays of
+--           different lengths, MB005 for a NULL payload, MB009 when the log is not this
+--           cluster's. Headers that are not objects fail the table's CHECK (not MB005)
+-- Locks:    none beyond the INSERT into mbus.events (ROW EXCLUSIVE)
+-- Callers:  pgmbus.streams.client.publish_batch (sql/streams.sql 'publish_batch'); users
+--           directly; tests under tests/streams
 CREATE OR REPLACE FUNCTION mbus.publish_batch(topic text, payloads jsonb[], keys text[] DEFAULT NULL,
                                    headers jsonb[] DEFAULT NULL)
 RETURNS SETOF bigint

@@ -1,16 +1,23 @@
 -- Function: mbus.read_between(from_cursor, to_cursor, topics, slot, nslots)
 --
--- Purpose:  read_between(from_cursor, to_cursor, topics, slot, nslots): the events consumed at
---           to_cursor and not at from_cursor, optionally only these topics and this key-hash slot of
---           nslots, in id order. A pure function of its arguments while the events are retained.
--- Params:   from_cursor text FILL
---           to_cursor text FILL
---           topics text[] DEFAULT NULL FILL
---           slot integer DEFAULT NULL FILL
---           nslots integer DEFAULT NULL FILL
--- Returns:  TABLE (id bigint, topic text, key text, payload jsonb, headers jsonb, published_at timestamptz)
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The events consumed at to_cursor and not at from_cursor, optionally only these topics
+--           and this key-hash slot of nslots, in id order. A pure function of its arguments while
+--           the events are retained: replays, audits and batch jobs read a range between two
+--           cursors (current_cursor, group_cursor, read_next's) without any group. Scans the
+--           (txid, id) index for lo's xip transactions and the range [xmax(from.lo),
+--           xmax(to's hi or lo)); enable_seqscan is off for the reason given at the SET. A slot
+--           prefix of the cursors is ignored.
+-- Params:   from_cursor  the earlier cursor (text)
+--           to_cursor    the later cursor (text)
+--           topics       only these topics (text[]; NULL = all)
+--           slot         only this slot of nslots (integer; NULL = all, with nslots NULL)
+--           nslots       the slot count slot refers to (integer; NULL with slot NULL)
+-- Returns:  TABLE (id bigint, topic text, key text, payload jsonb, headers jsonb, published_at
+--           timestamptz), in id order; MB006 for a malformed cursor or a bad slot/nslots pair,
+--           MB009 when the log is not this cluster's
+-- Locks:    none (reads only)
+-- Callers:  pgmbus.streams.client.read_between (sql/streams.sql 'read_between'); tests under
+--           tests/streams and tests/spark (the Spark reader uses mbus.spark_read instead)
 CREATE OR REPLACE FUNCTION mbus.read_between(from_cursor text, to_cursor text, topics text[] DEFAULT NULL,
                                   slot integer DEFAULT NULL, nslots integer DEFAULT NULL)
 RETURNS TABLE (id bigint, topic text, key text, payload jsonb, headers jsonb,

@@ -1,17 +1,34 @@
 -- Function: mbus.read_next("group", max_events, slot)
 --
--- Purpose:  read_next(group, max_events, slot): the group's next batch (at most max_events events),
---           without moving the group. Every row carries the cursor the group reaches when the batch is
---           committed with commit(group, cursor). The group (slot) stays locked until the caller's
---           transaction ends (a second reader waits, or gets nothing when the group's on_busy is 'skip'),
---           so reading, writing results and committing in one transaction processes each event once.
---           An empty batch moves the group on by itself (there is nothing to acknowledge).
--- Params:   "group" text FILL
---           max_events integer DEFAULT 1000 FILL
---           slot integer DEFAULT NULL FILL
--- Returns:  TABLE (cursor text, id bigint, topic text, key text, payload jsonb, headers jsonb, published_at timestamptz)
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The group's (slot's) next batch, at most max_events events, without moving the group.
+--           A batch is the events whose transaction is visible in a newer snapshot (hi) and not in
+--           the group's position (lo): transactions that commit out of id order are never
+--           skipped, rolled-back events never appear, and a transaction held open delays only its
+--           own events (it sits in the xip list of every snapshot until it ends). hi is a new
+--           snapshot (mbus._snapshot_now; for an ordered group cut at the oldest running
+--           transaction) unless the position is inside a batch already. Every row carries the
+--           cursor the group reaches when the batch is committed with commit(group, cursor):
+--           '<hi>' when the batch holds the rest, else '<lo>;<hi>;<txid>;<id>' of its last row, so
+--           a backlog is read in pieces of max_events. The group (slot) stays locked until the
+--           caller's transaction ends (a second reader waits, or gets nothing when the group's
+--           on_busy is 'skip'), so reading, writing results and committing in one transaction
+--           processes each event once. An empty batch moves the group on by itself (there is
+--           nothing to acknowledge). Runs with enable_seqscan and enable_bitmapscan off: the
+--           batch must be an ordered range scan of the (txid, id) index, see the SET below.
+-- Params:   "group"     the group's name
+--           max_events  the most events returned (integer >= 1; 1000 unless given)
+--           slot        the slot to read (NULL = the only slot of an unslotted group)
+-- Returns:  TABLE (cursor text, id bigint, topic text, key text, payload jsonb, headers jsonb,
+--           published_at timestamptz), in (txid, id) order; no row when the group has caught up
+--           or another reader holds it (on_busy 'skip'); MB002/MB008 for an unknown or expired
+--           group, MB006 for a bad max_events or slot, MB009 when the log is not this cluster's
+-- Locks:    pg_advisory_xact_lock(mbus._reader_lock_key(group, slot)), or
+--           pg_try_advisory_xact_lock when on_busy is 'skip', held to the end of the caller's
+--           transaction (the lock is not a row lock, so reading stays a read-only transaction);
+--           after an empty batch, the slot's row of mbus.stream_cursors (UPDATE)
+-- Callers:  mbus.read_subscriptions; pgmbus.streams.client.read_next (sql/streams.sql
+--           'read_next'), used by StreamWorker and the CLI `pgmbus streams read`; tests under
+--           tests/streams (also isolation specs tests/streams/specs/*.spec)
 CREATE OR REPLACE FUNCTION mbus.read_next("group" text, max_events integer DEFAULT 1000,
                                slot integer DEFAULT NULL)
 RETURNS TABLE (cursor text, id bigint, topic text, key text, payload jsonb, headers jsonb,
@@ -44,7 +61,7 @@ BEGIN
     END IF;
     g := mbus._group("group");
     v_slot := mbus._slot_of(g, slot);
-    -- The reader's lock (the seed's lock_watermark) is a transaction-level advisory lock, not
+    -- The reader's lock (Wiki PubSub's lock_watermark) is a transaction-level advisory lock, not
     -- a row lock: reading then stays a read-only transaction until the commit.
     IF g.on_busy = 'skip' THEN
         IF NOT pg_try_advisory_xact_lock(mbus._reader_lock_key(g.name, v_slot)) THEN

@@ -1,16 +1,22 @@
 -- Function: mbus.read_subscriptions("group", max_events, slot)
 --
--- Purpose:  read_subscriptions(group, max_events, slot): read_next for a group of subscriptions: its next
---           batch, only the events that matched at least one of its subscriptions, each with the ids of
---           the subscriptions it matched. Commit with commit(group, cursor) as usual. Batches in which
---           nothing matched are committed here (in the caller's transaction) and reading goes on, so an
---           empty result means the group has caught up.
--- Params:   "group" text FILL
---           max_events integer DEFAULT 1000 FILL
---           slot integer DEFAULT NULL FILL
--- Returns:  TABLE (cursor text, id bigint, topic text, key text, payload jsonb, headers jsonb, published_at timestamptz, subscription_ids bigint[])
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  read_next for a group of subscriptions: its next batch, only the events that matched
+--           at least one of its subscriptions (mbus._match), each with the ids of the
+--           subscriptions it matched. Commit with commit(group, cursor) as usual. Batches in which
+--           nothing matched are committed here (in the caller's transaction) and reading goes on,
+--           so an empty result means the group has caught up (or, with on_busy 'skip', that
+--           another reader holds it).
+-- Params:   "group"     the group's name
+--           max_events  the most events read per batch (integer >= 1; 1000 unless given)
+--           slot        the slot to read (NULL = the only slot of an unslotted group)
+-- Returns:  TABLE (cursor text, id bigint, topic text, key text, payload jsonb, headers jsonb,
+--           published_at timestamptz, subscription_ids bigint[]), in the batch's order; the
+--           errors of read_next
+-- Locks:    read_next's: the reader's advisory lock on the group (slot) to the end of the
+--           transaction; commit's row lock on the slot's cursor for batches without a match
+-- Callers:  pgmbus.streams.client.read_subscriptions (sql/streams.sql 'read_subscriptions'),
+--           used by StreamWorker(subscriptions=True); tests
+--           tests/streams/test_streams_subscriptions.py, test_streams_wiki_pubsub.py
 CREATE OR REPLACE FUNCTION mbus.read_subscriptions("group" text, max_events integer DEFAULT 1000,
                                         slot integer DEFAULT NULL)
 RETURNS TABLE (cursor text, id bigint, topic text, key text, payload jsonb, headers jsonb,

@@ -1,16 +1,26 @@
 -- Function: mbus.repair_after_restore()
 --
--- Purpose:  Repair after pg_dump / pg_restore into another cluster
---           repair_after_restore(): make the log consistent in this cluster. For each group and slot,
---           the events it had not consumed (judged with the old cluster's ids, which still order the
---           old transactions correctly among themselves) are queued on the group's retry path to be
---           delivered again; then every event gets the transaction id 1 (visible to every snapshot: an
---           old, finished transaction) and every cursor is put at this cluster's current snapshot.
---           Returns the number of events queued per group. Pending retries are kept.
+-- Purpose:  Make the log consistent in this cluster after pg_dump / pg_restore into another one
+--           (the stored transaction ids are then another cluster's, and _check_log raises MB009):
+--             1. for each active group and slot, the events it had not consumed (judged with the
+--                old cluster's ids, which still order the old transactions correctly among
+--                themselves) are queued on the group's retry path to be delivered again
+--                (attempts 0, due now; an event already pending retry is left as it is);
+--             2. every event gets the transaction id 1 (visible to every snapshot: an old,
+--                finished transaction);
+--             3. every cursor is put at this cluster's current snapshot, and mbus.stream_state
+--                records this cluster's identifier and the time of the repair.
+--           Pending retries are kept. Expired groups get no redelivery: their cursors are moved
+--           like the others. Rewrites every row of the log.
 -- Params:   none
--- Returns:  TABLE (group_name text, redelivered bigint)
--- Locks:    FILL
--- Callers:  FILL
+-- Returns:  TABLE (group_name text, redelivered bigint): per active group, the events queued
+-- Locks:    LOCK TABLE mbus.stream_cursors, mbus.stream_groups IN EXCLUSIVE MODE and mbus.events
+--           IN SHARE MODE, held to commit: publishers, readers' commits and group changes wait
+--           for the whole repair; row locks of every event (UPDATE), the new retry rows and the
+--           row of mbus.stream_state
+-- Callers:  pgmbus.streams.client.repair_after_restore (sql/streams.sql 'repair_after_restore'),
+--           the CLI `pgmbus streams repair-after-restore` (named in _check_log's hint);
+--           tests/streams/test_streams_restore.py
 CREATE OR REPLACE FUNCTION mbus.repair_after_restore()
 RETURNS TABLE (group_name text, redelivered bigint)
 LANGUAGE plpgsql

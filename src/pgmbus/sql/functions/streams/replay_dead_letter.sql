@@ -1,11 +1,15 @@
 -- Function: mbus.replay_dead_letter("group", event_id)
 --
--- Purpose:  replay_dead_letter(group, event_id): give a dead event a fresh set of attempts, now.
--- Params:   "group" text FILL
---           event_id bigint FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Give a dead event a fresh set of attempts, now: its dead letter moves back to
+--           mbus.stream_retries with attempts 0 and next_at now (its last_error kept), so
+--           read_retries delivers it again.
+-- Params:   "group"   the group's name
+--           event_id  the dead event's id
+-- Returns:  void; MB002 when the event is not a dead letter of the group
+-- Locks:    the dead letter's row (DELETE) and the new row of mbus.stream_retries (INSERT; the FK
+--           takes FOR KEY SHARE on the group's row), held to commit
+-- Callers:  pgmbus.streams.client.replay_dead_letter (sql/streams.sql 'replay_dead_letter'), the
+--           CLI `pgmbus streams replay-dead-letter`; tests/streams/test_streams_slots_retries.py
 CREATE OR REPLACE FUNCTION mbus.replay_dead_letter("group" text, event_id bigint)
 RETURNS void
 LANGUAGE plpgsql

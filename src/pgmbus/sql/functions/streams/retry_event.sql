@@ -1,16 +1,27 @@
 -- Function: mbus.retry_event("group", event_id, error, delay, p_now)
 --
--- Purpose:  retry_event(group, event_id, error, delay): count a failed attempt at an event; schedule it
---           again after delay (default: the group's retry_backoff doubled per attempt) or, once the
---           group's max_attempts are spent, move it to the dead letters. Returns 'retry' or 'dead'.
--- Params:   "group" text FILL
---           event_id bigint FILL
---           error text DEFAULT NULL FILL
---           delay interval DEFAULT NULL FILL
---           p_now timestamptz DEFAULT NULL FILL
--- Returns:  text
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Count a failed attempt at an event, so that one bad event does not stop the stream:
+--           a consumer that fails on an event hands it here (in the same transaction as its
+--           commit) and goes on with the batch; the event comes back through read_retries() after
+--           delay (default: the group's retry_backoff doubled per attempt, at most one hour) and,
+--           once the group's max_attempts are spent, goes to the dead letters (counter
+--           'dead_letters'). The first failure copies the event from the log into
+--           mbus.stream_retries; the retry and dead-letter rows keep that copy, so retention never
+--           needs to keep a partition for them.
+-- Params:   "group"   the group's name
+--           event_id  the failed event's id
+--           error     what went wrong (text, kept as last_error; NULL = nothing said)
+--           delay     when to try again (interval; NULL = the backoff above)
+--           p_now     the clock (NULL = now()); tests move it
+-- Returns:  text: 'retry' (scheduled again) or 'dead' (moved to the dead letters); MB002/MB008
+--           for an unknown or expired group, MB002 for an event not in the log (past retention)
+--           and not pending retry
+-- Locks:    the event's row of mbus.stream_retries FOR UPDATE (or the one it inserts), held to
+--           commit; for 'dead', the deleted retry row, the dead letter it inserts or updates and
+--           the 'dead_letters' row of mbus.stream_counters; the FK takes FOR KEY SHARE on the
+--           group's row
+-- Callers:  pgmbus.streams.client.retry_event (sql/streams.sql 'retry_event'), used by
+--           StreamWorker when a handler fails; tests/streams/test_streams_slots_retries.py
 CREATE OR REPLACE FUNCTION mbus.retry_event("group" text, event_id bigint, error text DEFAULT NULL,
                                  delay interval DEFAULT NULL, p_now timestamptz DEFAULT NULL)
 RETURNS text

@@ -1,11 +1,15 @@
 -- Function: mbus.stop_capture(tbl, missing_ok)
 --
--- Purpose:  stop_capture(tbl): remove the capture triggers of tbl.
--- Params:   tbl regclass FILL
---           missing_ok boolean DEFAULT false FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Stop capturing tbl: remove its row of mbus.captures and its triggers
+--           mbus_capture_row and mbus_capture_truncate. Events already published stay.
+-- Params:   tbl         the table (regclass)
+--           missing_ok  no error when tbl is not captured (boolean; false unless given)
+-- Returns:  void; MB002 when tbl is not captured and missing_ok is false
+-- Locks:    ACCESS EXCLUSIVE on tbl when a trigger is dropped (DROP TRIGGER), held to commit;
+--           the row of mbus.captures (DELETE)
+-- Callers:  mbus.capture_table (missing_ok, before it creates the triggers);
+--           pgmbus.streams.client.stop_capture (sql/streams.sql 'stop_capture'), the CLI
+--           `pgmbus streams stop-capture`; tests/streams/test_streams_capture.py
 CREATE OR REPLACE FUNCTION mbus.stop_capture(tbl regclass, missing_ok boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql

@@ -1,15 +1,26 @@
 -- Function: mbus.subscribe("group", condition, params, expires_after)
 --
--- Purpose:  subscribe(group, condition, params, expires_after): the id of the group's subscription with
---           this condition and params, created when new (and marked active either way). With
---           expires_after, maintain() removes it after that long without touch_subscription().
--- Params:   "group" text FILL
---           condition text FILL
---           params jsonb DEFAULT '{}' FILL
---           expires_after interval DEFAULT NULL FILL
--- Returns:  bigint
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The id of the group's subscription with this condition and params, created when new
+--           (and marked active either way). A subscription says which of the group's events a
+--           listener wants: condition is a boolean SQL expression over e (the event: id, topic,
+--           key, payload, headers, published_at) and s (the subscription: id, params, ...), e.g.
+--           s.params @> jsonb_build_object('topic', e.topic). Subscriptions with the same
+--           condition are matched by one query per batch, a join on params served by the GIN
+--           index on params, so ten thousand that differ only in params cost about one.
+--           Identical (group, condition, params) subscriptions are one row, shared by every
+--           listener that asks for it: its expires_after becomes the longer of the two, or none
+--           when either has none. With expires_after, maintain() removes the subscription after
+--           that long without touch_subscription().
+-- Params:   "group"        the group's name
+--           condition      the boolean expression over e and s (text; see mbus._check_condition)
+--           params         the subscription's parameters (a jsonb object; '{}' unless given)
+--           expires_after  the inactivity after which it is removed (interval > 0; NULL = never)
+-- Returns:  bigint: the subscription's id; MB002/MB008 for an unknown or expired group, MB004
+--           for a bad condition, MB005 when params is not an object
+-- Locks:    the subscription's row (INSERT ... ON CONFLICT DO UPDATE), held to commit; the FK
+--           takes FOR KEY SHARE on the group's row
+-- Callers:  pgmbus.streams.client.subscribe (sql/streams.sql 'subscribe'); tests
+--           tests/streams/test_streams_subscriptions.py, test_streams_wiki_pubsub.py
 CREATE OR REPLACE FUNCTION mbus.subscribe("group" text, condition text, params jsonb DEFAULT '{}',
                                expires_after interval DEFAULT NULL)
 RETURNS bigint

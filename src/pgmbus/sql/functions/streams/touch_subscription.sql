@@ -1,11 +1,13 @@
 -- Function: mbus.touch_subscription(id, p_now)
 --
--- Purpose:  touch_subscription(id): the listener is still there (postpones expiry).
--- Params:   id bigint FILL
---           p_now timestamptz DEFAULT NULL FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The listener is still there: set the subscription's last_active_at, which postpones
+--           its expiry (maintain removes subscriptions inactive for longer than expires_after).
+-- Params:   id     the subscription's id
+--           p_now  the clock (NULL = now()); tests move it
+-- Returns:  void; MB002 when the subscription does not exist (it may have expired)
+-- Locks:    the subscription's row (UPDATE), held to commit
+-- Callers:  pgmbus.streams.client.touch_subscription (sql/streams.sql 'touch_subscription');
+--           tests/streams/test_streams_subscriptions.py
 CREATE OR REPLACE FUNCTION mbus.touch_subscription(id bigint, p_now timestamptz DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql

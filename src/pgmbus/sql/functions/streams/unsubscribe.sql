@@ -1,10 +1,11 @@
 -- Function: mbus.unsubscribe(id)
 --
--- Purpose:  unsubscribe(id): remove a subscription.
--- Params:   id bigint FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Remove a subscription. It is shared by every listener with the same group, condition
+--           and params, so it is gone for all of them.
+-- Params:   id  the subscription's id
+-- Returns:  void; MB002 when the subscription does not exist
+-- Locks:    the subscription's row (DELETE), held to commit
+-- Callers:  pgmbus.streams.client.unsubscribe (sql/streams.sql 'unsubscribe'); no test calls it
 CREATE OR REPLACE FUNCTION mbus.unsubscribe(id bigint)
 RETURNS void
 LANGUAGE plpgsql
