@@ -1,15 +1,30 @@
 -- Function: mbus.timer_create_many(p_items, p_now)
 --
--- Purpose:  timer_create_many(items, now): create callbacks in one statement (the API's batches).
---           items: a JSON array of objects {client_id, group_key, event_key, run_at, url, context?,
---           retry?, stop_after_delay_s?, originally_run_at?, schedule_id?}. Idempotent on the key: an
---           existing callback is returned unchanged with created = false (also for a key repeated in the
---           same batch: its first item creates). Returns one row per item, in item order (ord from 1).
--- Params:   p_items jsonb FILL
---           p_now timestamptz DEFAULT NULL FILL
--- Returns:  TABLE (ord integer, created boolean, callback jsonb)
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Create callbacks in one statement (the HTTP API's batches, schedule occurrences),
+--           idempotent on (client_id, group_key, event_key): an existing callback is returned
+--           unchanged with created = false, and so is a key repeated in the same batch (its
+--           first item creates). Per item: the retry policy is completed and checked
+--           (mbus.timer_retry_policy), originally_run_at defaults to run_at, context to '{}',
+--           stop_after_delay_s to 86400, and the bucket is abs(hashtextextended(group_key || '/'
+--           || event_key, client_id)) modulo the number of buckets. The other checks are the
+--           table's constraints (key characters, URL scheme, context an object). Every created
+--           callback gets a 'create' row in the change log (no notification). A second
+--           statement returns one row per item, in item order, joined to the callbacks by key.
+--           JIT is off: generic plans' estimates can cross jit_above_cost, and compiling (~300
+--           ms measured on the dispatcher's statements) costs more than a batch of a few
+--           thousand rows.
+-- Params:   p_items  a JSON array of objects {client_id, group_key, event_key, run_at, url,
+--                    context?, retry?, stop_after_delay_s?, originally_run_at?, schedule_id?}
+--                    (MB005 when it is not an array)
+--           p_now    the clock (NULL = now()): created_at, updated_at and the log's time
+-- Returns:  TABLE (ord integer, created boolean, callback jsonb): one row per item in item
+--           order (ord from 1); callback is mbus.timer_callback_json of the callback
+-- Locks:    inserts the new mbus.timer_callbacks and change log rows; an item whose key a
+--           concurrent transaction is inserting waits for it (ON CONFLICT on the unique key)
+-- Callers:  Python pgmbus.timers.store.create_many (and store.create) via sql/timers.sql
+--           'create_many', used by the HTTP service's CreateBatcher (POST /v1/callbacks);
+--           mbus.timer_create, mbus.timer_schedule_materialize; the timers bench; users
+--           directly (not a public entry point); tests under tests/timers
 CREATE OR REPLACE FUNCTION mbus.timer_create_many(p_items jsonb, p_now timestamptz DEFAULT NULL)
 RETURNS TABLE (ord integer, created boolean, callback jsonb)
 LANGUAGE plpgsql

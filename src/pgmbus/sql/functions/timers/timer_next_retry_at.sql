@@ -1,13 +1,16 @@
 -- Function: mbus.timer_next_retry_at(c, p_now)
 --
--- Purpose:  timer_next_retry_at(c, now): when a failed attempt is retried, or NULL when the callback has
---           run out of time (the retry would fall after originally_run_at + stop_after_delay_s).
---           constant: delay_s; exponential: delay_s * factor^(attempts - 1), at most max_delay_s.
--- Params:   c mbus.timer_callbacks FILL
---           p_now timestamptz FILL
--- Returns:  timestamptz
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  When a callback whose attempt failed is tried again: p_now plus the retry delay,
+--           which is retry_delay_s for kind 'constant', and retry_delay_s * retry_factor ^
+--           (attempts - 1), at most retry_max_delay_s, for 'exponential' (the exponent is
+--           capped at 60 to stay in range). NULL when the callback has run out of time: the
+--           retry would fall after originally_run_at + stop_after_delay_s. The fast retries of
+--           one attempt are the dispatcher's business, not counted here.
+-- Params:   c      the callback's row as it was claimed (attempts = the failed attempt)
+--           p_now  the time the failure is recorded
+-- Returns:  timestamptz: the next run_at; NULL when it should fail instead
+-- Locks:    none (computes only)
+-- Callers:  mbus.timer_record
 CREATE OR REPLACE FUNCTION mbus.timer_next_retry_at(c mbus.timer_callbacks, p_now timestamptz)
 RETURNS timestamptz
 LANGUAGE sql IMMUTABLE

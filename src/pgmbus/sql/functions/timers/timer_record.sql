@@ -1,13 +1,31 @@
 -- Function: mbus.timer_record(p_results, p_now)
 --
--- Purpose:  timer_record: as in the timers migration, except that it finds its callbacks by id alone.
---           Measured with statistics taken when every callback was notified, its generic plan hashed
---           a scan of the whole due index (150 ms for 100 results) instead of 100 primary-key lookups.
--- Params:   p_results jsonb FILL
---           p_now timestamptz DEFAULT NULL FILL
--- Returns:  integer
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Record the dispatcher's delivery results, a batch in one call. Every call of every
+--           result is kept in mbus.timer_attempts (callback, attempt, call; a duplicate is
+--           ignored, a deleted callback's are dropped). A result is applied only while its
+--           claim is current (same dispatcher, same attempt, still pending), so a late result
+--           of an expired or dropped claim changes nothing and two dispatchers never record the
+--           same attempt. By outcome: ok (2xx) -> 'notified'; reject (the receiver's reject
+--           header) -> 'rejected'; refused (URL refused by the network guard) -> 'failed';
+--           error -> pending again at mbus.timer_next_retry_at, or 'failed' when out of time.
+--           The claim is cleared, last_status_code/last_error come from the last call, and the
+--           change log gets a 'status' or 'retry' row (no notification).
+--           Plan: the results are joined to callbacks by id alone. Measured with statistics
+--           taken when every callback was notified, the generic plan hashed a scan of the whole
+--           due index (150 ms for 100 results) instead of 100 primary-key lookups; hence seq
+--           and bitmap scans are off, "status || ''" keeps the planner off the partial index,
+--           and JIT is off.
+-- Params:   p_results  a JSON array of {id, attempt, dispatcher, outcome, calls: [{call,
+--                      started_at, finished_at, outcome, status_code, error}]}, outcome one of
+--                      ok, reject, refused, error; errors are cut to 2000 characters
+--           p_now      the clock (NULL = now()): finished_at, the retry's base time
+-- Returns:  integer: the number of results applied (those whose claim was current)
+-- Locks:    inserts into mbus.timer_attempts (with FOR KEY SHARE on the callbacks by the
+--           foreign key); row locks FOR UPDATE of the callbacks whose claim is current, taken
+--           in id order (no deadlock between batches), then UPDATE; held to commit
+-- Callers:  Python pgmbus.timers.store.record via sql/timers.sql 'record', used by the
+--           dispatcher (pgmbus.timers.dispatcher, its record loop);
+--           tests/timers/test_timers_store.py
 CREATE OR REPLACE FUNCTION mbus.timer_record(p_results jsonb, p_now timestamptz DEFAULT NULL)
 RETURNS integer
 LANGUAGE plpgsql

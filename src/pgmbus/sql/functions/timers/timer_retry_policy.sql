@@ -1,11 +1,15 @@
 -- Function: mbus.timer_retry_policy(p_retry)
 --
--- Purpose:  timer_retry_policy(retry): the retry policy with defaults filled in and values checked (MB006).
---           Defaults: 2 fast retries, constant retries every 60 s, factor 2, at most 3600 s apart.
--- Params:   p_retry jsonb FILL
--- Returns:  jsonb
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  A retry policy with its defaults filled in and its values checked, as it is stored
+--           with a callback or schedule. Defaults: 2 fast retries (calls within one attempt),
+--           kind 'constant', delay_s 60, factor 2, max_delay_s 3600; given keys override them
+--           (JSON nulls are ignored). fast_retries must be an integer from 0 to 10, kind
+--           'constant' or 'exponential', delay_s and max_delay_s > 0, factor >= 1.
+-- Params:   p_retry  the policy given by the user (jsonb object; NULL or JSON null = defaults)
+-- Returns:  jsonb {fast_retries, kind, delay_s, factor, max_delay_s} (and any extra keys
+--           given); MB006 for a non-object or a bad value
+-- Locks:    none (computes only)
+-- Callers:  mbus.timer_create_many, mbus.timer_schedule_create
 CREATE OR REPLACE FUNCTION mbus.timer_retry_policy(p_retry jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE

@@ -1,13 +1,35 @@
--- Function: mbus.timer_schedule_create()
+-- Function: mbus.timer_schedule_create(p_client_id, p_schedule_key, p_url, p_cron, ...)
 --
--- Purpose:  timer_schedule_create(...): create a schedule (cron + timezone, or interval_s); idempotent
---           on (client, schedule_key): an existing schedule is returned unchanged with created = false.
---           Cron expressions are evaluated by the scheduler (pgmbus dispatcher); the time zone must be
---           known to the server (MB006 otherwise).
--- Params:   none
--- Returns:  FILL
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Create a recurring schedule: a cron expression evaluated in a time zone, or a
+--           fixed interval from start_at. Idempotent on (client, schedule_key): an existing
+--           schedule is returned unchanged with created = false. Cron expressions are evaluated
+--           (and checked, by the HTTP service) in Python by pgmbus.timers.scheduler, which
+--           materializes occurrences ahead (mbus.timer_schedules_due,
+--           timer_schedule_materialize); here the time zone must be known to the server. The
+--           retry policy is completed by mbus.timer_retry_policy; generation starts at
+--           start_at.
+-- Params:   p_client_id           the owner client's id (bigint)
+--           p_schedule_key        the schedule's key (text; no '/' or control characters)
+--           p_url                 the http(s) URL its callbacks POST to (text)
+--           p_cron                a cron expression (text), or NULL with p_interval_s
+--           p_timezone            the IANA time zone of the cron expression (default 'UTC')
+--           p_interval_s          the interval in seconds (integer >= 1), or NULL with p_cron
+--           p_group_key           the group key of its callbacks (NULL = p_schedule_key)
+--           p_context             the JSON object sent with each call (default '{}')
+--           p_retry               the retry policy of its callbacks (NULL = defaults)
+--           p_stop_after_delay_s  give up retrying an occurrence this long after its time
+--                                 (NULL = 86400)
+--           p_start_at            the first possible occurrence (NULL = now)
+--           p_end_at              no occurrence at or after it (NULL = never ends)
+--           p_now                 the clock (NULL = now()); tests move it
+-- Returns:  one row (created boolean, schedule jsonb (mbus.timer_schedule_json)); MB006 unless
+--           exactly one of cron and interval_s is given, or for an unknown time zone or a bad
+--           retry policy
+-- Locks:    inserts the mbus.timer_schedules row; a concurrent insert of the same key makes it
+--           wait for that transaction (ON CONFLICT on the unique key)
+-- Callers:  Python pgmbus.timers.store.create_schedule via sql/timers.sql 'schedule_create',
+--           used by the HTTP service (POST /v1/schedules); users directly (not a public entry
+--           point); tests under tests/timers
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_create(p_client_id bigint, p_schedule_key text,
     p_url text, p_cron text DEFAULT NULL, p_timezone text DEFAULT 'UTC',
     p_interval_s integer DEFAULT NULL, p_group_key text DEFAULT NULL,
