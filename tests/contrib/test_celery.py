@@ -185,3 +185,18 @@ def test_acks_late_task_of_a_killed_worker_is_done_once_by_another(
     assert [w for w, _i, _a in effects(dsn, "job:done")] == ["second"]
     with Bus(dsn) as bus:
         wait_for(lambda: bus.stats("slow")[0].depth == 0, timeout=10)  # acked
+
+
+def test_the_worker_survives_its_connections_being_terminated(
+    tasks: ModuleType, main_worker: Any, celery_env: dict[str, str]
+) -> None:
+    dsn = celery_env["PGMBUS_CELERY_DSN"]
+    assert tasks.add.delay(1, 1).get(timeout=30) == 2
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        killed = conn.execute(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert killed is not None and killed[0] >= 1
+    assert tasks.add.delay(2, 2).get(timeout=30) == 4
+    assert main_worker.poll() is None

@@ -23,10 +23,12 @@ cluster). Transport options: ``dsn`` (wins over the URL), ``visibility_timeout``
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import re
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from queue import Empty
 from typing import Any
@@ -38,7 +40,7 @@ import psycopg_pool
 from kombu.transport import TRANSPORT_ALIASES, virtual
 from psycopg.conninfo import conninfo_to_dict
 
-from pgmbus.errors import PgmbusError, StaleLease
+from pgmbus.errors import DatabaseError, PgmbusError, StaleLease
 from pgmbus.queues import Bus, Message
 from pgmbus.queues.model import MAX_NAME
 
@@ -97,6 +99,23 @@ def url_from_dsn(dsn: str) -> str:
     return f"{ALIAS}://{auth + '@' if auth else ''}/{dbname}" + (f"?{query}" if query else "")
 
 
+# SQLSTATE classes of a lost or closing connection: Kombu must reconnect, not crash
+_LOST = ("08", "57P")
+
+
+@contextlib.contextmanager
+def connection_errors() -> Iterator[None]:
+    """Re-raise a typed pgmbus error that means the connection is gone as
+    ``psycopg.OperationalError`` (one of the transport's ``connection_errors``)."""
+    try:
+        yield
+    except DatabaseError as exc:
+        state = exc.sqlstate_raised
+        if state is not None and state.startswith(_LOST):
+            raise psycopg.OperationalError(str(exc)) from exc
+        raise
+
+
 def eta_of(message: dict[str, Any]) -> datetime | None:
     """The ``eta`` Celery put in the message headers (protocol 2), as an aware datetime."""
     headers = message.get("headers") or {}
@@ -151,6 +170,17 @@ class _LeaseKeeper:
         self._thread.join(timeout=5)
 
 
+def _reconnecting(method: Any) -> Any:
+    """Run a channel method under ``connection_errors``."""
+
+    @functools.wraps(method)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with connection_errors():
+            return method(*args, **kwargs)
+
+    return run
+
+
 class Channel(virtual.Channel):
     """A Kombu channel whose queues are pgmbus queues."""
 
@@ -170,6 +200,7 @@ class Channel(virtual.Channel):
 
     # --- queues -------------------------------------------------------------------------------
 
+    @_reconnecting
     def _new_queue(self, queue: str, **kwargs: Any) -> None:
         name = queue_name(queue)
         if name in self._declared:
@@ -178,20 +209,24 @@ class Channel(virtual.Channel):
             self.bus.create_queue(name)
         self._declared.add(name)
 
+    @_reconnecting
     def _has_queue(self, queue: str, **kwargs: Any) -> bool:
         name = queue_name(queue)
         return any(info.qname == name for info in self.bus.queues())
 
+    @_reconnecting
     def _delete(self, queue: str, *args: Any, **kwargs: Any) -> None:
         name = queue_name(queue)
         if self._has_queue(queue):
             self.bus.drop_queue(name)
         self._declared.discard(name)
 
+    @_reconnecting
     def _size(self, queue: str) -> int:
         stats = [s for s in self.bus.stats(queue_name(queue)) if s.cname == "default"]
         return stats[0].depth if stats else 0
 
+    @_reconnecting
     def _purge(self, queue: str) -> int:
         # Removes what is ready now (delayed and leased messages stay).
         name = queue_name(queue)
@@ -202,11 +237,13 @@ class Channel(virtual.Channel):
 
     # --- messages -----------------------------------------------------------------------------
 
+    @_reconnecting
     def _put(self, queue: str, message: dict[str, Any], **kwargs: Any) -> None:
         name = queue_name(queue)
         self._new_queue(queue)
         self.bus.post(name, message, delayed_until=eta_of(message))
 
+    @_reconnecting
     def _get(self, queue: str, timeout: float | None = None) -> dict[str, Any]:
         name = queue_name(queue)
         if name not in self._declared:
@@ -233,6 +270,7 @@ class Channel(virtual.Channel):
         token = info.get("pgmbus_token")
         return None if token is None else self.keeper.release(UUID(token))
 
+    @_reconnecting
     def basic_ack(self, delivery_tag: Any, multiple: bool = False) -> None:
         """Ack the message's lease (it is removed), then forget it."""
         message = self._held(delivery_tag)
@@ -243,6 +281,7 @@ class Channel(virtual.Channel):
                 log.warning("ack of %s came after its lease ended", message.iid)
         super().basic_ack(delivery_tag, multiple)
 
+    @_reconnecting
     def basic_reject(self, delivery_tag: Any, requeue: bool = False) -> None:
         """Requeue: nack (delivered again at once). Otherwise bury it in the dmq."""
         message = self._held(delivery_tag)
@@ -256,6 +295,7 @@ class Channel(virtual.Channel):
                 log.warning("reject of %s came after its lease ended", message.iid)
         self.qos.reject(delivery_tag, requeue=False)
 
+    @_reconnecting
     def _restore(self, message: Any) -> None:
         """Give an unacknowledged message back (channel closed, worker stopping): nack it."""
         token = message.delivery_info.get("pgmbus_token")
