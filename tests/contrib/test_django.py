@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -89,3 +90,14 @@ def test_post_commits_and_rolls_back_with_the_atomic_block_then_the_worker_handl
     assert worker.returncode == 0, err
     assert "1 done, 0 retried, 0 dead" in out
     assert depth(django_dsn) == 0
+
+
+def test_dsn_comes_from_the_default_or_a_named_alias(django_dsn: str) -> None:
+    code = (
+        "import json, psycopg; from pgmbus.contrib.django import dsn; "
+        "print(json.dumps([psycopg.conninfo.conninfo_to_dict(dsn(a)) for a in (None, 'bus')]))"
+    )
+    default, named = json.loads(manage(django_dsn, "shell", "-c", code).splitlines()[-1])
+    expected = psycopg.conninfo.conninfo_to_dict(django_dsn)
+    assert default == expected
+    assert named == {**expected, "application_name": "pgmbus-bus"}

@@ -20,5 +20,7 @@ DATABASES = {
         "PORT": _db.get("port", ""),
     }
 }
+# a second alias on the same database, with options, for pgmbus.contrib.django.dsn("bus")
+DATABASES["bus"] = {**DATABASES["default"], "OPTIONS": {"application_name": "pgmbus-bus"}}
 PGMBUS = {"DATABASE": "default"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
