@@ -9,6 +9,7 @@ from typing import Any
 
 import psycopg
 from celery import Celery, Task
+from celery.exceptions import Reject
 from psycopg.types.json import Jsonb
 
 import pgmbus.contrib.kombu_transport  # noqa: F401  (registers pgmbus://)
@@ -78,3 +79,18 @@ def slow_once(self: Task, key: str) -> str:
         time.sleep(120)
     record(key + ":done", {})
     return "done"
+
+
+@app.task(bind=True, acks_late=True)
+def refuse(self: Task, key: str) -> None:
+    """Rejected without requeue: the message goes to the dmq."""
+    record(key, {"redelivered": bool(self.request.delivery_info.get("redelivered"))})
+    raise Reject("refused", requeue=False)
+
+
+@app.task(bind=True, acks_late=True)
+def requeue_once(self: Task, key: str) -> str:
+    """Rejected with requeue on its first delivery; done on the second."""
+    if record(key, {}) == 1:
+        raise Reject("again", requeue=True)
+    return "second time"

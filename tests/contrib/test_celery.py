@@ -200,3 +200,17 @@ def test_the_worker_survives_its_connections_being_terminated(
     assert killed is not None and killed[0] >= 1
     assert tasks.add.delay(2, 2).get(timeout=30) == 4
     assert main_worker.poll() is None
+
+
+def test_reject_requeues_or_buries_in_the_dmq(
+    tasks: ModuleType, main_worker: Any, celery_env: dict[str, str]
+) -> None:
+    dsn = celery_env["PGMBUS_CELERY_DSN"]
+    assert tasks.requeue_once.delay("requeue").get(timeout=30) == "second time"
+    assert len(effects(dsn, "requeue")) == 2
+    tasks.refuse.delay("refuse")
+    with Bus(dsn) as bus:
+        wait_for(lambda: bool(bus.dmq("celery")))
+        [dead] = bus.dmq("celery")
+    assert dead.reason == "rejected by the consumer"
+    assert len(effects(dsn, "refuse")) == 1
