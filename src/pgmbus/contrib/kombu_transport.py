@@ -110,7 +110,8 @@ def connection_errors() -> Iterator[None]:
     try:
         yield
     except DatabaseError as exc:
-        state = exc.sqlstate_raised
+        # the SQLSTATE the server raised (named sqlstate_raised before the errors rework)
+        state = getattr(exc, "sqlstate_raised", None) or exc.sqlstate
         if state is not None and state.startswith(_LOST):
             raise psycopg.OperationalError(str(exc)) from exc
         raise
