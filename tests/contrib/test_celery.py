@@ -214,3 +214,31 @@ def test_reject_requeues_or_buries_in_the_dmq(
         [dead] = bus.dmq("celery")
     assert dead.reason == "rejected by the consumer"
     assert len(effects(dsn, "refuse")) == 1
+
+
+def test_kombu_channel_gives_unacked_messages_back_when_it_closes(db_dsn: str) -> None:
+    from kombu import Connection
+
+    with Connection(url_from_dsn(db_dsn)) as first:
+        channel = first.channel()
+        channel.queue_declare("jobs.v1")
+        for body in ("a", "b", "c"):
+            channel.basic_publish(channel.prepare_message(body), "", "jobs.v1")
+        assert channel.queue_declare("jobs.v1", passive=True).message_count == 3
+        held = channel.basic_get("jobs.v1")
+        assert held is not None and held.body == b"a" and not held.delivery_info["redelivered"]
+    # closing the connection nacked the unacked message: it is there again at once, redelivered
+    with Connection(url_from_dsn(db_dsn)) as second:
+        channel = second.channel()
+        got = [channel.basic_get("jobs.v1") for _ in range(3)]
+        assert all(m is not None for m in got)
+        assert sorted((m.body, m.delivery_info["redelivered"]) for m in got) == [
+            (b"a", True), (b"b", False), (b"c", False),
+        ]
+        got[0].ack()
+    with Connection(url_from_dsn(db_dsn)) as third:
+        channel = third.channel()
+        assert channel.queue_purge("jobs.v1") == 2  # the two unacked ones came back again
+        assert channel.basic_get("jobs.v1") is None
+    with Bus(db_dsn) as bus:
+        assert [s.depth for s in bus.stats(queue_name("jobs.v1"))] == [0]
