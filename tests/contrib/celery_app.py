@@ -23,7 +23,7 @@ app.conf.update(
     broker_url=url_from_dsn(DSN),
     broker_transport_options={
         "visibility_timeout": float(os.environ.get("PGMBUS_CELERY_LEASE", "30")),
-        "polling_interval": 0.1,
+        "polling_interval": float(os.environ.get("PGMBUS_CELERY_POLL", "1")),
     },
     broker_connection_retry_on_startup=True,
     result_backend=f"file://{RESULTS}",

@@ -79,13 +79,16 @@ Start = Callable[..., subprocess.Popen[bytes]]
 def start_worker(celery_env: dict[str, str]) -> Iterator[Start]:
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(name: str, queues: str, *, pool: str = "threads", lease: float = 30) -> Any:
+    def start(
+        name: str, queues: str, *, pool: str = "threads", lease: float = 30, poll: float = 1
+    ) -> Any:
         env = {
             **os.environ,
             **celery_env,
             "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
             "PGMBUS_CELERY_WORKER": name,
             "PGMBUS_CELERY_LEASE": str(lease),
+            "PGMBUS_CELERY_POLL": str(poll),
         }
         cmd = [sys.executable, "-m", "celery", "-A", "tests.contrib.celery_app", "worker",
                "--pool", pool, "-c", "2", "-Q", queues, "-n", f"{name}@%h", "--loglevel", "WARNING",
@@ -242,3 +245,20 @@ def test_kombu_channel_gives_unacked_messages_back_when_it_closes(db_dsn: str) -
         assert channel.basic_get("jobs.v1") is None
     with Bus(db_dsn) as bus:
         assert [s.depth for s in bus.stats(queue_name("jobs.v1"))] == [0]
+
+
+def test_an_idle_worker_wakes_on_the_post_not_the_poll(
+    tasks: ModuleType, start_worker: Start, celery_env: dict[str, str]
+) -> None:
+    dsn = celery_env["PGMBUS_CELERY_DSN"]
+    start_worker("idle", "fast", poll=30)  # only a NOTIFY can wake it within the test
+    tasks.stamp.apply_async(("warmup",), queue="fast")
+    wait_for(lambda: bool(effects(dsn, "warmup")), timeout=30)
+    for i in range(3):
+        time.sleep(0.5)  # idle again: waiting for posts
+        with psycopg.connect(dsn) as conn:
+            sent = conn.execute("SELECT clock_timestamp()").fetchone()[0]  # type: ignore[index]
+        tasks.stamp.apply_async((f"fast{i}",), queue="fast")
+        wait_for(lambda i=i: bool(effects(dsn, f"fast{i}")), timeout=10)  # type: ignore[misc]
+        [(_w, _info, at)] = effects(dsn, f"fast{i}")
+        assert (at - sent).total_seconds() < 3.0, at - sent

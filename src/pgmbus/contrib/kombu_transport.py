@@ -16,8 +16,8 @@ Importing this module registers the ``pgmbus`` alias, so ``broker_url = "pgmbus:
 URL: ``pgmbus://user:password@host:port/database?sslmode=...`` is the PostgreSQL DSN with the
 scheme replaced; a bare ``pgmbus://`` follows the DSN rule (``PGMBUS_DSN``, else the embedded
 cluster). Transport options: ``dsn`` (wins over the URL), ``visibility_timeout`` (lease seconds),
-``polling_interval`` (seconds between polls of empty queues, default 0.5), ``pool_size``
-(default 4).
+``polling_interval`` (longest sleep of an idle worker, default 1.0: a post's NOTIFY wakes it
+sooner), ``pool_size`` (default 4).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from queue import Empty
+from time import monotonic, sleep
 from typing import Any
 from urllib.parse import quote, urlencode
 from uuid import UUID
@@ -40,11 +41,14 @@ import psycopg_pool
 from kombu.transport import TRANSPORT_ALIASES, virtual
 from psycopg.conninfo import conninfo_to_dict
 
+from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import DatabaseError, PgmbusError, StaleLease
 from pgmbus.queues import Bus, Message
 from pgmbus.queues.model import MAX_NAME
+from pgmbus.sqlfiles import load_queries
 
 log = logging.getLogger("pgmbus.kombu")
+_Q = load_queries("queues.sql")
 
 ALIAS = "pgmbus"
 TRANSPORT_ALIASES.setdefault(ALIAS, "pgmbus.contrib.kombu_transport:Transport")
@@ -52,7 +56,7 @@ TRANSPORT_ALIASES.setdefault(ALIAS, "pgmbus.contrib.kombu_transport:Transport")
 _NOT_NAME = re.compile(r"[^a-z0-9_]+")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 DEFAULT_VISIBILITY_TIMEOUT = 30.0
-DEFAULT_POLLING_INTERVAL = 0.5
+DEFAULT_POLLING_INTERVAL = 1.0
 
 
 def queue_name(kombu_queue: str) -> str:
@@ -307,6 +311,49 @@ class Channel(virtual.Channel):
             self.bus.nack(held)
 
 
+class _PostWaiter:
+    """Wakes an idle transport when a message is posted to one of its queues.
+
+    While registered (``mbus.await_queue``) on a dedicated connection, posts to those queues
+    send a NOTIFY at commit; registration lasts only while the transport is idle, so a busy
+    worker costs posters nothing.
+    """
+
+    def __init__(self, dsn: str | None) -> None:
+        self.dsn = dsn
+        self.conn: psycopg.Connection[Any] | None = None
+        self.queues: set[str] = set()
+
+    def register(self, queues: set[str]) -> None:
+        """Listen to ``queues`` (pgmbus names), and only to them."""
+        if self.conn is None:
+            self.conn = psycopg.connect(resolve_dsn(self.dsn), autocommit=True)
+        for name in sorted(queues - self.queues):
+            self.conn.execute(_Q["await_queue"], {"queue": name})
+            self.queues.add(name)
+        self.unregister(self.queues - queues)
+
+    def unregister(self, queues: set[str] | None = None) -> None:
+        """Stop listening (to ``queues``, or to all)."""
+        for name in sorted(self.queues if queues is None else queues):
+            if self.conn is not None:
+                self.conn.execute(_Q["await_done"], {"queue": name})
+            self.queues.discard(name)
+
+    def wait(self, seconds: float) -> None:
+        """Return after a notification or ``seconds``."""
+        if self.conn is None or seconds <= 0:
+            return
+        for _note in self.conn.notifies(timeout=seconds, stop_after=1):
+            pass
+
+    def close(self) -> None:
+        conn, self.conn = self.conn, None
+        self.queues.clear()
+        if conn is not None:
+            conn.close()
+
+
 class Transport(virtual.Transport):
     """The pgmbus Kombu transport (``pgmbus://``)."""
 
@@ -332,6 +379,7 @@ class Transport(virtual.Transport):
         )
         self._bus: Bus | None = None
         self._keeper: _LeaseKeeper | None = None
+        self._waiter: _PostWaiter | None = None
         self._lock = threading.Lock()
 
     def _dsn(self) -> str | None:
@@ -357,8 +405,64 @@ class Transport(virtual.Transport):
             return self._keeper
 
     def establish_connection(self) -> Any:
-        self.bus.queues()  # fail early (and as a connection error) when the database is not there
+        with connection_errors():  # fail early when the database is not there
+            self.bus.queues()
         return super().establish_connection()
+
+    def _active_queues(self) -> set[str]:
+        return {queue_name(q) for ch in self.channels for q in ch._active_queues}
+
+    def drain_events(
+        self, connection: Any, timeout: float | None = None, **kwargs: Any
+    ) -> None:
+        """Deliver one message; while every queue is empty, wait for a post's NOTIFY (at most
+        ``polling_interval`` seconds between looks, for delayed messages coming due)."""
+        started = monotonic()
+        cycle: Any = self.cycle
+        while True:
+            try:
+                cycle.get(self._deliver, timeout=timeout)
+            except Empty:
+                pass
+            else:
+                if self._waiter is not None and self._waiter.queues:
+                    self._idle_done()  # busy again: posters need not notify
+                return
+            remaining = None if timeout is None else timeout - (monotonic() - started)
+            if remaining is not None and remaining <= 0:
+                raise TimeoutError()
+            pause = self.polling_interval
+            if remaining is not None:
+                pause = min(pause, remaining)
+            self._idle_wait(pause)
+
+    def _idle_wait(self, seconds: float) -> None:
+        """Register for the active queues' posts, look once more, then wait."""
+        waiter = self._waiter
+        if waiter is None:
+            waiter = self._waiter = _PostWaiter(self._dsn())
+        try:
+            with connection_errors():
+                fresh = bool(self._active_queues() - waiter.queues)
+                waiter.register(self._active_queues())
+            if fresh:
+                return  # a post may have committed before the registration: look again first
+            waiter.wait(seconds)
+        except (psycopg.Error, PgmbusError) as exc:
+            log.warning("waiting for posts failed (%s); polling instead", exc)
+            waiter.close()
+            sleep(seconds)
+
+    def _idle_done(self) -> None:
+        waiter = self._waiter
+        if waiter is None:
+            return
+        try:
+            with connection_errors():
+                waiter.unregister()
+        except (psycopg.Error, PgmbusError) as exc:
+            log.warning("could not stop waiting for posts: %s", exc)
+            waiter.close()
 
     def close_connection(self, connection: Any) -> None:
         try:
@@ -367,6 +471,9 @@ class Transport(virtual.Transport):
             with self._lock:
                 keeper, self._keeper = self._keeper, None
                 bus, self._bus = self._bus, None
+                waiter, self._waiter = self._waiter, None
+            if waiter is not None:
+                waiter.close()
             if keeper is not None:
                 keeper.stop()
             if bus is not None:
