@@ -62,7 +62,9 @@ def test_migrate_installs_the_schema_and_the_command_sees_it_current(django_dsn:
         assert conn.execute("SELECT to_regproc('mbus.post_orders') IS NOT NULL").fetchone() == (
             True,
         )
-    assert "none (current)" in manage(django_dsn, "pgmbus_install")
+    assert "schema current on 'default'; migrations applied: none" in manage(
+        django_dsn, "pgmbus_install"
+    )
 
 
 def test_post_commits_and_rolls_back_with_the_atomic_block_then_the_worker_handles_it(

@@ -18,6 +18,10 @@ class Command(BaseCommand):  # type: ignore[misc]
 
     def handle(self, *args: Any, **options: Any) -> None:
         alias = database_alias(options["database"])
-        applied = schema.install(connection(alias))
-        names = ", ".join(f"{m.version:04d}" for m in applied) or "none (current)"
-        self.stdout.write(f"pgmbus: migrations applied on {alias!r}: {names}")
+        result: Any = schema.install(connection(alias))
+        # install() returns the migrations applied, or an InstallResult holding them
+        applied = list(getattr(result, "migrations", result))
+        changed = bool(getattr(result, "changed", applied))
+        names = ", ".join(f"{m.version:04d}" for m in applied) or "none"
+        state = "updated" if changed else "current"
+        self.stdout.write(f"pgmbus: schema {state} on {alias!r}; migrations applied: {names}")
