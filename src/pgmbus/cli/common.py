@@ -12,6 +12,7 @@ import psycopg
 import typer
 from psycopg.rows import dict_row
 from rich.console import Console
+from rich.markup import escape
 
 from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import PgmbusError, translate, translating
@@ -41,10 +42,10 @@ def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
         try:
             return func(*args, **kwargs)
         except PgmbusError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
             raise typer.Exit(1) from exc
         except psycopg.Error as exc:
-            err_console.print(f"[bold red]error:[/] {translate(exc)}", highlight=False)
+            err_console.print(f"[bold red]error:[/] {escape(str(translate(exc)))}", highlight=False)
             raise typer.Exit(1) from exc
 
     return wrapper
