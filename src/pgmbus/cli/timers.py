@@ -120,7 +120,7 @@ def serve_cmd(
     """Run the HTTP API (OpenAPI at /docs) and, by default, a dispatcher."""
     import uvicorn
 
-    from pgmbus.timers.service import ServiceConfig, create_app
+    from pgmbus.http import ServiceConfig, create_app
 
     config = ServiceConfig(
         dsn=resolve_dsn(dsn),

@@ -1,0 +1,108 @@
+"""The one error shape of the HTTP API, ``{"error": code, "message": text}``, and its handlers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from pgmbus.errors import (
+    AlreadyExists,
+    InvalidArgument,
+    InvalidName,
+    InvalidPayload,
+    InvalidSelector,
+    InvalidState,
+    LockNotAvailable,
+    NotFound,
+    PermissionDenied,
+    PgmbusError,
+    StaleLease,
+)
+
+STATUS_OF: list[tuple[type[PgmbusError], int]] = [
+    (NotFound, 404),
+    (AlreadyExists, 409),
+    (InvalidState, 409),
+    (StaleLease, 409),
+    (LockNotAvailable, 409),
+    (PermissionDenied, 403),
+    (InvalidArgument, 422),
+    (InvalidPayload, 422),
+    (InvalidName, 422),
+    (InvalidSelector, 422),
+]
+
+CODE_OF_STATUS = {
+    400: "BadRequest",
+    401: "Unauthenticated",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    413: "PayloadTooLarge",
+    422: "InvalidRequest",
+}
+
+MAX_MESSAGE = 1000
+_MAX_ITEMS = 5
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx answer: a stable code and a human-readable message (never the input echoed)."""
+
+    error: str
+    message: str
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody, "description": name}
+    for code, name in CODE_OF_STATUS.items()
+    if code in (401, 403, 404, 409, 413, 422)
+}
+
+
+def error_response(
+    status: int, error: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """A JSON error answer of the one shape (the message cut to a bounded length)."""
+    if len(message) > MAX_MESSAGE:
+        message = message[: MAX_MESSAGE - 1] + "…"
+    return JSONResponse({"error": error, "message": message}, status, headers=headers)
+
+
+def validation_message(exc: RequestValidationError) -> str:
+    """What is wrong with a request, by location, without the offending input."""
+    parts = []
+    errors = exc.errors()
+    for err in errors[:_MAX_ITEMS]:
+        where = ".".join(str(p) for p in err.get("loc", ()))[:200]
+        parts.append(f"{where}: {str(err.get('msg', 'invalid'))[:200]}")
+    if len(errors) > _MAX_ITEMS:
+        parts.append(f"and {len(errors) - _MAX_ITEMS} more")
+    return "; ".join(parts) or "invalid request"
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that turn every error into the one shape."""
+
+    @app.exception_handler(PgmbusError)
+    async def _pgmbus(_request: Request, exc: PgmbusError) -> JSONResponse:
+        status = next((code for cls, code in STATUS_OF if isinstance(exc, cls)), 500)
+        if status == 500:
+            return error_response(500, "InternalError", "the database call failed")
+        return error_response(status, type(exc).__name__, exc.message)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = CODE_OF_STATUS.get(exc.status_code, f"Http{exc.status_code}")
+        headers = dict(exc.headers) if exc.headers else None
+        return error_response(exc.status_code, code, str(exc.detail), headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(422, "InvalidRequest", validation_message(exc))
