@@ -75,7 +75,13 @@ def start(dsn: str, **settings: Any) -> tuple[str, Callable[[], None]]:
     config = ServiceConfig(dsn=dsn, **{"run_dispatcher": False, "pool_size": 4, **settings})
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(create_app(config), host="127.0.0.1", port=port, log_level="warning")
+        uvicorn.Config(
+            create_app(config),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            timeout_graceful_shutdown=1,
+        )
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

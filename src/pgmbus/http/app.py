@@ -98,6 +98,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     app.include_router(queues.router)
     app.include_router(streams.router)
     app.include_router(ops.router)
+    errors.document(app)
     docs.install(app)
     dashboard.install(app)
     return app

@@ -106,3 +106,27 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
         return error_response(422, "InvalidRequest", validation_message(exc))
+
+
+def document(app: FastAPI) -> None:
+    """Make the OpenAPI schema say what the handlers do: every 422 is an ``ErrorBody``."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        spec = build()
+        ref = {"$ref": "#/components/schemas/ErrorBody"}
+        for ops in spec.get("paths", {}).values():
+            for op in ops.values():
+                answer = op.get("responses", {}).get("422")
+                if answer is not None:
+                    answer["content"] = {"application/json": {"schema": ref}}
+                    answer["description"] = "InvalidRequest (what is wrong, never the input)"
+        schemas = spec.get("components", {}).get("schemas", {})
+        schemas.pop("HTTPValidationError", None)
+        schemas.pop("ValidationError", None)
+        app.openapi_schema = spec
+        return spec
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -23,7 +23,7 @@ from pgmbus.timers.models import (
     Status,
 )
 
-router = APIRouter(responses={401: ERROR_RESPONSES[401]})
+router = APIRouter(responses=ERROR_RESPONSES)
 
 
 @router.post(

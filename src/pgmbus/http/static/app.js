@@ -213,7 +213,7 @@ async function loadSagas() {
   fill("#sagas-table", sagas.map((s) => {
     const steps = el("div", { class: "steps" });
     for (const [name, st] of Object.entries(s.steps || {})) {
-      const comp = st.compensation ? ` ↺${st.compensation}` : "";
+      const comp = st.compensation ? `, undo ${st.compensation}` : "";
       steps.append(el("span", { class: st.forward, title: `forward ${st.forward}${comp}` },
         `${name}: ${st.forward}${comp}`));
     }
