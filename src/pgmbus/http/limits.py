@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import json
 
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(HTTPException):
+    # an HTTPException: FastAPI re-raises those from body parsing (others become a 400), so the
+    # app's handler answers it in the one error shape
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, _message(limit), {"connection": "close"})
+
+
+def _message(limit: int) -> str:
+    return f"request body over {limit} bytes"
 
 
 async def _send_413(send: Send, limit: int) -> None:
-    body = json.dumps(
-        {"error": "PayloadTooLarge", "message": f"request body over {limit} bytes"}
-    ).encode()
+    body = json.dumps({"error": "PayloadTooLarge", "message": _message(limit)}).encode()
     await send(
         {
             "type": "http.response.start",
@@ -62,7 +68,7 @@ class BodyLimit:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:
-                    raise _TooLarge
+                    raise _TooLarge(self.max_bytes)
             return message
 
         async def tracking(message: Message) -> None:
