@@ -6,7 +6,11 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 import pgmbus
+from pgmbus.errors import ConfigurationError
+from pgmbus.http import ServiceConfig
 from tests.ops.conftest import Service
 
 
@@ -58,3 +62,13 @@ def test_engines_do_not_import_the_http_layer() -> None:
                         path,
                         name,
                     )
+
+
+def test_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PGMBUS_MAX_BODY_BYTES", "4096")
+    monkeypatch.setenv("PGMBUS_METRICS_PUBLIC", "false")
+    config = ServiceConfig(dsn="postgresql:///x")
+    assert (config.max_body_bytes, config.metrics_public) == (4096, False)
+    monkeypatch.setenv("PGMBUS_MAX_BODY_BYTES", "1e9")
+    with pytest.raises(ConfigurationError, match="PGMBUS_MAX_BODY_BYTES"):
+        ServiceConfig(dsn="postgresql:///x")

@@ -148,3 +148,26 @@ def test_error_shapes_and_limits(ops_dsn: str) -> None:
         assert svc.value("SELECT count(*) FROM mbus.q_big") == 0
     finally:
         stop()
+
+
+def test_unknown_objects_are_404(service: Service) -> None:
+    with service.client() as c:
+        c.post("/v1/queues", json={"queue": "known"})
+        for method, path, body in (
+            ("POST", "/v1/queues/nope/messages", {"data": {}}),
+            ("POST", "/v1/queues/nope/messages/batch", {"messages": [{"data": {}}]}),
+            ("POST", "/v1/queues/nope/lease", {}),
+            ("POST", "/v1/queues/known/lease", {"consumer": "ghost"}),
+            ("GET", "/v1/queues/known/dmq/12345", None),
+            ("POST", "/v1/queues/known/dmq/12345/replay", None),
+            ("DELETE", "/v1/queues/known/dmq/12345", None),
+            ("GET", "/v1/streams/groups/ghost", None),
+            ("POST", "/v1/streams/groups/ghost/read", {}),
+            ("POST", "/v1/streams/groups/ghost/seek", {"start": "now"}),
+        ):
+            r = c.request(method, path, json=body)
+            assert r.status_code == 404, (method, path, r.text)
+            assert set(r.json()) == {"error", "message"}
+        r = c.post("/v1/streams/groups/ghost/commit", json={"token": "not-a-uuid"})
+        assert r.status_code == 422 and r.json()["error"] == "InvalidRequest"
+        assert "token" in r.json()["message"]
