@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -48,6 +50,8 @@ CODE_OF_STATUS = {
     422: "InvalidRequest",
 }
 
+log = logging.getLogger("pgmbus.http")
+
 MAX_MESSAGE = 1000
 _MAX_ITEMS = 5
 
@@ -91,14 +95,37 @@ def install(app: FastAPI) -> None:
     """Register the handlers that turn every error into the one shape."""
 
     @app.exception_handler(PgmbusError)
-    async def _pgmbus(_request: Request, exc: PgmbusError) -> JSONResponse:
+    async def _pgmbus(request: Request, exc: PgmbusError) -> JSONResponse:
         status = next((code for cls, code in STATUS_OF if isinstance(exc, cls)), 500)
+        sqlstate = exc.sqlstate_raised or ""
+        if status == 500 and sqlstate == "23505":
+            return error_response(409, "AlreadyExists", exc.message)
+        if status == 500 and sqlstate[:2] in ("22", "23"):
+            # a data exception or a violated constraint (a NUL in jsonb text, a number out of
+            # range, a CHECK on a name): the input's fault, not the server's
+            return error_response(422, "InvalidPayload", exc.message)
         if status == 500:
+            log.error("%s %s failed: %s", request.method, request.url.path, exc)
             return error_response(500, "InternalError", "the database call failed")
         return error_response(status, type(exc).__name__, exc.message)
 
+    @app.exception_handler(UnicodeEncodeError)
+    async def _unicode(_request: Request, _exc: UnicodeEncodeError) -> JSONResponse:
+        # JSON may escape lone surrogates (\ud800), which no database text can hold
+        return error_response(
+            422, "InvalidPayload", "text must be valid Unicode (a lone surrogate)"
+        )
+
+    @app.exception_handler(psycopg.DataError)
+    async def _data(_request: Request, exc: psycopg.DataError) -> JSONResponse:
+        # refused by the driver before it reaches the server (a NUL byte in a text parameter)
+        return error_response(422, "InvalidPayload", str(exc))
+
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:
+            # FastAPI's answer to a body it cannot decode (not UTF-8, not JSON)
+            return error_response(422, "InvalidRequest", "the request body is not valid JSON")
         code = CODE_OF_STATUS.get(exc.status_code, f"Http{exc.status_code}")
         headers = dict(exc.headers) if exc.headers else None
         return error_response(exc.status_code, code, str(exc.detail), headers)

@@ -90,7 +90,7 @@ class LeaseIn(BaseModel):
 
     consumer: Name = "default"
     amount: int = Field(default=1, ge=1, le=1000)
-    lease_s: float = Field(default=30, gt=0, le=43200, description="seconds the lease lasts")
+    lease_s: float = Field(default=30, ge=0.001, le=43200, description="seconds the lease lasts")
     max_attempts: int | None = Field(default=None, ge=1, le=1000)
     wait_s: float = Field(default=0, ge=0, le=30, description="wait this long for a message")
 
@@ -135,7 +135,7 @@ class NackIn(TokenIn):
 class ExtendIn(TokenIn):
     """Make the lease end ``lease_s`` from now."""
 
-    lease_s: float = Field(gt=0, le=43200)
+    lease_s: float = Field(ge=0.001, le=43200)
 
 
 class BuryIn(TokenIn):

@@ -10,6 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 Group = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=48)]
 Topic = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+Start = Annotated[
+    str,
+    StringConstraints(
+        max_length=100,
+        pattern=r"^(beginning|now|[0-9]{1,18}"
+        r"|[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9:.]+)?(Z|[+-][0-9:]+)?)$",
+    ),
+]
 
 
 class PublishIn(BaseModel):
@@ -54,7 +62,7 @@ class GroupCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     group: Group
-    start: str = Field(default="now", max_length=100, description="beginning, now, a time or an id")
+    start: Start = Field(default="now", description="beginning, now, an ISO time or an event id")
     slots: int = Field(default=1, ge=1, le=256)
 
 
@@ -91,7 +99,7 @@ class SeekIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    start: str = Field(max_length=100, description="beginning, now, an ISO time or an event id")
+    start: Start = Field(description="beginning, now, an ISO time or an event id")
 
 
 class ReadIn(BaseModel):
@@ -101,7 +109,7 @@ class ReadIn(BaseModel):
 
     max_events: int = Field(default=100, ge=1, le=10000)
     slot: int | None = Field(default=None, ge=0, le=255)
-    lease_s: float = Field(default=30, gt=0, le=3600)
+    lease_s: float = Field(default=30, ge=0.001, le=3600)
 
 
 class EventOut(BaseModel):
@@ -138,7 +146,7 @@ class CommitIn(BaseModel):
 class ExtendIn(CommitIn):
     """Make the read lease end ``lease_s`` from now."""
 
-    lease_s: float = Field(gt=0, le=3600)
+    lease_s: float = Field(ge=0.001, le=3600)
 
 
 class Committed(BaseModel):
