@@ -181,3 +181,21 @@ def test_bad_key_says_so(ops_dsn: str, page: Page) -> None:
         assert "401 Unauthenticated: unknown API key" in page.inner_text("#status")
     finally:
         stop()
+
+
+@pytest.mark.slow
+def test_swagger_ui_and_redoc_render_offline(ops_dsn: str, page: Page) -> None:
+    base, stop = start(ops_dsn)
+    external: list[str] = []
+    local = (base, f"blob:{base}", "data:")
+    page.on("request", lambda r: None if r.url.startswith(local) else external.append(r.url))
+    try:
+        page.goto(base + "/docs")
+        page.wait_for_selector(".opblock", timeout=20_000)
+        assert page.locator(".opblock").count() > 40
+        assert page.locator(".opblock-tag", has_text="queues").count() == 1
+        page.goto(base + "/redoc")
+        page.wait_for_selector("text=Lease the group", timeout=20_000)
+        assert external == [], external
+    finally:
+        stop()

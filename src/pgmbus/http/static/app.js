@@ -255,6 +255,7 @@ function show(page) {
   for (const s of document.querySelectorAll(".page")) s.classList.toggle("active", s.id === "page-" + state.page);
   for (const a of document.querySelectorAll("#tabs a")) a.classList.toggle("active", a.dataset.page === state.page);
   delete document.body.dataset.loaded;
+  setStatus("");
   refresh();
 }
 
