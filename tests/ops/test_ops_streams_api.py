@@ -124,3 +124,24 @@ def test_stream_scopes(service: Service) -> None:
         assert s.post("/v1/streams/groups/shipping/read", json={}).status_code == 200
         assert s.post("/v1/streams/groups/fraud/read", json={}).status_code == 403
         assert s.post("/v1/streams/groups/shipping/seek", json={"start": "now"}).status_code == 403
+
+
+def test_concurrent_http_readers_get_one_lease(service: Service) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with service.client() as c:
+        c.post("/v1/streams/groups", json={"group": "race"})
+        c.post(
+            "/v1/streams/events/batch",
+            json={"topic": "t", "events": [{"payload": i} for i in range(20)]},
+        )
+
+    def read(_: int) -> tuple[int, int]:
+        with service.client() as c:
+            r = c.post("/v1/streams/groups/race/read", json={"max_events": 100})
+            return r.status_code, len(r.json().get("events", []))
+
+    with ThreadPoolExecutor(8) as pool:
+        results = sorted(pool.map(read, range(8)))
+    assert results == [(200, 20)] + [(409, 0)] * 7
+    assert service.value("SELECT count(*) FROM mbus.http_stream_leases") == 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, LiteralString, TypeVar
 
 import psycopg
@@ -99,6 +99,3 @@ def state_of(request: Request) -> AppState:
     """The service state of the application serving ``request``."""
     state: AppState = request.app.state.pgmbus
     return state
-
-
-Awaiting = Callable[[], Awaitable[Any]]
