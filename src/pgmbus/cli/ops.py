@@ -11,7 +11,7 @@ from psycopg_pool import ConnectionPool
 
 from pgmbus.cli.common import DsnOption, JsonOption, connect, console, print_json, reports_errors
 from pgmbus.dsn import resolve_dsn
-from pgmbus.errors import InvalidArgument, translating
+from pgmbus.errors import ConfigurationError, InvalidArgument, translating
 from pgmbus.sqlfiles import load_queries
 
 key_app = typer.Typer(help="API keys of the HTTP service: scopes.", no_args_is_help=True)
@@ -38,9 +38,15 @@ def metrics_cmd(
     ] = 300.0,
 ) -> None:
     """Serve Prometheus metrics (one SQL snapshot per scrape) until interrupted."""
-    from prometheus_client import start_http_server
+    try:
+        from prometheus_client import start_http_server
 
-    from pgmbus.http.metrics import fetch_snapshot, registry_for
+        from pgmbus.http.metrics import fetch_snapshot, registry_for
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"this command needs the server extra: pip install 'pgmbus[server]' ({exc.name} is "
+            "missing)"
+        ) from exc
 
     host, port = _listen_address(listen)
     pool: ConnectionPool[Any] = ConnectionPool(

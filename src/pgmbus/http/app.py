@@ -19,6 +19,7 @@ from pgmbus.http.config import ServiceConfig
 from pgmbus.http.limits import BodyLimit
 from pgmbus.http.metrics import fetch_snapshot, registry_for
 from pgmbus.http.state import AppState
+from pgmbus.timers import store
 from pgmbus.timers.dispatcher import Dispatcher
 
 DESCRIPTION = """\
@@ -74,7 +75,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     async def healthz() -> dict[str, str]:
         """200 when the database answers."""
         async with state.pool.connection() as conn:
-            await conn.execute("SELECT 1")
+            await store.ping(conn)
         return {"status": "ok"}
 
     @app.get(

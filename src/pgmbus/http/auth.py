@@ -9,7 +9,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from pgmbus.http.scopes import Action, Engine, Principal, Scope
-from pgmbus.http.state import state_of
+from pgmbus.http.state import query, state_of
 from pgmbus.timers import store
 
 _bearer = HTTPBearer(
@@ -33,7 +33,7 @@ async def principal(
         known: Principal = cached[0]
         return known
     if await state.has_scopes():
-        rows = await state.rows("authenticate", {"api_key": key})
+        rows = await state.rows(query("authenticate"), {"api_key": key})
     else:  # a schema without the scopes DDL: keys reach their own timers only
         async with state.pool.connection() as conn:
             cid = await store.authenticate(conn, key)

@@ -97,7 +97,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(PgmbusError)
     async def _pgmbus(request: Request, exc: PgmbusError) -> JSONResponse:
         status = next((code for cls, code in STATUS_OF if isinstance(exc, cls)), 500)
-        sqlstate = exc.sqlstate_raised or ""
+        sqlstate = exc.sqlstate or ""
         if status == 500 and sqlstate == "23505":
             return error_response(409, "AlreadyExists", exc.message)
         if status == 500 and sqlstate[:2] in ("22", "23"):

@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from pgmbus.http.auth import Caller
 from pgmbus.http.errors import ERROR_RESPONSES
 from pgmbus.http.scopes import Principal
-from pgmbus.http.state import state_of
+from pgmbus.http.state import query, state_of
 from pgmbus.timers import store
 from pgmbus.timers.models import History, Key, Status
 
@@ -32,7 +32,7 @@ async def whoami(who: Caller) -> dict[str, Any]:
 async def timers_overview(request: Request, who: Caller) -> list[dict[str, Any]]:
     """Callbacks per client the key may see: pending, due, late, notified, failed, ..."""
     params = {"client": None, "late_s": state_of(request).config.late_after_s}
-    rows = await state_of(request).rows("timers_overview", params)
+    rows = await state_of(request).rows(query("timers_overview"), params)
     return [r for r in rows if _sees(who, r["client"])]
 
 
@@ -49,7 +49,7 @@ async def callbacks(
     if client is not None and not _sees(who, client):
         raise HTTPException(403, f"the API key has no scope allowing timers:read on {client!r}")
     params = {"client": client, "status": status, "due": due, "limit": limit}
-    rows = await state_of(request).rows("timers_page", params)
+    rows = await state_of(request).rows(query("timers_page"), params)
     return [r for r in rows if _sees(who, r["client"])]
 
 
@@ -61,7 +61,7 @@ async def callback_history(
     if not _sees(who, client):
         raise HTTPException(403, f"the API key has no scope allowing timers:read on {client!r}")
     state = state_of(request)
-    client_id = await state.value("timer_client_id", {"name": client})
+    client_id = await state.value(query("timer_client_id"), {"name": client})
     if client_id is None:
         raise HTTPException(404, f"timer client {client!r} does not exist")
     async with state.pool.connection() as conn:
@@ -76,7 +76,7 @@ async def schedules(
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> list[dict[str, Any]]:
     """Schedules of the clients the key may see."""
-    rows = await state_of(request).rows("schedules_page", {"client": client, "limit": limit})
+    rows = await state_of(request).rows(query("schedules_page"), {"client": client, "limit": limit})
     return [r for r in rows if _sees(who, r["client"])]
 
 
@@ -93,4 +93,4 @@ async def sagas(
     """
     if not who.can("queues", "read", "*"):
         raise HTTPException(403, "sagas need the scope queues:read:*")
-    return await state_of(request).rows("saga_page", {"state": state, "limit": limit})
+    return await state_of(request).rows(query("saga_page"), {"state": state, "limit": limit})

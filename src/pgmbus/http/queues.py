@@ -29,7 +29,7 @@ from pgmbus.http.queue_models import (
     StatsOut,
     TokenIn,
 )
-from pgmbus.http.state import state_of
+from pgmbus.http.state import query, state_of
 from pgmbus.queues import Message
 
 router = APIRouter(prefix="/v1", tags=["queues"], responses=ERROR_RESPONSES)
@@ -191,7 +191,7 @@ async def dmq_all(
     if queue is not None:
         require(who, "queues", "read", queue)
     rows = await state_of(request).rows(
-        "dmq_page", {"queue": queue, "after": after, "limit": limit}
+        query("dmq_page"), {"queue": queue, "after": after, "limit": limit}
     )
     next_after = rows[-1]["dmq_id"] if len(rows) == limit else None
     return {
@@ -213,7 +213,7 @@ async def dmq_list(
 
 
 async def _dead(request: Request, queue: str, dmq_id: int) -> dict[str, Any]:
-    rows = await state_of(request).rows("dmq_get", {"dmq_id": dmq_id})
+    rows = await state_of(request).rows(query("dmq_get"), {"dmq_id": dmq_id})
     if not rows or rows[0]["qname"] != queue:
         raise HTTPException(404, f"dead message {dmq_id} of queue {queue!r} does not exist")
     return rows[0]
@@ -239,5 +239,5 @@ async def dmq_delete(request: Request, queue: Name, dmq_id: int, who: Caller) ->
     """Delete a dead message for good."""
     require(who, "queues", "write", queue)
     await _dead(request, queue, dmq_id)
-    await state_of(request).rows("dmq_delete", {"dmq_id": dmq_id})
+    await state_of(request).rows(query("dmq_delete"), {"dmq_id": dmq_id})
     return Response(status_code=204)

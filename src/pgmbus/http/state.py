@@ -69,20 +69,20 @@ class AppState:
     async def has_scopes(self) -> bool:
         """Is the scopes DDL installed in the database (checked once)?"""
         if self._has_scopes is None:
-            self._has_scopes = bool(await self.value("has_scopes", {}))
+            self._has_scopes = bool(await self.value(query("has_scopes"), {}))
         return self._has_scopes
 
-    async def rows(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        """Run a named query of ``http.sql`` in its own transaction; rows as dicts."""
+    async def rows(self, sql: LiteralString, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """Run ``sql`` (a named query: ``query(name)``) in its own transaction; dict rows."""
         async with self.pool.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
             with translating():
-                await cur.execute(query(name), params)
+                await cur.execute(sql, params)
                 return [] if cur.description is None else await cur.fetchall()
 
-    async def value(self, name: str, params: dict[str, Any]) -> Any:
-        """The first column of the first row of a named query (None without rows)."""
-        rows = await self.rows(name, params)
+    async def value(self, sql: LiteralString, params: dict[str, Any]) -> Any:
+        """The first column of the first row of ``sql`` (None without rows)."""
+        rows = await self.rows(sql, params)
         return next(iter(rows[0].values())) if rows else None
 
     async def in_thread(self, fn: Callable[[psycopg.Connection[Any]], T]) -> T:

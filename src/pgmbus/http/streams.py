@@ -167,7 +167,7 @@ async def read(request: Request, group: Group, body: ReadIn, who: Caller) -> Any
         "lease": timedelta(seconds=body.lease_s),
         "client_id": who.client_id,
     }
-    rows = await state_of(request).rows("stream_read", params)
+    rows = await state_of(request).rows(query("stream_read"), params)
     if not rows:
         return {"token": None, "lease_until": None, "cursor": None, "events": []}
     return {
@@ -182,7 +182,9 @@ async def read(request: Request, group: Group, body: ReadIn, who: Caller) -> Any
 async def commit(request: Request, group: Group, body: CommitIn, who: Caller) -> Any:
     """Acknowledge a leased batch: the group moves past it (409 when the lease was lost)."""
     require(who, "streams", "consume", group)
-    cursor = await state_of(request).value("stream_commit", {"group": group, "token": body.token})
+    cursor = await state_of(request).value(
+        query("stream_commit"), {"group": group, "token": body.token}
+    )
     return {"cursor": cursor}
 
 
@@ -191,7 +193,7 @@ async def extend(request: Request, group: Group, body: ExtendIn, who: Caller) ->
     """Make a live read lease end ``lease_s`` seconds from now (409 when it ended)."""
     require(who, "streams", "consume", group)
     params = {"group": group, "token": body.token, "lease": timedelta(seconds=body.lease_s)}
-    until = await state_of(request).value("stream_extend", params)
+    until = await state_of(request).value(query("stream_extend"), params)
     return {"token": body.token, "lease_until": until, "cursor": None, "events": []}
 
 

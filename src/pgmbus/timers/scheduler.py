@@ -13,13 +13,13 @@ from __future__ import annotations
 import logging
 import math
 from datetime import datetime, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from croniter import croniter  # type: ignore[import-untyped]
 
 from pgmbus.errors import InvalidArgument
-from pgmbus.timers.store import Conn, _q, _row
+from pgmbus.timers import store
+from pgmbus.timers.store import Conn
 
 MAX_OCCURRENCES = 10_000
 log = logging.getLogger("pgmbus.timers.scheduler")
@@ -81,11 +81,8 @@ async def generate(
     created = 0
     async with conn.transaction():
         if now is None:
-            now = (await _row(await conn.execute(_q("now"))))[0]
-        cur = await conn.execute(
-            _q("schedules_due"), {"horizon_s": horizon_s, "limit": limit, "now": now}
-        )
-        due: list[Any] = await cur.fetchall()
+            now = await store.server_now(conn)
+        due = await store.schedules_due(conn, horizon_s, limit, now)
         for sid, cron, tz, interval_s, start_at, end_at, generated_until, stop_after in due:
             hi = now + timedelta(seconds=horizon_s)
             if end_at is not None:
@@ -101,14 +98,6 @@ async def generate(
             if len(times) == MAX_OCCURRENCES:
                 hi = times[-1]  # continue from here next pass
                 times = times[:-1]
-            cur = await conn.execute(
-                _q("schedule_materialize"),
-                {
-                    "schedule_id": sid,
-                    "run_ats": times,
-                    "until": max(hi, generated_until),
-                    "now": now,
-                },
-            )
-            created += int((await _row(cur))[0])
+            until = max(hi, generated_until)
+            created += await store.schedule_materialize(conn, sid, times, until, now)
     return created
