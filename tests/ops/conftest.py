@@ -17,6 +17,7 @@ import uvicorn
 from pgmbus.http import ServiceConfig, create_app
 from pgmbus.sqlfiles import read_sql
 
+PENDING = "migrations_pending/ops"
 ADMIN_SCOPES = ["queues:write:*", "streams:write:*", "timers:read:*"]
 
 
@@ -65,12 +66,18 @@ class Service:
 
 
 def install_pending(dsn: str) -> None:
-    """Apply the branch's pending migration (mbus.api_* and mbus.http_* objects) unless the
-    installed schema has it already (once it is merged as a numbered migration)."""
+    """Apply the branch's pending migration and its function files (sql/migrations_pending/ops)
+    unless the installed schema has them already (once merged into the numbered layout)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute("SELECT to_regprocedure('mbus.api_authenticate(text)')").fetchone()
-        if row is None or row[0] is None:
-            conn.execute(read_sql("migrations_pending/ops.sql"))
+        if row is not None and row[0] is not None:
+            return
+        with conn.transaction():
+            conn.execute(read_sql(f"{PENDING}/0006_ops.sql"))
+            for line in read_sql(f"{PENDING}/ORDER").splitlines():
+                if line.strip() and not line.startswith("#"):
+                    conn.execute(read_sql(f"{PENDING}/functions/{line.strip()}"))
+            conn.execute("SELECT mbus.restrict_public_execute()")
 
 
 def start(dsn: str, **settings: Any) -> tuple[str, Callable[[], None]]:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 
 import httpx
+import psycopg
+import pytest
 
 from tests.ops.conftest import Service
 
@@ -103,3 +105,13 @@ def test_key_scopes_from_the_command_line(service: Service) -> None:
             "client": "ci",
             "scopes": ["queues:post:orders_*", "streams:read:*"],
         }
+
+
+def test_the_table_refuses_malformed_scopes(service: Service) -> None:
+    service.sql("SELECT mbus.timer_add_client('x')")
+    for bad in (["queues:delete:*"], ["queues:read:"], ["queues:read:a b"], ["x"], [None]):
+        with pytest.raises(psycopg.errors.CheckViolation):
+            service.sql("UPDATE mbus.timer_clients SET scopes = %s WHERE name = 'x'", (bad,))
+    good = ["queues:read:*", "streams:post:orders.*", "timers:read:shop"]
+    service.sql("UPDATE mbus.timer_clients SET scopes = %s WHERE name = 'x'", (good,))
+    assert service.value("SELECT scopes FROM mbus.timer_clients WHERE name = 'x'") == good
