@@ -31,6 +31,18 @@ if [ ! -f /usr/share/java/postgresql.jar ] && command -v apt-get >/dev/null 2>&1
         >/dev/null 2>&1 || echo "bootstrap: could not install it; the Spark JDBC baseline is off" >&2
 fi
 
+# The dashboard tests drive Debian's chromium with Playwright (Playwright's own browser download
+# cannot reach its servers here); installed with the test extras, only when missing.
+if [[ "$extras" == *test* ]] && ! command -v chromium >/dev/null 2>&1 &&
+    command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing Debian's chromium (dashboard browser tests)" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null 2>&1 ||
+        echo "bootstrap: could not install chromium; the dashboard browser tests will skip" >&2
+fi
+
 python=""
 for candidate in python3.13 python3.12 python3.11 python3; do
     if command -v "$candidate" >/dev/null 2>&1 &&

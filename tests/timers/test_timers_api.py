@@ -15,8 +15,8 @@ import httpx
 import pytest
 import uvicorn
 
+from pgmbus.http import ServiceConfig, create_app
 from pgmbus.timers.dispatcher import DispatcherConfig
-from pgmbus.timers.service import ServiceConfig, create_app
 from tests.timers.conftest import LOCAL, Env, ScriptedServer, wait_until
 
 

@@ -144,7 +144,7 @@ def serve_cmd(
     except ImportError as exc:
         raise ConfigurationError(f"{SERVER_EXTRA_HINT} ({exc.name} is missing)") from exc
 
-    from pgmbus.timers.service import ServiceConfig, create_app
+    from pgmbus.http import ServiceConfig, create_app
 
     config = ServiceConfig(
         dsn=resolve_dsn(dsn),
