@@ -9,8 +9,16 @@ from typing import Annotated, Any
 import typer
 from psycopg_pool import ConnectionPool
 
-from pgmbus.cli.common import DsnOption, JsonOption, connect, console, print_json, reports_errors
-from pgmbus.dsn import resolve_dsn
+from pgmbus.cli.common import (
+    CONNECT_TIMEOUT_S,
+    DsnOption,
+    JsonOption,
+    connect,
+    console,
+    database,
+    print_json,
+    reports_errors,
+)
 from pgmbus.errors import ConfigurationError, InvalidArgument, translating
 from pgmbus.sqlfiles import load_queries
 
@@ -50,7 +58,11 @@ def metrics_cmd(
 
     host, port = _listen_address(listen)
     pool: ConnectionPool[Any] = ConnectionPool(
-        resolve_dsn(dsn), min_size=1, max_size=1, kwargs={"autocommit": False}
+        database(dsn),
+        min_size=1,
+        max_size=1,
+        kwargs={"autocommit": False},
+        timeout=CONNECT_TIMEOUT_S + 1,
     )
 
     def snapshot() -> dict[str, Any]:

@@ -10,36 +10,51 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from pgmbus.cli import queue_workflow
-from pgmbus.cli.common import DsnOption, JsonOption, console, print_json, reports_errors
-from pgmbus.dsn import resolve_dsn
-from pgmbus.errors import InvalidPayload
+from pgmbus.cli.common import (
+    DsnOption,
+    JsonOption,
+    console,
+    database,
+    handler_spec,
+    make_table,
+    open_bus,
+    print_json,
+    reports_errors,
+    require_queue,
+    timestamp,
+)
 from pgmbus.queues import Bus, Message
 from pgmbus.queues.worker import WorkerConfig, load_handler, serve
 
 queue_app = typer.Typer(
-    help="Queues: create, drop, list, stats, rotate, post, consume, peek.", no_args_is_help=True
+    help="Queues: create, drop, create-consumer, drop-consumer, list, stats, rotate, post, "
+    "consume, peek.",
+    no_args_is_help=True,
 )
-dmq_app = typer.Typer(help="The dead-message queue: list and replay.", no_args_is_help=True)
+dmq_app = typer.Typer(
+    help="The dead-message queue (dmq): list dead messages and replay them.", no_args_is_help=True
+)
 
 ConsumerOption = Annotated[str, typer.Option("--consumer", "-c", help="Consumer name.")]
 
 
-def _bus(dsn: str | None) -> Bus:
-    return Bus(resolve_dsn(dsn), max_size=2).open()
+def _require(bus: Bus, queue: str) -> None:
+    with bus.pool.connection() as conn:
+        require_queue(conn, queue)
 
 
 def _object(text: str | None, what: str) -> dict[str, Any] | None:
+    """Parse a JSON object given on the command line; a usage error (exit 2) when it is not."""
     if text is None:
         return None
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidPayload(f"{what} is not valid JSON: {exc}", sqlstate="MB005") from exc
+        raise typer.BadParameter(f"not valid JSON ({exc})", param_hint=what) from None
     if not isinstance(value, dict):
-        raise InvalidPayload(f"{what} must be a JSON object", sqlstate="MB005")
+        raise typer.BadParameter("must be a JSON object", param_hint=what)
     return value
 
 
@@ -65,11 +80,8 @@ def create_cmd(
     dsn: DsnOption = None,
 ) -> None:
     """Create a queue (or regenerate the functions of an existing one)."""
-    bus = _bus(dsn)
-    try:
+    with open_bus(dsn) as bus:
         bus.create_queue(name, ncons)
-    finally:
-        bus.close()
     console.print(f"queue [bold]{name}[/] ready")
 
 
@@ -77,32 +89,47 @@ def create_cmd(
 @reports_errors
 def drop_cmd(name: str, dsn: DsnOption = None) -> None:
     """Drop a queue with its consumers and pending messages."""
-    bus = _bus(dsn)
-    try:
+    with open_bus(dsn) as bus:
         bus.drop_queue(name)
-    finally:
-        bus.close()
     console.print(f"queue [bold]{name}[/] dropped")
 
 
-@queue_app.command("consumer")
+SelectorOption = Annotated[
+    str | None, typer.Option(help="Static SQL expression over t (the message row).")
+]
+
+
+@queue_app.command("create-consumer")
+@reports_errors
+def create_consumer_cmd(
+    name: str, consumer: str, selector: SelectorOption = None, dsn: DsnOption = None
+) -> None:
+    """Create a durable consumer of a queue (or change its selector)."""
+    consumer_cmd(name, consumer, selector, drop=False, dsn=dsn)
+
+
+@queue_app.command("drop-consumer")
+@reports_errors
+def drop_consumer_cmd(name: str, consumer: str, dsn: DsnOption = None) -> None:
+    """Drop a consumer of a queue with its pending deliveries."""
+    consumer_cmd(name, consumer, None, drop=True, dsn=dsn)
+
+
+@queue_app.command("consumer", hidden=True)
 @reports_errors
 def consumer_cmd(
     name: str,
     consumer: str,
-    selector: Annotated[str | None, typer.Option(help="Static SQL expression over t.")] = None,
+    selector: SelectorOption = None,
     drop: Annotated[bool, typer.Option("--drop", help="Drop the consumer instead.")] = False,
     dsn: DsnOption = None,
 ) -> None:
-    """Create (or with --drop, drop) a durable consumer of a queue."""
-    bus = _bus(dsn)
-    try:
+    """Old spelling of create-consumer / drop-consumer (with --drop)."""
+    with open_bus(dsn) as bus:
         if drop:
             bus.drop_consumer(name, consumer)
         else:
             bus.create_consumer(name, consumer, selector)
-    finally:
-        bus.close()
     console.print(f"consumer [bold]{consumer}[/] of {name} {'dropped' if drop else 'ready'}")
 
 
@@ -110,15 +137,12 @@ def consumer_cmd(
 @reports_errors
 def list_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
     """List queues with their consumers and triggers."""
-    bus = _bus(dsn)
-    try:
+    with open_bus(dsn) as bus:
         queues = bus.queues()
-    finally:
-        bus.close()
     if as_json:
         print_json([q.__dict__ for q in queues])
         return
-    table = Table("queue", "consumers", "triggers to", "created")
+    table = make_table("queue", "consumers", "triggers to", "created")
     for q in queues:
         table.add_row(
             q.qname,
@@ -137,11 +161,10 @@ def stats_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """Depth, ready, delayed, leased, expired, oldest age and dead messages per consumer."""
-    bus = _bus(dsn)
-    try:
+    with open_bus(dsn) as bus:
+        if name is not None:
+            _require(bus, name)
         rows = bus.stats(name)
-    finally:
-        bus.close()
     if as_json:
         print_json(
             [
@@ -151,7 +174,7 @@ def stats_cmd(
             ]
         )
         return
-    table = Table(
+    table = make_table(
         "queue", "consumer", "depth", "ready", "delayed", "leased", "expired", "oldest (s)", "dmq"
     )
     for r in rows:
@@ -183,18 +206,18 @@ def rotate_cmd(
 
     Bus consumers and the worker do this by themselves; run it for queues consumed from SQL.
     """
-    bus = _bus(dsn)
-    try:
-        while True:
-            names = [name] if name else [q.qname for q in bus.queues()]
-            print(json.dumps({q: bus.rotate(q) for q in names}), flush=True)
-            if every is None:
-                return
-            time.sleep(every)
-    except KeyboardInterrupt:
-        return
-    finally:
-        bus.close()
+    with open_bus(dsn) as bus:
+        if name is not None:
+            _require(bus, name)
+        try:
+            while True:
+                names = [name] if name else [q.qname for q in bus.queues()]
+                print(json.dumps({q: bus.rotate(q) for q in names}), flush=True)
+                if every is None:
+                    return
+                time.sleep(every)
+        except KeyboardInterrupt:
+            return
 
 
 @queue_app.command("post")
@@ -204,23 +227,29 @@ def post_cmd(
     data: Annotated[str, typer.Argument(help="The payload, a JSON object.")],
     properties: Annotated[str | None, typer.Option(help="JSON object.")] = None,
     delay: Annotated[float | None, typer.Option(help="Deliver after this many seconds.")] = None,
+    at: Annotated[
+        datetime | None,
+        typer.Option(
+            "--at", parser=timestamp, help="Deliver at this ISO 8601 time (UTC if no zone)."
+        ),
+    ] = None,
     ttl: Annotated[float | None, typer.Option(help="Expire after this many seconds.")] = None,
     dsn: DsnOption = None,
 ) -> None:
     """Post one message; prints its iid."""
     payload = _object(data, "data") or {}
     now = datetime.now(UTC)
-    bus = _bus(dsn)
-    try:
+    if delay is not None and at is not None:
+        raise typer.BadParameter("give --delay or --at, not both", param_hint="--at")
+    with open_bus(dsn) as bus:
+        _require(bus, name)
         iid = bus.post(
             name,
             payload,
             properties=_object(properties, "properties"),
-            delayed_until=None if delay is None else now + timedelta(seconds=delay),
+            delayed_until=at if delay is None else now + timedelta(seconds=delay),
             expires=None if ttl is None else now + timedelta(seconds=ttl),
         )
-    finally:
-        bus.close()
     typer.echo(iid)
 
 
@@ -229,16 +258,14 @@ def post_cmd(
 def consume_cmd(
     name: str,
     consumer: ConsumerOption = "default",
-    amount: Annotated[int, typer.Option("--amount", "-n", help="At most this many.")] = 1,
+    max_: Annotated[int, typer.Option("--max", "-n", min=1, help="At most this many.")] = 1,
+    amount: Annotated[int | None, typer.Option("--amount", hidden=True, min=1)] = None,
     wait: Annotated[float, typer.Option(help="Seconds to wait for a message.")] = 0.0,
     dsn: DsnOption = None,
 ) -> None:
     """Consume (remove) messages and print them as JSON lines."""
-    bus = _bus(dsn)
-    try:
-        messages = bus.consume(name, consumer, amount=amount, timeout=wait)
-    finally:
-        bus.close()
+    with open_bus(dsn) as bus:
+        messages = bus.consume(name, consumer, amount=amount or max_, timeout=wait)
     for m in messages:
         typer.echo(json.dumps(_message_dict(m), default=str))
     if not messages:
@@ -251,11 +278,8 @@ def peek_cmd(
     name: str, iid: Annotated[str | None, typer.Argument()] = None, dsn: DsnOption = None
 ) -> None:
     """Say whether the queue holds message IID (any message when omitted); exit 1 when not."""
-    bus = _bus(dsn)
-    try:
+    with open_bus(dsn) as bus:
         found = bus.peek(name, iid)
-    finally:
-        bus.close()
     typer.echo("yes" if found else "no")
     if not found:
         raise typer.Exit(1)
@@ -270,15 +294,14 @@ def dmq_list_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """List dead messages, oldest first."""
-    bus = _bus(dsn)
-    try:
+    with open_bus(dsn) as bus:
+        if queue is not None:
+            _require(bus, queue)
         rows = bus.dmq(queue, limit=limit)
-    finally:
-        bus.close()
     if as_json:
         print_json([r.__dict__ for r in rows])
         return
-    table = Table("dmq id", "queue", "consumer", "iid", "attempts", "reason", "died")
+    table = make_table("dmq id", "queue", "consumer", "iid", "attempts", "reason", "died")
     for r in rows:
         table.add_row(
             str(r.dmq_id),
@@ -300,17 +323,17 @@ def dmq_replay_cmd(
     dsn: DsnOption = None,
 ) -> None:
     """Put dead messages back into their queue (their consumer), keeping their iids."""
-    bus = _bus(dsn)
-    try:
+    with open_bus(dsn) as bus:
         for dmq_id in ids:
             typer.echo(f"{dmq_id} -> {bus.dmq_replay(dmq_id, queue=queue)}")
-    finally:
-        bus.close()
 
 
 @reports_errors
 def worker_cmd(
-    handler: Annotated[str, typer.Argument(help="module:function called with each Message.")],
+    handler: Annotated[
+        str,
+        typer.Argument(parser=handler_spec, help="module:function called with each Message."),
+    ],
     queue: Annotated[str, typer.Option("--queue", "-q", help="Queue to consume.")],
     consumer: ConsumerOption = "default",
     concurrency: Annotated[int, typer.Option(help="Messages handled at once.")] = 1,
@@ -333,7 +356,7 @@ def worker_cmd(
     )
     func = load_handler(handler)
     console.print(f"worker: {handler} on {queue}/{consumer} x{concurrency}", highlight=False)
-    stats = asyncio.run(serve(resolve_dsn(dsn), func, config))
+    stats = asyncio.run(serve(database(dsn), func, config))
     console.print(
         f"worker stopped: {stats.done} done, {stats.retried} retried, {stats.dead} dead, "
         f"{stats.lost} lost",

@@ -8,8 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from pgmbus.cli.common import DsnOption, console, reports_errors
-from pgmbus.dsn import resolve_dsn
+from pgmbus.cli.common import DsnOption, console, database, reports_errors
 from pgmbus.errors import ConfigurationError
 
 app = typer.Typer(
@@ -70,7 +69,7 @@ def archive_cmd(
     from pgmbus.spark.jobs.archive import archive
 
     before = dt.datetime.now(dt.UTC) - parse_duration(older_than)
-    url = resolve_dsn(dsn)
+    url = database(dsn)
     console.print(f"archiving events published before {before:%Y-%m-%d %H:%M:%S} UTC to {path}")
     spark = _session(master)
     report = archive(
@@ -105,7 +104,7 @@ def stats_cmd(
     from pgmbus.spark.jobs.stats import StatsJob
 
     job = StatsJob(
-        resolve_dsn(dsn), table=table, user_column=user_column, object_column=object_column,
+        database(dsn), table=table, user_column=user_column, object_column=object_column,
         window=parse_duration(window), group=group, checkpoint=checkpoint,
     )
     spark = _session(master)

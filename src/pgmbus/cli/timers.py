@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Annotated, Any
 
 import psycopg
 import typer
 
-from pgmbus.cli.common import DsnOption, JsonOption, print_json, reports_errors
-from pgmbus.dsn import resolve_dsn
+from pgmbus.cli.common import DsnOption, JsonOption, database, print_json, reports_errors
 from pgmbus.errors import ConfigurationError, translating
 from pgmbus.timers import store
 
@@ -112,7 +112,7 @@ def dispatcher_cmd(
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     config = _config(concurrency, timeout, bucket_lease, claim_slack)
-    dispatcher = Dispatcher(resolve_dsn(dsn), config, _guard(allow_network))
+    dispatcher = Dispatcher(database(dsn), config, _guard(allow_network))
     typer.echo(f"dispatcher {dispatcher.name} started", err=True)
     _run_fast(_run_until_signal(dispatcher))
 
@@ -136,8 +136,30 @@ def serve_cmd(
     timeout: TimeoutOption = 10.0,
     bucket_lease: LeaseOption = 10.0,
     claim_slack: SlackOption = 5.0,
+    max_body_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--max-body-bytes",
+            min=1,
+            help="Largest request body accepted (413 beyond); default $PGMBUS_MAX_BODY_BYTES, "
+            "else 1 MiB.",
+            show_default=False,
+        ),
+    ] = None,
+    metrics_public: Annotated[
+        bool | None,
+        typer.Option(
+            "--metrics-public/--metrics-private",
+            help="Serve /metrics without a key (public) or to any valid key (private); "
+            "default $PGMBUS_METRICS_PUBLIC, else public.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Run the HTTP API (OpenAPI at /docs) and, by default, a dispatcher."""
+    """Run the HTTP API (dashboard at /, OpenAPI at /docs) and, by default, a dispatcher.
+
+    Prints the address it listens on once it accepts connections (--port 0: a free port).
+    """
     _require_server_extra()
     try:
         import uvicorn
@@ -146,15 +168,49 @@ def serve_cmd(
 
     from pgmbus.http import ServiceConfig, create_app
 
+    limits: dict[str, Any] = {}
+    if max_body_bytes is not None:
+        limits["max_body_bytes"] = max_body_bytes
+    if metrics_public is not None:
+        limits["metrics_public"] = metrics_public
     config = ServiceConfig(
-        dsn=resolve_dsn(dsn),
+        dsn=database(dsn),
         batch_max_items=batch_size,
         batch_max_wait_s=batch_wait_ms / 1000,
         run_dispatcher=dispatcher,
         dispatcher=_config(concurrency, timeout, bucket_lease, claim_slack),
         guard=_guard(allow_network),
+        **limits,
     )
-    uvicorn.run(create_app(config), host=host, port=port, log_level="warning")
+    sock = _bind(host, port)
+    bound = sock.getsockname()
+    url = f"http://{f'[{bound[0]}]' if ':' in bound[0] else bound[0]}:{bound[1]}"
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if not self.should_exit:
+                typer.echo(
+                    f"pgmbus serve on {url} (dashboard {url}/, API {url}/v1, "
+                    f"OpenAPI {url}/docs, metrics {url}/metrics)"
+                )
+
+    server = Server(uvicorn.Config(create_app(config), log_level="warning"))
+    server.run(sockets=[sock])
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """Bind the listening socket first, so that the address printed is the one in use."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    return sock
 
 
 @app.command("add-client")
@@ -167,9 +223,10 @@ def add_client(
     """Create an owner client and print its API key and signing secret (shown only once)."""
 
     async def go() -> store.Client:
-        async with await psycopg.AsyncConnection.connect(resolve_dsn(dsn), autocommit=True) as c:
+        async with await psycopg.AsyncConnection.connect(target, autocommit=True) as c:
             return await store.add_client(c, name)
 
+    target = database(dsn)
     client = asyncio.run(go())
     if as_json:
         print_json(
@@ -194,9 +251,10 @@ def clean(
     """Delete finished callbacks and change log rows older than the TTL."""
 
     async def go() -> tuple[int, int]:
-        async with await psycopg.AsyncConnection.connect(resolve_dsn(dsn), autocommit=True) as c:
+        async with await psycopg.AsyncConnection.connect(target, autocommit=True) as c:
             return await store.clean(c, ttl_days)
 
+    target = database(dsn)
     with translating():
         callbacks, changes = asyncio.run(go())
     typer.echo(f"deleted {callbacks} callbacks and {changes} change log rows")
