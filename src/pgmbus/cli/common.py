@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import socket
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -30,6 +33,9 @@ err_console = Console(stderr=True)
 CONNECT_TIMEOUT_S = 4
 """Seconds a command waits for the server to accept a connection (when the DSN and
 ``$PGCONNECT_TIMEOUT`` say nothing): a bad or unreachable DSN fails within 5 s."""
+
+RESOLVE_TIMEOUT_S = 3
+"""Seconds a command waits for the host name of the DSN to resolve."""
 
 DsnOption = Annotated[
     str | None,
@@ -76,6 +82,49 @@ def with_connect_timeout(dsn: str) -> str:
     return make_conninfo(dsn, connect_timeout=CONNECT_TIMEOUT_S)
 
 
+def _resolvable(host: str) -> str | None:
+    """Why ``host`` cannot be resolved within the connect timeout (None when it can)."""
+    outcome: list[str | None] = []
+
+    def lookup() -> None:
+        try:
+            socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+            outcome.append(None)
+        except OSError as exc:
+            outcome.append(str(exc))
+
+    # getaddrinfo has no timeout (a resolver that does not answer costs 5 s per try), and
+    # libpq's connect_timeout starts after it: look the name up in a thread we can stop waiting for.
+    thread = threading.Thread(target=lookup, daemon=True)
+    thread.start()
+    thread.join(RESOLVE_TIMEOUT_S)
+    return outcome[0] if outcome else f"no answer from the resolver within {RESOLVE_TIMEOUT_S} s"
+
+
+def check_hosts(dsn: str) -> None:
+    """Fail fast (``OperationalError``) when no host named by the DSN resolves in time."""
+    params = conninfo_to_dict(dsn)
+    if params.get("hostaddr") or os.environ.get("PGHOSTADDR"):
+        return
+    named = str(params.get("host") or os.environ.get("PGHOST") or "")
+    hosts = [h.strip() for h in named.split(",")]
+    names = [h for h in hosts if h and not h.startswith(("/", "@")) and not _is_address(h)]
+    if not names or len(names) < len(hosts):
+        return  # a socket or an address is there to try
+    problems = [(name, _resolvable(name)) for name in names]
+    if all(problem is not None for _, problem in problems):
+        name, problem = problems[0]
+        raise psycopg.OperationalError(f"failed to resolve host {name!r}: {problem}")
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 def _check_schema(conn: psycopg.Connection[Any]) -> None:
     row = conn.execute(load_queries("schema.sql")["ledger_exists"]).fetchone()
     if not row or not row[0]:
@@ -91,6 +140,7 @@ def database(dsn: str | None, *, need_schema: bool = True) -> str:
     Returns the DSN to hand to pools and workers, with a connect timeout.
     """
     target = with_connect_timeout(resolve_dsn(dsn))
+    check_hosts(target)
     with psycopg.connect(target, autocommit=True) as conn, translating():
         if need_schema:
             _check_schema(conn)
@@ -101,6 +151,7 @@ def database(dsn: str | None, *, need_schema: bool = True) -> str:
 def connect(dsn: str | None, *, need_schema: bool = True) -> Iterator[psycopg.Connection[Any]]:
     """Open an autocommit connection by the DSN rule, checked as ``database`` checks."""
     target = with_connect_timeout(resolve_dsn(dsn))
+    check_hosts(target)
     with psycopg.connect(target, autocommit=True) as conn:
         if need_schema:
             with translating():

@@ -19,7 +19,7 @@ from pgmbus.cli.common import (
     print_json,
     reports_errors,
 )
-from pgmbus.errors import ConfigurationError, InvalidArgument, translating
+from pgmbus.errors import ConfigurationError, translating
 from pgmbus.sqlfiles import load_queries
 
 key_app = typer.Typer(help="API keys of the HTTP service: scopes.", no_args_is_help=True)
@@ -28,7 +28,7 @@ key_app = typer.Typer(help="API keys of the HTTP service: scopes.", no_args_is_h
 def _listen_address(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise InvalidArgument(f"--listen wants HOST:PORT, not {text!r}")
+        raise typer.BadParameter(f"wants HOST:PORT, not {text!r}", param_hint="--listen")
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
