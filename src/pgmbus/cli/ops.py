@@ -19,7 +19,7 @@ from pgmbus.cli.common import (
     print_json,
     reports_errors,
 )
-from pgmbus.errors import ConfigurationError, translating
+from pgmbus.errors import PgmbusError, translating
 from pgmbus.sqlfiles import load_queries
 
 key_app = typer.Typer(help="API keys of the HTTP service: scopes.", no_args_is_help=True)
@@ -51,7 +51,7 @@ def metrics_cmd(
 
         from pgmbus.http.metrics import fetch_snapshot, registry_for
     except ImportError as exc:
-        raise ConfigurationError(
+        raise PgmbusError(
             f"this command needs the server extra: pip install 'pgmbus[server]' ({exc.name} is "
             "missing)"
         ) from exc

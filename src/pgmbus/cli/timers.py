@@ -13,7 +13,7 @@ import psycopg
 import typer
 
 from pgmbus.cli.common import DsnOption, JsonOption, database, print_json, reports_errors
-from pgmbus.errors import ConfigurationError, translating
+from pgmbus.errors import ConfigurationError, PgmbusError, translating
 from pgmbus.timers import store
 
 if TYPE_CHECKING:  # the dispatcher and the service need the ``server`` extra (httpx, ...)
@@ -24,12 +24,12 @@ SERVER_EXTRA_HINT = "this command needs the server extra: pip install 'pgmbus[se
 
 
 def _require_server_extra() -> None:
-    """Raise ``ConfigurationError`` naming the extra when its packages are missing."""
+    """Raise ``PgmbusError`` (exit 1) naming the extra when its packages are missing."""
     try:
         import croniter  # type: ignore[import-untyped]  # noqa: F401
         import httpx  # noqa: F401
     except ImportError as exc:
-        raise ConfigurationError(f"{SERVER_EXTRA_HINT} ({exc.name} is missing)") from exc
+        raise PgmbusError(f"{SERVER_EXTRA_HINT} ({exc.name} is missing)") from exc
 
 app = typer.Typer(help="Scheduled HTTP callbacks: clients and maintenance.", no_args_is_help=True)
 
@@ -164,7 +164,7 @@ def serve_cmd(
     try:
         import uvicorn
     except ImportError as exc:
-        raise ConfigurationError(f"{SERVER_EXTRA_HINT} ({exc.name} is missing)") from exc
+        raise PgmbusError(f"{SERVER_EXTRA_HINT} ({exc.name} is missing)") from exc
 
     from pgmbus.http import ServiceConfig, create_app
 
@@ -206,9 +206,13 @@ def _bind(host: str, port: int) -> socket.socket:
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )[0]
         sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
     except OSError as exc:
+        sock.close()
         raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     return sock
 
