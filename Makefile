@@ -32,6 +32,7 @@ screenshots: bootstrap
 	PGMBUS_SCREENSHOTS=docs/img $(BIN)/pytest -q tests/ops/test_ops_dashboard.py -k every_page
 
 bench: bootstrap
+	$(BIN)/python -m pgmbus dev start >/dev/null
 	$(BIN)/python -m bench insert_copy
 
 clean:
