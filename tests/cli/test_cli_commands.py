@@ -50,6 +50,14 @@ def test_version() -> None:
     assert result.stdout.strip() == f"pgmbus {__version__}"
 
 
+def test_a_group_without_a_command_shows_its_help() -> None:
+    for args in ([], ["queue"]):
+        result = run(*args)
+        assert result.exit_code == 2
+        assert "Usage" in result.output and "error:" not in result.output
+    assert "top" in run("--help").stdout
+
+
 def test_status_gives_one_piece_of_advice(make_db: object, dsn: str) -> None:
     bare = make_db(installed=False)  # type: ignore[operator]
     before = run("status", "--dsn", bare)

@@ -88,6 +88,12 @@ class OneLineErrors(TyperGroup):
             sys.stderr.write("interrupted\n")
             raise SystemExit(INTERRUPTED) from None
         except Exception as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":
+                # a group called without a command: its help (typer's rich help prints itself)
+                text = str(getattr(exc, "format_message", str)())
+                if text.strip():
+                    sys.stderr.write(text + "\n")
+                raise SystemExit(USAGE) from None
             fail(exc)
         # Without standalone mode click returns the status of a ``typer.Exit`` (commands
         # themselves return None).
