@@ -82,3 +82,6 @@ SELECT now();
 
 -- name: listen_changes
 LISTEN mbus_timer_changed;
+
+-- name: schedule_pause_broken
+SELECT mbus.timer_schedule_pause_broken(%(schedule_id)s, %(reason)s, %(now)s);

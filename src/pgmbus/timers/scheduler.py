@@ -5,7 +5,9 @@ A scheduler pass locks due schedules with ``FOR UPDATE SKIP LOCKED`` inside one 
 computes their occurrences up to ``now + horizon`` and calls ``mbus.timer_schedule_materialize``;
 occurrence event keys are derived from the time, so an occurrence is never created twice, even
 by two schedulers at once. Occurrences older than the schedule's ``stop_after_delay_s`` (missed
-while no scheduler ran) are skipped, since they would fail at once.
+while no scheduler ran) are skipped, since they would fail at once. A schedule whose runs cannot
+be computed or created (a cron that never fires, stored through SQL; a value out of range) is
+paused with the reason (``paused_reason``), in its own savepoint, instead of failing every pass.
 """
 
 from __future__ import annotations
@@ -16,19 +18,20 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from croniter import croniter  # type: ignore[import-untyped]
+import psycopg
+from croniter import CroniterError, croniter  # type: ignore[import-untyped]
 
-from pgmbus.errors import InvalidArgument
-from pgmbus.timers.store import Conn, _q, _row
+from pgmbus.errors import InvalidArgument, PgmbusError
+from pgmbus.timers import cron as cronexpr
+from pgmbus.timers.store import Conn, _q, _row, pause_broken_schedule
 
 MAX_OCCURRENCES = 10_000
 log = logging.getLogger("pgmbus.timers.scheduler")
 
 
 def check_cron(expression: str) -> None:
-    """Raise ``InvalidArgument`` unless ``expression`` is a valid cron expression."""
-    if not croniter.is_valid(expression):
-        raise InvalidArgument(f"invalid cron expression {expression!r}")
+    """Raise ``InvalidArgument`` unless ``expression`` is a valid 5-field cron expression."""
+    cronexpr.check_form(expression)
 
 
 def occurrences(
@@ -59,6 +62,7 @@ def occurrences(
         return out
     if cron is None:
         raise InvalidArgument("a schedule needs cron or interval_s")
+    cronexpr.check_form(cron)
     tz = ZoneInfo(timezone)
     it = croniter(cron, lo.astimezone(tz) - timedelta(seconds=1))
     while len(out) < MAX_OCCURRENCES:
@@ -95,20 +99,38 @@ async def generate(
                 times = occurrences(
                     cron=cron, timezone=tz, interval_s=interval_s, start_at=start_at, lo=lo, hi=hi
                 )
-            except (ValueError, KeyError) as exc:  # e.g. a bad cron stored through SQL
-                log.warning("schedule %s skipped: %s", sid, exc)
+            except (ValueError, KeyError, OverflowError, CroniterError, PgmbusError) as exc:
+                # e.g. a cron that never fires, stored through SQL: paused, with the reason
+                await _pause(conn, sid, f"next runs cannot be computed: {exc}", now)
                 continue
             if len(times) == MAX_OCCURRENCES:
                 hi = times[-1]  # continue from here next pass
                 times = times[:-1]
-            cur = await conn.execute(
-                _q("schedule_materialize"),
-                {
-                    "schedule_id": sid,
-                    "run_ats": times,
-                    "until": max(hi, generated_until),
-                    "now": now,
-                },
-            )
-            created += int((await _row(cur))[0])
+            params = {
+                "schedule_id": sid,
+                "run_ats": times,
+                "until": max(hi, generated_until),
+                "now": now,
+            }
+            try:
+                async with conn.transaction():  # a savepoint: one schedule fails alone
+                    cur = await conn.execute(_q("schedule_materialize"), params)
+                    created += int((await _row(cur))[0])
+            except psycopg.Error as exc:
+                if not _about_values(exc.sqlstate):
+                    raise
+                await _pause(conn, sid, f"runs cannot be created: {exc}", now)
     return created
+
+
+def _about_values(sqlstate: str | None) -> bool:
+    """True for errors caused by a schedule's stored values (not locks, connections...)."""
+    return sqlstate is not None and (sqlstate[:2] in ("22", "23") or sqlstate in _VALUE_ERRORS)
+
+
+_VALUE_ERRORS = ("MB005", "MB006")
+
+
+async def _pause(conn: Conn, schedule_id: int, reason: str, now: datetime) -> None:
+    log.warning("schedule %s paused: %s", schedule_id, reason)
+    await pause_broken_schedule(conn, schedule_id, reason, now=now)

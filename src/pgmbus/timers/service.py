@@ -1,34 +1,31 @@
 """The timers HTTP API (FastAPI): callbacks and schedules per authenticated owner client.
 
 ``create_app`` builds the application; ``pgmbus serve`` runs it with uvicorn and, unless told
-otherwise, a dispatcher in the same process. OpenAPI is served at ``/docs``.
+otherwise, a dispatcher in the same process. OpenAPI is served at ``/docs``. Every error answers
+``{"error", "message"}`` (:mod:`pgmbus.timers.http_errors`). Before anything is stored, a
+request's values are checked against their bounds (:mod:`pgmbus.timers.models`), its context
+against ``max_context_bytes`` (413), its cron against never firing, and its URL against the
+network guard (422 when the host is, or resolves to, a refused address; a host that does not
+resolve now is accepted, and the dispatcher checks again before every call).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
-from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from psycopg_pool import AsyncConnectionPool
 
 from pgmbus import __version__
-from pgmbus.errors import (
-    AlreadyExists,
-    InvalidArgument,
-    InvalidName,
-    InvalidPayload,
-    InvalidState,
-    NotFound,
-    PgmbusError,
-)
-from pgmbus.timers import scheduler, store
+from pgmbus.errors import InvalidArgument
+from pgmbus.timers import cron, http_errors, store
 from pgmbus.timers.batcher import CreateBatcher
 from pgmbus.timers.dispatcher import Dispatcher, DispatcherConfig
 from pgmbus.timers.models import (
@@ -43,17 +40,10 @@ from pgmbus.timers.models import (
     ScheduleCreate,
     Status,
 )
-from pgmbus.timers.netguard import NetworkGuard
+from pgmbus.timers.netguard import NetworkGuard, UnresolvableHost, networks_from_env
 
-_STATUS_OF: list[tuple[type[PgmbusError], int]] = [
-    (NotFound, 404),
-    (AlreadyExists, 409),
-    (InvalidState, 409),
-    (InvalidArgument, 422),
-    (InvalidPayload, 422),
-    (InvalidName, 422),
-]
 _AUTH_CACHE_S = 60.0
+_MAX_ID = 2**63 - 1
 
 
 @dataclass
@@ -67,6 +57,12 @@ class ServiceConfig:
     run_dispatcher: bool = True
     dispatcher: DispatcherConfig | None = None
     guard: NetworkGuard | None = None
+    max_context_bytes: int = 65536
+    """Largest ``context`` accepted, in bytes of its JSON text (413 beyond). The database's
+    own limit is the setting ``timers.max_context_bytes`` (same default): raise both."""
+    max_url_length: int = 4096
+    """Longest ``url`` accepted, in bytes (422 beyond; database setting
+    ``timers.max_url_length``)."""
 
 
 class _State:
@@ -83,6 +79,26 @@ class _State:
             self.pool, max_items=config.batch_max_items, max_wait_s=config.batch_max_wait_s
         )
         self.auth: dict[str, tuple[int, float]] = {}
+        self.guard = config.guard or NetworkGuard(networks_from_env())
+
+    async def check_fields(self, url: str | None, context: dict[str, Any] | None) -> None:
+        """Refuse a context over its size limit (413) or a URL that may not be called (422)."""
+        if context is not None:
+            size = len(json.dumps(context, ensure_ascii=False).encode())
+            if size > self.config.max_context_bytes:
+                raise HTTPException(
+                    413,
+                    f"context is {size} bytes of JSON; the limit is"
+                    f" {self.config.max_context_bytes}",
+                )
+        if url is not None:
+            if len(url.encode()) > self.config.max_url_length:
+                raise InvalidArgument(
+                    f"url is {len(url.encode())} bytes long; the limit is"
+                    f" {self.config.max_url_length}"
+                )
+            with contextlib.suppress(UnresolvableHost):  # DNS may answer by run time
+                await self.guard.check(url)
 
 
 _bearer = HTTPBearer(auto_error=False, description="the API key of `pgmbus timers add-client`")
@@ -122,7 +138,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
         stop = asyncio.Event()
         task: asyncio.Task[None] | None = None
         if config.run_dispatcher:
-            dispatcher = Dispatcher(config.dsn, config.dispatcher, config.guard)
+            dispatcher = Dispatcher(config.dsn, config.dispatcher, state.guard)
             task = asyncio.create_task(dispatcher.run(stop))
         try:
             yield
@@ -138,19 +154,14 @@ def create_app(config: ServiceConfig) -> FastAPI:
         version=__version__,
         description="Scheduled HTTP callbacks (CallMeBack) stored in PostgreSQL.",
         lifespan=lifespan,
-        responses={401: {"model": ErrorBody}},
+        responses={401: {"model": ErrorBody}, 422: {"model": ErrorBody}},
     )
-
-    @app.exception_handler(PgmbusError)
-    async def _pgmbus_error(_request: Request, exc: PgmbusError) -> JSONResponse:
-        status = next((code for cls, code in _STATUS_OF if isinstance(exc, cls)), 500)
-        return JSONResponse(
-            {"error": type(exc).__name__, "message": exc.message}, status_code=status
-        )
+    http_errors.install(app)
 
     errors: dict[int | str, dict[str, Any]] = {
         404: {"model": ErrorBody},
         409: {"model": ErrorBody},
+        413: {"model": ErrorBody},
         422: {"model": ErrorBody},
     }
 
@@ -169,6 +180,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     )
     async def create_callback(body: CallbackCreate, owner: Owner, response: Response) -> Any:
         """Create a callback; idempotent on (group_key, event_key): 200 and the stored one."""
+        await state.check_fields(body.url, body.context)
         item = body.model_dump(mode="json")
         item["client_id"] = owner
         created, callback = await state.batcher.submit(item)
@@ -182,7 +194,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
         group_key: Annotated[str | None, Query()] = None,
         status: Annotated[Status | None, Query()] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-        after: Annotated[int, Query(ge=0)] = 0,
+        after: Annotated[int, Query(ge=0, le=_MAX_ID)] = 0,
     ) -> Any:
         """The client's callbacks in creation order, a page at a time."""
         async with state.pool.connection() as conn:
@@ -213,6 +225,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     ) -> Any:
         """Change run_at/originally_run_at, url, context of a pending callback (or a cancelled
         one with ``i_ensure_pending``, which makes it pending again)."""
+        await state.check_fields(body.url, body.context)
         async with state.pool.connection() as conn:
             return await store.update(
                 conn,
@@ -276,7 +289,8 @@ def create_app(config: ServiceConfig) -> FastAPI:
         if (body.cron is None) == (body.interval_s is None):
             raise InvalidArgument("give exactly one of cron and interval_s")
         if body.cron is not None:
-            scheduler.check_cron(body.cron)
+            cron.check(body.cron, body.timezone, start_at=body.start_at, end_at=body.end_at)
+        await state.check_fields(body.url, body.context)
         async with state.pool.connection() as conn:
             created, schedule = await store.create_schedule(
                 conn,
