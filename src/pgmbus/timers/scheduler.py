@@ -66,7 +66,10 @@ def occurrences(
     tz = ZoneInfo(timezone)
     it = croniter(cron, lo.astimezone(tz) - timedelta(seconds=1))
     while len(out) < MAX_OCCURRENCES:
-        t = it.get_next(datetime)
+        try:
+            t = it.get_next(datetime)
+        except CroniterError as exc:
+            raise InvalidArgument(f"cron {cron!r} never fires ({exc})") from exc
         if t >= hi:
             break
         if t >= lo:
