@@ -129,12 +129,14 @@ SET search_path = pg_catalog
 AS $$
 DECLARE
     v_size bigint;
+    v_problem text;
 BEGIN
-    IF mbus.timer_time_problem('run_at', p_run_at) IS NOT NULL THEN
-        RETURN mbus.timer_time_problem('run_at', p_run_at);
-    END IF;
-    IF mbus.timer_time_problem('originally_run_at', p_originally_run_at) IS NOT NULL THEN
-        RETURN mbus.timer_time_problem('originally_run_at', p_originally_run_at);
+    IF p_run_at IS NOT NULL OR p_originally_run_at IS NOT NULL THEN
+        v_problem := coalesce(mbus.timer_time_problem('run_at', p_run_at),
+                              mbus.timer_time_problem('originally_run_at', p_originally_run_at));
+        IF v_problem IS NOT NULL THEN
+            RETURN v_problem;
+        END IF;
     END IF;
     IF p_url IS NOT NULL THEN
         IF octet_length(p_url) > (p_limits->>'max_url_length')::bigint THEN
@@ -171,7 +173,6 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_key text;
     v_run_at timestamptz;
     v_originally timestamptz;
     v_problem text;
@@ -182,14 +183,16 @@ BEGIN
     IF jsonb_typeof(p_item->'client_id') IS DISTINCT FROM 'number' THEN
         RETURN 'client_id must be a number';
     END IF;
-    FOREACH v_key IN ARRAY ARRAY['group_key', 'event_key'] LOOP
-        IF jsonb_typeof(p_item->v_key) IS DISTINCT FROM 'string'
-           OR length(p_item->>v_key) NOT BETWEEN 1 AND 256
-           OR p_item->>v_key ~ '[/[:cntrl:]]' THEN
-            RETURN format('%s must be 1 to 256 characters, without "/" and control characters',
-                          v_key);
-        END IF;
-    END LOOP;
+    IF jsonb_typeof(p_item->'group_key') IS DISTINCT FROM 'string'
+       OR length(p_item->>'group_key') NOT BETWEEN 1 AND 256
+       OR p_item->>'group_key' ~ '[/[:cntrl:]]' THEN
+        RETURN 'group_key must be 1 to 256 characters, without "/" and control characters';
+    END IF;
+    IF jsonb_typeof(p_item->'event_key') IS DISTINCT FROM 'string'
+       OR length(p_item->>'event_key') NOT BETWEEN 1 AND 256
+       OR p_item->>'event_key' ~ '[/[:cntrl:]]' THEN
+        RETURN 'event_key must be 1 to 256 characters, without "/" and control characters';
+    END IF;
     IF jsonb_typeof(p_item->'url') IS DISTINCT FROM 'string' THEN
         RETURN 'url must be a string';
     END IF;
@@ -214,9 +217,11 @@ BEGIN
     IF v_run_at IS NULL THEN
         RETURN 'run_at is required';
     END IF;
-    v_problem := mbus.timer_retry_problem(p_item->'retry');
-    IF v_problem IS NOT NULL THEN
-        RETURN v_problem;
+    IF p_item->'retry' IS NOT NULL AND p_item->'retry' <> 'null' THEN
+        v_problem := mbus.timer_retry_problem(p_item->'retry');
+        IF v_problem IS NOT NULL THEN
+            RETURN v_problem;
+        END IF;
     END IF;
     RETURN mbus.timer_field_problem(p_limits, v_run_at, v_originally, p_item->>'url',
                                     nullif(p_item->'context', 'null'));
@@ -265,6 +270,18 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- callbacks
 -- --------------------------------------------------------------------------------------------
+-- timer_retry_merge(retry): the retry policy with defaults filled in, unchecked (for values
+-- checked already: timer_create_many's items).
+CREATE OR REPLACE FUNCTION mbus.timer_retry_merge(p_retry jsonb)
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog
+AS $$
+    SELECT '{"fast_retries": 2, "kind": "constant", "delay_s": 60, "factor": 2,
+             "max_delay_s": 3600}'::jsonb
+           || jsonb_strip_nulls(coalesce(nullif(p_retry, 'null'), '{}'));
+$$;
+
 -- timer_retry_policy(retry): the retry policy with defaults filled in; MB006 with the reason
 -- when a field is unknown or out of its bounds (see timer_retry_problem).
 -- Defaults: 2 fast retries, constant retries every 60 s, factor 2, at most 3600 s apart.
@@ -279,9 +296,7 @@ BEGIN
     IF v_problem IS NOT NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = v_problem;
     END IF;
-    RETURN jsonb_build_object('fast_retries', 2, 'kind', 'constant', 'delay_s', 60,
-                              'factor', 2, 'max_delay_s', 3600)
-           || jsonb_strip_nulls(coalesce(nullif(p_retry, 'null'), '{}'));
+    RETURN mbus.timer_retry_merge(p_retry);
 END;
 $$;
 
@@ -331,7 +346,7 @@ BEGIN
                         (t.i->>'run_at')::timestamptz) AS originally_run_at,
                t.i->>'url' AS url,
                coalesce(nullif(t.i->'context', 'null'), '{}') AS context,
-               mbus.timer_retry_policy(t.i->'retry') AS retry,
+               mbus.timer_retry_merge(t.i->'retry') AS retry,  -- checked above
                coalesce((t.i->>'stop_after_delay_s')::float8, 86400) AS stop_after_delay_s,
                (t.i->>'schedule_id')::bigint AS schedule_id
         FROM jsonb_array_elements(p_items) WITH ORDINALITY AS t(i, n)
