@@ -11,6 +11,8 @@ from typing import Any
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from psycopg.types.json import Jsonb
 
 from pgmbus.errors import InvalidArgument
@@ -24,6 +26,9 @@ MAX_FACTOR = 100
 MAX_FAST_RETRIES = 10
 MAX_STOP = 31_622_400  # stop_after_delay_s: 366 days
 MAX_INTERVAL = 31_622_400  # interval_s: 366 days
+
+
+_HTTP_ITEM = {"group_key": "g", "event_key": "e", "run_at": T0.isoformat(), "url": URL}
 
 
 async def _create(env: Env, **kw: Any) -> tuple[bool, dict[str, Any]]:
@@ -76,6 +81,12 @@ def test_values_at_their_bounds_are_accepted(env: Env) -> None:
              "max_delay_s": MAX_DELAY, "fast_retries": MAX_FAST_RETRIES}
     created, cb = run(_create(env, retry=retry, stop_after_delay_s=MAX_STOP))
     assert created and cb["retry"]["factor"] == 100 and cb["stop_after_delay_s"] == MAX_STOP
+
+
+def test_an_integral_float_is_an_integer(env: Env) -> None:
+    # found by the property test below: "2.0" passed the check, then broke the integer cast
+    created, cb = run(_create(env, retry={"fast_retries": 2.0}))
+    assert created and cb["retry"]["fast_retries"] == 2
 
 
 def test_create_many_names_the_bad_item_and_creates_none(env: Env) -> None:
@@ -263,3 +274,56 @@ def test_a_schedule_whose_runs_cannot_be_created_is_paused_alone(env: Env) -> No
     assert asyncio.run(generate()) == 1
     rows = dict(env.sql("SELECT schedule_key, paused_reason FROM mbus.timer_schedules"))
     assert rows["fine"] is None and "timers.max_context_bytes" in rows["big"]
+
+
+# -- property: any retry policy is refused with a typed error, or stored and recordable ---------
+_NUMBER = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.sampled_from([0, 1, 1e-300, 1e308, 100, 100.5, MAX_DELAY, MAX_DELAY + 1e-3, MAX_STOP]),
+)
+_RETRY = st.fixed_dictionaries(
+    {},
+    optional={
+        "fast_retries": st.one_of(st.integers(-3, 12), st.sampled_from([1.5, 2.0])),
+        "kind": st.sampled_from(["constant", "exponential", "linear"]),
+        "delay_s": _NUMBER,
+        "factor": _NUMBER,
+        "max_delay_s": _NUMBER,
+    },
+)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(retry=_RETRY, stop_after=_NUMBER, attempts=st.integers(1, 80))
+def test_any_retry_policy_is_refused_or_recordable(
+    env: Env, retry: dict[str, Any], stop_after: float, attempts: int
+) -> None:
+    env.sql("DELETE FROM mbus.timer_callbacks")
+    in_model = True
+    try:
+        models.RetryPolicy.model_validate(retry)
+        models.CallbackCreate.model_validate({**_HTTP_ITEM, "stop_after_delay_s": stop_after})
+    except ValueError:
+        in_model = False
+    try:
+        run(_create(env, retry=retry, stop_after_delay_s=stop_after))
+    except InvalidArgument as exc:
+        assert exc.sqlstate_raised == "MB006"
+        assert env.sql("SELECT count(*) FROM mbus.timer_callbacks")[0][0] == 0
+        assert not in_model, (retry, stop_after, exc.message)  # the HTTP model agrees
+        return
+    assert in_model, (retry, stop_after)
+    [(cb_id, _attempt, _)] = claim(env, "d", T0)
+    env.sql("UPDATE mbus.timer_callbacks SET attempts = %s WHERE id = %s", (attempts, cb_id))
+    now = T0 + timedelta(seconds=1)
+    applied = env.sql("SELECT mbus.timer_record(%s, %s)",
+                      (json.dumps([_result(cb_id, attempts, now)]), now))[0][0]
+    assert applied == 1
+    status, run_at, deadline = env.sql(
+        "SELECT status, run_at, originally_run_at + make_interval(secs => stop_after_delay_s)"
+        " FROM mbus.timer_callbacks")[0]
+    assert status in ("pending", "failed")
+    if status == "pending":
+        assert now < run_at <= min(deadline, now + timedelta(seconds=MAX_DELAY))

@@ -357,7 +357,7 @@ BEGIN
             stop_after_delay_s, bucket_id, schedule_id, created_at, updated_at)
         SELECT DISTINCT ON (i.client_id, i.group_key, i.event_key)
                i.client_id, i.group_key, i.event_key, i.run_at, i.originally_run_at, i.url,
-               i.context, (i.retry->>'fast_retries')::integer, i.retry->>'kind',
+               i.context, (i.retry->>'fast_retries')::numeric::integer, i.retry->>'kind',
                (i.retry->>'delay_s')::float8, (i.retry->>'factor')::float8,
                (i.retry->>'max_delay_s')::float8, i.stop_after_delay_s,
                (abs(hashtextextended(i.group_key || '/' || i.event_key, i.client_id))
