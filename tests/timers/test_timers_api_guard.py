@@ -215,3 +215,16 @@ def test_an_allow_listed_network_is_accepted_at_create(env: Env) -> None:
             error_of(r, 422)
     finally:
         stop()
+
+
+# -- item 14: the check stays at dispatch -------------------------------------------------------
+def test_dispatch_refuses_an_ipv6_form_of_an_allow_listed_ipv4(env: Env) -> None:
+    # stored through SQL (no create-time check there): the dispatcher's own check refuses it,
+    # and allow-listing 127.0.0.1 does not open 127.0.0.1 behind NAT64
+    from tests.timers.test_timers_dispatcher import add, all_finished, dispatch_until, status_of
+
+    add(env, "nat64", "http://[64:ff9b::7f00:1]:9/hook")
+    dispatch_until(env, all_finished(env), guard=LOCAL)
+    assert status_of(env, "nat64") == "failed"
+    error = env.sql("SELECT last_error FROM mbus.timer_callbacks")[0][0]
+    assert "embeds 127.0.0.1" in error and "not public" in error
