@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both prepare the machine first.
-.PHONY: demo test lint typecheck pytest bench bootstrap clean
+.PHONY: demo test lint typecheck pytest bench bootstrap clean generate
 
 VENV := .venv
 BIN := $(VENV)/bin
@@ -12,11 +12,17 @@ demo: bootstrap
 
 test: bootstrap
 	$(BIN)/ruff check .
+	$(BIN)/python tools/async_to_sync.py --check
 	$(BIN)/mypy src
 	$(BIN)/pytest
 
 lint: bootstrap
 	$(BIN)/ruff check .
+	$(BIN)/python tools/async_to_sync.py --check
+
+# The blocking twins (sync Bus, timers sync_store, streams client) from their async sources.
+generate: bootstrap
+	$(BIN)/python tools/async_to_sync.py
 
 typecheck: bootstrap
 	$(BIN)/mypy src

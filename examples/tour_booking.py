@@ -1,4 +1,4 @@
-"""The seed's saga: book a tour (room, tickets there and back, transfers, approval) with workers.
+"""The saga of the original mbus API: book a tour (room, tickets, transfers, approval) with workers.
 
 Run it against the embedded cluster (``pgmbus dev start``) or ``PGMBUS_DSN``::
 

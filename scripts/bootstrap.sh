@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepare this machine for pgmbus: PostgreSQL server binaries (Debian's packages when none are
-# present) and a virtualenv in .venv with pgmbus installed in editable mode with its extras.
+# present) and a virtualenv in .venv with pgmbus installed in editable mode with its extras, at
+# the exact versions of constraints.txt (pyproject.toml holds the ranges).
 # Idempotent: a second run only checks. Usage: scripts/bootstrap.sh [extras, default "test"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,11 +48,11 @@ if [ ! -x .venv/bin/python ]; then
     "$python" -m venv .venv
 fi
 stamp=".venv/.pgmbus-installed"
-want="$(cat pyproject.toml | sha256sum | cut -d' ' -f1) $extras"
+want="$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1) $extras"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     log="$(mktemp)"
     echo "bootstrap: installing pgmbus[$extras] into .venv" >&2
-    if ! .venv/bin/python -m pip install -q -e ".[$extras]" >"$log" 2>&1; then
+    if ! .venv/bin/python -m pip install -q -c constraints.txt -e ".[$extras]" >"$log" 2>&1; then
         cat "$log" >&2
         exit 1
     fi

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import psycopg
 import pytest
 
@@ -24,7 +26,7 @@ def test_invalid_names_raise_invalid_name(
 ) -> None:
     with pytest.raises(errors.InvalidName, match=message) as caught, errors.translating():
         conn.execute("SELECT mbus.check_name('queue', %s)", [name])
-    assert caught.value.sqlstate_raised == "MB001"
+    assert caught.value.sqlstate == "MB001"
     assert isinstance(caught.value.__cause__, psycopg.Error)
     conn.rollback()
 
@@ -46,7 +48,7 @@ def test_unknown_sqlstate_falls_back_to_database_error(
     with pytest.raises(errors.DatabaseError) as caught, errors.translating():
         conn.execute("SELECT 1/0")
     assert type(caught.value) is errors.DatabaseError
-    assert caught.value.sqlstate_raised == "22012"
+    assert caught.value.sqlstate == "22012"
     assert "division by zero" in str(caught.value)
     conn.rollback()
 
@@ -57,16 +59,60 @@ def test_hint_is_kept_in_the_message(conn: psycopg.Connection[tuple[object, ...]
     conn.rollback()
 
 
-def test_every_mb_class_has_a_distinct_sqlstate() -> None:
+def test_every_mb_class_has_a_distinct_default_sqlstate() -> None:
     classes = [
-        c for c in vars(errors).values() if isinstance(c, type) and c.__dict__.get("sqlstate")
+        c
+        for c in vars(errors).values()
+        if isinstance(c, type) and c.__dict__.get("default_sqlstate")
     ]
-    states = [c.sqlstate for c in classes]
+    states = [c.default_sqlstate for c in classes]
     assert len(states) == len(set(states))
     for cls in classes:
-        assert errors.error_class_for(cls.sqlstate) is cls
+        assert errors.error_class_for(cls.default_sqlstate) is cls
+
+
+def test_sqlstate_is_the_one_the_server_raised_not_the_class_default(
+    conn: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    # 22023 (invalid_parameter_value) maps to InvalidArgument, whose own code is MB006
+    with pytest.raises(errors.InvalidArgument) as caught, errors.translating():
+        conn.execute(
+            "DO $$ BEGIN RAISE EXCEPTION 'bad value' USING ERRCODE = 'invalid_parameter_value';"
+            " END $$"
+        )
+    assert caught.value.sqlstate == "22023"
+    assert errors.InvalidArgument.default_sqlstate == "MB006"
+    assert caught.value.message == "bad value"
+    conn.rollback()
+    # a name that does not resolve: 42883 (undefined_function) gives NotFound (MB002)
+    with pytest.raises(errors.NotFound) as missing, errors.translating():
+        conn.execute("SELECT mbus.no_such_function()")
+    assert missing.value.sqlstate == "42883"
+    assert errors.NotFound.default_sqlstate == "MB002"
+    conn.rollback()
+
+
+def test_client_side_errors_carry_the_class_code_unless_given_one() -> None:
+    assert errors.InvalidPayload("not an object").sqlstate == "MB005"
+    assert errors.InvalidPayload("not an object", sqlstate="22P02").sqlstate == "22P02"
+    assert errors.TimeoutExpired("waited").sqlstate is None
 
 
 def test_non_database_errors_pass_through() -> None:
     with pytest.raises(ValueError, match="plain"), errors.translating():
         raise ValueError("plain")
+
+
+def test_translating_works_in_async_with_too(shared_dsn: str) -> None:
+    async def body() -> None:
+        aconn = await psycopg.AsyncConnection.connect(shared_dsn)
+        try:
+            async with errors.translating(), aconn.cursor() as cur:
+                await cur.execute("SELECT mbus.check_name('queue', 'Bad')")
+        finally:
+            await aconn.close()
+
+    with pytest.raises(errors.InvalidName) as caught:
+        asyncio.run(body())
+    assert caught.value.sqlstate == "MB001"
+    assert isinstance(caught.value.__cause__, psycopg.Error)

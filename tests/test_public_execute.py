@@ -1,4 +1,4 @@
-"""PUBLIC's EXECUTE on mbus functions follows mbus.public_entry_point, across all migrations."""
+"""PUBLIC's EXECUTE on mbus functions follows mbus.public_entry_points() after an install."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ def test_public_executes_exactly_the_listed_entry_points(
     conn: psycopg.Connection[tuple[object, ...]],
 ) -> None:
     executable = {str(r[0]) for r in conn.execute(_PUBLIC_EXECUTABLE)}
-    listed = {str(r[0]) for r in conn.execute("SELECT signature FROM mbus.public_entry_point")}
+    listed = {
+        str(r[0]) for r in conn.execute("SELECT unnest(mbus.public_entry_points())")
+    }
     assert executable == listed
 
 
@@ -33,6 +35,9 @@ def test_restrict_public_execute_revokes_a_new_function(
 
 def test_listed_entry_points_are_granted(conn: psycopg.Connection[tuple[object, ...]]) -> None:
     conn.execute("CREATE FUNCTION mbus.tmp_entry() RETURNS int LANGUAGE sql AS 'SELECT 1'")
-    conn.execute("INSERT INTO mbus.public_entry_point VALUES ('mbus.tmp_entry()')")
+    conn.execute(
+        "CREATE OR REPLACE FUNCTION mbus.public_entry_points() RETURNS text[] LANGUAGE sql "
+        "AS $$ SELECT ARRAY['mbus.tmp_entry()'] $$"
+    )
     conn.execute("SELECT mbus.restrict_public_execute()")
     assert "mbus.tmp_entry()" in {str(r[0]) for r in conn.execute(_PUBLIC_EXECUTABLE)}

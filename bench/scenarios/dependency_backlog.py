@@ -3,8 +3,8 @@
 The queue holds ``size`` messages (default 100k) that wait on a message nobody consumes, plus
 the ready messages to claim. Candidate: claim those one by one with ``consumen_<q>_by_default(1)``
 with the waiting backlog in place. Baseline: the same claims on the same kind of queue without
-waiting messages. Both sides commit every claim with ``synchronous_commit = off``. The seed
-warns that many waiting messages slow a queue; waiting messages live at ``vt = infinity``
+waiting messages. Both sides commit every claim with ``synchronous_commit = off``. The design
+document warns that many waiting messages slow a queue; waiting messages live at ``vt = infinity``
 behind every claim's index range, so the ratio should stay near 1.
 """
 

@@ -2,8 +2,8 @@
 
 The queue holds ``size`` messages (default 100k) for a bulk consumer; a second consumer's
 selector matches 1 in 100 of the new posts. Candidate: claim those one by one with
-``consumen_<q>_by_rare(1)`` with the backlog in place. Baseline: the same claims on the seed's
-design done in raw SQL (one table, a partial index per consumer, ``DELETE ... SKIP LOCKED``).
+``consumen_<q>_by_rare(1)`` with the backlog in place. Baseline: the same claims on the original
+mbus design done in raw SQL (one table, a partial index per consumer, ``DELETE ... SKIP LOCKED``).
 ``extra.rate_without_backlog`` is the candidate's rate on an empty queue, so
 ``rate / rate_without_backlog`` shows whether the cost stays flat as the backlog grows.
 """

@@ -1,10 +1,10 @@
 """Timer lateness: N callbacks due within the same 10 seconds, called on a local HTTP server.
 
 Candidate: two ``pgmbus dispatcher`` processes (bucket leases, SKIP LOCKED claims, httpx).
-Baseline: the seed's shape in raw SQL: one process that once a second selects the due rows
-(``FOR UPDATE SKIP LOCKED``), calls them with the same HTTP client and concurrency, and marks
-them notified in the same transaction. The rate is callbacks per second from the first due time
-to the last call (at most size / 10 s); lateness (arrival minus run_at) p50/p99/max, the CPU
+Baseline: the original design's shape in raw SQL: one process that once a second selects the due
+rows (``FOR UPDATE SKIP LOCKED``), calls them with the same HTTP client and concurrency, and marks
+them notified in the same transaction. The rate is callbacks per second from the first due time to
+the last call (at most size / 10 s); lateness (arrival minus run_at) p50/p99/max, the CPU
 milliseconds per call of the dispatcher processes, of the PostgreSQL server and of the target
 server's thread, and the load average are in the extras, and each side prints them in a line.
 The default is the issue's size: 20,000 callbacks, 3 rounds (about four minutes).

@@ -2,28 +2,37 @@
 
 The SQL API raises its own errors in the ``MB`` SQLSTATE class (``MB001`` and so on) with a
 message that names the problem; ``translate`` turns a database error into the matching
-exception class here, keeping the SQLSTATE and the server's message.
+exception class here, keeping the SQLSTATE the server raised (``.sqlstate``) and its message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from types import TracebackType
 from typing import Any, ClassVar
 
 
 class PgmbusError(Exception):
-    """Base class of every error pgmbus raises."""
+    """Base class of every error pgmbus raises.
 
-    sqlstate: ClassVar[str | None] = None
+    Attributes
+    ----------
+    message:
+        The message (the server's, with its detail and hint, for a database error).
+    sqlstate:
+        The SQLSTATE the server raised; for an error raised by the client itself, the one given
+        to the constructor, else the class's ``default_sqlstate``.
+    default_sqlstate:
+        The class's own code (class attribute): the SQLSTATE that ``error_class_for`` maps to
+        this class. Several codes can map to one class (``22023`` and ``MB006`` both give
+        ``InvalidArgument``), so it may differ from ``sqlstate``.
+    """
+
+    default_sqlstate: ClassVar[str | None] = None
 
     def __init__(self, message: str, *, sqlstate: str | None = None) -> None:
         super().__init__(message)
         self.message = message
-        if sqlstate is not None:
-            self.sqlstate_raised: str | None = sqlstate
-        else:
-            self.sqlstate_raised = type(self).sqlstate
+        self.sqlstate: str | None = sqlstate if sqlstate is not None else self.default_sqlstate
 
 
 # --- local (client side) errors ----------------------------------------------------------------
@@ -63,71 +72,71 @@ class DatabaseError(PgmbusError):
 class InvalidName(DatabaseError):
     """A queue, consumer, group or other name breaks the naming rule."""
 
-    sqlstate = "MB001"
+    default_sqlstate = "MB001"
 
 
 class NotFound(DatabaseError):
     """The named queue, consumer, group, message or callback does not exist."""
 
-    sqlstate = "MB002"
+    default_sqlstate = "MB002"
 
 
 class AlreadyExists(DatabaseError):
     """An object with that name exists already."""
 
-    sqlstate = "MB003"
+    default_sqlstate = "MB003"
 
 
 class InvalidSelector(DatabaseError):
     """A selector or condition is not a valid, static SQL expression."""
 
-    sqlstate = "MB004"
+    default_sqlstate = "MB004"
 
 
 class InvalidPayload(DatabaseError):
     """A payload, headers or properties value has the wrong shape (for example not an object)."""
 
-    sqlstate = "MB005"
+    default_sqlstate = "MB005"
 
 
 class InvalidArgument(DatabaseError):
     """An argument is out of range or contradicts another one."""
 
-    sqlstate = "MB006"
+    default_sqlstate = "MB006"
 
 
 class StaleLease(DatabaseError):
     """A lease token no longer owns its message (expired, acked, or reclaimed)."""
 
-    sqlstate = "MB007"
+    default_sqlstate = "MB007"
 
 
 class InvalidState(DatabaseError):
     """The operation is not allowed in the object's current state."""
 
-    sqlstate = "MB008"
+    default_sqlstate = "MB008"
 
 
 class LogInconsistent(DatabaseError):
     """The stream log's stored transaction ids do not belong to this cluster (after a restore)."""
 
-    sqlstate = "MB009"
+    default_sqlstate = "MB009"
 
 
 class PermissionDenied(DatabaseError):
     """The current role may not perform the operation."""
 
-    sqlstate = "42501"
+    default_sqlstate = "42501"
 
 
 class LockNotAvailable(DatabaseError):
     """A lock could not be taken without waiting and the caller asked not to wait."""
 
-    sqlstate = "55P03"
+    default_sqlstate = "55P03"
 
 
 _BY_SQLSTATE: dict[str, type[DatabaseError]] = {
-    cls.sqlstate: cls
+    cls.default_sqlstate: cls
     for cls in (
         InvalidName,
         NotFound,
@@ -141,7 +150,7 @@ _BY_SQLSTATE: dict[str, type[DatabaseError]] = {
         PermissionDenied,
         LockNotAvailable,
     )
-    if cls.sqlstate is not None
+    if cls.default_sqlstate is not None
 }
 # Standard SQLSTATEs that mean the same thing as one of ours.
 _BY_SQLSTATE.update(
@@ -182,14 +191,34 @@ def translate(exc: BaseException) -> PgmbusError:
     return error
 
 
-@contextmanager
-def translating() -> Iterator[None]:
-    """Re-raise database errors inside the block as typed pgmbus errors."""
-    try:
-        yield
-    except PgmbusError:
-        raise
-    except Exception as exc:
+class _Translating:
+    """The block of ``translating()``; a plain and an async context manager both."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc is None or isinstance(exc, PgmbusError) or not isinstance(exc, Exception):
+            return
         if getattr(exc, "sqlstate", None) is None:
-            raise
+            return
         raise translate(exc) from exc
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(kind, exc, tb)
+
+
+def translating() -> _Translating:
+    """Re-raise database errors inside the block as typed pgmbus errors.
+
+    Use it as ``with translating():`` or, next to async context managers, as
+    ``async with translating(), conn.cursor() as cur:``.
+    """
+    return _Translating()

@@ -1,17 +1,30 @@
-"""Install, upgrade and check the ``mbus`` schema from the numbered migrations in the package.
+"""Install, upgrade and check the ``mbus`` schema: migrations, then the function files.
 
-Each migration ``sql/migrations/NNNN_name.sql`` is applied in its own transaction and recorded in
-``mbus.schema_migrations`` with the sha256 of its text. Installers are serialized by a session
-advisory lock, so two of them at once apply every migration exactly once. A database that has
-migrations this package does not know, or whose applied migration text was edited afterwards, is
-refused with a clear error.
+The schema has two kinds of SQL, kept apart so that each thing has one home:
+
+* ``sql/migrations/NNNN_name.sql`` hold tables, types, indexes, data moves and DROPs. Each is
+  applied once and recorded in ``mbus.schema_migrations`` with the sha256 of its text; an
+  applied migration is never edited (a changed file is refused).
+* ``sql/functions/<engine>/<name>.sql`` hold every function and view as ``CREATE OR REPLACE``,
+  applied in the order of ``sql/functions/ORDER`` by every install or upgrade that finds them
+  different from what the database has, followed by the generated per-queue functions and
+  ``mbus.restrict_public_execute()``. A checksum of the files and a digest of the resulting
+  catalog are kept in ``mbus.schema_functions``, so :func:`status` can tell whether the
+  installed functions are this package's.
+
+Installers are serialized by a session advisory lock and do all their work in one transaction,
+so two of them at once apply every migration exactly once, and a failure leaves the database
+as it was. A database that has migrations this package does not know is refused. A database
+made by the pre-release 0.1 layout (functions inside migrations 0001-0009) is converted when
+it is complete, refused with instructions otherwise.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
 from typing import Any, LiteralString
@@ -30,6 +43,26 @@ from pgmbus.sqlfiles import load_queries, read_sql
 # pg_advisory_lock key of the installer: the bytes of 'mbus' read as an integer.
 INSTALL_LOCK_KEY = 0x6D627573
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_DEFINES = re.compile(
+    r"^CREATE OR REPLACE (FUNCTION|PROCEDURE|VIEW) mbus\.([a-z_][a-z0-9_]*)\b", re.MULTILINE
+)
+
+# The pre-release 0.1 layout: migrations 0001-0009 as they were applied (name, sha256).
+LEGACY_LAYOUT: dict[int, tuple[str, str]] = {
+    1: ("base", "3b7cb9260e8e45ca8700919c8f75b9bf7f18fee71338a2787f800abb5f07b559"),
+    2: ("queues", "84b421cc2855c1433a78a206995d07e7bf004e917cb563000961f90ea62ac8be"),
+    3: ("streams", "59c1739e323aabad5af7bac753254ec1e68e22ebedc258f9fc03f5a6a7bacf15"),
+    4: ("timers", "496cd6dc7b6354c18e4d0e4a1014e721e28a3164e3b74ad47f25f9d59bdc3060"),
+    5: ("spark", "1bd984ef27f87de9a9bde4a3a30d136b578857d4faa11c327524737aec888b32"),
+    6: ("queues_segments", "98c1c0aca4c64b5486e3c5aed6c5208856ddb88c1d86942ab72a2a6d354d2790"),
+    7: ("spark_read_staged", "5316c5bc59ade7dfc69ec7c4b1902d5dc9386a2f52f51402491b45eb172cfa39"),
+    8: ("timers_claim_ahead", "a7c95ee6e8c98d9500512f2e2e7819d2c061f0243e2b6732c0399c091301f911"),
+    9: ("timers_change_notify", "e38727d693085cb96ca1d82c30ad36a2fae7c1b31ccd26401bc5e519dfa57d05"),
+}
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -38,11 +71,43 @@ class Migration:
 
     version: int
     name: str
-    sql: LiteralString
+    sql: LiteralString = field(repr=False)
 
     @property
     def checksum(self) -> str:
-        return hashlib.sha256(self.sql.encode("utf-8")).hexdigest()
+        return _sha256(self.sql)
+
+
+@dataclass(frozen=True)
+class FunctionFile:
+    """One file of ``sql/functions/``: the functions and views it defines."""
+
+    path: str
+    sql: LiteralString = field(repr=False)
+    functions: tuple[str, ...]
+    views: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FunctionSet:
+    """Every function file in the order they are applied, and their checksum."""
+
+    files: tuple[FunctionFile, ...]
+
+    @property
+    def checksum(self) -> str:
+        digest = hashlib.sha256()
+        for f in self.files:
+            digest.update(f"{f.path}\n{_sha256(f.sql)}\n".encode())
+        return digest.hexdigest()
+
+    @property
+    def functions(self) -> list[str]:
+        return sorted({name for f in self.files for name in f.functions})
+
+    @property
+    def views(self) -> list[str]:
+        return sorted({name for f in self.files for name in f.views})
 
 
 @dataclass(frozen=True)
@@ -57,12 +122,25 @@ class AppliedMigration:
 
 
 @dataclass(frozen=True)
+class InstalledFunctions:
+    """The row of ``mbus.schema_functions`` and how it compares with the package and catalog."""
+
+    checksum: str
+    package_version: str
+    installed_at: datetime
+    matches_package: bool
+    matches_catalog: bool
+
+
+@dataclass(frozen=True)
 class SchemaStatus:
-    """Where a database stands against this package's migrations."""
+    """Where a database stands against this package's migrations and function files."""
 
     installed: bool
     applied: list[AppliedMigration]
     pending: list[Migration]
+    functions: InstalledFunctions | None = None
+    legacy: bool = False
 
     @property
     def version(self) -> int:
@@ -73,8 +151,26 @@ class SchemaStatus:
         return max((m.version for m in migrations()), default=0)
 
     @property
+    def functions_current(self) -> bool:
+        f = self.functions
+        return f is not None and f.matches_package and f.matches_catalog
+
+    @property
     def up_to_date(self) -> bool:
-        return self.installed and not self.pending
+        return self.installed and not self.pending and not self.legacy and self.functions_current
+
+
+@dataclass(frozen=True)
+class InstallResult:
+    """What one install or upgrade did."""
+
+    migrations: list[Migration] = field(default_factory=list)
+    functions_applied: bool = False
+    converted_legacy: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.migrations) or self.functions_applied or self.converted_legacy
 
 
 def migrations() -> list[Migration]:
@@ -97,6 +193,47 @@ def migrations() -> list[Migration]:
     return found
 
 
+@functools.cache
+def function_set() -> FunctionSet:
+    """Return the function files in the order of ``sql/functions/ORDER``.
+
+    Raises ``SchemaError`` when ORDER names a missing file, names one twice, or leaves one out.
+    """
+    folder = resources.files("pgmbus").joinpath("sql", "functions")
+    order = [
+        line.strip()
+        for line in folder.joinpath("ORDER").read_text("utf-8").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    if len(set(order)) != len(order):
+        twice = sorted({p for p in order if order.count(p) > 1})
+        raise SchemaError(f"sql/functions/ORDER lists {', '.join(twice)} more than once")
+    present = {
+        f"{engine.name}/{entry.name}"
+        for engine in folder.iterdir()
+        if engine.is_dir()
+        for entry in engine.iterdir()
+        if entry.name.endswith(".sql")
+    }
+    if missing := sorted(set(order) - present):
+        raise SchemaError(f"sql/functions/ORDER names missing files: {', '.join(missing)}")
+    if unlisted := sorted(present - set(order)):
+        raise SchemaError(f"sql/functions/ORDER does not list: {', '.join(unlisted)}")
+    files = []
+    for path in order:
+        text: LiteralString = read_sql(f"functions/{path}")
+        defined = _DEFINES.findall(text)
+        files.append(
+            FunctionFile(
+                path=path,
+                sql=text,
+                functions=tuple(n for kind, n in defined if kind != "VIEW"),
+                views=tuple(n for kind, n in defined if kind == "VIEW"),
+            )
+        )
+    return FunctionSet(tuple(files))
+
+
 def _queries() -> dict[str, LiteralString]:
     return load_queries("schema.sql")
 
@@ -113,6 +250,25 @@ def _read_applied(conn: psycopg.Connection[Any]) -> list[AppliedMigration] | Non
     finally:
         if was_idle and not conn.autocommit:
             conn.rollback()
+
+
+def _is_legacy(applied: list[AppliedMigration]) -> bool:
+    """Whether the ledger is (a prefix of) the pre-release 0.1 layout's."""
+    return bool(applied) and all(
+        LEGACY_LAYOUT.get(row.version) == (row.name, row.checksum) for row in applied
+    )
+
+
+def _refuse_partial_legacy(applied: list[AppliedMigration]) -> None:
+    last = applied[-1]
+    if last.version < max(LEGACY_LAYOUT):
+        raise SchemaError(
+            f"this database's mbus schema was made by the pre-release 0.1 layout and stops at "
+            f"its migration {last.version:04d}_{last.name}; this pgmbus converts only a complete "
+            "0.1 schema (through 0009_timers_change_notify). Upgrade it first with the 0.1 "
+            "package (git commit eb87afd, `pgmbus upgrade`), or, if its data can go, run "
+            "DROP SCHEMA mbus CASCADE and `pgmbus install`"
+        )
 
 
 def _verify(applied: list[AppliedMigration], known: list[Migration]) -> list[Migration]:
@@ -138,13 +294,44 @@ def _verify(applied: list[AppliedMigration], known: list[Migration]) -> list[Mig
     return [m for m in known if m.version not in done]
 
 
+def _catalog_digest(conn: psycopg.Connection[Any], functions: FunctionSet) -> str:
+    row = conn.execute(
+        _queries()["catalog_digest"], {"functions": functions.functions, "views": functions.views}
+    ).fetchone()
+    return str(row[0]) if row else ""
+
+
+def _installed_functions(conn: psycopg.Connection[Any]) -> InstalledFunctions | None:
+    row = conn.execute(_queries()["functions_recorded"]).fetchone()
+    if row is None:
+        return None
+    checksum, digest, package_version, installed_at = row
+    package = function_set()
+    return InstalledFunctions(
+        checksum=checksum,
+        package_version=package_version,
+        installed_at=installed_at,
+        matches_package=checksum == package.checksum,
+        matches_catalog=digest == _catalog_digest(conn, package),
+    )
+
+
 def status(conn: psycopg.Connection[Any]) -> SchemaStatus:
     """Report the database's schema state; raises when it is newer than or differs from ours."""
     known = migrations()
     applied = _read_applied(conn)
     if applied is None:
         return SchemaStatus(installed=False, applied=[], pending=known)
-    return SchemaStatus(installed=True, applied=applied, pending=_verify(applied, known))
+    if _is_legacy(applied):
+        return SchemaStatus(installed=True, applied=applied, pending=known, legacy=True)
+    pending = _verify(applied, known)
+    was_idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    try:
+        installed = _installed_functions(conn)
+    finally:
+        if was_idle and not conn.autocommit:
+            conn.rollback()
+    return SchemaStatus(installed=True, applied=applied, pending=pending, functions=installed)
 
 
 def check(conn: psycopg.Connection[Any]) -> SchemaStatus:
@@ -152,28 +339,80 @@ def check(conn: psycopg.Connection[Any]) -> SchemaStatus:
     current = status(conn)
     if not current.installed:
         raise SchemaNotInstalledError("the database has no mbus schema; run `pgmbus install`")
+    if current.legacy:
+        raise SchemaError(
+            "the mbus schema has the pre-release 0.1 layout; run `pgmbus upgrade` to convert it"
+        )
     if current.pending:
         names = ", ".join(f"{m.version:04d}_{m.name}" for m in current.pending)
         raise SchemaError(f"the mbus schema is behind this package ({names}); run `pgmbus upgrade`")
+    if not current.functions_current:
+        raise SchemaError(
+            "the mbus functions in the database differ from this package's; run `pgmbus upgrade`"
+        )
     return current
 
 
-def install(conn: psycopg.Connection[Any], *, target: int | None = None) -> list[Migration]:
-    """Create the schema or bring it up to date; return the migrations applied now.
+def _convert_legacy(conn: psycopg.Connection[Any], known: list[Migration]) -> None:
+    """Turn a complete 0.1 schema into the baseline: drop what is gone, rewrite the ledger."""
+    conn.execute(read_sql("convert_0_1_layout.sql"))
+    for migration in known:
+        _record(conn, migration)
+
+
+def _record(conn: psycopg.Connection[Any], migration: Migration) -> None:
+    conn.execute(
+        _queries()["record"],
+        {
+            "version": migration.version,
+            "name": migration.name,
+            "checksum": migration.checksum,
+            "package_version": __version__,
+        },
+    )
+
+
+def _apply_functions(conn: psycopg.Connection[Any]) -> None:
+    """Every function file in order, the generated queue functions, then PUBLIC's EXECUTE."""
+    q = _queries()
+    functions = function_set()
+    for f in functions.files:
+        conn.execute(f.sql)
+    conn.execute(q["regenerate_queues"])
+    conn.execute(q["first_partitions"])
+    conn.execute(q["restrict_public_execute"])
+    conn.execute(
+        q["record_functions"],
+        {
+            "checksum": functions.checksum,
+            "catalog_digest": _catalog_digest(conn, functions),
+            "package_version": __version__,
+        },
+    )
+
+
+def install(conn: psycopg.Connection[Any], *, target: int | None = None) -> InstallResult:
+    """Create the schema or bring it up to date; return what was done.
 
     Parameters
     ----------
     conn:
-        A connection that is not inside a transaction; each migration runs in a transaction of
+        A connection that is not inside a transaction; the work runs in one transaction of
         its own. Its autocommit setting is restored afterwards.
     target:
-        Apply migrations up to this version only (used to test step-by-step upgrades).
+        Apply migrations up to this version only, without the function files (used to test
+        step-by-step upgrades); the functions follow with the last migration.
+
+    Returns
+    -------
+    InstallResult
+        The migrations applied now, whether the function files were applied, and whether a
+        pre-release 0.1 schema was converted. Nothing changed when the schema was current.
     """
     if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
         raise SchemaError("install needs a connection that is not inside a transaction")
     known = migrations()
-    if target is not None:
-        known = [m for m in known if m.version <= target]
+    latest = max(m.version for m in known)
     q = _queries()
     was_autocommit = conn.autocommit
     conn.autocommit = True
@@ -182,30 +421,42 @@ def install(conn: psycopg.Connection[Any], *, target: int | None = None) -> list
         try:
             with conn.transaction():
                 conn.execute(read_sql("bootstrap.sql"))
-            applied = _read_applied(conn) or []
-            pending = _verify(applied, migrations())
-            todo = [m for m in pending if m in known]
-            for migration in todo:
-                with conn.transaction():
+                applied = _read_applied(conn) or []
+                converted = False
+                if _is_legacy(applied):
+                    _refuse_partial_legacy(applied)
+                    _convert_legacy(conn, known)
+                    applied, converted = [], True
+                    todo: list[Migration] = []
+                else:
+                    pending = _verify(applied, known)
+                    todo = [m for m in pending if target is None or m.version <= target]
+                for migration in todo:
                     conn.execute(migration.sql)
-                    conn.execute(
-                        q["record"],
-                        {
-                            "version": migration.version,
-                            "name": migration.name,
-                            "checksum": migration.checksum,
-                            "package_version": __version__,
-                        },
-                    )
-            return todo
+                    _record(conn, migration)
+                reached = max([r.version for r in applied] + [m.version for m in todo] or [0])
+                if converted:
+                    reached = latest
+                functions_applied = False
+                if reached == latest:
+                    current = _installed_functions(conn)
+                    if (
+                        todo
+                        or converted
+                        or current is None
+                        or not (current.matches_package and current.matches_catalog)
+                    ):
+                        _apply_functions(conn)
+                        functions_applied = True
+            return InstallResult(todo, functions_applied, converted)
         finally:
             conn.execute(q["unlock"], {"key": INSTALL_LOCK_KEY})
     finally:
         conn.autocommit = was_autocommit
 
 
-def upgrade(conn: psycopg.Connection[Any]) -> list[Migration]:
-    """Apply pending migrations to an installed schema (refuses a database without one)."""
+def upgrade(conn: psycopg.Connection[Any]) -> InstallResult:
+    """Bring an installed schema up to date (refuses a database without one)."""
     idle = psycopg.pq.TransactionStatus.IDLE
     if conn.info.transaction_status != idle:
         raise SchemaError("upgrade needs a connection that is not inside a transaction")

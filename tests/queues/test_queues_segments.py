@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -19,7 +17,6 @@ from pgmbus.cli import app
 from pgmbus.queues import Bus
 
 Conn = psycopg.Connection[dict[str, Any]]
-MIGRATION = Path(__file__).resolve().parents[2] / "src/pgmbus/sql/migrations/0002_queues.sql"
 
 
 @pytest.fixture
@@ -326,40 +323,3 @@ def test_cli_rotate(ac: Conn, autodb: str) -> None:
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["jobs"]["truncated"] == [1]
 
-
-def test_a_queue_made_before_segments_is_converted(db_dsn: str) -> None:
-    """Migration 0006 turns an existing queue table into the segmented layout: its messages
-    stay (segment 1) and are consumed as before, and its views are made again with their
-    grants."""
-    legacy = re.search(
-        r"CREATE FUNCTION mbus\.create_queue\(.*?\n\$\$;\n", MIGRATION.read_text(), re.S
-    )
-    assert legacy is not None
-    with psycopg.connect(db_dsn, autocommit=True, row_factory=dict_row) as conn:
-        # The 0002 create_queue, renamed, makes a queue table the old way.
-        conn.execute(legacy.group(0).replace("mbus.create_queue(", "pg_temp.create_queue("))
-        conn.execute("DELETE FROM mbus.queue_segment")  # (not made by the old function)
-        conn.execute("SELECT pg_temp.create_queue('old', 1)")
-        assert conn.execute(
-            "SELECT relkind FROM pg_class WHERE oid = 'mbus.q_old'::regclass"
-        ).fetchone() == {"relkind": "r"}
-        conn.execute(
-            "INSERT INTO mbus.q_old (c, vt, id, added, data) "
-            "SELECT c.cid, now(), nextval('mbus.msg_id_seq'), now(), jsonb_build_object('n', g) "
-            "FROM mbus.consumer AS c, generate_series(1, 3) AS g WHERE c.qname = 'old'"
-        )
-        conn.execute("SELECT mbus.create_view('old', 'public.old_view')")
-        conn.execute("GRANT SELECT ON public.old_view TO PUBLIC")
-        conn.execute("SELECT mbus.segment_queue('old')")
-        assert conn.execute(
-            "SELECT relkind FROM pg_class WHERE oid = 'mbus.q_old'::regclass"
-        ).fetchone() == {"relkind": "p"}
-        assert conn.execute("SELECT count(*) AS n FROM public.old_view").fetchone() == {"n": 3}
-        assert conn.execute(
-            "SELECT has_table_privilege('public', 'public.old_view', 'SELECT') AS ok"
-        ).fetchone() == {"ok": True}
-        conn.execute("SELECT mbus.post_old('{\"n\": 4}')")
-        rows = conn.execute("SELECT data FROM mbus.consumen_old_by_default(10)").fetchall()
-        assert [r["data"]["n"] for r in rows] == [1, 2, 3, 4]
-        report = conn.execute("SELECT mbus.rotate_queue('old') AS r").fetchone()
-        assert report is not None and report["r"]["current"] == 1

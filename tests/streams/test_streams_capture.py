@@ -1,4 +1,4 @@
-"""Change capture: triggers publish row changes in the writing transaction (the seeds' cases)."""
+"""Change capture: triggers publish row changes in the writing transaction (the designs' cases)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def test_copy_on_conflict_and_bulk_statements(connect: Connect) -> None:
 
 
 def test_frequent_changes_lose_no_intermediate_state(connect: Connect) -> None:
-    # the change-log seed's pitfall 2: a row changed often must not overwrite its pending change
+    # the change-log design's pitfall 2: a row changed often must not overwrite its pending change
     conn = connect()
     _setup(conn)
     conn.execute("INSERT INTO items VALUES (1, 'v0', 0, NULL)")
@@ -95,7 +95,7 @@ def test_frequent_changes_lose_no_intermediate_state(connect: Connect) -> None:
 
 
 def test_changes_readable_in_commit_order_without_a_background_job(connect: Connect) -> None:
-    # the change-log seed's pitfall 1: no sequence-filling job, no rows appearing "in the past"
+    # the change-log design's pitfall 1: no sequence-filling job, no rows appearing "in the past"
     conn = connect()
     _setup(conn)
     conn.execute("INSERT INTO items VALUES (1, 'a', 0, NULL), (2, 'b', 0, NULL)")

@@ -245,7 +245,7 @@ def test_batch_query_uses_the_txid_index(connect: Connect) -> None:
 
 
 def test_ordered_group_waits_for_earlier_transactions(connect: Connect) -> None:
-    # the Wiki PubSub seed's option: refuse out-of-order events, get them in write order
+    # the Wiki PubSub design document's option: refuse out-of-order events, get them in write order
     conn = connect()
     streams.create_group(conn, "ordered", start="beginning")
     streams.create_group(conn, "fast", start="beginning")

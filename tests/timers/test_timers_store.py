@@ -1,4 +1,4 @@
-"""The timers SQL API used directly (no Python layer): the seed's rules, time as a parameter."""
+"""The timers SQL API used directly (no Python layer): the design's rules, time as a parameter."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def create(env: Env, g: str, e: str, run_at: datetime, *, client_id: int | None 
 def sqlstate_of(env: Env, query: str, params: Any) -> str | None:
     with pytest.raises(psycopg.Error) as info:
         env.sql(query, params)
-    return translate(info.value).sqlstate_raised
+    return translate(info.value).sqlstate
 
 
 def status(env: Env, g: str, e: str) -> str:
@@ -114,7 +114,7 @@ def test_get_list_and_paging_are_per_client(env: Env) -> None:
     assert [r[0]["event_key"] for r in cancelled] == ["e4"]
 
 
-# --- the seed's update, cancel, delete rules -----------------------------------------------------
+# --- the design document's update, cancel, delete rules ------------------------------------------
 def test_update_changes_pending_callbacks(env: Env) -> None:
     create(env, "g", "e", T0 + sec(600))
     new_at = T0 + sec(1200)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import psycopg
 import pytest
 
 from pgmbus.errors import InvalidState, NotFound
-from pgmbus.timers import sync_store
+from pgmbus.timers import store, sync_store
 from tests.timers.conftest import Env
 
 URL = "http://127.0.0.1:9/cb"
@@ -42,3 +45,49 @@ def test_blocking_create_joins_the_callers_transaction(env: Env) -> None:
         conn.commit()
     keys = [r[0] for r in env.sql("SELECT event_key FROM mbus.timer_callbacks")]
     assert keys == ["kept"]
+
+
+def test_blocking_twin_has_every_public_call_of_the_async_store() -> None:
+    assert sync_store.__all__ == store.__all__
+    assert sync_store.Client is store.Client  # shared values, not copies
+    for name in store.__all__:
+        if inspect.iscoroutinefunction(getattr(store, name)):
+            assert not inspect.iscoroutinefunction(getattr(sync_store, name)), name
+            assert inspect.signature(getattr(store, name)).parameters.keys() == (
+                inspect.signature(getattr(sync_store, name)).parameters.keys()
+            ), name
+
+
+def test_blocking_dispatcher_calls_lease_claim_and_give_back(env: Env) -> None:
+    now = datetime.now(UTC)
+    with psycopg.connect(env.dsn, autocommit=True) as conn:
+        sync_store.create(conn, env.client.id, "g", "due", now - timedelta(seconds=1), URL)
+        assert sync_store.ping(conn) is None
+        assert abs((sync_store.server_now(conn) - now).total_seconds()) < 60
+        buckets = sync_store.heartbeat(conn, "d1", 10.0)
+        assert buckets  # the only dispatcher takes every bucket
+        rows = sync_store.claim(conn, "d1", buckets, 10, 15.0, lookahead_s=1.0)
+        assert [r[5] for r in rows] == ["due"]  # event_key
+        assert sync_store.claim(conn, "d1", buckets, 10, 15.0, lookahead_s=1.0) == []
+        sync_store.unclaim(conn, "d1", [rows[0][0]], [rows[0][1]])
+        again = sync_store.claim(conn, "d1", buckets, 10, 15.0, lookahead_s=1.0)
+        assert [r[0] for r in again] == [rows[0][0]]
+        sync_store.release(conn, "d1")
+        assert sync_store.heartbeat(conn, "d2", 10.0) == buckets  # released: d2 takes them
+
+
+def test_timer_sql_lives_in_the_store_only() -> None:
+    """The dispatcher, the scheduler and the HTTP service run no statement of their own."""
+    from pgmbus.timers import dispatcher, scheduler, service
+
+    for module in (dispatcher, scheduler, service):
+        tree = ast.parse(Path(inspect.getfile(module)).read_text("utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                assert node.attr not in ("execute", "executemany", "copy", "_q"), (
+                    f"{module.__name__} line {node.lineno} runs SQL: call pgmbus.timers.store"
+                )
+            if isinstance(node, ast.ImportFrom):
+                assert node.module != "pgmbus.sqlfiles", module.__name__
+                if node.module == "pgmbus.timers.store":  # its public calls only
+                    assert not any(a.name.startswith("_") for a in node.names), module.__name__

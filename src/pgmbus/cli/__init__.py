@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from pgmbus.cli import dev, queues, schema_cmds, timers
+from pgmbus.cli import dev, queues, sagas, schema_cmds, timers
 from pgmbus.cli import spark as spark_cli
 from pgmbus.cli import streams as streams_cli
 
@@ -18,6 +18,7 @@ app = typer.Typer(
 app.add_typer(dev.app, name="dev")
 schema_cmds.register(app)
 queues.register(app)
+sagas.register(app)
 streams_cli.register(app)
 timers.register(app)
 spark_cli.register(app)

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from pgmbus.cli import queues2
+from pgmbus.cli import queue_workflow
 from pgmbus.cli.common import DsnOption, JsonOption, console, print_json, reports_errors
 from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import InvalidPayload
@@ -59,7 +59,9 @@ def _message_dict(m: Message) -> dict[str, Any]:
 @reports_errors
 def create_cmd(
     name: str,
-    ncons: Annotated[int, typer.Option(help="Kept for the seed's signature; unused.")] = 1,
+    ncons: Annotated[
+        int, typer.Option(help="Kept for the original mbus API's signature; unused.")
+    ] = 1,
     dsn: DsnOption = None,
 ) -> None:
     """Create a queue (or regenerate the functions of an existing one)."""
@@ -344,4 +346,4 @@ def register(app: typer.Typer) -> None:
     app.add_typer(queue_app, name="queue")
     app.add_typer(dmq_app, name="dmq")
     app.command("worker")(worker_cmd)
-    queues2.register(queue_app, app)
+    queue_workflow.register(queue_app)

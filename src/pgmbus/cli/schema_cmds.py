@@ -9,32 +9,35 @@ from pgmbus import __version__, schema
 from pgmbus.cli.common import DsnOption, JsonOption, connect, console, print_json, reports_errors
 
 
+def _report(result: schema.InstallResult) -> None:
+    if result.converted_legacy:
+        console.print("converted the pre-release 0.1 layout to the baseline migrations")
+    for m in result.migrations:
+        console.print(f"applied {m.version:04d}_{m.name}")
+    if result.functions_applied:
+        count = len(schema.function_set().files)
+        console.print(f"applied the function set ({count} files) and regenerated every queue")
+    if not result.changed:
+        console.print("the mbus schema is up to date; nothing to do")
+
+
 @reports_errors
 def install_cmd(dsn: DsnOption = None) -> None:
     """Install the mbus schema (a no-op when it is installed and current)."""
     with connect(dsn) as conn:
-        applied = schema.install(conn)
-    if applied:
-        for m in applied:
-            console.print(f"applied {m.version:04d}_{m.name}")
-    else:
-        console.print("the mbus schema is up to date; nothing to do")
+        _report(schema.install(conn))
 
 
 @reports_errors
 def upgrade_cmd(dsn: DsnOption = None) -> None:
-    """Apply the package's pending migrations to an installed schema."""
+    """Bring an installed mbus schema up to date: pending migrations, then the functions."""
     with connect(dsn) as conn:
-        applied = schema.upgrade(conn)
-    for m in applied:
-        console.print(f"applied {m.version:04d}_{m.name}")
-    if not applied:
-        console.print("the mbus schema is up to date; nothing to do")
+        _report(schema.upgrade(conn))
 
 
 @reports_errors
 def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
-    """Show the schema version, applied and pending migrations."""
+    """Show the schema version, applied and pending migrations, and the installed functions."""
     with connect(dsn) as conn:
         current = schema.status(conn)
         server = conn.execute("SELECT current_setting('server_version')").fetchone()
@@ -53,6 +56,18 @@ def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
                     for m in current.applied
                 ],
                 "pending": [{"version": m.version, "name": m.name} for m in current.pending],
+                "legacy_layout": current.legacy,
+                "functions": None
+                if current.functions is None
+                else {
+                    "checksum": current.functions.checksum,
+                    "package_checksum": schema.function_set().checksum,
+                    "installed_by": current.functions.package_version,
+                    "installed_at": current.functions.installed_at,
+                    "matches_package": current.functions.matches_package,
+                    "matches_catalog": current.functions.matches_catalog,
+                },
+                "up_to_date": current.up_to_date,
             }
         )
         return
@@ -61,7 +76,13 @@ def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
         f"PostgreSQL {server[0] if server else '?'}"
     )
     if not current.installed:
-        console.print("[yellow]the mbus schema is not installed[/] (run `pgmbus install`)")
+        console.print("[yellow]the mbus schema is not installed[/]: run `pgmbus install`")
+        return
+    if current.legacy:
+        console.print(
+            "[yellow]the mbus schema has the pre-release 0.1 layout[/]: run `pgmbus upgrade` "
+            "to convert it"
+        )
     table = Table("migration", "state", "applied at")
     for m in current.applied:
         table.add_row(
@@ -70,8 +91,21 @@ def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
     for p in current.pending:
         table.add_row(f"{p.version:04d}_{p.name}", "[yellow]pending[/]", "-")
     console.print(table)
-    state = "up to date" if current.up_to_date else "needs `pgmbus upgrade`"
+    console.print(_functions_line(current))
+    state = "up to date" if current.up_to_date else "run `pgmbus upgrade`"
     console.print(f"schema version {current.version} of {current.latest}: {state}")
+
+
+def _functions_line(current: schema.SchemaStatus) -> str:
+    f = current.functions
+    if f is None:
+        return "functions: [yellow]not recorded[/]"
+    when = f"installed by pgmbus {f.package_version} at {f.installed_at:%Y-%m-%d %H:%M:%S%z}"
+    if not f.matches_package:
+        return f"functions: [yellow]differ from this package's[/] ({when})"
+    if not f.matches_catalog:
+        return f"functions: [yellow]changed in the database since install[/] ({when})"
+    return f"functions: [green]match this package[/] ({when})"
 
 
 def register(app: typer.Typer) -> None:

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from pgmbus import streams
 from pgmbus.cli.common import DsnOption, JsonOption, connect, console, print_json, reports_errors
+from pgmbus.sqlfiles import load_queries
 from pgmbus.streams.metrics import metrics_text
 
 app = typer.Typer(
@@ -209,7 +210,7 @@ def repair_cmd(dsn: DsnOption = None) -> None:
     reset and the cursors are moved to this cluster's current snapshot.
     """
     with connect(dsn) as conn:
-        status = conn.execute("SELECT consistent FROM mbus.log_status()").fetchone()
+        status = conn.execute(load_queries("streams.sql")["log_status"]).fetchone()
         if status and status[0]:
             console.print("the log is consistent with this cluster; repairing anyway")
         counts = streams.repair_after_restore(conn)

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import signal
 from collections.abc import Coroutine
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import psycopg
 import typer
@@ -15,8 +15,21 @@ from pgmbus.cli.common import DsnOption, JsonOption, print_json, reports_errors
 from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import ConfigurationError, translating
 from pgmbus.timers import store
-from pgmbus.timers.dispatcher import Dispatcher, DispatcherConfig
-from pgmbus.timers.netguard import NetworkGuard, networks_from_env, parse_networks
+
+if TYPE_CHECKING:  # the dispatcher and the service need the ``server`` extra (httpx, ...)
+    from pgmbus.timers.dispatcher import Dispatcher, DispatcherConfig
+    from pgmbus.timers.netguard import NetworkGuard
+
+SERVER_EXTRA_HINT = "this command needs the server extra: pip install 'pgmbus[server]'"
+
+
+def _require_server_extra() -> None:
+    """Raise ``ConfigurationError`` naming the extra when its packages are missing."""
+    try:
+        import croniter  # type: ignore[import-untyped]  # noqa: F401
+        import httpx  # noqa: F401
+    except ImportError as exc:
+        raise ConfigurationError(f"{SERVER_EXTRA_HINT} ({exc.name} is missing)") from exc
 
 app = typer.Typer(help="Scheduled HTTP callbacks: clients and maintenance.", no_args_is_help=True)
 
@@ -43,6 +56,8 @@ SlackOption = Annotated[
 
 
 def _guard(allow: list[str] | None) -> NetworkGuard:
+    from pgmbus.timers.netguard import NetworkGuard, networks_from_env, parse_networks
+
     try:
         return NetworkGuard(parse_networks(allow or []) + networks_from_env())
     except ValueError as exc:
@@ -52,6 +67,8 @@ def _guard(allow: list[str] | None) -> NetworkGuard:
 def _config(
     concurrency: int, timeout: float, bucket_lease: float, claim_slack: float
 ) -> DispatcherConfig:
+    from pgmbus.timers.dispatcher import DispatcherConfig
+
     return DispatcherConfig(
         concurrency=concurrency,
         timeout_s=timeout,
@@ -90,6 +107,9 @@ def dispatcher_cmd(
     claim_slack: SlackOption = 5.0,
 ) -> None:
     """Deliver due callbacks (and generate scheduled ones) until interrupted."""
+    _require_server_extra()
+    from pgmbus.timers.dispatcher import Dispatcher
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     config = _config(concurrency, timeout, bucket_lease, claim_slack)
     dispatcher = Dispatcher(resolve_dsn(dsn), config, _guard(allow_network))
@@ -118,7 +138,11 @@ def serve_cmd(
     claim_slack: SlackOption = 5.0,
 ) -> None:
     """Run the HTTP API (OpenAPI at /docs) and, by default, a dispatcher."""
-    import uvicorn
+    _require_server_extra()
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise ConfigurationError(f"{SERVER_EXTRA_HINT} ({exc.name} is missing)") from exc
 
     from pgmbus.timers.service import ServiceConfig, create_app
 

@@ -169,7 +169,8 @@ class AsyncBus:
         self, queue: str, ncons: int = 1, *, roles_security: bool = False
     ) -> None:
         """Create ``queue`` and its ``default`` consumer; on an existing queue, regenerate its
-        functions (the seed's rule). ``ncons`` is kept for the seed's signature, unused."""
+        functions (the original mbus API's rule). ``ncons`` is kept for that API's signature,
+        unused."""
         await self._rows(
             Q["create_queue"],
             {"queue": check_name("queue", queue), "ncons": ncons, "roles": roles_security},
@@ -571,7 +572,7 @@ class AsyncBus:
         }
         return int(await self._value(Q["post_dmq"], params, conn))
 
-    # --- part two: temporary queues and consumers, request-response --------------------------
+    # --- temporary queues and consumers, request-response ------------------------------------
 
     async def create_temporary_queue(self, *, conn: AsyncConnection[Any] | None = None) -> str:
         """Create a queue that lives as long as the session (connection) that made it; returns

@@ -1,6 +1,6 @@
 """Bus: the blocking client of the mbus queue API.
 
-Generated from ``_async_bus.py`` by ``src/pgmbus/queues/_codegen.py``; do not edit.
+Generated from ``src/pgmbus/queues/_async_bus.py`` by ``tools/async_to_sync.py``; do not edit.
 """
 
 from __future__ import annotations
@@ -172,7 +172,8 @@ class Bus:
         self, queue: str, ncons: int = 1, *, roles_security: bool = False
     ) -> None:
         """Create ``queue`` and its ``default`` consumer; on an existing queue, regenerate its
-        functions (the seed's rule). ``ncons`` is kept for the seed's signature, unused."""
+        functions (the original mbus API's rule). ``ncons`` is kept for that API's signature,
+        unused."""
         self._rows(
             Q["create_queue"],
             {"queue": check_name("queue", queue), "ncons": ncons, "roles": roles_security},
@@ -574,7 +575,7 @@ class Bus:
         }
         return int(self._value(Q["post_dmq"], params, conn))
 
-    # --- part two: temporary queues and consumers, request-response --------------------------
+    # --- temporary queues and consumers, request-response ------------------------------------
 
     def create_temporary_queue(self, *, conn: Connection[Any] | None = None) -> str:
         """Create a queue that lives as long as the session (connection) that made it; returns

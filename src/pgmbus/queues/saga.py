@@ -1,4 +1,4 @@
-"""Sagas: the seed's forward and compensation message sequences over mbus queues.
+"""Sagas: forward and compensation message sequences over mbus queues (original mbus API).
 
 A :class:`Saga` names its steps; :meth:`Saga.start` posts the whole pattern (``mbus.saga_start``)
 in the caller's transaction. Handlers run in transactions (:func:`run_saga_worker`): a forward

@@ -93,7 +93,7 @@ SELECT mbus.await_queue(%(queue)s);
 -- name: await_done
 SELECT mbus.await_done(%(queue)s);
 
--- Part two: temporary queues and consumers, request-response.
+-- Temporary queues and consumers, request-response.
 
 -- name: create_temporary_queue
 SELECT mbus.create_temporary_queue();
@@ -107,7 +107,7 @@ SELECT mbus.clear_tempq();
 -- name: queue_exists
 SELECT EXISTS (SELECT 1 FROM mbus.queue WHERE qname = %(queue)s);
 
--- Part two: sagas (pgmbus.queues.saga).
+-- Sagas (pgmbus.queues.saga).
 
 -- name: saga_start
 SELECT mbus.saga_start(%(name)s, %(steps)s, %(data)s);
@@ -126,9 +126,6 @@ SELECT saga_id, name, state, reason, steps FROM mbus.sagas WHERE saga_id = %(sag
 
 -- name: consume_one
 SELECT * FROM mbus.consume(%(queue)s, %(consumer)s);
-
--- name: take_iid
-SELECT * FROM mbus.take(%(iid)s);
 
 -- name: waiting_list
 SELECT qname, iid, pending, since, waits_for FROM mbus.waiting ORDER BY since, qname, id

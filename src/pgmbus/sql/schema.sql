@@ -17,3 +17,41 @@ SELECT pg_advisory_lock(%(key)s);
 
 -- name: unlock
 SELECT pg_advisory_unlock(%(key)s);
+
+-- name: functions_recorded
+SELECT checksum, catalog_digest, package_version, installed_at
+FROM mbus.schema_functions;
+
+-- name: record_functions
+INSERT INTO mbus.schema_functions AS f (checksum, catalog_digest, package_version)
+VALUES (%(checksum)s, %(catalog_digest)s, %(package_version)s)
+ON CONFLICT (singleton) DO UPDATE
+SET checksum = excluded.checksum, catalog_digest = excluded.catalog_digest,
+    package_version = excluded.package_version, installed_at = clock_timestamp();
+
+-- name: catalog_digest
+-- What the function files define, as the catalog has it now: functions by name (their full
+-- definitions) and views. Compared with the digest recorded at install by `pgmbus status`.
+SELECT md5(coalesce(string_agg(d.def, E'\n' ORDER BY d.name), ''))
+FROM (
+    SELECT p.oid::regprocedure::text AS name, pg_get_functiondef(p.oid) AS def
+    FROM pg_proc AS p
+    WHERE p.pronamespace = 'mbus'::regnamespace AND p.proname = ANY (%(functions)s::text[])
+    UNION ALL
+    SELECT c.oid::regclass::text, pg_get_viewdef(c.oid)
+    FROM pg_class AS c
+    WHERE c.relnamespace = 'mbus'::regnamespace AND c.relkind = 'v'
+      AND c.relname = ANY (%(views)s::text[])
+) AS d;
+
+-- name: regenerate_queues
+SELECT mbus.regenerate_queue(q.qname) FROM mbus.queue AS q ORDER BY q.qname;
+
+-- name: first_partitions
+-- A new log gets its first partitions (and those ahead) from maintain; an existing one keeps
+-- what it has.
+SELECT mbus._ensure_partition(1), mbus.maintain()
+WHERE NOT EXISTS (SELECT FROM mbus.event_partitions);
+
+-- name: restrict_public_execute
+SELECT mbus.restrict_public_execute();

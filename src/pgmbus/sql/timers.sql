@@ -80,6 +80,9 @@ SELECT mbus.timer_clean_if_due(%(ttl_days)s, %(every_s)s, %(now)s);
 -- name: now
 SELECT now();
 
+-- name: ping
+SELECT 1;
+
 -- name: listen_changes
 LISTEN mbus_timer_changed;
 

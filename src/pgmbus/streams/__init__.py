@@ -1,5 +1,9 @@
-"""Streams: the partitioned event log, consumer groups, subscriptions and change capture."""
+"""Streams: the partitioned event log, consumer groups, subscriptions and change capture.
 
+The functions here are blocking; ``pgmbus.streams.aclient`` has the same calls for asyncio.
+"""
+
+from pgmbus.streams import aclient
 from pgmbus.streams.client import (
     Batch,
     Event,
@@ -43,6 +47,7 @@ __all__ = [
     "StreamWorker",
     "WorkerStats",
     "ack_retry",
+    "aclient",
     "capture_table",
     "commit",
     "commit_transaction",

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from pgmbus.timers.store import STATUSES, Client
+from pgmbus.timers.records import STATUSES, Client
 
 __all__ = ["STATUSES", "Client"]

@@ -1,7 +1,7 @@
 """Buffer create requests and write them in batches: at ``max_items`` or after ``max_wait_s``.
 
-Each request is answered after its batch is committed (the seed: flush at N items or 50 ms,
-answer after the write). A batch that fails as a whole is retried item by item, so one bad
+Each request is answered after its batch is committed (as the original design does: flush at N items
+or 50 ms, answer after the write). A batch that fails as a whole is retried item by item, so one bad
 item fails only its own request.
 """
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import heapq
 import logging
 import os
@@ -33,20 +34,21 @@ import socket
 import ssl
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import psycopg
-from psycopg.types.json import Jsonb
 
-from pgmbus.timers import scheduler
+from pgmbus.errors import DatabaseError
+from pgmbus.timers import scheduler, store
 from pgmbus.timers.delivery import Claimed, Delivery, deliver
 from pgmbus.timers.netguard import NetworkGuard
-from pgmbus.timers.store import _q
 
 log = logging.getLogger("pgmbus.timers.dispatcher")
+# what a statement can raise: a driver error (connection lost) or a typed server error
+DB_ERRORS = (psycopg.Error, DatabaseError)
 
 
 class _Link:
@@ -188,8 +190,8 @@ class Dispatcher:
                 for task in helpers:
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
-                with contextlib.suppress(psycopg.Error):
-                    await (await side_link.get()).execute(_q("release"), {"dispatcher": self.name})
+                with contextlib.suppress(*DB_ERRORS):
+                    await store.release(await side_link.get(), self.name)
 
     async def _drain(self, workers: list[asyncio.Task[None]]) -> None:
         """Deliver what was claimed (it is due within the lookahead), then record it all."""
@@ -249,7 +251,7 @@ class Dispatcher:
                 start = rescan if rescanning else cursor
                 try:
                     rows = await self._claim(await link.get(), buckets, limit, start)
-                except psycopg.Error as exc:
+                except DB_ERRORS as exc:
                     log.warning("claim failed: %s", exc)
                     rows = []
                     await asyncio.sleep(min(1.0, cfg.bucket_lease_s / 3))
@@ -282,18 +284,16 @@ class Dispatcher:
         cursor: tuple[Any, int] | None,
     ) -> list[Claimed]:
         cfg = self.config
-        params = {
-            "dispatcher": self.name,
-            "buckets": buckets,
-            "limit": limit,
-            "lease_s": cfg.timeout_s + cfg.claim_slack_s,
-            "now": None,
-            "lookahead_s": cfg.lookahead_s,
-            "after_run_at": cursor[0] if cursor else None,
-            "after_id": cursor[1] if cursor else None,
-        }
-        cur = await conn.execute(_q("claim"), params)
-        return [Claimed(*r) for r in await cur.fetchall()]
+        rows = await store.claim(
+            conn,
+            self.name,
+            buckets,
+            limit,
+            cfg.timeout_s + cfg.claim_slack_s,
+            lookahead_s=cfg.lookahead_s,
+            after=cursor,
+        )
+        return [Claimed(*r) for r in rows]
 
     async def _release_loop(self) -> None:
         """Hand claimed callbacks to the workers when their run_at has come (never before)."""
@@ -351,9 +351,9 @@ class Dispatcher:
     async def _listen(self, link: _Link) -> psycopg.AsyncConnection[Any] | None:
         try:
             conn = await link.get()
-            await conn.execute(_q("listen_changes"))
+            await store.listen_changes(conn)
             return conn
-        except psycopg.Error as exc:
+        except DB_ERRORS as exc:
             log.warning("listen for changes failed: %s", exc)
             return None
 
@@ -412,38 +412,43 @@ class Dispatcher:
             if not self._results:
                 self._results_added.clear()
             if unused:
-                params = {
-                    "dispatcher": self.name,
-                    "ids": [cb.id for cb in unused],
-                    "attempts": [cb.attempt for cb in unused],
-                }
-                if await self._write(link, "unclaim", params, len(unused)):
+                give_back = functools.partial(
+                    store.unclaim,
+                    dispatcher=self.name,
+                    ids=[cb.id for cb in unused],
+                    attempts=[cb.attempt for cb in unused],
+                )
+                if await self._write(link, "unclaim", give_back, len(unused)):
                     self.stats.given_back += len(unused)
                 self._unrecorded -= len(unused)
             if batch:
-                payload = Jsonb([d.as_json(self.name) for d in batch])
-                if await self._write(link, "record", {"results": payload, "now": None}, len(batch)):
+                write = functools.partial(
+                    store.record, results=[d.as_json(self.name) for d in batch]
+                )
+                if await self._write(link, "record", write, len(batch)):
                     self.stats.recorded += len(batch)
                 self._unrecorded -= len(batch)
 
-    async def _write(self, link: _Link, query: str, params: dict[str, Any], count: int) -> bool:
+    async def _write(
+        self,
+        link: _Link,
+        what: str,
+        call: Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]],
+        count: int,
+    ) -> bool:
         """Run a write of the record connection, retried over broken connections."""
         for attempt in range(5):
             try:
-                conn = await link.get()
-                await (await conn.execute(_q(query), params)).fetchone()
+                await call(await link.get())
                 return True
-            except psycopg.Error as exc:
-                log.warning("%s of %d failed (try %d): %s", query, count, attempt + 1, exc)
+            except DB_ERRORS as exc:
+                log.warning("%s of %d failed (try %d): %s", what, count, attempt + 1, exc)
                 await asyncio.sleep(0.2 * 2**attempt)
         return False  # the claims expire: the callbacks are claimed again later
 
     # -- heartbeat, schedules, cleanup --------------------------------------------------------
     async def _heartbeat(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        params = {"dispatcher": self.name, "lease_s": self.config.bucket_lease_s, "now": None}
-        cur = await conn.execute(_q("heartbeat"), params)
-        row = await cur.fetchone()
-        self.buckets = list(row[0]) if row else []
+        self.buckets = await store.heartbeat(conn, self.name, self.config.bucket_lease_s)
 
     async def _heartbeat_loop(self, link: _Link, stop: asyncio.Event) -> None:
         cfg = self.config
@@ -464,11 +469,7 @@ class Dispatcher:
                     await scheduler.generate(conn, horizon_s=cfg.schedule_horizon_s)
                     next_schedule = now + cfg.schedule_interval_s
                 if now >= next_clean:
-                    cur = await conn.execute(
-                        _q("clean_if_due"),
-                        {"ttl_days": cfg.clean_ttl_days, "every_s": cfg.clean_every_s, "now": None},
-                    )
-                    await cur.fetchone()
+                    await store.clean_if_due(conn, cfg.clean_ttl_days, cfg.clean_every_s)
                     next_clean = now + 3600
             except Exception as exc:  # keep heartbeating whatever a pass raised
                 log.warning("heartbeat/scheduler failed: %s", exc)

@@ -15,15 +15,14 @@ from __future__ import annotations
 import logging
 import math
 from datetime import datetime, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
 
-import psycopg
 from croniter import CroniterError, croniter  # type: ignore[import-untyped]
 
 from pgmbus.errors import InvalidArgument, PgmbusError
 from pgmbus.timers import cron as cronexpr
-from pgmbus.timers.store import Conn, _q, _row, pause_broken_schedule
+from pgmbus.timers import store
+from pgmbus.timers.store import Conn
 
 MAX_OCCURRENCES = 10_000
 log = logging.getLogger("pgmbus.timers.scheduler")
@@ -88,11 +87,8 @@ async def generate(
     created = 0
     async with conn.transaction():
         if now is None:
-            now = (await _row(await conn.execute(_q("now"))))[0]
-        cur = await conn.execute(
-            _q("schedules_due"), {"horizon_s": horizon_s, "limit": limit, "now": now}
-        )
-        due: list[Any] = await cur.fetchall()
+            now = await store.server_now(conn)
+        due = await store.schedules_due(conn, horizon_s, limit, now)
         for sid, cron, tz, interval_s, start_at, end_at, generated_until, stop_after in due:
             hi = now + timedelta(seconds=horizon_s)
             if end_at is not None:
@@ -109,20 +105,14 @@ async def generate(
             if len(times) == MAX_OCCURRENCES:
                 hi = times[-1]  # continue from here next pass
                 times = times[:-1]
-            params = {
-                "schedule_id": sid,
-                "run_ats": times,
-                "until": max(hi, generated_until),
-                "now": now,
-            }
+            until = max(hi, generated_until)
             try:
                 async with conn.transaction():  # a savepoint: one schedule fails alone
-                    cur = await conn.execute(_q("schedule_materialize"), params)
-                    created += int((await _row(cur))[0])
-            except psycopg.Error as exc:
+                    created += await store.schedule_materialize(conn, sid, times, until, now)
+            except PgmbusError as exc:
                 if not _about_values(exc.sqlstate):
                     raise
-                await _pause(conn, sid, f"runs cannot be created: {exc}", now)
+                await _pause(conn, sid, f"runs cannot be created: {exc.message}", now)
     return created
 
 
@@ -136,4 +126,4 @@ _VALUE_ERRORS = ("MB005", "MB006")
 
 async def _pause(conn: Conn, schedule_id: int, reason: str, now: datetime) -> None:
     log.warning("schedule %s paused: %s", schedule_id, reason)
-    await pause_broken_schedule(conn, schedule_id, reason, now=now)
+    await store.pause_broken_schedule(conn, schedule_id, reason, now=now)

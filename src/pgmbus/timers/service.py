@@ -168,7 +168,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     @app.get("/healthz", tags=["service"])
     async def healthz() -> dict[str, str]:
         async with state.pool.connection() as conn:
-            await conn.execute("SELECT 1")
+            await store.ping(conn)
         return {"status": "ok"}
 
     @app.post(

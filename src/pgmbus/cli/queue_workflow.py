@@ -1,0 +1,83 @@
+"""Queue workflow commands: ``waiting`` (dependencies), ``view``, ``request``, ``clear-temp``."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from pgmbus.cli.common import (
+    DsnOption,
+    JsonOption,
+    console,
+    print_json,
+    query_rows,
+    reports_errors,
+)
+from pgmbus.dsn import resolve_dsn
+from pgmbus.errors import InvalidPayload
+from pgmbus.queues import Bus
+from pgmbus.sqlfiles import load_queries
+
+Q = load_queries("queues.sql")
+
+
+@reports_errors
+def waiting_cmd(
+    limit: Annotated[int, typer.Option(help="At most this many.")] = 100,
+    dsn: DsnOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Messages waiting for their consume_after dependencies, and what they wait for."""
+    rows = query_rows(dsn, Q["waiting_list"], {"limit": limit})
+    if as_json:
+        print_json([r | {"since": r["since"].isoformat()} for r in rows])
+        return
+    table = Table("queue", "iid", "pending", "waits for")
+    for r in rows:
+        table.add_row(r["qname"], r["iid"], str(r["pending"]), ", ".join(r["waits_for"]))
+    console.print(table)
+
+
+@reports_errors
+def view_cmd(
+    name: str,
+    view: Annotated[str | None, typer.Option(help="schema.name (default public.<q>_q).")] = None,
+    dsn: DsnOption = None,
+) -> None:
+    """Create a view whose INSERT posts to the queue (grant it to unprivileged roles)."""
+    rows = query_rows(dsn, Q["create_view"], {"queue": name, "view": view})
+    typer.echo(rows[0]["create_view"])
+
+
+@reports_errors
+def request_cmd(
+    name: str,
+    data: Annotated[str, typer.Argument(help="The request, a JSON object.")],
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the reply.")] = 10.0,
+    dsn: DsnOption = None,
+) -> None:
+    """Send a request and print the reply's data (request-response over a temporary queue)."""
+    payload = json.loads(data)
+    if not isinstance(payload, dict):
+        raise InvalidPayload("data must be a JSON object", sqlstate="MB005")
+    with Bus(resolve_dsn(dsn), max_size=2) as bus:
+        reply = bus.request(name, payload, timeout=timeout)
+    print_json(reply.data)
+
+
+@reports_errors
+def clear_temp_cmd(dsn: DsnOption = None) -> None:
+    """Drop temporary queues and consumers whose session has ended."""
+    with Bus(resolve_dsn(dsn), max_size=1) as bus:
+        typer.echo(f"{bus.clear_tempq()} temporary object(s) dropped")
+
+
+def register(queue_app: typer.Typer) -> None:
+    """Add these commands to ``pgmbus queue``."""
+    queue_app.command("waiting")(waiting_cmd)
+    queue_app.command("view")(view_cmd)
+    queue_app.command("request")(request_cmd)
+    queue_app.command("clear-temp")(clear_temp_cmd)

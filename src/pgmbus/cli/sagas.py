@@ -1,0 +1,88 @@
+"""``pgmbus saga ...``: list sagas, run the workers of their steps, run the saga pump."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from pgmbus.cli.common import (
+    DsnOption,
+    JsonOption,
+    console,
+    print_json,
+    query_rows,
+    reports_errors,
+)
+from pgmbus.dsn import resolve_dsn
+from pgmbus.queues.saga import run_saga_pump, run_saga_worker
+from pgmbus.queues.worker import load_handler
+from pgmbus.sqlfiles import load_queries
+
+Q = load_queries("queues.sql")
+saga_app = typer.Typer(help="Sagas: list, run step workers, pump.", no_args_is_help=True)
+
+
+@saga_app.command("list")
+@reports_errors
+def saga_list_cmd(
+    state: Annotated[str | None, typer.Option(help="running, completed, ...")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 50,
+    dsn: DsnOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Sagas with their state and each step's forward and compensation state."""
+    rows = query_rows(dsn, Q["saga_list"], {"state": state, "limit": limit})
+    if as_json:
+        print_json(rows)
+        return
+    table = Table("saga", "name", "state", "steps", "reason")
+    for r in rows:
+        steps = ", ".join(
+            f"{k}:{v['forward']}" + (f"/{v['compensation']}" if v["compensation"] else "")
+            for k, v in (r["steps"] or {}).items()
+        )
+        table.add_row(str(r["saga_id"]), r["name"], r["state"], steps, r["reason"] or "")
+    console.print(table)
+
+
+def _until_signalled() -> threading.Event:
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
+@saga_app.command("worker")
+@reports_errors
+def saga_worker_cmd(
+    handler: Annotated[str, typer.Argument(help="module:function called with (conn, message).")],
+    queue: Annotated[str, typer.Option("--queue", "-q", help="Queue to consume.")],
+    poll: Annotated[float, typer.Option(help="Idle poll interval, seconds.")] = 0.2,
+    dsn: DsnOption = None,
+) -> None:
+    """Handle a saga step's queue, one transaction per message, until SIGTERM/SIGINT.
+
+    A forward handler that raises rolls the saga back in the same transaction."""
+    func: Any = load_handler(handler)
+    console.print(f"saga worker: {handler} on {queue}", highlight=False)
+    run_saga_worker(resolve_dsn(dsn), queue, func, _until_signalled(), poll_interval=poll)
+
+
+@saga_app.command("pump")
+@reports_errors
+def saga_pump_cmd(
+    poll: Annotated[float, typer.Option(help="Idle poll interval, seconds.")] = 0.2,
+    dsn: DsnOption = None,
+) -> None:
+    """Complete sagas and record finished rollbacks (final and done messages) until SIGTERM."""
+    console.print("saga pump", highlight=False)
+    run_saga_pump(resolve_dsn(dsn), _until_signalled(), poll_interval=poll)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``pgmbus saga`` to the application."""
+    app.add_typer(saga_app, name="saga")

@@ -1,0 +1,18 @@
+-- Function: mbus.get_setting(key, fallback)
+--
+-- Purpose:  Read one setting of mbus.settings (retention, partition interval, staged TTL, ...):
+--           its value, or the fallback when the key is not set.
+-- Params:   key       the setting's key, e.g. 'streams.retention'
+--           fallback  the value to return when the key has no row (NULL unless given)
+-- Returns:  jsonb: the stored value or fallback
+-- Locks:    none (reads only)
+-- Callers:  mbus.maintain, spark_clean_staged and other engine functions that read their
+--           configuration; tests
+CREATE OR REPLACE FUNCTION mbus.get_setting(key text, fallback jsonb DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE sql STABLE
+SET search_path = pg_catalog
+AS $$
+    SELECT coalesce((SELECT s.value FROM mbus.settings AS s WHERE s.key = get_setting.key),
+                    fallback);
+$$;

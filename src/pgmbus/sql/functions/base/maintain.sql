@@ -1,0 +1,157 @@
+-- Function: mbus.maintain(p_now)
+--
+-- Purpose:  The periodic upkeep of every engine, run from a scheduler, a worker or
+--           `pgmbus streams maintain`; safe to run at any rate (serialized by an advisory lock):
+--             1. when the current partition of mbus.events has taken ids for
+--                streams.partition_interval, ids move on to the next one (the sequence jumps);
+--             2. streams.partitions_ahead empty partitions are kept ready;
+--             3. a group with unread events whose position is older than its max_lag is
+--                expired, loudly: a WARNING, an event on topic 'mbus.group_expired' and the
+--                counter 'groups_expired';
+--             4. closed partitions older than streams.retention are dropped, except those a
+--                live group still has unread events in (reported as kept);
+--             5. subscriptions inactive for longer than their expires_after are removed;
+--             6. temporary queues and consumers of ended sessions are dropped (clear_tempq);
+--             7. staged rows of Spark writes abandoned by their driver are dropped
+--                (spark_clean_staged).
+-- Params:   p_now  the clock (NULL = now()); tests move it
+-- Returns:  jsonb report: created, dropped, kept, expired_groups, expired_subscriptions,
+--           temporary_dropped, spark_staged_dropped
+-- Locks:    pg_advisory_xact_lock('mbus.streams.maintain'); ACCESS EXCLUSIVE on partitions it
+--           creates or drops; row locks of the groups, subscriptions and staged rows it changes
+-- Callers:  pgmbus.streams.client.maintain (sql/streams.sql 'maintain'), used by
+--           `pgmbus streams maintain` and StreamWorker (maintain_every); the installer on a new
+--           log (sql/schema.sql 'first_partitions'); users' schedulers
+CREATE OR REPLACE FUNCTION mbus.maintain(p_now timestamptz DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE plpgsql
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    v_now       timestamptz := coalesce(p_now, now());
+    v_interval  interval := mbus.get_setting('streams.partition_interval', '"1 day"')
+                            #>> '{}';
+    v_ahead     integer := mbus.get_setting('streams.partitions_ahead', '2')::integer;
+    v_retention interval := mbus.get_setting('streams.retention', '"7 days"') #>> '{}';
+    v_cur       mbus.event_partitions;
+    v_seq       bigint;
+    v_created   text[] := '{}';
+    v_dropped   text[] := '{}';
+    v_kept      jsonb := '[]';
+    v_expired   text[] := '{}';
+    v_subs      bigint;
+    v_tempq     integer;
+    v_holders   text[];
+    p           mbus.event_partitions;
+    g           mbus.stream_groups;
+    c           mbus.stream_cursors;
+    v_lag       interval;
+    v_rec       record;
+BEGIN
+    PERFORM mbus._check_log();
+    PERFORM pg_advisory_xact_lock(hashtextextended('mbus.streams.maintain', 0));
+
+    -- 1 and 2: the current partition, rollover, partitions ahead.
+    SELECT last_value INTO v_seq FROM mbus.event_seq;
+    -- (setval is not transactional: should a maintain() that moved the sequence roll back, the
+    -- partition the ids now go to is created here)
+    IF mbus._ensure_partition((v_seq >> 40)::integer) THEN
+        v_created := v_created || format('events_%s', lpad((v_seq >> 40)::text, 7, '0'));
+    END IF;
+    SELECT * INTO v_cur FROM mbus.event_partitions AS ep
+    WHERE ep.lo_id <= v_seq AND v_seq < ep.hi_id;
+    IF v_cur.opened_at IS NULL THEN
+        UPDATE mbus.event_partitions AS ep SET opened_at = v_now
+        WHERE ep.partition_no = v_cur.partition_no;
+        UPDATE mbus.event_partitions AS ep SET closed_at = v_now
+        WHERE ep.partition_no < v_cur.partition_no AND ep.closed_at IS NULL
+          AND ep.opened_at IS NOT NULL;
+        v_cur.opened_at := v_now;
+    ELSIF v_cur.opened_at + v_interval <= v_now THEN
+        IF mbus._ensure_partition(v_cur.partition_no + 1) THEN
+            v_created := v_created || format('events_%s',
+                                             lpad((v_cur.partition_no + 1)::text, 7, '0'));
+        END IF;
+        PERFORM setval('mbus.event_seq', v_cur.hi_id, false);
+        UPDATE mbus.event_partitions AS ep SET closed_at = v_now
+        WHERE ep.partition_no = v_cur.partition_no;
+        UPDATE mbus.event_partitions AS ep SET opened_at = v_now
+        WHERE ep.partition_no = v_cur.partition_no + 1;
+        v_cur.partition_no := v_cur.partition_no + 1;
+    END IF;
+    FOR i IN 1..greatest(v_ahead, 1) LOOP
+        IF mbus._ensure_partition(v_cur.partition_no + i) THEN
+            v_created := v_created || format('events_%s',
+                                             lpad((v_cur.partition_no + i)::text, 7, '0'));
+        END IF;
+    END LOOP;
+
+    -- 3: lagging groups.
+    FOR v_rec IN
+        SELECT sg AS g, sc AS c FROM mbus.stream_groups AS sg
+        JOIN mbus.stream_cursors AS sc ON sc.group_name = sg.name
+        WHERE sg.state = 'active' AND sg.max_lag IS NOT NULL
+          AND sc.lo_taken_at + sg.max_lag < v_now
+        ORDER BY sg.name, sc.slot
+    LOOP
+        g := v_rec.g;
+        c := v_rec.c;
+        IF g.name = ANY (v_expired) THEN
+            CONTINUE;
+        END IF;
+        IF EXISTS (SELECT 1 FROM mbus.event_partitions AS ep
+                   WHERE mbus._partition_needed(ep.name, g, c)) THEN
+            v_lag := v_now - c.lo_taken_at;
+            UPDATE mbus.stream_groups AS sg
+            SET state = 'expired', expired_at = v_now,
+                expired_why = format('slot %s lagged %s behind (max_lag %s)', c.slot, v_lag,
+                                     g.max_lag)
+            WHERE sg.name = g.name;
+            v_expired := v_expired || g.name;
+            PERFORM mbus._count('groups_expired');
+            INSERT INTO mbus.events (topic, key, payload)
+            VALUES ('mbus.group_expired', g.name,
+                    jsonb_build_object('group', g.name, 'slot', c.slot, 'lag', v_lag::text,
+                                       'max_lag', g.max_lag::text, 'expired_at', v_now));
+            RAISE WARNING 'pgmbus: consumer group % expired: slot % lagged % behind (max_lag %)',
+                g.name, c.slot, v_lag, g.max_lag;
+        END IF;
+    END LOOP;
+
+    -- 4: retention.
+    FOR p IN
+        SELECT * FROM mbus.event_partitions AS ep
+        WHERE ep.closed_at IS NOT NULL AND ep.closed_at + v_retention < v_now
+        ORDER BY ep.partition_no
+    LOOP
+        v_holders := ARRAY(
+            SELECT DISTINCT sg.name
+            FROM mbus.stream_groups AS sg
+            JOIN mbus.stream_cursors AS sc ON sc.group_name = sg.name
+            WHERE sg.state = 'active' AND mbus._partition_needed(p.name, sg, sc)
+            ORDER BY sg.name);
+        IF cardinality(v_holders) > 0 THEN
+            v_kept := v_kept || jsonb_build_object('partition', p.name, 'groups', v_holders);
+            CONTINUE;
+        END IF;
+        EXECUTE format('DROP TABLE mbus.%I', p.name);
+        DELETE FROM mbus.event_partitions AS ep WHERE ep.partition_no = p.partition_no;
+        v_dropped := v_dropped || p.name;
+    END LOOP;
+
+    -- 5: subscriptions of departed listeners.
+    DELETE FROM mbus.subscriptions AS s
+    WHERE s.expires_after IS NOT NULL AND s.last_active_at + s.expires_after < v_now;
+    GET DIAGNOSTICS v_subs = ROW_COUNT;
+
+    -- 6: temporary queues and consumers whose session has ended (the seed's clear_tempq), so
+    -- that the regular maintenance call collects them.
+    v_tempq := mbus.clear_tempq();
+
+    -- 7: staged rows of Spark writes abandoned by their driver.
+    RETURN jsonb_build_object('created', to_jsonb(v_created), 'dropped', to_jsonb(v_dropped),
+                              'kept', v_kept, 'expired_groups', to_jsonb(v_expired),
+                              'expired_subscriptions', v_subs, 'temporary_dropped', v_tempq,
+                              'spark_staged_dropped', mbus.spark_clean_staged(p_now));
+END;
+$$;

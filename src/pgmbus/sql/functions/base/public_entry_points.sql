@@ -1,0 +1,37 @@
+-- Function: mbus.public_entry_points()
+--
+-- Purpose:  The mbus functions PUBLIC may execute, as the text of their regprocedure; every
+--           other mbus function is not executable by PUBLIC (restrict_public_execute enforces it
+--           at the end of every install and upgrade, secure_queue for generated functions).
+--           The queue entry points only dispatch to generated per-queue functions, whose own
+--           EXECUTE privilege is what is checked (USAGE on schema mbus goes to queue roles
+--           only); rotate_queue only truncates segments that hold no row, so every role that
+--           can consume may run it. A function listed here that does not exist is ignored.
+-- Params:   none
+-- Returns:  text[]: signatures such as 'mbus.get_iid(text)' (regprocedure's text form)
+-- Locks:    none
+-- Callers:  mbus.restrict_public_execute; tests/test_public_execute.py (catalog test)
+CREATE OR REPLACE FUNCTION mbus.public_entry_points()
+RETURNS text[]
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog
+AS $$
+    SELECT ARRAY[
+        'mbus.ack(text,uuid,timestamp with time zone)',
+        'mbus.check_name(text,text,integer)',
+        'mbus.consume(text,text,timestamp with time zone)',
+        'mbus.consume_lease(text,text,integer,interval,integer,timestamp with time zone)',
+        'mbus.consumen(text,text,integer,timestamp with time zone)',
+        'mbus.extend(text,uuid,interval,timestamp with time zone)',
+        'mbus.get_iid(text)',
+        'mbus.nack(text,uuid,interval,timestamp with time zone)',
+        'mbus.peek(text,text)',
+        'mbus.post(text,jsonb,jsonb,jsonb,timestamp with time zone,timestamp with time zone,text)',
+        'mbus.post_batch(text,jsonb[],jsonb[],jsonb[],timestamp with time zone,'
+            'timestamp with time zone)',
+        'mbus.require_consumer(text,text)',
+        'mbus.require_queue(text)',
+        'mbus.rotate_queue(text,integer)',
+        'mbus.take_from(text,text,text)'
+    ]
+$$;

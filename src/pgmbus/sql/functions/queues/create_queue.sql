@@ -1,0 +1,67 @@
+-- Function: mbus.create_queue(qname, ncons, is_roles_security_model)
+--
+-- Purpose:  Create a queue: its row in mbus.queue, the delivery table mbus.q_<qname>
+--           LIST-partitioned on seg into the parking segment 0 and the rotating segments 1..3
+--           (mbus.create_segments; mbus.rotate_queue recycles them by TRUNCATE instead of VACUUM),
+--           its consumer 'default', the dependency trigger and roles (mbus.queue_created) and its
+--           generated functions (mbus.regenerate_queue). For an existing queue it only updates
+--           ncons and regenerates the functions; is_roles_security_model is then ignored.
+-- Params:   qname                    the queue's name (text; the name rule, at most 24 bytes)
+--           ncons                    the original API's part count (integer >= 1; stored, unused)
+--           is_roles_security_model  post/consume only through the queue's roles (boolean)
+-- Returns:  void; MB001 for a bad name, MB006 for ncons < 1
+-- Locks:    pg_advisory_xact_lock(1835165041) (serializes every catalog change of queues:
+--           create/drop of queues, consumers, triggers, clear_tempq); CREATE TABLE of the new
+--           tables and indexes; ensure_role's CREATE ROLE; for an existing queue, a row lock on its
+--           mbus.queue row
+-- Callers:  mbus.create_temporary_queue, mbus.saga_queue; pgmbus.queues Bus.create_queue /
+--           AsyncBus.create_queue via sql/queues.sql 'create_queue' (CLI `pgmbus queue create`);
+--           tests under tests/queues, tests/spark, tests/test_schema.py
+CREATE OR REPLACE FUNCTION mbus.create_queue(qname text, ncons integer DEFAULT 1,
+                                             is_roles_security_model boolean DEFAULT false)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    tbl text := 'q_' || qname;
+BEGIN
+    PERFORM mbus.check_name('queue', qname, 24);
+    IF ncons IS NULL OR ncons < 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'ncons must be a positive integer';
+    END IF;
+    -- Serialize catalog changes of queues (create/drop/consumers/triggers).
+    PERFORM pg_advisory_xact_lock(1835165041);
+    IF EXISTS (SELECT 1 FROM mbus.queue AS q WHERE q.qname = create_queue.qname) THEN
+        UPDATE mbus.queue AS q SET ncons = create_queue.ncons WHERE q.qname = create_queue.qname;
+        PERFORM mbus.regenerate_queue(qname);
+        RETURN;
+    END IF;
+    INSERT INTO mbus.queue (qname, ncons, roles_security)
+    VALUES (qname, ncons, coalesce(is_roles_security_model, false));
+    EXECUTE format($t$
+CREATE TABLE mbus.%I (
+    c             integer NOT NULL,
+    vt            timestamptz NOT NULL,
+    id            bigint NOT NULL,
+    iid           text,
+    added         timestamptz NOT NULL,
+    delayed_until timestamptz,
+    expires       timestamptz,
+    headers       jsonb,
+    properties    jsonb,
+    data          jsonb NOT NULL,
+    consume_after text[],
+    attempts      integer NOT NULL DEFAULT 0,
+    lease_token   uuid,
+    waited        boolean NOT NULL DEFAULT false,
+    seg           smallint NOT NULL DEFAULT mbus.segment_of(%L)
+) PARTITION BY LIST (seg)$t$, tbl, qname);
+    EXECUTE format('COMMENT ON TABLE mbus.%I IS %L', tbl,
+                   format('deliveries of queue %s: one row per (message, consumer)', qname));
+    PERFORM mbus.create_segments(qname);
+    INSERT INTO mbus.consumer (qname, cname, selector) VALUES (qname, 'default', NULL);
+    PERFORM mbus.queue_created(qname);
+    PERFORM mbus.regenerate_queue(qname);
+END;
+$$;

@@ -1,0 +1,56 @@
+-- Function: mbus.create_segments(qname, p_from)
+--
+-- Purpose:  Make the partitions of mbus.q_<qname> (a table partitioned on seg) with their indexes,
+--           those missing from segment p_from on: q_<q>$0 (parking: deliveries due in more than a
+--           minute, never truncated) and q_<q>$1..$3 (rotating). Each segment gets the claim index
+--           (c, vt, id), (id), partial (iid) and (expires) indexes and a unique partial
+--           (lease_token) index, named q_<q>_<kind>$<n>. The parent gets indexes of the same names
+--           without $<n>: they attach the segments' indexes (nothing is built) and keep the names
+--           that docs and notices give. Adds the queue's mbus.queue_segment row (current segment
+--           1). Idempotent.
+-- Params:   qname   the queue's name (text)
+--           p_from  the first segment number to make (integer; default 0 = all)
+-- Returns:  void
+-- Locks:    ACCESS EXCLUSIVE on mbus.q_<qname> while a partition is added; SHARE on each segment
+--           for CREATE INDEX IF NOT EXISTS (taken even when the index exists); called on a new
+--           table, so nobody else holds it
+-- Callers:  mbus.create_queue
+CREATE OR REPLACE FUNCTION mbus.create_segments(qname text, p_from integer DEFAULT 0)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    tbl text := 'q_' || qname;
+    seg text;
+BEGIN
+    FOR n IN p_from .. 3 LOOP
+        seg := tbl || '$' || n;
+        IF to_regclass(format('mbus.%I', seg)) IS NULL THEN
+            EXECUTE format('CREATE TABLE mbus.%I PARTITION OF mbus.%I FOR VALUES IN (%s)',
+                           seg, tbl, n);
+        END IF;
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (c, vt, id)',
+                       tbl || '_claim$' || n, seg);
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (id)', tbl || '_id$' || n, seg);
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (iid) WHERE iid IS NOT NULL',
+                       tbl || '_iid$' || n, seg);
+        EXECUTE format('CREATE UNIQUE INDEX IF NOT EXISTS %I ON mbus.%I (lease_token) '
+                       'WHERE lease_token IS NOT NULL', tbl || '_lease$' || n, seg);
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (expires) WHERE expires IS NOT NULL',
+                       tbl || '_expires$' || n, seg);
+        EXECUTE format('COMMENT ON TABLE mbus.%I IS %L', seg,
+                       CASE WHEN n = 0 THEN format('queue %s: deliveries that wait long', qname)
+                            ELSE format('queue %s: rotating delivery segment %s', qname, n) END);
+    END LOOP;
+    -- Parent indexes of the same names as before segmentation: they attach the segments'
+    -- indexes (nothing is built) and keep the names the docs and notices give.
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (c, vt, id)', tbl || '_claim', tbl);
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (id)', tbl || '_id', tbl);
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (iid) WHERE iid IS NOT NULL',
+                   tbl || '_iid', tbl);
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (expires) WHERE expires IS NOT NULL',
+                   tbl || '_expires', tbl);
+    INSERT INTO mbus.queue_segment (qname) VALUES (qname) ON CONFLICT DO NOTHING;
+END;
+$$;

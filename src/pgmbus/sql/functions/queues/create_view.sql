@@ -1,0 +1,46 @@
+-- Function: mbus.create_view(qname, viewname)
+--
+-- Purpose:  Make a view of the queue whose INSERT posts to it (an INSTEAD OF INSERT trigger calling
+--           mbus.view_insert, which runs as the owner): grants on the view are all an unprivileged
+--           role needs to post. Reading it lists the queue's pending messages, one row per message
+--           (DISTINCT ON id over all consumers' deliveries): id, iid, added, delayed_until,
+--           expires, headers, properties, data. The view is recorded in mbus.queue_view and dropped
+--           with the queue.
+-- Params:   qname     the queue's name (text)
+--           viewname  [schema.]name of the view (text; NULL = public.<qname>_q)
+-- Returns:  text: the view's quoted qualified name; MB006 for a bad view name
+-- Locks:    CREATE VIEW and CREATE TRIGGER on the new view; no queue lock
+-- Callers:  pgmbus.cli.queues2.view_cmd via sql/queues.sql 'create_view' (CLI `pgmbus queue view`);
+--           tests tests/queues/test_queues2_security.py, test_queues_segments.py
+CREATE OR REPLACE FUNCTION mbus.create_view(qname text, viewname text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    v_parts text[];
+    v_schema text;
+    v_name   text;
+BEGIN
+    PERFORM mbus.require_queue(qname);
+    v_parts := parse_ident(coalesce(viewname, 'public.' || qname || '_q'));
+    IF cardinality(v_parts) = 1 THEN
+        v_schema := 'public';
+        v_name := v_parts[1];
+    ELSIF cardinality(v_parts) = 2 THEN
+        v_schema := v_parts[1];
+        v_name := v_parts[2];
+    ELSE
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = format('bad view name %L', viewname);
+    END IF;
+    EXECUTE format($t$
+CREATE VIEW %I.%I AS
+SELECT DISTINCT ON (q.id) q.id, coalesce(q.iid, %L || q.id || '@' || current_database()) AS iid,
+       q.added, q.delayed_until, q.expires, q.headers, q.properties, q.data
+FROM mbus.%I AS q ORDER BY q.id$t$, v_schema, v_name, qname || '.', 'q_' || qname);
+    EXECUTE format('CREATE TRIGGER post INSTEAD OF INSERT ON %I.%I FOR EACH ROW '
+                   'EXECUTE FUNCTION mbus.view_insert(%L)', v_schema, v_name, qname);
+    INSERT INTO mbus.queue_view (view_schema, view_name, qname) VALUES (v_schema, v_name, qname);
+    RETURN format('%I.%I', v_schema, v_name);
+END;
+$$;

@@ -1,0 +1,34 @@
+-- Function: mbus.post(qname, data, headers, properties, delayed_until, expires, iid)
+--
+-- Purpose:  Post one message to a queue: the original mbus API's generic post, which returns
+--           nothing (the generated post_<qname> it dispatches to returns the iid). Checks the queue
+--           name, then calls post_<qname>: one delivery row per consumer whose selector holds,
+--           copies to the queues of the triggers from qname, a wait while headers consume_after
+--           names iids that still exist; it all exists when the caller commits.
+-- Params:   qname          the queue's name (text)
+--           data           the payload (jsonb object; MB005 else)
+--           headers        headers (jsonb object or NULL; mbus.stamp_headers completes them)
+--           properties     properties selectors test (jsonb object or NULL)
+--           delayed_until  not claimable before this time (NULL = at once)
+--           expires        never claimed from this time on (NULL = never expires)
+--           iid            the message's iid (NULL = a new '<qname>.<n>@<database>')
+-- Returns:  void; MB001/MB002 for a bad or unknown queue, MB005 for a payload not an object
+-- Locks:    those of post_<qname>: inserts into mbus.q_<qname> (ROW EXCLUSIVE on its current
+--           segment, or segment 0 for deliveries due in more than a minute) and into the trigger
+--           destinations; with consume_after, mbus.await_deps's row locks; a pg_notify only when a
+--           session waits on the queue
+-- Callers:  users directly (a public entry point); pgmbus.queues Bus.post / AsyncBus.post call
+--           post_<qname> directly via sql/queues.sql 'post'; tests under tests/queues
+CREATE OR REPLACE FUNCTION mbus.post(qname text, data jsonb, headers jsonb DEFAULT NULL,
+                          properties jsonb DEFAULT NULL, delayed_until timestamptz DEFAULT NULL,
+                          expires timestamptz DEFAULT NULL, iid text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+    PERFORM mbus.require_queue(qname);
+    EXECUTE format('SELECT mbus.%I($1, $2, $3, $4, $5, $6)', 'post_' || qname)
+    USING data, headers, properties, delayed_until, expires, iid;
+END;
+$$;

@@ -1,0 +1,33 @@
+-- Function: mbus.post_batch(qname, data, headers, properties, delayed_until, expires)
+--
+-- Purpose:  Post many messages in one call; the i-th message has data[i], headers[i] and
+--           properties[i], and all share delayed_until and expires. Checks the queue name, then
+--           dispatches to the generated postn_<qname>: one INSERT per consumer over all messages in
+--           one statement (messages with consume_after go one by one through mbus.post_each).
+-- Params:   qname          the queue's name (text)
+--           data           the payloads (jsonb[] of objects)
+--           headers        headers per message (jsonb[] as long as data, or NULL)
+--           properties     properties per message (jsonb[] as long as data, or NULL)
+--           delayed_until  not claimable before this time (NULL = at once)
+--           expires        never claimed from this time on (NULL = never expires)
+-- Returns:  SETOF text: the iids, in the order of data; no row for NULL or empty data; MB005/MB006
+--           for bad elements or lengths
+-- Locks:    those of postn_<qname>: inserts into mbus.q_<qname> and the trigger destinations (ROW
+--           EXCLUSIVE on the segment written); a pg_notify only when a session waits
+-- Callers:  users directly (a public entry point); mbus.spark_commit_write; pgmbus.queues
+--           Bus.post_batch / AsyncBus.post_batch call postn_<qname> directly via sql/queues.sql
+--           'post_batch'; tests under tests/queues, tests/spark
+CREATE OR REPLACE FUNCTION mbus.post_batch(qname text, data jsonb[], headers jsonb[] DEFAULT NULL,
+                                properties jsonb[] DEFAULT NULL,
+                                delayed_until timestamptz DEFAULT NULL,
+                                expires timestamptz DEFAULT NULL)
+RETURNS SETOF text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+    PERFORM mbus.require_queue(qname);
+    RETURN QUERY EXECUTE format('SELECT * FROM mbus.%I($1, $2, $3, $4, $5)', 'postn_' || qname)
+    USING data, headers, properties, delayed_until, expires;
+END;
+$$;

@@ -1,0 +1,15 @@
+-- Function: mbus.queue_of_iid(iid)
+--
+-- Purpose:  The queue name an iid was made for ('<qname>.<n>@<database>'), or NULL when iid has
+--           another form. Does not check that the queue exists or that the database is this one.
+-- Params:   iid  the iid to read (text)
+-- Returns:  text: the queue name, or NULL
+-- Locks:    none
+-- Callers:  mbus.take, mbus.dep_rows, mbus.queue_dropped
+CREATE OR REPLACE FUNCTION mbus.queue_of_iid(iid text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog
+AS $$
+    SELECT (regexp_match(iid, '^([a-z][a-z0-9_]*)\.[0-9]+@'))[1];
+$$;

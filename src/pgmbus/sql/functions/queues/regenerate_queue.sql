@@ -1,0 +1,570 @@
+-- Function: mbus.regenerate_queue(qname)
+--
+-- Purpose:  Make (CREATE OR REPLACE) the per-queue functions of qname from the catalog (consumers
+--           with their selectors, triggers), with static SQL only (names through format('%I'),
+--           selectors pasted as expressions over t). The generic entry points dispatch to them;
+--           fast clients call them directly. tests/queues/golden holds their text: a change here is
+--           a golden diff.
+--             post_<q>: checks payloads, makes the id (a given iid of this queue's own form is not
+--             stored), stamps the headers (stored only when not the defaults), then inserts one
+--             delivery per consumer, each INSERT guarded by the consumer's selector, and calls
+--             post_<dst> for each trigger. With headers.consume_after, mbus.await_deps decides
+--             whether the message waits (vt = 'infinity'). Deliveries due in more than a minute go
+--             to the parking segment 0, the others to mbus.segment_of(q).
+--             postn_<q>: many messages in one statement: data-modifying CTEs, one INSERT per
+--             consumer over the same numbered messages m; with consume_after, mbus.post_each.
+--             peek_, clear_queue_, take_, ack_, nack_, extend_, bury_<q>; per consumer consume_,
+--             consumen_, lease_, take_from_<q>_by_<c>.
+--             Claims lock through the parent: FOR UPDATE SKIP LOCKED ordered by (vt, id) (one
+--             ordered Merge Append over the segments' claim indexes), then delete or update the
+--             locked rows segment by segment by ctid (a ctid names a row only within its segment).
+--             Each claim holds four variants: k = 0 reads every segment, k = 1..3 every segment but
+--             k; a variant's constant seg condition prunes k at plan time, so while
+--             mbus.rotate_queue closes segment k (queue_segment.closing, trusted for 10 seconds)
+--             new claims do not lock it and it can be truncated although consumers overlap.
+--             Hot functions (post, postn, consume, consumen, lease, ack, nack, extend) carry no SET
+--             search_path (a GUC save and restore per call) and qualify every name. Claims SET
+--             enable_bitmapscan and enable_seqscan off and plan_cache_mode = force_generic_plan:
+--             with custom plans every claim was planned again (up to 40 % of a small claim's CPU),
+--             and with lagging statistics the planner picked a bitmap scan and sort of the whole
+--             backlog; the one generic plan is the ordered claim-index scan.
+--           Ends with mbus.secure_queue (privileges, the roles security model).
+-- Params:   qname  the queue's name (text; must exist)
+-- Returns:  void
+-- Locks:    none of its own: CREATE OR REPLACE FUNCTION and secure_queue's ALTER/GRANT/REVOKE
+--           update pg_proc rows (two sessions regenerating one queue at once fail with 'tuple
+--           concurrently updated'), so its callers hold pg_advisory_xact_lock(1835165041)
+-- Callers:  mbus.create_queue, create_consumer, drop_consumer, create_trigger, drop_trigger,
+--           drop_queue (for the sources of triggers into it); the installer for every queue after
+--           the function files (pgmbus.schema._apply_functions via sql/schema.sql
+--           'regenerate_queues'); tests/queues/test_generated_golden.py
+CREATE OR REPLACE FUNCTION mbus.regenerate_queue(qname text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $gen$
+DECLARE
+    q          text := regenerate_queue.qname;
+    tbl        text := 'q_' || regenerate_queue.qname;
+    chan       text := 'mbus_q_' || regenerate_queue.qname;
+    v_fanout   text := '';
+    v_fanoutn  text := '';
+    v_triggers text := '';
+    v_trign    text := '';
+    v_fire     text := '0';
+    -- Claim pieces per variant k (array index k + 1): k = 0 reads every segment, k = 1..3
+    -- every segment but k, the one rotate_queue is closing (see rotate_queue).
+    v_filter   text[] := ARRAY['', '', '', ''];  -- the seg condition that prunes segment k
+    v_dels     text[] := ARRAY['', '', '', ''];  -- dn: delete the claimed rows of segment n
+    v_dunion   text[] := ARRAY['', '', '', ''];
+    v_gone     text[] := ARRAY['', '', '', ''];  -- lease: gn deletes the dead rows of segment n
+    v_gunion   text[] := ARRAY['', '', '', ''];
+    v_ups      text[] := ARRAY['', '', '', ''];  -- lease: un leases the other rows of segment n
+    v_uunion   text[] := ARRAY['', '', '', ''];
+    v_cn       text;  -- the claim chains of one consumer (consumen, consume, lease)
+    v_c1       text;
+    v_cl       text;
+    v_closing  text := format(
+        '(SELECT s.closing FROM mbus.queue_segment AS s WHERE s.qname = %L '
+        'AND s.closing_since > clock_timestamp() - interval ''10 seconds'')', qname);
+    v_seg      text;
+    r          record;
+    ret_cols   text := format(
+        'q.id AS id, coalesce(q.iid, %L || q.id || ''@'' || v_db) AS iid, '
+        'q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, '
+        'coalesce(q.headers, jsonb_build_object(''enqueue_time'', q.added) '
+        '|| (SELECT jsonb_build_object(''seenby'', jsonb_build_array(v_db), '
+        '''source_db'', v_db, ''destination'', %L))) '
+        'AS headers, q.properties AS properties, q.data AS data, '
+        'q.consume_after AS consume_after, q.attempts AS attempts',
+        regenerate_queue.qname || '.', regenerate_queue.qname);
+BEGIN
+    FOR k IN 0 .. 3 LOOP
+        IF k > 0 THEN
+            v_filter[k + 1] := format(' AND s.seg IN (%s)',
+                                      array_to_string(array_remove(ARRAY[0, 1, 2, 3], k), ', '));
+        END IF;
+        FOR n IN 0 .. 3 LOOP
+            CONTINUE WHEN n = k AND k > 0;
+            v_seg := 'mbus.' || quote_ident(tbl || '$' || n);
+            v_dels[k + 1] := v_dels[k + 1] || format($t$,
+    d%1$s AS (
+        DELETE FROM %2$s AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = %3$L::regclass))
+        RETURNING q.vt AS claim_vt, %4$s)$t$, n, v_seg, v_seg, ret_cols);
+            v_gone[k + 1] := v_gone[k + 1] || format($t$,
+    g%1$s AS (
+        DELETE FROM %2$s AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = %3$L::regclass))
+        RETURNING %4$s)$t$, n, v_seg, v_seg, ret_cols);
+            v_ups[k + 1] := v_ups[k + 1] || format($t$,
+    u%1$s AS (
+        UPDATE %2$s AS q
+        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = %3$L::regclass))
+        RETURNING %4$s, q.lease_token, q.vt)$t$, n, v_seg, v_seg, ret_cols);
+            v_dunion[k + 1] := v_dunion[k + 1] || CASE WHEN v_dunion[k + 1] = '' THEN ''
+                               ELSE ' UNION ALL ' END || format('SELECT * FROM d%s', n);
+            v_gunion[k + 1] := v_gunion[k + 1] || CASE WHEN v_gunion[k + 1] = '' THEN ''
+                               ELSE ' UNION ALL ' END || format('SELECT * FROM g%s', n);
+            v_uunion[k + 1] := v_uunion[k + 1] || CASE WHEN v_uunion[k + 1] = '' THEN ''
+                               ELSE ' UNION ALL ' END || format('SELECT * FROM u%s', n);
+        END LOOP;
+    END LOOP;
+
+    -- Fan-out: one INSERT per consumer, guarded by its selector (t is the message).
+    FOR r IN SELECT c.cid, c.selector FROM mbus.consumer AS c
+             WHERE c.qname = q ORDER BY c.cid LOOP
+        v_fanout := v_fanout || format($t$
+    %s INSERT INTO mbus.%I (c, vt, id, iid, added, delayed_until, expires, headers, properties, data,
+                           consume_after, seg)
+        VALUES (%s, v_vt, t.id, v_iid, t.added, t.delayed_until,
+                t.expires, v_hdr, t.properties, t.data, t.consume_after, v_seg);
+    %s$t$,
+            CASE WHEN r.selector IS NULL THEN '' ELSE format('IF (%s) THEN', r.selector) END,
+            tbl, r.cid,
+            CASE WHEN r.selector IS NULL THEN '' ELSE 'END IF;' END);
+        v_fanoutn := v_fanoutn || format($t$,
+    %s AS (
+        INSERT INTO mbus.%I (c, vt, id, iid, added, delayed_until, expires, headers, properties,
+                             data, seg)
+        SELECT %s, coalesce(t.delayed_until, t.added), t.id, NULL, t.added, t.delayed_until,
+               t.expires, t.stored_headers, t.properties, t.data, v_seg
+        FROM m AS t WHERE %s)$t$,
+            'i' || r.cid, tbl, r.cid, coalesce('(' || r.selector || ')', 'true'));
+    END LOOP;
+
+    -- Triggers: copy to the destination queue through its own post function.
+    FOR r IN SELECT tr.dst, tr.selector FROM mbus.queue_trigger AS tr
+             WHERE tr.src = q ORDER BY tr.dst LOOP
+        v_triggers := v_triggers || format($t$
+    IF (%s) THEN
+        PERFORM mbus.%I(t.data, t.headers, t.properties, t.delayed_until, t.expires);
+    END IF;$t$, coalesce(r.selector, 'true'), 'post_' || r.dst);
+        v_trign := v_trign || format($t$,
+    %s AS (
+        SELECT count(mbus.%I(t.data, t.headers, t.properties, t.delayed_until, t.expires)) AS n
+        FROM m AS t WHERE %s)$t$,
+            'g_' || r.dst, 'post_' || r.dst, coalesce('(' || r.selector || ')', 'true'));
+        v_fire := v_fire || format(' + (SELECT %I.n FROM %I)', 'g_' || r.dst, 'g_' || r.dst);
+    END LOOP;
+
+    -- consume_after: a message whose dependencies still exist waits (vt infinity).
+    v_fanout := format($t$
+    DECLARE
+        v_vt  timestamptz := coalesce(t.delayed_until, t.added);
+        v_seg smallint;
+    BEGIN
+    IF headers IS NOT NULL AND headers ? 'consume_after' THEN
+        t.consume_after := mbus.dep_list(headers -> 'consume_after');
+        IF mbus.await_deps(%L, t.id, t.iid, t.consume_after) THEN
+            v_vt := 'infinity';
+        END IF;
+    END IF;
+    -- Deliveries that will wait long go to the parking segment 0 (never truncated).
+    v_seg := CASE WHEN v_vt > t.added + interval '1 minute' THEN 0
+                  ELSE mbus.segment_of(%L) END;$t$,
+        q, q) || v_fanout || $t$
+    END;$t$;
+
+    -- post_<q>: the original mbus API's signature; returns the iid.
+    EXECUTE format($f$
+CREATE OR REPLACE FUNCTION mbus.%I(
+    data jsonb, headers jsonb DEFAULT NULL, properties jsonb DEFAULT NULL,
+    delayed_until timestamptz DEFAULT NULL, expires timestamptz DEFAULT NULL, iid text DEFAULT NULL)
+RETURNS text LANGUAGE plpgsql VOLATILE AS %L$f$,
+        'post_' || q, format($b$
+DECLARE
+    t     mbus.qt_model;
+    v_iid text;   -- stored iid: NULL when it is this queue's own '<q>.<id>@<db>'
+    v_hdr jsonb;  -- stored headers: NULL when they are the default ones
+BEGIN
+    IF data IS NULL OR jsonb_typeof(data) <> 'object' THEN
+        PERFORM mbus.check_payload('data', data, false);
+    END IF;
+    IF headers IS NOT NULL OR properties IS NOT NULL THEN
+        PERFORM mbus.check_payload('headers', headers);
+        PERFORM mbus.check_payload('properties', properties);
+    END IF;
+    t.id := CASE WHEN iid IS NOT NULL THEN mbus.iid_id(iid, %L) END;
+    IF t.id IS NULL THEN
+        t.id := nextval('mbus.msg_id_seq');
+        v_iid := iid;
+    END IF;
+    t.iid := coalesce(v_iid, %L || t.id || '@' || current_database());
+    t.added := now();
+    t.delayed_until := delayed_until;
+    t.expires := expires;
+    IF headers IS NULL THEN
+        t.headers := jsonb_build_object('seenby', jsonb_build_array(current_database()),
+                                        'source_db', current_database(), 'destination', %L,
+                                        'enqueue_time', t.added);
+    ELSE
+        t.headers := mbus.stamp_headers(headers, %L, t.added);
+        v_hdr := t.headers;
+    END IF;
+    t.properties := properties;
+    t.data := data;
+    t.attempts := 0;
+%s
+%s
+    IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = %L) THEN
+        PERFORM pg_notify(%L, %L);
+    END IF;
+    RETURN t.iid;
+END;
+$b$, q, q || '.', q, q, v_fanout, v_triggers, q, chan, q));
+
+    -- postn_<q>: many messages in one statement (one INSERT per consumer in data-modifying
+    -- CTEs over the same numbered messages m); returns their iids in the order of data.
+    EXECUTE format($f$
+CREATE OR REPLACE FUNCTION mbus.%I(
+    data jsonb[], headers jsonb[] DEFAULT NULL, properties jsonb[] DEFAULT NULL,
+    delayed_until timestamptz DEFAULT NULL, expires timestamptz DEFAULT NULL)
+RETURNS SETOF text LANGUAGE plpgsql VOLATILE AS %L$f$,
+        'postn_' || q, format($b$
+DECLARE
+    v_now timestamptz := now();
+    v_db  text := current_database();
+    v_h   jsonb;
+    v_seg smallint;
+BEGIN
+    IF data IS NULL OR cardinality(data) = 0 THEN
+        RETURN;
+    END IF;
+    IF headers IS NOT NULL AND cardinality(headers) <> cardinality(data)
+       OR properties IS NOT NULL AND cardinality(properties) <> cardinality(data) THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = 'headers and properties must have as many elements as data';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(data) AS d(v) WHERE v IS NULL OR jsonb_typeof(v) <> 'object')
+       OR EXISTS (SELECT 1 FROM unnest(headers) AS d(v) WHERE jsonb_typeof(v) <> 'object')
+       OR EXISTS (SELECT 1 FROM unnest(properties) AS d(v) WHERE jsonb_typeof(v) <> 'object') THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB005',
+            MESSAGE = 'every data, headers and properties element must be a JSON object';
+    END IF;
+    IF headers IS NOT NULL
+       AND EXISTS (SELECT 1 FROM unnest(headers) AS d(v) WHERE v ? 'consume_after') THEN
+        RETURN QUERY SELECT mbus.post_each(%L, data, headers, properties, delayed_until, expires);
+        RETURN;
+    END IF;
+    v_h := jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db,
+                              'destination', %L, 'enqueue_time', v_now);
+    v_seg := CASE WHEN delayed_until > v_now + interval '1 minute' THEN 0
+                  ELSE mbus.segment_of(%L) END;
+    IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = %L) THEN
+        PERFORM pg_notify(%L, %L);
+    END IF;
+    RETURN QUERY
+    WITH m AS MATERIALIZED (
+        SELECT u.id, %L || u.id || '@' || v_db AS iid, v_now AS added,
+               delayed_until AS delayed_until, expires AS expires,
+               coalesce(u.sh, v_h) AS headers, u.sh AS stored_headers,
+               u.p AS properties, u.d AS data, NULL::text[] AS consume_after, 0 AS attempts,
+               NULL::uuid AS lease_token, NULL::timestamptz AS lease_until, u.ord
+        FROM (SELECT nextval('mbus.msg_id_seq') AS id, x.d, x.h, x.p, x.ord,
+                     CASE WHEN x.h IS NOT NULL THEN mbus.stamp_headers(x.h, %L, v_now) END AS sh
+              FROM unnest(data, headers, properties) WITH ORDINALITY AS x(d, h, p, ord)) AS u)%s%s
+    SELECT m.iid FROM m, (SELECT %s AS n) AS fired WHERE fired.n IS NOT NULL ORDER BY m.ord;
+END;
+$b$, q, q, q, q, chan, q, q || '.', q, v_fanoutn, v_trign, v_fire));
+
+    -- peek_<q>(msgid): is there a message with that iid (any message when NULL)?
+    EXECUTE format($f$
+CREATE OR REPLACE FUNCTION mbus.%I(msgid text DEFAULT NULL)
+RETURNS boolean LANGUAGE plpgsql STABLE SET search_path = pg_catalog AS %L$f$,
+        'peek_' || q, format($b$
+DECLARE
+    v_id bigint := mbus.iid_id(msgid, %2$L);
+BEGIN
+    IF msgid IS NULL THEN
+        RETURN EXISTS (SELECT 1 FROM mbus.%1$I);
+    ELSIF v_id IS NOT NULL THEN
+        RETURN EXISTS (SELECT 1 FROM mbus.%1$I AS q WHERE q.id = v_id AND q.iid IS NULL);
+    END IF;
+    RETURN EXISTS (SELECT 1 FROM mbus.%1$I AS q WHERE q.iid = msgid);
+END;
+$b$, tbl, q));
+
+    -- clear_queue_<q>(p_now): delete expired deliveries; returns how many.
+    EXECUTE format($f$
+CREATE OR REPLACE FUNCTION mbus.%I(p_now timestamptz DEFAULT NULL)
+RETURNS bigint LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
+        'clear_queue_' || q, format($b$
+DECLARE
+    v_count bigint;
+BEGIN
+    DELETE FROM mbus.%I AS q WHERE q.expires <= coalesce(p_now, clock_timestamp());
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+    RETURN v_count;
+END;
+$b$, tbl));
+
+    -- take_<q>(msgid): take the message with that iid away from every consumer (mbus.take).
+    EXECUTE format($f$
+CREATE OR REPLACE FUNCTION mbus.%I(msgid text, p_now timestamptz DEFAULT NULL)
+RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
+        'take_' || q, format($b$
+DECLARE
+    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_db  text := current_database();
+    v_id  bigint := mbus.iid_id(msgid, %3$L);
+BEGIN
+    IF v_id IS NOT NULL THEN
+        RETURN QUERY
+        WITH d AS (
+            DELETE FROM mbus.%1$I AS q
+            WHERE q.id = v_id AND q.iid IS NULL AND (q.expires IS NULL OR q.expires > v_now)
+            RETURNING %2$s)
+        SELECT DISTINCT ON (d.id) d.*, NULL::uuid, NULL::timestamptz FROM d ORDER BY d.id;
+    ELSE
+        RETURN QUERY
+        WITH d AS (
+            DELETE FROM mbus.%1$I AS q
+            WHERE q.iid = msgid AND (q.expires IS NULL OR q.expires > v_now)
+            RETURNING %2$s)
+        SELECT DISTINCT ON (d.id) d.*, NULL::uuid, NULL::timestamptz FROM d ORDER BY d.id;
+    END IF;
+END;
+$b$, tbl, ret_cols, q));
+
+    -- ack_<q>(token): the leased message is done; MB007 when the token no longer owns it.
+    EXECUTE format($f$
+CREATE OR REPLACE FUNCTION mbus.%I(token uuid, p_now timestamptz DEFAULT NULL)
+RETURNS void LANGUAGE plpgsql VOLATILE AS %L$f$,
+        'ack_' || q, format($b$
+BEGIN
+    DELETE FROM mbus.%I AS q
+    WHERE q.lease_token = token AND q.vt > coalesce(p_now, clock_timestamp());
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB007',
+            MESSAGE = format('lease %%s on queue %%s is no longer held', token, %L);
+    END IF;
+END;
+$b$, tbl, q));
+
+    -- nack_<q>(token, delay): give the leased message back, visible again after delay.
+    EXECUTE format($f$
+CREATE OR REPLACE FUNCTION mbus.%I(token uuid, delay interval DEFAULT '0'::interval,
+                                   p_now timestamptz DEFAULT NULL)
+RETURNS void LANGUAGE plpgsql VOLATILE AS %L$f$,
+        'nack_' || q, format($b$
+DECLARE
+    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_db  text := current_database();
+BEGIN
+    IF delay IS NULL OR delay < '0'::interval THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'nack delay must be >= 0';
+    END IF;
+    UPDATE mbus.%I AS q SET vt = v_now + delay, lease_token = NULL
+    WHERE q.lease_token = token AND q.vt > v_now;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB007',
+            MESSAGE = format('lease %%s on queue %%s is no longer held', token, %L);
+    END IF;
+END;
+$b$, tbl, q));
+
+    -- extend_<q>(token, lease): the lease now ends lease after now; returns the new end.
+    EXECUTE format($f$
+CREATE OR REPLACE FUNCTION mbus.%I(token uuid, lease interval, p_now timestamptz DEFAULT NULL)
+RETURNS timestamptz LANGUAGE plpgsql VOLATILE AS %L$f$,
+        'extend_' || q, format($b$
+DECLARE
+    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_db  text := current_database();
+    v_end timestamptz;
+BEGIN
+    IF lease IS NULL OR lease <= '0'::interval THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'lease must be > 0';
+    END IF;
+    UPDATE mbus.%I AS q SET vt = v_now + lease
+    WHERE q.lease_token = token AND q.vt > v_now
+    RETURNING q.vt INTO v_end;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB007',
+            MESSAGE = format('lease %%s on queue %%s is no longer held', token, %L);
+    END IF;
+    RETURN v_end;
+END;
+$b$, tbl, q));
+
+    -- bury_<q>(token, reason): move the leased message to mbus.dmq with the reason.
+    EXECUTE format($f$
+CREATE OR REPLACE FUNCTION mbus.%I(token uuid, reason text, p_now timestamptz DEFAULT NULL)
+RETURNS bigint LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
+        'bury_' || q, format($b$
+DECLARE
+    v_id bigint;
+    v_db text := current_database();
+BEGIN
+    WITH d AS (
+        DELETE FROM mbus.%I AS q
+        WHERE q.lease_token = token AND q.vt > coalesce(p_now, clock_timestamp())
+        RETURNING q.c AS c, %s)
+    INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
+                          properties, data, consume_after, attempts, reason)
+    SELECT %L, c.cname, d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers,
+           d.properties, d.data, d.consume_after, d.attempts, coalesce(reason, 'buried')
+    FROM d LEFT JOIN mbus.consumer AS c ON c.cid = d.c
+    RETURNING dmq_id INTO v_id;
+    IF v_id IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB007',
+            MESSAGE = format('lease %%s on queue %%s is no longer held', token, %L);
+    END IF;
+    RETURN v_id;
+END;
+$b$, tbl, ret_cols, q, q));
+
+    -- Per consumer: consume, consumen, lease, take_from. Claims lock through the parent (one
+    -- ordered Merge Append over the segments' claim indexes), then delete or update the locked
+    -- rows segment by segment by ctid (a ctid names a row only within its segment). While
+    -- rotate_queue closes a drained segment k, claims run the variant whose constant seg
+    -- condition prunes k at plan time: that plan does not name k, so new claims do not lock
+    -- it and rotate_queue can truncate it although consumers' transactions overlap.
+    FOR r IN SELECT c.cid, c.cname FROM mbus.consumer AS c WHERE c.qname = q LOOP
+        v_cn := '';
+        v_c1 := '';
+        v_cl := '';
+        FOR k IN 0 .. 3 LOOP
+            v_cn := v_cn || format($t$
+    %5$s
+        RETURN QUERY
+        WITH s AS MATERIALIZED (
+            SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
+            WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%6$s
+            ORDER BY s.vt, s.id
+            LIMIT amt
+            FOR UPDATE SKIP LOCKED)%3$s
+        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+               d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+        FROM (%4$s) AS d ORDER BY d.claim_vt, d.id;$t$,
+                tbl, r.cid, v_dels[k + 1], v_dunion[k + 1],
+                CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
+                       ELSE format('ELSIF v_closing = %s THEN', k) END, v_filter[k + 1]);
+            v_c1 := v_c1 || format($t$
+    %5$s
+        RETURN QUERY
+        WITH s AS MATERIALIZED (
+            SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
+            WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%6$s
+            ORDER BY s.vt, s.id
+            LIMIT 1
+            FOR UPDATE SKIP LOCKED)%3$s
+        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+               d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+        FROM (%4$s) AS d;$t$,
+                tbl, r.cid, v_dels[k + 1], v_dunion[k + 1],
+                CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
+                       ELSE format('ELSIF v_closing = %s THEN', k) END, v_filter[k + 1]);
+            v_cl := v_cl || format($t$
+    %9$s
+        RETURN QUERY
+        WITH s AS MATERIALIZED (
+            SELECT s.tableoid AS rel, s.ctid AS tid,
+                   s.attempts >= coalesce(max_attempts, 2147483647) AS dead
+            FROM mbus.%1$I AS s
+            WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%10$s
+            ORDER BY s.vt, s.id
+            LIMIT amt
+            FOR UPDATE SKIP LOCKED)%3$s,
+        buried AS (
+            INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
+                                  properties, data, consume_after, attempts, reason)
+            SELECT %4$L, %5$L, g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
+                   g.properties, g.data, g.consume_after, g.attempts,
+                   format('max_attempts (%%s) exceeded', max_attempts)
+            FROM (%6$s) AS g)%7$s
+        %8$s;$t$,
+                tbl, r.cid, v_gone[k + 1], q, r.cname, v_gunion[k + 1], v_ups[k + 1],
+                v_uunion[k + 1],
+                CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
+                       ELSE format('ELSIF v_closing = %s THEN', k) END, v_filter[k + 1]);
+        END LOOP;
+
+        EXECUTE format($f$
+CREATE OR REPLACE FUNCTION mbus.%I(amt integer, p_now timestamptz DEFAULT NULL)
+RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = off
+    SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS %L$f$,
+            format('consumen_%s_by_%s', q, r.cname), format($b$
+DECLARE
+    v_now     timestamptz := coalesce(p_now, clock_timestamp());
+    v_db      text := current_database();
+    v_closing smallint := %2$s;
+BEGIN
+    IF amt IS NULL OR amt < 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
+    END IF;
+    -- The TID scans delete in physical order: sort the claimed rows back into claim order.%1$s
+    END IF;
+END;
+$b$, v_cn, v_closing));
+
+        EXECUTE format($f$
+CREATE OR REPLACE FUNCTION mbus.%I(p_now timestamptz DEFAULT NULL)
+RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = off
+    SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS %L$f$,
+            format('consume_%s_by_%s', q, r.cname), format($b$
+DECLARE
+    v_now     timestamptz := coalesce(p_now, clock_timestamp());
+    v_db      text := current_database();
+    v_closing smallint := %2$s;
+BEGIN%1$s
+    END IF;
+END;
+$b$, v_c1, v_closing));
+
+        -- lease_<q>_by_<c>: claim up to amt with a visibility timeout; a message already
+        -- delivered max_attempts times goes to the dmq instead of being returned.
+        EXECUTE format($f$
+CREATE OR REPLACE FUNCTION mbus.%I(amt integer, lease interval, max_attempts integer DEFAULT NULL,
+                                   p_now timestamptz DEFAULT NULL)
+RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = off
+    SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS %L$f$,
+            format('lease_%s_by_%s', q, r.cname), format($b$
+DECLARE
+    v_now     timestamptz := coalesce(p_now, clock_timestamp());
+    v_db      text := current_database();
+    v_closing smallint := %2$s;
+BEGIN
+    IF amt IS NULL OR amt < 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
+    END IF;
+    IF lease IS NULL OR lease <= '0'::interval THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'lease must be > 0';
+    END IF;
+    IF max_attempts IS NOT NULL AND max_attempts < 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'max_attempts must be >= 1';
+    END IF;%1$s
+    END IF;
+END;
+$b$, v_cl, v_closing));
+
+        EXECUTE format($f$
+CREATE OR REPLACE FUNCTION mbus.%I(msgid text, p_now timestamptz DEFAULT NULL)
+RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
+            format('take_from_%s_by_%s', q, r.cname), format($b$
+DECLARE
+    v_id bigint := mbus.iid_id(msgid, %4$L);
+    v_db text := current_database();
+BEGIN
+    -- A plain DELETE waits for a transaction that holds the row (the seed: take blocks).
+    IF v_id IS NOT NULL THEN
+        RETURN QUERY
+        DELETE FROM mbus.%1$I AS q
+        WHERE q.c = %2$s AND q.id = v_id AND q.iid IS NULL
+          AND (q.expires IS NULL OR q.expires > coalesce(p_now, clock_timestamp()))
+        RETURNING %3$s, NULL::uuid, NULL::timestamptz;
+    ELSE
+        RETURN QUERY
+        DELETE FROM mbus.%1$I AS q
+        WHERE q.c = %2$s AND q.iid = msgid
+          AND (q.expires IS NULL OR q.expires > coalesce(p_now, clock_timestamp()))
+        RETURNING %3$s, NULL::uuid, NULL::timestamptz;
+    END IF;
+END;
+$b$, tbl, r.cid, ret_cols, q));
+    END LOOP;
+    PERFORM mbus.secure_queue(q);
+END;
+$gen$;

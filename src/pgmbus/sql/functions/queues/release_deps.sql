@@ -1,0 +1,77 @@
+-- Function: mbus.release_deps(iid)
+--
+-- Purpose:  Run at commit by the transaction that removed a delivery of iid (or a dmq row). When
+--           iid exists nowhere any more, every message waiting on it has one dependency less; those
+--           with none left become claimable (vt back to delayed_until or added, and a NOTIFY when a
+--           session waits on their queue). Exactly once: the count is decremented under the row
+--           lock of msg_wait, so two transactions releasing a message's last two dependencies
+--           serialize and only the second sees 0. Transactions that remove different deliveries of
+--           the same iid serialize on an advisory lock taken here and held to commit, so the last
+--           one sees the others' deletes. Copies of iid put back since (dmq replay, a re-post with
+--           the old iid) are marked waited, so their consume releases later. Needs READ COMMITTED
+--           (the check must see commits made after the transaction began); other isolation levels
+--           get MB008 instead of a wrong answer. SECURITY DEFINER: the consuming role need not see
+--           the waiting queues.
+-- Params:   iid  the removed dependency's iid (text)
+-- Returns:  integer: how many waiting messages became claimable
+-- Locks:    pg_advisory_xact_lock(1835165042, hashtext(iid)), held to commit; UPDATE (row locks) of
+--           iid's remaining deliveries; DELETE of its mbus.msg_dep rows; row locks on the waiting
+--           messages' mbus.msg_wait rows (UPDATE, DELETE) and UPDATE of their deliveries
+-- Callers:  mbus.on_dep_gone (the deferred triggers dep_gone of every mbus.q_<q> and dmq_dep_gone
+--           of mbus.dmq); mbus.queue_dropped
+CREATE OR REPLACE FUNCTION mbus.release_deps(iid text)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r        record;
+    w        record;
+    v_exists boolean;
+    v_left   integer;
+    v_freed  integer := 0;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM mbus.msg_dep AS d WHERE d.dep_iid = release_deps.iid) THEN
+        RETURN 0;
+    END IF;
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB008',
+            MESSAGE = format('message %s has dependants; consume it in a READ COMMITTED transaction', iid);
+    END IF;
+    PERFORM pg_advisory_xact_lock(1835165042, hashtext(iid));
+    r := mbus.dep_rows(iid);
+    IF r.tbl IS NOT NULL THEN
+        -- Copies put back since (dmq replay, a re-post with the old iid) get marked, so their
+        -- consume releases later; then: is any copy left?
+        EXECUTE format('UPDATE mbus.%I AS q SET waited = true WHERE %s AND NOT q.waited', r.tbl, r.cond)
+        USING iid;
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM mbus.%I AS q WHERE %s)', r.tbl, r.cond)
+        INTO v_exists USING iid;
+        IF v_exists THEN
+            RETURN 0;
+        END IF;
+    END IF;
+    IF EXISTS (SELECT 1 FROM mbus.dmq AS x WHERE x.iid = release_deps.iid) THEN
+        RETURN 0;  -- a dead dependency keeps blocking until replayed and consumed, or deleted
+    END IF;
+    FOR w IN DELETE FROM mbus.msg_dep AS d WHERE d.dep_iid = release_deps.iid
+             RETURNING d.qname, d.id LOOP
+        UPDATE mbus.msg_wait AS m SET pending = m.pending - 1
+        WHERE m.qname = w.qname AND m.id = w.id
+        RETURNING m.pending INTO v_left;
+        CONTINUE WHEN v_left IS DISTINCT FROM 0;
+        DELETE FROM mbus.msg_wait AS m WHERE m.qname = w.qname AND m.id = w.id;
+        IF EXISTS (SELECT 1 FROM mbus.queue AS q WHERE q.qname = w.qname) THEN
+            EXECUTE format($t$UPDATE mbus.%I AS q SET vt = coalesce(q.delayed_until, q.added)
+                            WHERE q.id = $1 AND q.vt = 'infinity'$t$, 'q_' || w.qname)
+            USING w.id;
+            IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS x WHERE x.qname = w.qname) THEN
+                PERFORM pg_notify('mbus_q_' || w.qname, w.qname);
+            END IF;
+            v_freed := v_freed + 1;
+        END IF;
+    END LOOP;
+    RETURN v_freed;
+END;
+$$;

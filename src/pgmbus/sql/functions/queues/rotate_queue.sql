@@ -1,0 +1,132 @@
+-- Function: mbus.rotate_queue(qname, p_tries)
+--
+-- Purpose:  The queue's storage upkeep, in place of VACUUM: a busy queue inserts and deletes its
+--           whole volume, and without VACUUM its heap and the left end of its ever-increasing
+--           btrees only grow; TRUNCATE of a drained segment gives the space back at once, whatever
+--           the autovacuum settings (PgQ's rotating tables). Call it in a READ COMMITTED
+--           transaction of its own (autocommit), about once a second on a busy queue (Bus
+--           consumers, the worker and `pgmbus queue rotate --every` do). It
+--             1. TRUNCATEs every rotating segment that is not current and has no row left. The
+--                segment is looked at without a lock first; then LOCK ... ACCESS EXCLUSIVE NOWAIT:
+--                when any open transaction touched it (a consumer between claim and commit, a post
+--                not yet committed, a reader) the lock is refused at once, so the call never waits
+--                in the lock queue and never makes a consumer wait behind it; it tries again in the
+--                gaps between those transactions (p_tries times, a millisecond apart, and never
+--                once it holds a truncated segment's lock), else the segment waits for the next
+--                call. Under the lock it is checked again (nobody can add a row then) and
+--                truncated. A drained segment that stays busy is closed (queue_segment.closing):
+--                claims then run a plan variant that prunes it, so it frees up once the claims made
+--                before have ended; a late post seen in it reopens it;
+--             2. makes the next empty rotating segment current once the current one's heap reached
+--                rotate_bytes (a segment still holding rows, e.g. a slow consumer's backlog or a
+--                long nack delay, is passed over, so rotation proceeds through the others).
+--           The ACCESS EXCLUSIVE lock of a TRUNCATE is held to the end of the calling transaction,
+--           hence autocommit. It does nothing in a transaction that wrote already or that is not
+--           READ COMMITTED (under REPEATABLE READ or SERIALIZABLE the emptiness check could miss a
+--           row committed after the snapshot). Concurrent calls for one queue: one works, the
+--           others return at once.
+-- Params:   qname    the queue's name (text)
+--           p_tries  lock attempts per busy segment, 1 ms apart (integer; default 100)
+-- Returns:  jsonb: {current, rotated, truncated: [n], busy: [n], kept: [n], closing}, or {skipped:
+--           why}; MB001/MB002 for a bad or unknown queue
+-- Locks:    pg_try_advisory_xact_lock(1835165043, hashtext(qname)) (no wait); ACCESS SHARE on the
+--           segments it measures and reads; LOCK TABLE segment IN ACCESS EXCLUSIVE MODE NOWAIT then
+--           TRUNCATE, held to commit (released at once, by a rolled-back subtransaction, when the
+--           segment has rows); a row lock on its mbus.queue_segment row (UPDATE). SECURITY DEFINER,
+--           so roles that only consume can run it
+-- Callers:  mbus.rotate_queues; pgmbus.queues Bus.rotate / AsyncBus.rotate via sql/queues.sql
+--           'rotate_queue' (every rotate_every seconds from consume, lease and listen, and CLI
+--           `pgmbus queue rotate`); users directly (a public entry point); tests
+--           tests/queues/test_queues_segments.py
+CREATE OR REPLACE FUNCTION mbus.rotate_queue(qname text, p_tries integer DEFAULT 100)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tbl         text := 'q_' || qname;
+    st          mbus.queue_segment;
+    v_seg       regclass;
+    v_live      boolean;
+    v_truncated integer[] := '{}';
+    v_busy      integer[] := '{}';
+    v_kept      integer[] := '{}';
+    v_next      integer;
+    v_closing   integer;
+BEGIN
+    PERFORM mbus.require_queue(qname);
+    -- A transaction that wrote already is not one of its own; under REPEATABLE READ or
+    -- SERIALIZABLE the emptiness check could miss a row committed after the snapshot.
+    IF current_setting('transaction_isolation') <> 'read committed'
+       OR pg_current_xact_id_if_assigned() IS NOT NULL THEN
+        RETURN jsonb_build_object('skipped',
+            'rotate_queue works only in a READ COMMITTED transaction of its own (autocommit)');
+    END IF;
+    IF NOT pg_try_advisory_xact_lock(1835165043, hashtext(qname)) THEN
+        RETURN jsonb_build_object('skipped', 'another rotate_queue of this queue is running');
+    END IF;
+    SELECT * INTO st FROM mbus.queue_segment AS s WHERE s.qname = rotate_queue.qname;
+    FOR n IN 1 .. 3 LOOP
+        CONTINUE WHEN n = st.cur;
+        v_seg := format('mbus.%I', tbl || '$' || n)::regclass;
+        CONTINUE WHEN pg_relation_size(v_seg) = 0;
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s)', v_seg) INTO v_live;
+        IF v_live THEN
+            v_kept := v_kept || n;
+            CONTINUE;
+        END IF;
+        -- Busy consumers hold the segment's lock from claim to commit, nearly all the time:
+        -- try again in the gaps, every millisecond for a while, but never sleep once this
+        -- call holds the lock of a truncated segment (consumers would wait for it).
+        FOR v_try IN 1 .. CASE WHEN cardinality(v_truncated) = 0 THEN greatest(p_tries, 1) ELSE 1 END LOOP
+            BEGIN
+                EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE NOWAIT', v_seg);
+                EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s)', v_seg) INTO v_live;
+                IF v_live THEN
+                    RAISE EXCEPTION USING ERRCODE = 'MBOK0';  -- roll back: releases the lock now
+                END IF;
+                EXECUTE format('TRUNCATE %s', v_seg);
+                v_truncated := v_truncated || n;
+                EXIT;
+            EXCEPTION
+                WHEN lock_not_available THEN
+                    IF v_try >= p_tries OR cardinality(v_truncated) > 0 THEN
+                        v_busy := v_busy || n;
+                    ELSE
+                        PERFORM pg_sleep(0.001);
+                    END IF;
+                WHEN SQLSTATE 'MBOK0' THEN
+                    v_kept := v_kept || n;
+                    EXIT;
+            END;
+        END LOOP;
+    END LOOP;
+    IF pg_relation_size(format('mbus.%I', tbl || '$' || st.cur)::regclass) >= st.rotate_bytes THEN
+        SELECT x.n INTO v_next
+        FROM generate_series(1, 2) AS g(k), LATERAL (SELECT (st.cur - 1 + g.k) % 3 + 1 AS n) AS x
+        WHERE pg_relation_size(format('mbus.%I', tbl || '$' || x.n)::regclass) = 0
+        ORDER BY g.k LIMIT 1;
+    END IF;
+    -- A drained segment that stays busy is closed: claims switch to plans that do not name
+    -- it, so the transactions holding it end and none take it again (a post committed late
+    -- into it is seen by the look above, which reopens it; claims also ignore a closing not
+    -- refreshed for 10 seconds, should this upkeep stop).
+    v_closing := CASE WHEN st.closing = ANY (v_busy) THEN st.closing
+                      WHEN cardinality(v_busy) > 0 THEN v_busy[1] END;
+    IF v_next IS NOT NULL OR cardinality(v_truncated) > 0 OR v_closing IS NOT NULL
+       OR st.closing IS NOT NULL THEN
+        UPDATE mbus.queue_segment AS s
+        SET cur = coalesce(v_next, s.cur),
+            rotations = s.rotations + (v_next IS NOT NULL)::integer,
+            rotated_at = CASE WHEN v_next IS NOT NULL THEN now() ELSE s.rotated_at END,
+            truncations = s.truncations + cardinality(v_truncated),
+            closing = v_closing,
+            closing_since = CASE WHEN v_closing IS NOT NULL THEN now() END
+        WHERE s.qname = rotate_queue.qname;
+    END IF;
+    RETURN jsonb_build_object('current', coalesce(v_next, st.cur), 'rotated', v_next IS NOT NULL,
+                              'truncated', to_jsonb(v_truncated), 'busy', to_jsonb(v_busy),
+                              'kept', to_jsonb(v_kept), 'closing', v_closing);
+END;
+$$;

@@ -1,0 +1,27 @@
+-- Function: mbus.take_from(qname, cname, iid)
+--
+-- Purpose:  Take the message with that iid from one consumer only (its delivery is deleted; the
+--           other consumers keep theirs). Checks the names, then dispatches to the generated
+--           take_from_<qname>_by_<cname>, which waits while another transaction holds the delivery
+--           (a plain DELETE, as the original mbus API's take blocks). Expired deliveries are not
+--           taken.
+-- Params:   qname  the queue's name (text)
+--           cname  the consumer's name (text)
+--           iid    the message's iid (text)
+-- Returns:  SETOF mbus.qt_model: the message, or no row when this consumer has no unexpired
+--           delivery of it; MB001/MB002 for a bad or unknown queue or consumer
+-- Locks:    row lock of the consumer's delivery in mbus.q_<qname> (DELETE), held to commit; waits
+--           for a transaction that holds it
+-- Callers:  users directly (a public entry point); pgmbus.queues Bus.take_from / AsyncBus.take_from
+--           via sql/queues.sql 'take_from'
+CREATE OR REPLACE FUNCTION mbus.take_from(qname text, cname text, iid text)
+RETURNS SETOF mbus.qt_model
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+    PERFORM mbus.require_consumer(qname, cname);
+    RETURN QUERY EXECUTE format('SELECT * FROM mbus.%I($1)', format('take_from_%s_by_%s', qname, cname))
+    USING iid;
+END;
+$$;

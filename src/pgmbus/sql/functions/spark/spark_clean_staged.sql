@@ -1,0 +1,48 @@
+-- Function: mbus.spark_clean_staged(p_now, p_ttl)
+--
+-- Purpose:  Drop the staged rows of every write no task began staging into for p_ttl, skipping
+--           writes that a task is staging or a commit is publishing right now (their advisory
+--           lock is taken with a try, never waited for; the age is re-checked under it). Such
+--           rows belong to writes whose driver died before committing: a committed write's
+--           rows are dropped by its commit. Should that driver still commit later, it finds
+--           fewer rows than its tasks reported and refuses (MB008, nothing is published). Runs
+--           at the end of every spark_commit_write and in mbus.maintain, so nothing needs
+--           scheduling.
+-- Params:   p_now  the clock (NULL = now()); tests move it
+--           p_ttl  the age after which a write is abandoned (NULL = setting spark.staged_ttl,
+--                  default 1 day)
+-- Returns:  bigint: the number of staged rows dropped
+-- Locks:    pg_try_advisory_xact_lock(mbus._spark_write_lock(write)) per abandoned write (skips
+--           the write when held), held to commit; row locks of the mbus.spark_writes and
+--           mbus.spark_staged rows it deletes
+-- Callers:  mbus.spark_commit_write, mbus.maintain (report key spark_staged_dropped); users
+--           directly (not a public entry point); tests/spark/test_spark_sql.py
+CREATE OR REPLACE FUNCTION mbus.spark_clean_staged(
+    p_now timestamptz DEFAULT NULL, p_ttl interval DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    v_cutoff timestamptz := coalesce(p_now, now())
+        - coalesce(p_ttl, (mbus.get_setting('spark.staged_ttl', '"1 day"') #>> '{}')::interval);
+    v_write  text;
+    v_n      bigint;
+    v_total  bigint := 0;
+BEGIN
+    FOR v_write IN
+        SELECT w.write_id FROM mbus.spark_writes AS w
+        WHERE w.last_staged_at < v_cutoff ORDER BY w.write_id
+    LOOP
+        CONTINUE WHEN NOT pg_try_advisory_xact_lock(mbus._spark_write_lock(v_write));
+        -- re-checked under the lock: a task may have begun staging since the loop's snapshot
+        DELETE FROM mbus.spark_writes AS w
+        WHERE w.write_id = v_write AND w.last_staged_at < v_cutoff;
+        CONTINUE WHEN NOT FOUND;
+        DELETE FROM mbus.spark_staged AS s WHERE s.write_id = v_write;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        v_total := v_total + v_n;
+    END LOOP;
+    RETURN v_total;
+END;
+$$;

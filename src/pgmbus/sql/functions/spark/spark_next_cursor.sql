@@ -1,0 +1,108 @@
+-- Function: mbus.spark_next_cursor(p_from, p_to, p_max_events, p_topics, p_before)
+--
+-- Purpose:  The end of the next micro-batch starting at cursor p_from, at most at the snapshot
+--           cursor p_to (admission control):
+--             * p_max_events: at most that many events of p_topics in the batch; the cut falls
+--               between two events in (txid, id) order, expressed in the streams engine's
+--               partial-position form ('<lo>;<hi>;<txid>;<id>'), so even one huge transaction
+--               is split;
+--             * p_before: the batch stops before the first event (in that order) published at
+--               or after it (the archive's horizon);
+--             * it returns p_from itself when there is nothing to read, so Spark runs no empty
+--               batch; when only events of other topics arrived, it returns the new position
+--               (the group moves on).
+--           A partial p_from is finished first (the batch ends at its target at most). The
+--           candidates are scanned in (txid, id) order on the events_txid_id index and the scan
+--           stops at the cut.
+-- Params:   p_from        the batch's start cursor (text; not a slot cursor, MB006)
+--           p_to          the newest snapshot cursor to go to (text; its lo snapshot is used)
+--           p_max_events  at most this many events (NULL = no limit; MB006 when < 1)
+--           p_topics      count only events of these topics (NULL = all)
+--           p_before      stop before the first event published at or after it (NULL = none)
+-- Returns:  text: the batch's end cursor; p_from when there is nothing to read
+-- Locks:    none (reads only)
+-- Callers:  Python pgmbus.spark.reader.PgmbusStreamReader (latestOffset) via sql/spark.sql
+--           'next_cursor'; users directly (not a public entry point); tests/spark/test_spark_sql.py
+CREATE OR REPLACE FUNCTION mbus.spark_next_cursor(
+    p_from text, p_to text, p_max_events integer DEFAULT NULL, p_topics text[] DEFAULT NULL,
+    p_before timestamptz DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    v_parsed record;
+    v_from   mbus.stream_position;
+    v_hi     pg_snapshot;
+    v_xip    xid8[];
+    v_xmax   xid8;
+    v_n      bigint := 0;
+    v_cut    boolean := false;
+    v_txid   xid8;
+    v_id     bigint;
+    r        record;
+BEGIN
+    IF p_max_events IS NOT NULL AND p_max_events < 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('max_events must be at least 1, not %s', p_max_events);
+    END IF;
+    v_parsed := mbus._parse_position(p_from);
+    IF v_parsed.slot IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = 'the Spark source reads whole groups, not slots of a slotted group';
+    END IF;
+    v_from := v_parsed.pos;
+    IF v_from.hi IS NOT NULL THEN
+        v_hi := v_from.hi;
+    ELSE
+        v_hi := ((mbus._parse_position(p_to)).pos).lo;
+        IF v_hi::text = v_from.lo::text THEN
+            RETURN p_from;
+        END IF;
+    END IF;
+    v_xip := ARRAY(SELECT pg_snapshot_xip(v_from.lo));
+    v_xmax := pg_snapshot_xmax(v_from.lo);
+    FOR r IN
+        SELECT e.txid, e.id, e.published_at
+        FROM mbus.events AS e
+        WHERE (e.txid = ANY (v_xip) OR (e.txid >= v_xmax AND e.txid < pg_snapshot_xmax(v_hi)))
+          AND pg_visible_in_snapshot(e.txid, v_hi)
+          AND NOT (pg_visible_in_snapshot(e.txid, v_from.lo)
+                   OR (v_from.hi IS NOT NULL
+                       AND (e.txid, e.id) <= (v_from.after_txid, v_from.after_id)))
+          AND (p_topics IS NULL OR e.topic = ANY (p_topics))
+        ORDER BY e.txid, e.id
+        LIMIT CASE WHEN p_before IS NULL THEN coalesce(p_max_events + 1, 1)
+                   ELSE p_max_events + 1 END
+    LOOP
+        IF (p_before IS NOT NULL AND r.published_at >= p_before)
+           OR (p_max_events IS NOT NULL AND v_n >= p_max_events) THEN
+            v_cut := true;
+            EXIT;
+        END IF;
+        v_n := v_n + 1;
+        v_txid := r.txid;
+        v_id := r.id;
+    END LOOP;
+    IF v_cut THEN
+        IF v_n = 0 THEN
+            RETURN p_from;
+        END IF;
+        RETURN mbus._format_position(ROW(v_from.lo, v_hi, v_txid, v_id));
+    END IF;
+    IF v_n = 0 THEN
+        -- Nothing of ours; move on only if other events passed (else Spark would spin).
+        IF p_topics IS NOT NULL AND EXISTS (
+            SELECT 1 FROM mbus.events AS e
+            WHERE (e.txid = ANY (v_xip) OR (e.txid >= v_xmax AND e.txid < pg_snapshot_xmax(v_hi)))
+              AND pg_visible_in_snapshot(e.txid, v_hi)
+              AND NOT (pg_visible_in_snapshot(e.txid, v_from.lo)
+                       OR (v_from.hi IS NOT NULL
+                           AND (e.txid, e.id) <= (v_from.after_txid, v_from.after_id)))) THEN
+            RETURN mbus._format_position(ROW(v_hi, NULL, NULL, NULL));
+        END IF;
+        RETURN p_from;
+    END IF;
+    RETURN mbus._format_position(ROW(v_hi, NULL, NULL, NULL));
+END;
+$$;

@@ -1,0 +1,57 @@
+-- Function: mbus._batch(p_ended, p_after_txid, p_after_id, p_from, p_to, p_hi, p_topics, p_slot,
+--           p_nslots, p_limit)
+--
+-- Purpose:  The next events of the batch from a position lo to a snapshot hi, in (txid, id) order,
+--           after (after_txid, after_id). A transaction not visible in lo is either in lo's xip
+--           list or at or after lo's xmax, so the batch is two index range scans on (txid, id):
+--             1. `ended`: the xip transactions of lo that hi sees ended (txid = ANY);
+--             2. the transactions from `from` (xmax(lo)) up to `to` (xmax(hi)) that hi sees.
+--           Each scan stops at limit rows; the union is sorted and cut to limit again. A long
+--           transaction makes the first list one entry longer; it never widens the second scan.
+--           An SQL function without SET, so the planner inlines it into read_next's query (no
+--           intermediate copies of the rows).
+-- Params:   p_ended       the ids of lo's xip transactions that hi sees ended (xid8[])
+--           p_after_txid  the transaction id of the last event consumed inside this batch
+--                         ('0' when none)
+--           p_after_id    the id of that event (-1 when none)
+--           p_from        where the second scan starts: the greater of xmax(lo) and after_txid
+--           p_to          where it ends (exclusive): xmax(hi)
+--           p_hi          the batch's upper snapshot; only transactions it sees are read
+--           p_topics      the group's topics (text[]; NULL = all)
+--           p_slot        the slot read (integer)
+--           p_nslots      the group's slot count (1 = no key filter)
+--           p_limit       the most rows returned
+-- Returns:  SETOF mbus.stream_row (txid, id, topic, key, payload, headers, published_at), in
+--           (txid, id) order; no row when the batch is done
+-- Locks:    none (reads only)
+-- Callers:  mbus.read_next (twice: the rows max_events and max_events + 1 that decide the cursor,
+--           then the batch)
+CREATE OR REPLACE FUNCTION mbus._batch(p_ended xid8[], p_after_txid xid8, p_after_id bigint, p_from xid8,
+                            p_to xid8, p_hi pg_snapshot, p_topics text[], p_slot integer,
+                            p_nslots integer, p_limit integer)
+RETURNS SETOF mbus.stream_row
+LANGUAGE sql STABLE
+AS $$
+    SELECT b.* FROM (
+        (SELECT e.txid, e.id, e.topic, e.key, e.payload, e.headers, e.published_at
+         FROM mbus.events AS e
+         WHERE e.txid = ANY (p_ended)
+           AND (e.txid, e.id) > (p_after_txid, p_after_id)
+           AND (p_topics IS NULL OR e.topic = ANY (p_topics))
+           AND (p_nslots = 1 OR mbus.key_slot(e.key, e.id, p_nslots) = p_slot)
+         ORDER BY e.txid, e.id
+         LIMIT p_limit)
+        UNION ALL
+        (SELECT e.txid, e.id, e.topic, e.key, e.payload, e.headers, e.published_at
+         FROM mbus.events AS e
+         WHERE e.txid >= p_from AND e.txid < p_to
+           AND (e.txid, e.id) > (p_after_txid, p_after_id)
+           AND pg_visible_in_snapshot(e.txid, p_hi)
+           AND (p_topics IS NULL OR e.topic = ANY (p_topics))
+           AND (p_nslots = 1 OR mbus.key_slot(e.key, e.id, p_nslots) = p_slot)
+         ORDER BY e.txid, e.id
+         LIMIT p_limit)
+    ) AS b
+    ORDER BY b.txid, b.id
+    LIMIT p_limit;
+$$;

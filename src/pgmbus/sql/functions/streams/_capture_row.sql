@@ -1,0 +1,85 @@
+-- Function: mbus._capture_row()
+--
+-- Purpose:  The row trigger of a captured table (AFTER INSERT OR UPDATE OR DELETE FOR EACH ROW):
+--           every insert, update and delete (from any statement: COPY, INSERT ... ON CONFLICT,
+--           bulk UPDATE) appends one event in the transaction that made the change. Each change
+--           is its own event, so a row that changes often loses no intermediate state, and the
+--           snapshot cursors make the changes readable in commit order with no background job.
+--           Payload: {"op", "table", "key": {primary key}, "row": {captured columns},
+--           "changed": [columns] (updates), "old_key": {...} (when an update changed the key)}.
+--           An update that changes no captured column appends nothing. The event key is the
+--           primary key's value (its JSON text when the key has several columns; NULL without a
+--           primary key). "table" names the table the row is in: for a partitioned table, the
+--           partition. SECURITY DEFINER (search_path pinned), so writers of the table need no
+--           privilege on mbus.events. Notifies listeners of 'mbus_events'.
+-- Params:   none (trigger arguments: TG_ARGV[0] the topic, [1] the key columns as text[],
+--           [2] the captured columns as text[] or '*' for all)
+-- Returns:  trigger: NULL (an AFTER trigger); MB009 when the log is not this cluster's
+-- Locks:    none beyond the INSERT into mbus.events (ROW EXCLUSIVE)
+-- Callers:  the trigger mbus_capture_row that mbus.capture_table creates on a captured table;
+--           tests/streams/test_streams_security.py (catalog test)
+CREATE OR REPLACE FUNCTION mbus._capture_row()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_topic   text := TG_ARGV[0];
+    v_keys    text[] := TG_ARGV[1]::text[];
+    v_cols    text[] := nullif(TG_ARGV[2], '*')::text[];
+    v_new     jsonb;
+    v_old     jsonb;
+    v_row     jsonb;
+    v_key     jsonb;
+    v_old_key jsonb;
+    v_changed text[];
+    v_payload jsonb;
+BEGIN
+    IF current_setting('mbus.streams_log_ok', true) IS DISTINCT FROM 'yes' THEN
+        PERFORM mbus._check_log();
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        v_new := to_jsonb(NEW);
+    END IF;
+    IF TG_OP <> 'INSERT' THEN
+        v_old := to_jsonb(OLD);
+    END IF;
+    v_row := coalesce(v_new, v_old);
+    SELECT coalesce(jsonb_object_agg(k, v_row -> k), '{}') INTO v_key FROM unnest(v_keys) AS k;
+    IF TG_OP = 'UPDATE' THEN
+        SELECT coalesce(array_agg(k ORDER BY k), '{}') INTO v_changed
+        FROM jsonb_object_keys(v_new) AS k
+        WHERE (v_new -> k) IS DISTINCT FROM (v_old -> k)
+          AND (v_cols IS NULL OR k = ANY (v_cols) OR k = ANY (v_keys));
+        IF cardinality(v_changed) = 0 THEN
+            RETURN NULL;
+        END IF;
+        SELECT coalesce(jsonb_object_agg(k, v_old -> k), '{}') INTO v_old_key
+        FROM unnest(v_keys) AS k;
+        IF v_old_key = v_key THEN
+            v_old_key := NULL;
+        END IF;
+    END IF;
+    IF v_cols IS NOT NULL THEN
+        SELECT coalesce(jsonb_object_agg(k, v_row -> k), '{}') INTO v_row
+        FROM jsonb_object_keys(v_row) AS k
+        WHERE k = ANY (v_cols) OR k = ANY (v_keys);
+    END IF;
+    v_payload := jsonb_build_object('op', lower(TG_OP),
+                                    'table', format('%I.%I', TG_TABLE_SCHEMA, TG_TABLE_NAME),
+                                    'key', v_key, 'row', v_row);
+    IF TG_OP = 'UPDATE' THEN
+        v_payload := v_payload || jsonb_build_object('changed', to_jsonb(v_changed));
+        IF v_old_key IS NOT NULL THEN
+            v_payload := v_payload || jsonb_build_object('old_key', v_old_key);
+        END IF;
+    END IF;
+    INSERT INTO mbus.events (topic, key, payload)
+    VALUES (v_topic,
+            CASE WHEN cardinality(v_keys) = 1 THEN v_key ->> v_keys[1]
+                 WHEN cardinality(v_keys) > 1 THEN v_key::text END,
+            v_payload);
+    PERFORM pg_notify('mbus_events', '');
+    RETURN NULL;
+END;
+$$;

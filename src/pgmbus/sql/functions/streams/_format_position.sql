@@ -1,0 +1,26 @@
+-- Function: mbus._format_position(p, p_slot)
+--
+-- Purpose:  A position as the text of a cursor. Cursors are text because they carry 64-bit xid8
+--           values:
+--             '<snap>'                             every event visible in <snap> is consumed;
+--             '<lo>;<hi>;<after_txid>;<after_id>'  every event visible in <lo> is consumed, and of
+--                                                  the events visible in <hi> but not in <lo>,
+--                                                  those up to (after_txid, after_id) in
+--                                                  (txid, id) order;
+--             '<slot>@<position>'                  the same, for one slot of a slotted group.
+--           The second form lets a batch larger than max_events be read in pieces, each one
+--           committed on its own. mbus._parse_position reads this text back. A hot-path SQL
+--           helper without SET (see mbus.publish).
+-- Params:   p       the position (lo, hi, after_txid, after_id; hi NULL for the first form)
+--           p_slot  the slot to prefix as '<slot>@' (NULL = no prefix)
+-- Returns:  text: the cursor
+-- Locks:    none
+-- Callers:  mbus.read_next, commit, group_cursor, group_status, spark_next_cursor
+CREATE OR REPLACE FUNCTION mbus._format_position(p mbus.stream_position, p_slot integer DEFAULT NULL)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE WHEN p_slot IS NULL THEN '' ELSE p_slot::text || '@' END
+        || CASE WHEN (p).hi IS NULL THEN (p).lo::text
+                ELSE concat_ws(';', (p).lo, (p).hi, (p).after_txid, (p).after_id) END;
+$$;

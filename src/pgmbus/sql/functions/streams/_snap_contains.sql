@@ -1,0 +1,19 @@
+-- Function: mbus._snap_contains(a, b)
+--
+-- Purpose:  Whether every transaction visible in b is visible in a: xmax(b) <= xmax(a), and no
+--           transaction a still sees as in progress is visible in b. A hot-path SQL helper without
+--           SET, so that it is inlined (see mbus.publish on why the hot path sets no search_path).
+-- Params:   a  the snapshot that should contain b
+--           b  the snapshot to test
+-- Returns:  boolean
+-- Locks:    none
+-- Callers:  mbus._parse_position (a cursor's hi must contain its lo), mbus._position_le,
+--           mbus.commit (a cursor may not be ahead of the database's transactions)
+CREATE OR REPLACE FUNCTION mbus._snap_contains(a pg_snapshot, b pg_snapshot)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT pg_snapshot_xmax(b) <= pg_snapshot_xmax(a)
+       AND NOT EXISTS (SELECT 1 FROM pg_snapshot_xip(a) AS x
+                       WHERE x < pg_snapshot_xmax(b) AND pg_visible_in_snapshot(x, b));
+$$;

@@ -1,0 +1,17 @@
+-- Function: mbus.notify()
+--
+-- Purpose:  Wake the listeners of the log. Listeners (LISTEN mbus_events) are woken by publish,
+--           publish_batch and the row capture trigger with an empty notification, which
+--           PostgreSQL folds into one per transaction and delivers at commit. Writers that INSERT
+--           or COPY into mbus.events directly call mbus.notify() (or let readers find the events
+--           at their next poll). Hot path: no SET (see mbus.publish).
+-- Params:   none
+-- Returns:  void
+-- Locks:    none
+-- Callers:  mbus.spark_commit_write; pgmbus.streams.client.publish_copy after its COPY
+--           (sql/streams.sql 'notify'); users who write mbus.events directly;
+--           tests/streams/test_streams_wiki_pubsub.py
+CREATE OR REPLACE FUNCTION mbus.notify()
+RETURNS void
+LANGUAGE sql
+AS $$ SELECT pg_notify('mbus_events', '') $$;

@@ -1,0 +1,45 @@
+-- Function: mbus.publish_batch(topic, payloads, keys, headers)
+--
+-- Purpose:  Append one event per payload on one topic in the caller's transaction, in one INSERT;
+--           keys and headers, when given, are arrays parallel to payloads. Notifies listeners of
+--           'mbus_events' (delivered at commit). Hot path: no SET (see mbus.publish).
+-- Params:   topic     the topic of every event (text, 1 to 200 bytes)
+--           payloads  the events' bodies (jsonb[], no NULL element)
+--           keys      the events' keys (text[] of the same length; NULL = no keys)
+--           headers   the events' headers (jsonb[] of the same length; NULL = none)
+-- Returns:  SETOF bigint: the event ids in array order; MB006 for a bad topic or arrays of
+--           different lengths, MB005 for a NULL payload, MB009 when the log is not this
+--           cluster's. Headers that are not objects fail the table's CHECK (not MB005)
+-- Locks:    none beyond the INSERT into mbus.events (ROW EXCLUSIVE)
+-- Callers:  pgmbus.streams.client.publish_batch (sql/streams.sql 'publish_batch'); users
+--           directly; tests under tests/streams
+CREATE OR REPLACE FUNCTION mbus.publish_batch(topic text, payloads jsonb[], keys text[] DEFAULT NULL,
+                                   headers jsonb[] DEFAULT NULL)
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM mbus._check_log();
+    PERFORM pg_notify('mbus_events', '');
+    IF topic IS NULL OR topic = '' OR octet_length(topic) > 200 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('invalid topic %L (1 to 200 bytes)', topic);
+    END IF;
+    IF (keys IS NOT NULL AND cardinality(keys) <> cardinality(payloads))
+       OR (headers IS NOT NULL AND cardinality(headers) <> cardinality(payloads)) THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = 'keys and headers must have one element per payload';
+    END IF;
+    IF array_position(payloads, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB005', MESSAGE = 'payloads must not contain null';
+    END IF;
+    RETURN QUERY
+    INSERT INTO mbus.events (topic, key, payload, headers)
+    SELECT publish_batch.topic, k.key, p.payload, h.headers
+    FROM unnest(payloads) WITH ORDINALITY AS p (payload, n)
+    LEFT JOIN unnest(keys) WITH ORDINALITY AS k (key, n) ON k.n = p.n
+    LEFT JOIN unnest(headers) WITH ORDINALITY AS h (headers, n) ON h.n = p.n
+    ORDER BY p.n
+    RETURNING events.id;
+END;
+$$;

@@ -1,0 +1,119 @@
+-- Function: mbus.read_next("group", max_events, slot)
+--
+-- Purpose:  The group's (slot's) next batch, at most max_events events, without moving the group.
+--           A batch is the events whose transaction is visible in a newer snapshot (hi) and not in
+--           the group's position (lo): transactions that commit out of id order are never
+--           skipped, rolled-back events never appear, and a transaction held open delays only its
+--           own events (it sits in the xip list of every snapshot until it ends). hi is a new
+--           snapshot (mbus._snapshot_now; for an ordered group cut at the oldest running
+--           transaction) unless the position is inside a batch already. Every row carries the
+--           cursor the group reaches when the batch is committed with commit(group, cursor):
+--           '<hi>' when the batch holds the rest, else '<lo>;<hi>;<txid>;<id>' of its last row, so
+--           a backlog is read in pieces of max_events. The group (slot) stays locked until the
+--           caller's transaction ends (a second reader waits, or gets nothing when the group's
+--           on_busy is 'skip'), so reading, writing results and committing in one transaction
+--           processes each event once. An empty batch moves the group on by itself (there is
+--           nothing to acknowledge). Runs with enable_seqscan and enable_bitmapscan off: the
+--           batch must be an ordered range scan of the (txid, id) index, see the SET below.
+-- Params:   "group"     the group's name
+--           max_events  the most events returned (integer >= 1; 1000 unless given)
+--           slot        the slot to read (NULL = the only slot of an unslotted group)
+-- Returns:  TABLE (cursor text, id bigint, topic text, key text, payload jsonb, headers jsonb,
+--           published_at timestamptz), in (txid, id) order; no row when the group has caught up
+--           or another reader holds it (on_busy 'skip'); MB002/MB008 for an unknown or expired
+--           group, MB006 for a bad max_events or slot, MB009 when the log is not this cluster's
+-- Locks:    pg_advisory_xact_lock(mbus._reader_lock_key(group, slot)), or
+--           pg_try_advisory_xact_lock when on_busy is 'skip', held to the end of the caller's
+--           transaction (the lock is not a row lock, so reading stays a read-only transaction);
+--           after an empty batch, the slot's row of mbus.stream_cursors (UPDATE)
+-- Callers:  mbus.read_subscriptions; pgmbus.streams.client.read_next (sql/streams.sql
+--           'read_next'), used by StreamWorker and the CLI `pgmbus streams read`; tests under
+--           tests/streams (also isolation specs tests/streams/specs/*.spec)
+CREATE OR REPLACE FUNCTION mbus.read_next("group" text, max_events integer DEFAULT 1000,
+                               slot integer DEFAULT NULL)
+RETURNS TABLE (cursor text, id bigint, topic text, key text, payload jsonb, headers jsonb,
+               published_at timestamptz)
+LANGUAGE plpgsql
+SET search_path = pg_catalog
+-- The batch must be read as an ordered range scan of the (txid, id) index whatever the
+-- statistics say: the newest transaction ids are always past the histogram, and a bitmap scan
+-- plus sort chosen from a low estimate would read the whole backlog for every batch.
+SET enable_bitmapscan = off
+SET enable_seqscan = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    g        mbus.stream_groups;
+    c        mbus.stream_cursors;
+    v_slot   integer;
+    v_hi     pg_snapshot;
+    v_after_txid xid8;
+    v_after_id   bigint;
+    v_ended  xid8[];
+    v_done   text;
+    v_edge   mbus.stream_key[];
+    v_n      bigint;
+BEGIN
+    PERFORM mbus._check_log();
+    IF max_events IS NULL OR max_events < 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('max_events must be at least 1, not %s', max_events);
+    END IF;
+    g := mbus._group("group");
+    v_slot := mbus._slot_of(g, slot);
+    -- The reader's lock (Wiki PubSub's lock_watermark) is a transaction-level advisory lock, not
+    -- a row lock: reading then stays a read-only transaction until the commit.
+    IF g.on_busy = 'skip' THEN
+        IF NOT pg_try_advisory_xact_lock(mbus._reader_lock_key(g.name, v_slot)) THEN
+            RETURN;
+        END IF;
+    ELSE
+        PERFORM pg_advisory_xact_lock(mbus._reader_lock_key(g.name, v_slot));
+    END IF;
+    SELECT * INTO c FROM mbus.stream_cursors AS sc
+    WHERE sc.group_name = g.name AND sc.slot = v_slot;
+    v_hi := c.hi;
+    IF v_hi IS NULL THEN
+        v_hi := mbus._snapshot_now();
+        IF g.ordered THEN
+            -- only transactions below the oldest one still running (never behind lo)
+            v_hi := mbus._snapshot_cut(v_hi, greatest(pg_snapshot_xmin(v_hi),
+                                                      pg_snapshot_xmax(c.lo)));
+        END IF;
+    END IF;
+    v_after_txid := coalesce(c.after_txid, '0'::xid8);
+    v_after_id := coalesce(c.after_id, -1);
+    v_ended := ARRAY(SELECT x FROM pg_snapshot_xip(c.lo) AS x
+                     WHERE pg_visible_in_snapshot(x, v_hi) AND x >= v_after_txid);
+    -- Where the batch ends: the keys of its rows max_events and max_events + 1 (a second row
+    -- means there is more, and the cursor stops inside the batch). Both scans see the same
+    -- rows: they belong to transactions that hi sees as ended.
+    SELECT array_agg(ROW(k.txid, k.id)::mbus.stream_key ORDER BY k.txid, k.id) INTO v_edge
+    FROM (SELECT b.txid, b.id
+          FROM mbus._batch(v_ended, v_after_txid, v_after_id,
+                           greatest(pg_snapshot_xmax(c.lo), v_after_txid),
+                           pg_snapshot_xmax(v_hi), v_hi, g.topics, v_slot, g.slots,
+                           max_events + 1) AS b
+          ORDER BY b.txid, b.id
+          OFFSET max_events - 1) AS k;
+    v_done := mbus._format_position(
+        CASE WHEN cardinality(v_edge) = 2
+             THEN ROW(c.lo, v_hi, (v_edge[1]).txid, (v_edge[1]).id)::mbus.stream_position
+             ELSE ROW(v_hi, NULL, NULL, NULL)::mbus.stream_position END,
+        CASE WHEN g.slots > 1 THEN v_slot END);
+    RETURN QUERY
+    SELECT v_done, b.id, b.topic, b.key, b.payload, b.headers, b.published_at
+    FROM mbus._batch(v_ended, v_after_txid, v_after_id,
+                     greatest(pg_snapshot_xmax(c.lo), v_after_txid),
+                     pg_snapshot_xmax(v_hi), v_hi, g.topics, v_slot, g.slots, max_events) AS b
+    ORDER BY b.txid, b.id;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    IF v_n = 0 AND (c.hi IS NOT NULL OR c.lo::text <> v_hi::text) THEN
+        -- an empty batch: nothing to acknowledge, the group moves on by itself
+        UPDATE mbus.stream_cursors AS sc
+        SET lo = v_hi, hi = NULL, after_txid = NULL, after_id = NULL,
+            lo_taken_at = now(), committed_at = now()
+        WHERE sc.group_name = g.name AND sc.slot = v_slot;
+    END IF;
+END;
+$$;

@@ -1,0 +1,55 @@
+-- Function: mbus.read_subscriptions("group", max_events, slot)
+--
+-- Purpose:  read_next for a group of subscriptions: its next batch, only the events that matched
+--           at least one of its subscriptions (mbus._match), each with the ids of the
+--           subscriptions it matched. Commit with commit(group, cursor) as usual. Batches in which
+--           nothing matched are committed here (in the caller's transaction) and reading goes on,
+--           so an empty result means the group has caught up (or, with on_busy 'skip', that
+--           another reader holds it).
+-- Params:   "group"     the group's name
+--           max_events  the most events read per batch (integer >= 1; 1000 unless given)
+--           slot        the slot to read (NULL = the only slot of an unslotted group)
+-- Returns:  TABLE (cursor text, id bigint, topic text, key text, payload jsonb, headers jsonb,
+--           published_at timestamptz, subscription_ids bigint[]), in the batch's order; the
+--           errors of read_next
+-- Locks:    read_next's: the reader's advisory lock on the group (slot) to the end of the
+--           transaction; commit's row lock on the slot's cursor for batches without a match
+-- Callers:  pgmbus.streams.client.read_subscriptions (sql/streams.sql 'read_subscriptions'),
+--           used by StreamWorker(subscriptions=True); tests
+--           tests/streams/test_streams_subscriptions.py, test_streams_wiki_pubsub.py
+CREATE OR REPLACE FUNCTION mbus.read_subscriptions("group" text, max_events integer DEFAULT 1000,
+                                        slot integer DEFAULT NULL)
+RETURNS TABLE (cursor text, id bigint, topic text, key text, payload jsonb, headers jsonb,
+               published_at timestamptz, subscription_ids bigint[])
+LANGUAGE plpgsql
+SET search_path = pg_catalog
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_batch  mbus.stream_row[];
+    v_cursor text;
+BEGIN
+    LOOP
+        SELECT array_agg(ROW(NULL, r.id, r.topic, r.key, r.payload, r.headers,
+                             r.published_at)::mbus.stream_row ORDER BY r.ordinality),
+               min(r.cursor)
+        INTO v_batch, v_cursor
+        FROM mbus.read_next("group", max_events, slot) WITH ORDINALITY AS r;
+        IF v_cursor IS NULL THEN
+            RETURN;
+        END IF;
+        RETURN QUERY
+        SELECT v_cursor, b.id, b.topic, b.key, b.payload, b.headers, b.published_at,
+               m.subscription_ids
+        FROM unnest(v_batch) WITH ORDINALITY AS b
+        JOIN (SELECT mm.event_id, array_agg(DISTINCT x ORDER BY x) AS subscription_ids
+              FROM mbus._match("group", v_batch) AS mm, unnest(mm.subscription_ids) AS x
+              GROUP BY mm.event_id) AS m ON m.event_id = b.id
+        ORDER BY b.ordinality;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+        PERFORM mbus.commit("group", v_cursor);
+    END LOOP;
+END;
+$$;

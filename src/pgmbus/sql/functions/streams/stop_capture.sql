@@ -1,0 +1,27 @@
+-- Function: mbus.stop_capture(tbl, missing_ok)
+--
+-- Purpose:  Stop capturing tbl: remove its row of mbus.captures and its triggers
+--           mbus_capture_row and mbus_capture_truncate. Events already published stay.
+-- Params:   tbl         the table (regclass)
+--           missing_ok  no error when tbl is not captured (boolean; false unless given)
+-- Returns:  void; MB002 when tbl is not captured and missing_ok is false
+-- Locks:    ACCESS EXCLUSIVE on tbl when a trigger is dropped (DROP TRIGGER), held to commit;
+--           the row of mbus.captures (DELETE)
+-- Callers:  mbus.capture_table (missing_ok, before it creates the triggers);
+--           pgmbus.streams.client.stop_capture (sql/streams.sql 'stop_capture'), the CLI
+--           `pgmbus streams stop-capture`; tests/streams/test_streams_capture.py
+CREATE OR REPLACE FUNCTION mbus.stop_capture(tbl regclass, missing_ok boolean DEFAULT false)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog
+AS $$
+BEGIN
+    DELETE FROM mbus.captures AS c WHERE c.tbl = stop_capture.tbl;
+    IF NOT FOUND AND NOT missing_ok THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB002',
+            MESSAGE = format('table %s is not captured', tbl);
+    END IF;
+    EXECUTE format('DROP TRIGGER IF EXISTS mbus_capture_row ON %s', tbl);
+    EXECUTE format('DROP TRIGGER IF EXISTS mbus_capture_truncate ON %s', tbl);
+END;
+$$;

@@ -1,0 +1,97 @@
+-- Function: mbus.timer_create_many(p_items, p_now)
+--
+-- Purpose:  Create callbacks in one statement (the HTTP API's batches, schedule occurrences),
+--           idempotent on (client_id, group_key, event_key): an existing callback is returned
+--           unchanged with created = false, and so is a key repeated in the same batch (its
+--           first item creates). Per item: the retry policy is completed and checked
+--           (mbus.timer_retry_policy), originally_run_at defaults to run_at, context to '{}',
+--           stop_after_delay_s to 86400, and the bucket is abs(hashtextextended(group_key || '/'
+--           || event_key, client_id)) modulo the number of buckets. The other checks are the
+--           table's constraints (key characters, URL scheme, context an object). Every created
+--           callback gets a 'create' row in the change log (no notification). A second
+--           statement returns one row per item, in item order, joined to the callbacks by key.
+--           JIT is off: generic plans' estimates can cross jit_above_cost, and compiling (~300
+--           ms measured on the dispatcher's statements) costs more than a batch of a few
+--           thousand rows.
+-- Params:   p_items  a JSON array of objects {client_id, group_key, event_key, run_at, url,
+--                    context?, retry?, stop_after_delay_s?, originally_run_at?, schedule_id?}
+--                    (MB005 when it is not an array)
+--           p_now    the clock (NULL = now()): created_at, updated_at and the log's time
+-- Returns:  TABLE (ord integer, created boolean, callback jsonb): one row per item in item
+--           order (ord from 1); callback is mbus.timer_callback_json of the callback
+-- Locks:    inserts the new mbus.timer_callbacks and change log rows; an item whose key a
+--           concurrent transaction is inserting waits for it (ON CONFLICT on the unique key)
+-- Callers:  Python pgmbus.timers.store.create_many (and store.create) via sql/timers.sql
+--           'create_many', used by the HTTP service's CreateBatcher (POST /v1/callbacks);
+--           mbus.timer_create, mbus.timer_schedule_materialize; the timers bench; users
+--           directly (not a public entry point); tests under tests/timers
+CREATE OR REPLACE FUNCTION mbus.timer_create_many(p_items jsonb, p_now timestamptz DEFAULT NULL)
+RETURNS TABLE (ord integer, created boolean, callback jsonb)
+LANGUAGE plpgsql
+SET search_path = pg_catalog
+SET jit = off
+AS $$
+DECLARE
+    v_now timestamptz := coalesce(p_now, now());
+    v_buckets integer;
+    v_new bigint[];
+BEGIN
+    IF jsonb_typeof(p_items) <> 'array' THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB005', MESSAGE = 'items must be a JSON array';
+    END IF;
+    SELECT count(*) INTO v_buckets FROM mbus.timer_buckets;
+    WITH items AS (
+        SELECT t.n::integer AS n,
+               (t.i->>'client_id')::bigint AS client_id,
+               t.i->>'group_key' AS group_key,
+               t.i->>'event_key' AS event_key,
+               (t.i->>'run_at')::timestamptz AS run_at,
+               coalesce((t.i->>'originally_run_at')::timestamptz,
+                        (t.i->>'run_at')::timestamptz) AS originally_run_at,
+               t.i->>'url' AS url,
+               coalesce(nullif(t.i->'context', 'null'), '{}') AS context,
+               mbus.timer_retry_policy(t.i->'retry') AS retry,
+               coalesce((t.i->>'stop_after_delay_s')::float8, 86400) AS stop_after_delay_s,
+               (t.i->>'schedule_id')::bigint AS schedule_id
+        FROM jsonb_array_elements(p_items) WITH ORDINALITY AS t(i, n)
+    ), ins AS (
+        INSERT INTO mbus.timer_callbacks AS c (
+            client_id, group_key, event_key, run_at, originally_run_at, url, context,
+            fast_retries, retry_kind, retry_delay_s, retry_factor, retry_max_delay_s,
+            stop_after_delay_s, bucket_id, schedule_id, created_at, updated_at)
+        SELECT DISTINCT ON (i.client_id, i.group_key, i.event_key)
+               i.client_id, i.group_key, i.event_key, i.run_at, i.originally_run_at, i.url,
+               i.context, (i.retry->>'fast_retries')::integer, i.retry->>'kind',
+               (i.retry->>'delay_s')::float8, (i.retry->>'factor')::float8,
+               (i.retry->>'max_delay_s')::float8, i.stop_after_delay_s,
+               (abs(hashtextextended(i.group_key || '/' || i.event_key, i.client_id))
+                % v_buckets)::integer,
+               i.schedule_id, v_now, v_now
+        FROM items AS i
+        ORDER BY i.client_id, i.group_key, i.event_key, i.n
+        ON CONFLICT (client_id, group_key, event_key) DO NOTHING
+        RETURNING c.id, c.client_id, c.group_key, c.event_key
+    ), logged AS (
+        INSERT INTO mbus.timer_change_log
+            (at, callback_id, client_id, group_key, event_key, action, new_status)
+        SELECT v_now, ins.id, ins.client_id, ins.group_key, ins.event_key, 'create', 'pending'
+        FROM ins
+    )
+    SELECT array_agg(ins.id) INTO v_new FROM ins;
+
+    RETURN QUERY
+    WITH items AS (
+        SELECT t.n::integer AS n, (t.i->>'client_id')::bigint AS client_id,
+               t.i->>'group_key' AS group_key, t.i->>'event_key' AS event_key
+        FROM jsonb_array_elements(p_items) WITH ORDINALITY AS t(i, n)
+    )
+    SELECT i.n,
+           c.id = ANY (coalesce(v_new, '{}'))
+               AND i.n = min(i.n) OVER (PARTITION BY i.client_id, i.group_key, i.event_key),
+           mbus.timer_callback_json(c)
+    FROM items AS i
+    JOIN mbus.timer_callbacks AS c
+      ON (c.client_id, c.group_key, c.event_key) = (i.client_id, i.group_key, i.event_key)
+    ORDER BY i.n;
+END;
+$$;

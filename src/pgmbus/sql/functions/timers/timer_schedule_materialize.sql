@@ -1,0 +1,56 @@
+-- Function: mbus.timer_schedule_materialize(p_schedule_id, p_run_ats, p_until, p_now)
+--
+-- Purpose:  Create a schedule's callbacks for the occurrence times the scheduler computed, and
+--           move generated_until to p_until (never back). Occurrences before generated_until,
+--           at or after p_until, or at or after end_at are ignored. The event key is
+--           '<schedule_key>@<UTC time, YYYY-MM-DDTHH24:MI:SSZ>' and creation is idempotent on
+--           the key (mbus.timer_create_many), so an occurrence is never created twice, even by
+--           two schedulers. A paused schedule gets nothing and keeps its generated_until.
+-- Params:   p_schedule_id  the schedule's id (bigint)
+--           p_run_ats      the occurrence times (timestamptz[])
+--           p_until        the end of the period the scheduler covered (exclusive)
+--           p_now          the clock (NULL = now()): the callbacks' created_at
+-- Returns:  integer: the number of callbacks created; MB002 when there is no such schedule
+-- Locks:    row lock FOR UPDATE of the schedule (the scheduler already holds it from
+--           mbus.timer_schedules_due), then UPDATE; those of mbus.timer_create_many; held to
+--           commit
+-- Callers:  Python pgmbus.timers.store.schedule_materialize via sql/timers.sql
+--           'schedule_materialize', used by pgmbus.timers.scheduler.generate (run by the
+--           dispatcher); tests under tests/timers
+CREATE OR REPLACE FUNCTION mbus.timer_schedule_materialize(p_schedule_id bigint, p_run_ats timestamptz[],
+    p_until timestamptz, p_now timestamptz DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    s mbus.timer_schedules;
+    v_count integer;
+BEGIN
+    SELECT * INTO s FROM mbus.timer_schedules AS t WHERE t.id = p_schedule_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB002',
+            MESSAGE = format('no schedule with id %s', p_schedule_id);
+    END IF;
+    IF s.paused THEN
+        RETURN 0;
+    END IF;
+    SELECT count(*) FILTER (WHERE m.created) INTO v_count
+    FROM mbus.timer_create_many(
+        coalesce((SELECT jsonb_agg(jsonb_build_object(
+                    'client_id', s.client_id, 'group_key', s.group_key,
+                    'event_key', s.schedule_key || '@'
+                                 || to_char(r AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                    'run_at', r, 'url', s.url, 'context', s.context, 'retry', s.retry,
+                    'stop_after_delay_s', s.stop_after_delay_s, 'schedule_id', s.id)
+                    ORDER BY r)
+                  FROM unnest(p_run_ats) AS r
+                  WHERE r >= s.generated_until AND r < p_until
+                    AND (s.end_at IS NULL OR r < s.end_at)), '[]'),
+        p_now) AS m;
+    UPDATE mbus.timer_schedules AS t
+    SET generated_until = greatest(t.generated_until, p_until)
+    WHERE t.id = s.id;
+    RETURN v_count;
+END;
+$$;

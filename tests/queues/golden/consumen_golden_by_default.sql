@@ -1,0 +1,115 @@
+CREATE OR REPLACE FUNCTION mbus.consumen_golden_by_default(amt integer, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS SETOF mbus.qt_model
+ LANGUAGE plpgsql
+ SET enable_bitmapscan TO 'off'
+ SET enable_seqscan TO 'off'
+ SET plan_cache_mode TO 'force_generic_plan'
+AS $function$
+DECLARE
+    v_now     timestamptz := coalesce(p_now, clock_timestamp());
+    v_db      text := current_database();
+    v_closing smallint := (SELECT s.closing FROM mbus.queue_segment AS s WHERE s.qname = 'golden' AND s.closing_since > clock_timestamp() - interval '10 seconds');
+BEGIN
+    IF amt IS NULL OR amt < 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
+    END IF;
+    -- The TID scans delete in physical order: sort the claimed rows back into claim order.
+    IF v_closing IS NULL THEN
+        RETURN QUERY
+        WITH s AS MATERIALIZED (
+            SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
+            WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+            ORDER BY s.vt, s.id
+            LIMIT amt
+            FOR UPDATE SKIP LOCKED),
+    d0 AS (
+        DELETE FROM mbus."q_golden$0" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
+        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d1 AS (
+        DELETE FROM mbus."q_golden$1" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$1"'::regclass))
+        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d2 AS (
+        DELETE FROM mbus."q_golden$2" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$2"'::regclass))
+        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d3 AS (
+        DELETE FROM mbus."q_golden$3" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$3"'::regclass))
+        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+               d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+        FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_vt, d.id;
+    ELSIF v_closing = 1 THEN
+        RETURN QUERY
+        WITH s AS MATERIALIZED (
+            SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
+            WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
+            ORDER BY s.vt, s.id
+            LIMIT amt
+            FOR UPDATE SKIP LOCKED),
+    d0 AS (
+        DELETE FROM mbus."q_golden$0" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
+        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d2 AS (
+        DELETE FROM mbus."q_golden$2" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$2"'::regclass))
+        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d3 AS (
+        DELETE FROM mbus."q_golden$3" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$3"'::regclass))
+        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+               d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+        FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d2 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_vt, d.id;
+    ELSIF v_closing = 2 THEN
+        RETURN QUERY
+        WITH s AS MATERIALIZED (
+            SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
+            WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
+            ORDER BY s.vt, s.id
+            LIMIT amt
+            FOR UPDATE SKIP LOCKED),
+    d0 AS (
+        DELETE FROM mbus."q_golden$0" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
+        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d1 AS (
+        DELETE FROM mbus."q_golden$1" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$1"'::regclass))
+        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d3 AS (
+        DELETE FROM mbus."q_golden$3" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$3"'::regclass))
+        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+               d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+        FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_vt, d.id;
+    ELSE
+        RETURN QUERY
+        WITH s AS MATERIALIZED (
+            SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
+            WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
+            ORDER BY s.vt, s.id
+            LIMIT amt
+            FOR UPDATE SKIP LOCKED),
+    d0 AS (
+        DELETE FROM mbus."q_golden$0" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
+        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d1 AS (
+        DELETE FROM mbus."q_golden$1" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$1"'::regclass))
+        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d2 AS (
+        DELETE FROM mbus."q_golden$2" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$2"'::regclass))
+        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+               d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+        FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2) AS d ORDER BY d.claim_vt, d.id;
+    END IF;
+END;
+$function$

@@ -1,0 +1,24 @@
+CREATE OR REPLACE FUNCTION mbus.extend_golden_secure(token uuid, lease interval, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS timestamp with time zone
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+DECLARE
+    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_db  text := current_database();
+    v_end timestamptz;
+BEGIN
+    IF lease IS NULL OR lease <= '0'::interval THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'lease must be > 0';
+    END IF;
+    UPDATE mbus.q_golden_secure AS q SET vt = v_now + lease
+    WHERE q.lease_token = token AND q.vt > v_now
+    RETURNING q.vt INTO v_end;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB007',
+            MESSAGE = format('lease %s on queue %s is no longer held', token, 'golden_secure');
+    END IF;
+    RETURN v_end;
+END;
+$function$

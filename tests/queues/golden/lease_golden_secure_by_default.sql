@@ -1,0 +1,215 @@
+CREATE OR REPLACE FUNCTION mbus.lease_golden_secure_by_default(amt integer, lease interval, max_attempts integer DEFAULT NULL::integer, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS SETOF mbus.qt_model
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET enable_bitmapscan TO 'off'
+ SET enable_seqscan TO 'off'
+ SET plan_cache_mode TO 'force_generic_plan'
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+DECLARE
+    v_now     timestamptz := coalesce(p_now, clock_timestamp());
+    v_db      text := current_database();
+    v_closing smallint := (SELECT s.closing FROM mbus.queue_segment AS s WHERE s.qname = 'golden_secure' AND s.closing_since > clock_timestamp() - interval '10 seconds');
+BEGIN
+    IF amt IS NULL OR amt < 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
+    END IF;
+    IF lease IS NULL OR lease <= '0'::interval THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'lease must be > 0';
+    END IF;
+    IF max_attempts IS NOT NULL AND max_attempts < 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'max_attempts must be >= 1';
+    END IF;
+    IF v_closing IS NULL THEN
+        RETURN QUERY
+        WITH s AS MATERIALIZED (
+            SELECT s.tableoid AS rel, s.ctid AS tid,
+                   s.attempts >= coalesce(max_attempts, 2147483647) AS dead
+            FROM mbus.q_golden_secure AS s
+            WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+            ORDER BY s.vt, s.id
+            LIMIT amt
+            FOR UPDATE SKIP LOCKED),
+    g0 AS (
+        DELETE FROM mbus."q_golden_secure$0" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$0"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    g1 AS (
+        DELETE FROM mbus."q_golden_secure$1" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$1"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    g2 AS (
+        DELETE FROM mbus."q_golden_secure$2" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$2"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    g3 AS (
+        DELETE FROM mbus."q_golden_secure$3" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$3"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        buried AS (
+            INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
+                                  properties, data, consume_after, attempts, reason)
+            SELECT 'golden_secure', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
+                   g.properties, g.data, g.consume_after, g.attempts,
+                   format('max_attempts (%s) exceeded', max_attempts)
+            FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g1 UNION ALL SELECT * FROM g2 UNION ALL SELECT * FROM g3) AS g),
+    u0 AS (
+        UPDATE mbus."q_golden_secure$0" AS q
+        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden_secure$0"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+    u1 AS (
+        UPDATE mbus."q_golden_secure$1" AS q
+        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden_secure$1"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+    u2 AS (
+        UPDATE mbus."q_golden_secure$2" AS q
+        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden_secure$2"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+    u3 AS (
+        UPDATE mbus."q_golden_secure$3" AS q
+        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden_secure$3"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+        SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u2 UNION ALL SELECT * FROM u3;
+    ELSIF v_closing = 1 THEN
+        RETURN QUERY
+        WITH s AS MATERIALIZED (
+            SELECT s.tableoid AS rel, s.ctid AS tid,
+                   s.attempts >= coalesce(max_attempts, 2147483647) AS dead
+            FROM mbus.q_golden_secure AS s
+            WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
+            ORDER BY s.vt, s.id
+            LIMIT amt
+            FOR UPDATE SKIP LOCKED),
+    g0 AS (
+        DELETE FROM mbus."q_golden_secure$0" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$0"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    g2 AS (
+        DELETE FROM mbus."q_golden_secure$2" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$2"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    g3 AS (
+        DELETE FROM mbus."q_golden_secure$3" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$3"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        buried AS (
+            INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
+                                  properties, data, consume_after, attempts, reason)
+            SELECT 'golden_secure', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
+                   g.properties, g.data, g.consume_after, g.attempts,
+                   format('max_attempts (%s) exceeded', max_attempts)
+            FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g2 UNION ALL SELECT * FROM g3) AS g),
+    u0 AS (
+        UPDATE mbus."q_golden_secure$0" AS q
+        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden_secure$0"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+    u2 AS (
+        UPDATE mbus."q_golden_secure$2" AS q
+        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden_secure$2"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+    u3 AS (
+        UPDATE mbus."q_golden_secure$3" AS q
+        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden_secure$3"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+        SELECT * FROM u0 UNION ALL SELECT * FROM u2 UNION ALL SELECT * FROM u3;
+    ELSIF v_closing = 2 THEN
+        RETURN QUERY
+        WITH s AS MATERIALIZED (
+            SELECT s.tableoid AS rel, s.ctid AS tid,
+                   s.attempts >= coalesce(max_attempts, 2147483647) AS dead
+            FROM mbus.q_golden_secure AS s
+            WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
+            ORDER BY s.vt, s.id
+            LIMIT amt
+            FOR UPDATE SKIP LOCKED),
+    g0 AS (
+        DELETE FROM mbus."q_golden_secure$0" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$0"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    g1 AS (
+        DELETE FROM mbus."q_golden_secure$1" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$1"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    g3 AS (
+        DELETE FROM mbus."q_golden_secure$3" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$3"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        buried AS (
+            INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
+                                  properties, data, consume_after, attempts, reason)
+            SELECT 'golden_secure', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
+                   g.properties, g.data, g.consume_after, g.attempts,
+                   format('max_attempts (%s) exceeded', max_attempts)
+            FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g1 UNION ALL SELECT * FROM g3) AS g),
+    u0 AS (
+        UPDATE mbus."q_golden_secure$0" AS q
+        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden_secure$0"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+    u1 AS (
+        UPDATE mbus."q_golden_secure$1" AS q
+        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden_secure$1"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+    u3 AS (
+        UPDATE mbus."q_golden_secure$3" AS q
+        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden_secure$3"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+        SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u3;
+    ELSE
+        RETURN QUERY
+        WITH s AS MATERIALIZED (
+            SELECT s.tableoid AS rel, s.ctid AS tid,
+                   s.attempts >= coalesce(max_attempts, 2147483647) AS dead
+            FROM mbus.q_golden_secure AS s
+            WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
+            ORDER BY s.vt, s.id
+            LIMIT amt
+            FOR UPDATE SKIP LOCKED),
+    g0 AS (
+        DELETE FROM mbus."q_golden_secure$0" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$0"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    g1 AS (
+        DELETE FROM mbus."q_golden_secure$1" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$1"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    g2 AS (
+        DELETE FROM mbus."q_golden_secure$2" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$2"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        buried AS (
+            INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
+                                  properties, data, consume_after, attempts, reason)
+            SELECT 'golden_secure', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
+                   g.properties, g.data, g.consume_after, g.attempts,
+                   format('max_attempts (%s) exceeded', max_attempts)
+            FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g1 UNION ALL SELECT * FROM g2) AS g),
+    u0 AS (
+        UPDATE mbus."q_golden_secure$0" AS q
+        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden_secure$0"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+    u1 AS (
+        UPDATE mbus."q_golden_secure$1" AS q
+        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden_secure$1"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+    u2 AS (
+        UPDATE mbus."q_golden_secure$2" AS q
+        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden_secure$2"'::regclass))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+        SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u2;
+    END IF;
+END;
+$function$

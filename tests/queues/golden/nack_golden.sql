@@ -1,0 +1,19 @@
+CREATE OR REPLACE FUNCTION mbus.nack_golden(token uuid, delay interval DEFAULT '00:00:00'::interval, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_db  text := current_database();
+BEGIN
+    IF delay IS NULL OR delay < '0'::interval THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'nack delay must be >= 0';
+    END IF;
+    UPDATE mbus.q_golden AS q SET vt = v_now + delay, lease_token = NULL
+    WHERE q.lease_token = token AND q.vt > v_now;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB007',
+            MESSAGE = format('lease %s on queue %s is no longer held', token, 'golden');
+    END IF;
+END;
+$function$

@@ -1,0 +1,57 @@
+CREATE OR REPLACE FUNCTION mbus.postn_golden_secure(data jsonb[], headers jsonb[] DEFAULT NULL::jsonb[], properties jsonb[] DEFAULT NULL::jsonb[], delayed_until timestamp with time zone DEFAULT NULL::timestamp with time zone, expires timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS SETOF text
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+DECLARE
+    v_now timestamptz := now();
+    v_db  text := current_database();
+    v_h   jsonb;
+    v_seg smallint;
+BEGIN
+    IF data IS NULL OR cardinality(data) = 0 THEN
+        RETURN;
+    END IF;
+    IF headers IS NOT NULL AND cardinality(headers) <> cardinality(data)
+       OR properties IS NOT NULL AND cardinality(properties) <> cardinality(data) THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = 'headers and properties must have as many elements as data';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(data) AS d(v) WHERE v IS NULL OR jsonb_typeof(v) <> 'object')
+       OR EXISTS (SELECT 1 FROM unnest(headers) AS d(v) WHERE jsonb_typeof(v) <> 'object')
+       OR EXISTS (SELECT 1 FROM unnest(properties) AS d(v) WHERE jsonb_typeof(v) <> 'object') THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB005',
+            MESSAGE = 'every data, headers and properties element must be a JSON object';
+    END IF;
+    IF headers IS NOT NULL
+       AND EXISTS (SELECT 1 FROM unnest(headers) AS d(v) WHERE v ? 'consume_after') THEN
+        RETURN QUERY SELECT mbus.post_each('golden_secure', data, headers, properties, delayed_until, expires);
+        RETURN;
+    END IF;
+    v_h := jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db,
+                              'destination', 'golden_secure', 'enqueue_time', v_now);
+    v_seg := CASE WHEN delayed_until > v_now + interval '1 minute' THEN 0
+                  ELSE mbus.segment_of('golden_secure') END;
+    IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = 'golden_secure') THEN
+        PERFORM pg_notify('mbus_q_golden_secure', 'golden_secure');
+    END IF;
+    RETURN QUERY
+    WITH m AS MATERIALIZED (
+        SELECT u.id, 'golden_secure.' || u.id || '@' || v_db AS iid, v_now AS added,
+               delayed_until AS delayed_until, expires AS expires,
+               coalesce(u.sh, v_h) AS headers, u.sh AS stored_headers,
+               u.p AS properties, u.d AS data, NULL::text[] AS consume_after, 0 AS attempts,
+               NULL::uuid AS lease_token, NULL::timestamptz AS lease_until, u.ord
+        FROM (SELECT nextval('mbus.msg_id_seq') AS id, x.d, x.h, x.p, x.ord,
+                     CASE WHEN x.h IS NOT NULL THEN mbus.stamp_headers(x.h, 'golden_secure', v_now) END AS sh
+              FROM unnest(data, headers, properties) WITH ORDINALITY AS x(d, h, p, ord)) AS u),
+    i4 AS (
+        INSERT INTO mbus.q_golden_secure (c, vt, id, iid, added, delayed_until, expires, headers, properties,
+                             data, seg)
+        SELECT 4, coalesce(t.delayed_until, t.added), t.id, NULL, t.added, t.delayed_until,
+               t.expires, t.stored_headers, t.properties, t.data, v_seg
+        FROM m AS t WHERE true)
+    SELECT m.iid FROM m, (SELECT 0 AS n) AS fired WHERE fired.n IS NOT NULL ORDER BY m.ord;
+END;
+$function$

@@ -1,0 +1,25 @@
+CREATE OR REPLACE FUNCTION mbus.take_from_golden_by_vip(msgid text, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS SETOF mbus.qt_model
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog'
+AS $function$
+DECLARE
+    v_id bigint := mbus.iid_id(msgid, 'golden');
+    v_db text := current_database();
+BEGIN
+    -- A plain DELETE waits for a transaction that holds the row (the seed: take blocks).
+    IF v_id IS NOT NULL THEN
+        RETURN QUERY
+        DELETE FROM mbus.q_golden AS q
+        WHERE q.c = 2 AND q.id = v_id AND q.iid IS NULL
+          AND (q.expires IS NULL OR q.expires > coalesce(p_now, clock_timestamp()))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz;
+    ELSE
+        RETURN QUERY
+        DELETE FROM mbus.q_golden AS q
+        WHERE q.c = 2 AND q.iid = msgid
+          AND (q.expires IS NULL OR q.expires > coalesce(p_now, clock_timestamp()))
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz;
+    END IF;
+END;
+$function$

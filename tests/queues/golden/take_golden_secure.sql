@@ -1,0 +1,27 @@
+CREATE OR REPLACE FUNCTION mbus.take_golden_secure(msgid text, p_now timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS SETOF mbus.qt_model
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog'
+AS $function$
+DECLARE
+    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_db  text := current_database();
+    v_id  bigint := mbus.iid_id(msgid, 'golden_secure');
+BEGIN
+    IF v_id IS NOT NULL THEN
+        RETURN QUERY
+        WITH d AS (
+            DELETE FROM mbus.q_golden_secure AS q
+            WHERE q.id = v_id AND q.iid IS NULL AND (q.expires IS NULL OR q.expires > v_now)
+            RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+        SELECT DISTINCT ON (d.id) d.*, NULL::uuid, NULL::timestamptz FROM d ORDER BY d.id;
+    ELSE
+        RETURN QUERY
+        WITH d AS (
+            DELETE FROM mbus.q_golden_secure AS q
+            WHERE q.iid = msgid AND (q.expires IS NULL OR q.expires > v_now)
+            RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+        SELECT DISTINCT ON (d.id) d.*, NULL::uuid, NULL::timestamptz FROM d ORDER BY d.id;
+    END IF;
+END;
+$function$
