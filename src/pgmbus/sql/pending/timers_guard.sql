@@ -3,7 +3,8 @@
 -- recorded per callback (one bad row never fails the others).
 --
 -- PENDING: complete CREATE OR REPLACE definitions for the lead to move into
--- src/pgmbus/sql/functions/postgres/<name>.sql, plus one ALTER TABLE and two settings rows that
+-- src/pgmbus/sql/functions/timers/<name>.sql (each block below has its header and says where
+-- it goes in ORDER), plus one ALTER TABLE and two settings rows that
 -- belong in a migration. The timers tests apply this file after install (tests/timers/conftest.py)
 -- until then. Re-runnable.
 --
@@ -34,13 +35,18 @@ INSERT INTO mbus.settings (key, value, description) VALUES
     ('timers.max_url_length', '4096', 'longest URL of a timer callback or schedule, in bytes')
 ON CONFLICT (key) DO NOTHING;
 
--- --------------------------------------------------------------------------------------------
--- validation helpers: each returns NULL when the value is fine, else the reason (never echoing
--- more than a short prefix of the input)
--- --------------------------------------------------------------------------------------------
--- timer_limits(): the size limits in force, {"max_context_bytes", "max_url_length"}, from the
--- settings timers.max_context_bytes and timers.max_url_length (a missing or non-numeric
--- setting means its default: 65536 and 4096).
+-- Function: mbus.timer_limits()
+--
+-- Purpose:  The size limits in force for stored timer fields, read from the settings
+--           timers.max_context_bytes (default 65536: bytes of the context's JSON text) and
+--           timers.max_url_length (default 4096 bytes); a missing or non-numeric setting means
+--           its default. Read once per statement by the callers and passed on.
+-- Params:   none
+-- Returns:  jsonb {"max_context_bytes": n, "max_url_length": n}
+-- Locks:    none (reads mbus.settings)
+-- Callers:  mbus.timer_create_many, mbus.timer_update, mbus.timer_schedule_create
+-- NEW (issue 12 item 12); file functions/timers/timer_limits.sql, in ORDER before
+-- timer_retry_policy.
 CREATE OR REPLACE FUNCTION mbus.timer_limits()
 RETURNS jsonb
 LANGUAGE sql STABLE
@@ -55,9 +61,19 @@ AS $$
                  mbus.get_setting('timers.max_url_length') AS u) AS s;
 $$;
 
--- timer_retry_problem(retry): why a retry policy is refused, or NULL. Fields (all optional):
--- fast_retries integer 0..10, kind constant|exponential, delay_s and max_delay_s in
--- (0, 2592000], factor in [1, 100]; no other field.
+-- Function: mbus.timer_retry_problem(p_retry)
+--
+-- Purpose:  Why a retry policy is refused, or NULL when it is fine. Fields, all optional:
+--           fast_retries an integer 0..10, kind 'constant' or 'exponential', delay_s and
+--           max_delay_s > 0 and <= 2592000 (30 days), factor 1..100; no other field. Numbers
+--           are compared as numerics (JSON numbers), so no value can overflow a cast, and the
+--           message never echoes more than 40 characters of the input.
+-- Params:   p_retry  the policy given by the user (jsonb; NULL or JSON null = defaults)
+-- Returns:  text: the reason, or NULL
+-- Locks:    none (computes only)
+-- Callers:  mbus.timer_retry_policy, mbus.timer_item_problem, mbus.timer_schedule_create
+-- NEW (issue 12 item 11); file functions/timers/timer_retry_problem.sql, in ORDER before
+-- timer_retry_policy.
 CREATE OR REPLACE FUNCTION mbus.timer_retry_problem(p_retry jsonb)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE
@@ -104,8 +120,18 @@ BEGIN
 END;
 $$;
 
--- timer_time_problem(name, t): why a time is refused (not from 1970-01-01 to before
--- 9998-01-01 UTC: infinities and far dates would break delays and clients), or NULL.
+-- Function: mbus.timer_time_problem(p_name, p_t)
+--
+-- Purpose:  Why a time is refused, or NULL: a timer time must be from 1970-01-01 to before
+--           9998-01-01 UTC. Infinities and far dates would overflow delays and deadlines, and
+--           clients (Python's datetime ends at 9999) could not read them back.
+-- Params:   p_name  the field's name, for the message
+--           p_t     the time (NULL = not given: fine)
+-- Returns:  text: the reason, or NULL
+-- Locks:    none (computes only)
+-- Callers:  mbus.timer_field_problem, mbus.timer_schedule_create
+-- NEW (issue 12 item 11); file functions/timers/timer_time_problem.sql, in ORDER before
+-- timer_field_problem.
 CREATE OR REPLACE FUNCTION mbus.timer_time_problem(p_name text, p_t timestamptz)
 RETURNS text
 LANGUAGE sql IMMUTABLE
@@ -117,8 +143,21 @@ AS $$
            END;
 $$;
 
--- timer_field_problem(limits, run_at, originally_run_at, url, context, stop_after_delay_s):
--- why one of the given fields (NULL = not given) is refused, or NULL.
+-- Function: mbus.timer_field_problem(p_limits, p_run_at, p_originally_run_at, p_url,
+--                                     p_context, p_stop_after_delay_s)
+--
+-- Purpose:  Why one of the given fields of a callback or schedule is refused, or NULL: times
+--           (mbus.timer_time_problem), the URL (at most max_url_length bytes, http or https
+--           without white space), the context (an object of at most max_context_bytes bytes of
+--           JSON text), stop_after_delay_s (0..31622400, 366 days; NaN refused). NULL fields are
+--           not checked. Messages name the setting that sets a limit.
+-- Params:   p_limits  mbus.timer_limits() of the statement
+--           the fields, each NULL when not given
+-- Returns:  text: the reason, or NULL
+-- Locks:    none (computes only)
+-- Callers:  mbus.timer_item_problem, mbus.timer_update, mbus.timer_schedule_create
+-- NEW (issue 12 items 11-12); file functions/timers/timer_field_problem.sql, in ORDER before
+-- timer_item_problem.
 CREATE OR REPLACE FUNCTION mbus.timer_field_problem(p_limits jsonb,
     p_run_at timestamptz DEFAULT NULL, p_originally_run_at timestamptz DEFAULT NULL,
     p_url text DEFAULT NULL, p_context jsonb DEFAULT NULL,
@@ -166,7 +205,23 @@ BEGIN
 END;
 $$;
 
--- timer_item_problem(item, limits): why an item of timer_create_many is refused, or NULL.
+-- Function: mbus.timer_item_problem(p_item, p_limits)
+--
+-- Purpose:  Why an item of mbus.timer_create_many is refused, or NULL: an object with a
+--           numeric client_id, group_key and event_key of 1-256 characters without '/' or
+--           control characters, a string url, an object (or null) context, a number (or null)
+--           stop_after_delay_s in 0..31622400, a number (or null) schedule_id, run_at and
+--           originally_run_at that read as timestamps (a failed cast is caught: the only
+--           subtransaction here), a retry policy (mbus.timer_retry_problem, only when given)
+--           and mbus.timer_field_problem. Turns what used to be CHECK violations and cast
+--           errors (23514, 22P02, 22007, 22003) into one typed reason.
+-- Params:   p_item    one element of p_items
+--           p_limits  mbus.timer_limits() of the statement
+-- Returns:  text: the reason, or NULL
+-- Locks:    none (computes only)
+-- Callers:  mbus.timer_create_many
+-- NEW (issue 12 items 11-12); file functions/timers/timer_item_problem.sql, in ORDER before
+-- timer_create_many.
 CREATE OR REPLACE FUNCTION mbus.timer_item_problem(p_item jsonb, p_limits jsonb)
 RETURNS text
 LANGUAGE plpgsql STABLE
@@ -228,10 +283,21 @@ BEGIN
 END;
 $$;
 
--- timer_cron_problem(cron): why a cron expression is refused, or NULL. Checked here: at most
--- 100 characters, 5 fields (minute hour day-of-month month day-of-week), the characters cron
--- uses, and a day-of-month that no listed month has (`0 0 31 2 *`, when day-of-week is `*`).
--- The scheduler (croniter) checks the rest and pauses a schedule it cannot compute.
+-- Function: mbus.timer_cron_problem(p_cron)
+--
+-- Purpose:  Why a cron expression is refused, or NULL (NULL cron: fine). Checked in SQL: at
+--           most 100 characters, only the characters cron uses, exactly 5 fields (minute hour
+--           day-of-month month day-of-week: croniter would read a sixth as seconds), and a
+--           date that never exists: with day-of-week '*' or '?' and plain lists of numbers as
+--           day-of-month and month, no listed month has a listed day (0 0 31 2 *). Ranges and
+--           steps are left to the Python scheduler (croniter), which pauses a schedule it
+--           cannot compute (mbus.timer_schedule_pause_broken).
+-- Params:   p_cron  the expression
+-- Returns:  text: the reason, or NULL
+-- Locks:    none (computes only)
+-- Callers:  mbus.timer_schedule_create
+-- NEW (issue 12 item 13); file functions/timers/timer_cron_problem.sql, in ORDER before
+-- timer_schedule_create.
 CREATE OR REPLACE FUNCTION mbus.timer_cron_problem(p_cron text)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE
@@ -267,11 +333,17 @@ BEGIN
 END;
 $$;
 
--- --------------------------------------------------------------------------------------------
--- callbacks
--- --------------------------------------------------------------------------------------------
--- timer_retry_merge(retry): the retry policy with defaults filled in, unchecked (for values
--- checked already: timer_create_many's items).
+-- Function: mbus.timer_retry_merge(p_retry)
+--
+-- Purpose:  A retry policy with its defaults filled in, unchecked: 2 fast retries, kind
+--           'constant', delay_s 60, factor 2, max_delay_s 3600; given keys override them
+--           (JSON nulls ignored). For values already checked (timer_create_many's items, after
+--           mbus.timer_item_problem), so a batch checks each policy once.
+-- Params:   p_retry  the policy (jsonb; NULL or JSON null = defaults)
+-- Returns:  jsonb {fast_retries, kind, delay_s, factor, max_delay_s}
+-- Locks:    none (computes only)
+-- Callers:  mbus.timer_retry_policy, mbus.timer_create_many
+-- NEW; file functions/timers/timer_retry_merge.sql, in ORDER before timer_retry_policy.
 CREATE OR REPLACE FUNCTION mbus.timer_retry_merge(p_retry jsonb)
 RETURNS jsonb
 LANGUAGE sql IMMUTABLE
@@ -282,9 +354,17 @@ AS $$
            || jsonb_strip_nulls(coalesce(nullif(p_retry, 'null'), '{}'));
 $$;
 
--- timer_retry_policy(retry): the retry policy with defaults filled in; MB006 with the reason
--- when a field is unknown or out of its bounds (see timer_retry_problem).
--- Defaults: 2 fast retries, constant retries every 60 s, factor 2, at most 3600 s apart.
+-- Function: mbus.timer_retry_policy(p_retry)
+--
+-- Purpose:  A retry policy with its defaults filled in (mbus.timer_retry_merge) and its values
+--           checked (mbus.timer_retry_problem: fast_retries an integer 0..10, kind 'constant'
+--           or 'exponential', delay_s and max_delay_s in (0, 2592000], factor 1..100, no other
+--           key), as it is stored with a schedule.
+-- Params:   p_retry  the policy given by the user (jsonb object; NULL or JSON null = defaults)
+-- Returns:  jsonb {fast_retries, kind, delay_s, factor, max_delay_s}; MB006 with the reason
+-- Locks:    none (computes only)
+-- Callers:  mbus.timer_schedule_create (timer_create_many checks with timer_item_problem)
+-- CHANGED (issue 12 item 11): upper bounds, unknown keys refused.
 CREATE OR REPLACE FUNCTION mbus.timer_retry_policy(p_retry jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE
@@ -300,13 +380,37 @@ BEGIN
 END;
 $$;
 
--- timer_create_many(items, now): create callbacks in one statement (the API's batches).
--- items: a JSON array of objects {client_id, group_key, event_key, run_at, url, context?,
--- retry?, stop_after_delay_s?, originally_run_at?, schedule_id?}. Every item is checked first
--- (timer_item_problem: bounds and size limits): MB006 naming the first bad item, and nothing is
--- created. Idempotent on the key: an existing callback is returned unchanged with created =
--- false (also for a key repeated in the same batch: its first item creates). Returns one row
--- per item, in item order (ord from 1).
+-- Function: mbus.timer_create_many(p_items, p_now)
+--
+-- Purpose:  Create callbacks in one statement (the HTTP API's batches, schedule occurrences),
+--           idempotent on (client_id, group_key, event_key): an existing callback is returned
+--           unchanged with created = false, and so is a key repeated in the same batch (its
+--           first item creates). Every item is checked first (mbus.timer_item_problem: bounds,
+--           size limits of mbus.timer_limits, key characters, URL, times): MB006 with the
+--           reason, prefixed by 'item <n>: ' in a batch of several, and nothing is created (the
+--           HTTP batcher then retries items alone, so one bad item fails only its request).
+--           Per item: the retry policy is completed (mbus.timer_retry_merge),
+--           originally_run_at defaults to run_at, context to '{}', stop_after_delay_s to
+--           86400, and the bucket is abs(hashtextextended(group_key || '/' || event_key,
+--           client_id)) modulo the number of buckets. Every created callback gets a 'create'
+--           row in the change log (no notification). A second statement returns one row per
+--           item, in item order, joined to the callbacks by key. JIT is off: generic plans'
+--           estimates can cross jit_above_cost, and compiling (~300 ms measured on the
+--           dispatcher's statements) costs more than a batch of a few thousand rows.
+-- Params:   p_items  a JSON array of objects {client_id, group_key, event_key, run_at, url,
+--                    context?, retry?, stop_after_delay_s?, originally_run_at?, schedule_id?}
+--                    (MB005 when it is not an array)
+--           p_now    the clock (NULL = now()): created_at, updated_at and the log's time
+-- Returns:  TABLE (ord integer, created boolean, callback jsonb): one row per item in item
+--           order (ord from 1); callback is mbus.timer_callback_json of the callback
+-- Locks:    inserts the new mbus.timer_callbacks and change log rows; an item whose key a
+--           concurrent transaction is inserting waits for it (ON CONFLICT on the unique key)
+-- Callers:  Python pgmbus.timers.store.create_many (and store.create) via sql/timers.sql
+--           'create_many', used by the HTTP service's CreateBatcher (POST /v1/callbacks);
+--           mbus.timer_create, mbus.timer_schedule_materialize; the timers bench; users
+--           directly (not a public entry point); tests under tests/timers
+-- CHANGED (issue 12 items 11-12): the item check; fast_retries cast through numeric (2.0 was
+-- accepted by the check and broke the integer cast).
 CREATE OR REPLACE FUNCTION mbus.timer_create_many(p_items jsonb, p_now timestamptz DEFAULT NULL)
 RETURNS TABLE (ord integer, created boolean, callback jsonb)
 LANGUAGE plpgsql
@@ -392,12 +496,22 @@ BEGIN
 END;
 $$;
 
--- timer_update(client, group_key, event_key, run_at, originally_run_at, url, context,
---              i_ensure_pending, now): change a callback (NULL = keep). Only a pending
--- callback may change, or a cancelled one when i_ensure_pending is true, which makes it
--- pending again (the seed's rule); else MB008. New values are checked like a create's (MB006:
--- time range, url, context size). A new run_at without originally_run_at sets both. An
--- in-flight claim is dropped, so the change wins over a delivery in progress.
+-- Function: mbus.timer_update(p_client_id, p_group_key, p_event_key, p_run_at,
+--                              p_originally_run_at, p_url, p_context, p_i_ensure_pending, p_now)
+--
+-- Purpose:  Change a callback (NULL = keep). Only a pending callback may change, or a
+--           cancelled one when i_ensure_pending is true, which makes it pending again; else
+--           MB008. A non-object context is MB005; the new values are checked like a create's
+--           (mbus.timer_field_problem: time range, URL form and length, context size): MB006
+--           with the reason. A new run_at without originally_run_at sets both. An in-flight
+--           claim is dropped, so the change wins over a delivery in progress; the change log
+--           row ('update', with old and new values) notifies the dispatchers.
+-- Params:   the callback's key, the new values (NULL = keep), p_i_ensure_pending, p_now
+-- Returns:  jsonb: mbus.timer_callback_json of the changed callback
+-- Locks:    the callback's row (mbus.timer_lock, FOR UPDATE) to commit
+-- Callers:  Python pgmbus.timers.store.update via sql/timers.sql 'update' (PATCH
+--           /v1/callbacks/{group_key}/{event_key}); tests under tests/timers
+-- CHANGED (issue 12 items 11-12): the field check.
 CREATE OR REPLACE FUNCTION mbus.timer_update(p_client_id bigint, p_group_key text,
     p_event_key text, p_run_at timestamptz DEFAULT NULL,
     p_originally_run_at timestamptz DEFAULT NULL, p_url text DEFAULT NULL,
@@ -462,16 +576,24 @@ BEGIN
 END;
 $$;
 
--- --------------------------------------------------------------------------------------------
--- results
--- --------------------------------------------------------------------------------------------
--- timer_next_retry_at(c, now): when a failed attempt is retried, or NULL when the callback has
--- run out of time (the retry would fall after originally_run_at + stop_after_delay_s) or the
--- delay is beyond 1e9 s (about 31 years: never, in practice).
--- constant: delay_s; exponential: delay_s * factor^(attempts - 1), at most max_delay_s.
--- Total for any stored value (NaN, infinities, 1e308 from rows written before the bounds):
--- the exponential is compared in log space and no interval is built from an unbounded number,
--- so it never raises.
+-- Function: mbus.timer_next_retry_at(c, p_now)
+--
+-- Purpose:  When a callback whose attempt failed is tried again: p_now plus the retry delay,
+--           which is retry_delay_s for kind 'constant', and retry_delay_s * retry_factor ^
+--           (attempts - 1), at most retry_max_delay_s, for 'exponential' (the exponent capped
+--           at 60). NULL when the callback has run out of time (the retry would fall after
+--           originally_run_at + stop_after_delay_s) or when the delay is beyond 1e9 s (about 31
+--           years: never, in practice). Total for any stored value, including rows written
+--           before the bounds (1e308, NaN, infinities): the exponential is compared in log
+--           space and no interval is built from an unbounded number, so it never raises and
+--           never fails the batch of mbus.timer_record. The fast retries of one attempt are the
+--           dispatcher's business, not counted here.
+-- Params:   c      the callback's row as it was claimed (attempts = the failed attempt)
+--           p_now  the time the failure is recorded
+-- Returns:  timestamptz: the next run_at; NULL when it should fail instead
+-- Locks:    none (computes only)
+-- Callers:  mbus.timer_record_batch
+-- CHANGED (issue 12 item 11): total (1e308 used to raise "interval out of range").
 CREATE OR REPLACE FUNCTION mbus.timer_next_retry_at(c mbus.timer_callbacks, p_now timestamptz)
 RETURNS timestamptz
 LANGUAGE sql IMMUTABLE
@@ -498,8 +620,21 @@ AS $$
                  END AS secs) AS d;
 $$;
 
--- timer_record_batch(results, now): record delivery results set-based, in one statement per
--- table (the body of timer_record before per-result isolation; see timer_record for the shape).
+-- Function: mbus.timer_record_batch(p_results, p_now)
+--
+-- Purpose:  The set-based recording of delivery results, one statement per table: what
+--           mbus.timer_record was before per-result isolation (its body, unchanged). Every call
+--           of every result is kept in mbus.timer_attempts; a result is applied only while its
+--           claim is current (same dispatcher, same attempt, still pending). By outcome: ok ->
+--           'notified'; reject -> 'rejected'; refused -> 'failed'; error -> pending again at
+--           mbus.timer_next_retry_at, or 'failed' when out of time. Plan settings as
+--           timer_record's (primary-key lookups only, no JIT).
+-- Params:   p_results, p_now  as mbus.timer_record
+-- Returns:  integer: the number of results applied
+-- Locks:    as mbus.timer_record
+-- Callers:  mbus.timer_record (the whole batch, then one result at a time after a failure)
+-- NEW (issue 12 item 11); file functions/timers/timer_record_batch.sql, in ORDER before
+-- timer_record.
 CREATE OR REPLACE FUNCTION mbus.timer_record_batch(p_results jsonb, p_now timestamptz)
 RETURNS integer
 LANGUAGE plpgsql
@@ -574,10 +709,22 @@ BEGIN
 END;
 $$;
 
--- timer_record_unrecordable(result, error, now): a result that cannot be recorded (its values
--- break a cast or a constraint) finishes its callback as failed with the reason, when its
--- claim is still current; returns 1 when it did. Nothing is retried from a result we cannot
--- read: calling it again would meet the same values.
+-- Function: mbus.timer_record_unrecordable(p_result, p_error, p_now)
+--
+-- Purpose:  A result that cannot be recorded (its values break a cast or a constraint, even
+--           alone) finishes its callback as 'failed' with last_error 'result not recordable:
+--           <error>' and a 'status' change log row, when its claim is still current. Nothing is
+--           retried from a result that cannot be read: calling the URL again would meet the
+--           same values. A result whose id or attempt cannot even be read changes nothing (its
+--           claim expires).
+-- Params:   p_result  one element of timer_record's p_results
+--           p_error   the error and SQLSTATE that recording it alone raised
+--           p_now     the clock
+-- Returns:  integer: 1 when the callback was finished, else 0
+-- Locks:    the callback's row (UPDATE) to commit
+-- Callers:  mbus.timer_record
+-- NEW (issue 12 item 11); file functions/timers/timer_record_unrecordable.sql, in ORDER before
+-- timer_record.
 CREATE OR REPLACE FUNCTION mbus.timer_record_unrecordable(p_result jsonb, p_error text,
     p_now timestamptz)
 RETURNS integer
@@ -608,16 +755,30 @@ EXCEPTION WHEN data_exception OR integrity_constraint_violation THEN
 END;
 $$;
 
--- timer_record(results, now): record delivery results, one statement per table for the batch.
--- results: a JSON array of {id, attempt, dispatcher, outcome, calls: [{call, started_at,
--- finished_at, outcome, status_code, error}]} where outcome is ok (2xx: notified), reject
--- (the reject header: rejected), refused (URL refused: failed) or error (retry or failed).
--- A result counts only while its claim is current (same dispatcher and attempt, still
--- pending); its calls are kept in timer_attempts either way. Returns the results applied.
--- Isolation: when the batch fails on a value (a data or constraint error), each result is
--- recorded alone in its own subtransaction, and a result that still fails finishes its
--- callback as failed with the error (timer_record_unrecordable): one bad row never fails the
--- others. Errors that are not about values (lock, serialization, resources) are raised.
+-- Function: mbus.timer_record(p_results, p_now)
+--
+-- Purpose:  Record the dispatcher's delivery results, a batch in one call, isolated per
+--           result: the batch is recorded set-based (mbus.timer_record_batch) in a
+--           subtransaction; when that fails on a value (class 22 data exception or 23
+--           integrity violation: a row stored before the bounds, a result that breaks a cast),
+--           each result is recorded alone in its own subtransaction, and one that still fails
+--           finishes its own callback as 'failed' with the error
+--           (mbus.timer_record_unrecordable). One bad row never fails the others, whoever
+--           owns them. Other errors (locks, serialization, resources) are raised as before.
+--           The fast path costs one subtransaction per batch; the slow path one per result.
+-- Params:   p_results  a JSON array of {id, attempt, dispatcher, outcome, calls: [{call,
+--                      started_at, finished_at, outcome, status_code, error}]}, outcome one of
+--                      ok, reject, refused, error; errors are cut to 2000 characters
+--           p_now      the clock (NULL = now()): finished_at, the retry's base time
+-- Returns:  integer: the number of results applied (claims current, plus unrecordable results
+--           finished as failed)
+-- Locks:    as mbus.timer_record_batch: attempts inserted, the callbacks whose claim is current
+--           locked FOR UPDATE in id order and updated; held to commit
+-- Callers:  Python pgmbus.timers.store.record via sql/timers.sql 'record', used by the
+--           dispatcher (pgmbus.timers.dispatcher, its record loop);
+--           tests/timers/test_timers_store.py, tests/timers/test_timers_guard.py
+-- CHANGED (issue 12 item 11): per-result isolation; the set-based body moved to
+-- timer_record_batch.
 CREATE OR REPLACE FUNCTION mbus.timer_record(p_results jsonb, p_now timestamptz DEFAULT NULL)
 RETURNS integer
 LANGUAGE plpgsql
@@ -653,10 +814,18 @@ BEGIN
 END;
 $$;
 
--- --------------------------------------------------------------------------------------------
--- schedules
--- --------------------------------------------------------------------------------------------
--- timer_schedule_json(s): the public JSON shape of a schedule.
+-- Function: mbus.timer_schedule_json(s)
+--
+-- Purpose:  The public JSON shape of a schedule (what the HTTP API returns), now with
+--           paused_reason: why the scheduler paused it (NULL when running or paused by its
+--           client).
+-- Params:   s  a mbus.timer_schedules row
+-- Returns:  jsonb {id, schedule_key, group_key, cron, timezone, interval_s, start_at, end_at,
+--           url, context, retry, stop_after_delay_s, paused, paused_reason, generated_until,
+--           created_at, updated_at}
+-- Locks:    none
+-- Callers:  mbus.timer_schedule_create, timer_schedule_list, timer_schedule_set_paused
+-- CHANGED (issue 12 item 13): paused_reason (needs the column: the ALTER TABLE above first).
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_json(s mbus.timer_schedules)
 RETURNS jsonb
 LANGUAGE sql STABLE
@@ -672,11 +841,27 @@ AS $$
         'updated_at', s.updated_at);
 $$;
 
--- timer_schedule_create(...): create a schedule (cron + timezone, or interval_s); idempotent
--- on (client, schedule_key): an existing schedule is returned unchanged with created = false.
--- Checked (MB006 with the reason): keys' rule, interval_s from 1 to 31622400, the cron's
--- form and impossible dates (timer_cron_problem; croniter in the scheduler checks the rest), the
--- time zone known to the server, times, url, context size, stop_after_delay_s, retry.
+-- Function: mbus.timer_schedule_create(p_client_id, p_schedule_key, p_url, p_cron, p_timezone,
+--     p_interval_s, p_group_key, p_context, p_retry, p_stop_after_delay_s, p_start_at, p_end_at,
+--     p_now)
+--
+-- Purpose:  Create a recurring schedule (cron + time zone, or interval_s), idempotent on
+--           (client, schedule_key): an existing schedule is returned unchanged with created =
+--           false. Checked first, MB006 with the reason: schedule_key 1-200 characters without
+--           '/', '@' or control characters, group_key 1-256 without '/' or control characters,
+--           exactly one of cron and interval_s, interval_s 1..31622400 (366 days), the cron's
+--           form and impossible dates (mbus.timer_cron_problem), a time zone of at most 64
+--           characters known to the server, start_at/end_at in range (mbus.timer_time_problem)
+--           with end_at after start_at, url, context size and stop_after_delay_s
+--           (mbus.timer_field_problem), the retry policy (mbus.timer_retry_problem). Whether a
+--           cron fires at all beyond what SQL can tell is checked by the Python API and the
+--           HTTP API (croniter) before calling this, and by the scheduler at run time.
+-- Params:   the schedule's fields (see the HTTP API); p_now the clock (NULL = now())
+-- Returns:  created boolean, schedule jsonb (mbus.timer_schedule_json)
+-- Locks:    inserts the mbus.timer_schedules row (waits on a concurrent insert of the key)
+-- Callers:  Python pgmbus.timers.store.create_schedule via sql/timers.sql 'schedule_create'
+--           (POST /v1/schedules); tests under tests/timers
+-- CHANGED (issue 12 items 11-13): the checks (were CHECK violations or accepted).
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_create(p_client_id bigint, p_schedule_key text,
     p_url text, p_cron text DEFAULT NULL, p_timezone text DEFAULT 'UTC',
     p_interval_s integer DEFAULT NULL, p_group_key text DEFAULT NULL,
@@ -748,10 +933,18 @@ BEGIN
 END;
 $$;
 
--- timer_schedule_set_paused(client, schedule_key, paused, now): pause (its generated pending
--- callbacks are removed) or resume (generation restarts from now; missed occurrences are not
--- made up; the reason of a pause by the scheduler is cleared). MB002 when there is no such
--- schedule.
+-- Function: mbus.timer_schedule_set_paused(p_client_id, p_schedule_key, p_paused, p_now)
+--
+-- Purpose:  Pause a schedule (its generated, not yet claimed pending callbacks are removed)
+--           or resume it (generation restarts from now; missed occurrences are not made up; the
+--           reason of a pause by the scheduler is cleared). MB002 when there is no such
+--           schedule.
+-- Params:   the client, the schedule's key, p_paused, p_now (NULL = now())
+-- Returns:  jsonb: mbus.timer_schedule_json of the schedule
+-- Locks:    the schedule's row FOR UPDATE to commit
+-- Callers:  Python pgmbus.timers.store.set_schedule_paused via sql/timers.sql
+--           'schedule_set_paused' (POST /v1/schedules/{key}/pause and /resume)
+-- CHANGED (issue 12 item 13): resume clears paused_reason.
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_set_paused(p_client_id bigint,
     p_schedule_key text, p_paused boolean, p_now timestamptz DEFAULT NULL)
 RETURNS jsonb
@@ -782,11 +975,21 @@ BEGIN
 END;
 $$;
 
--- timer_schedule_pause_broken(schedule_id, reason, now): the scheduler could not compute or
--- create the schedule's next runs: pause it with the reason (kept in paused_reason and shown
--- by the API) and drop its generated pending callbacks, instead of failing every pass. The
--- client sees why, and resumes it (after a fix) like any paused schedule. No-op when the
--- schedule is gone or paused already.
+-- Function: mbus.timer_schedule_pause_broken(p_schedule_id, p_reason, p_now)
+--
+-- Purpose:  The scheduler could not compute the schedule's next runs (a cron that never fires,
+--           stored through SQL or before the checks) or create them (a value now over a
+--           limit): pause it with the reason (paused_reason, at most 500 characters, shown by
+--           the API) and drop its generated pending callbacks, instead of failing, and
+--           logging, every pass. The client sees why and resumes it like any paused schedule.
+--           No-op when the schedule is gone or paused already.
+-- Params:   p_schedule_id, p_reason, p_now (NULL = now())
+-- Returns:  void
+-- Locks:    the schedule's row (UPDATE) to commit
+-- Callers:  Python pgmbus.timers.store.pause_broken_schedule via sql/timers.sql
+--           'schedule_pause_broken', used by pgmbus.timers.scheduler.generate
+-- NEW (issue 12 item 13); file functions/timers/timer_schedule_pause_broken.sql, in ORDER after
+-- timer_schedule_drop_pending.
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_pause_broken(p_schedule_id bigint,
     p_reason text, p_now timestamptz DEFAULT NULL)
 RETURNS void
@@ -806,12 +1009,17 @@ BEGIN
 END;
 $$;
 
--- --------------------------------------------------------------------------------------------
--- cleanup
--- --------------------------------------------------------------------------------------------
--- timer_clean(ttl_days, now): delete finished callbacks (status <> 'pending') whose run_at is
--- older than ttl_days, with their attempts, and change log rows older than ttl_days (the seed).
--- ttl_days from 0 to 36500 (MB006 otherwise).
+-- Function: mbus.timer_clean(p_ttl_days, p_now)
+--
+-- Purpose:  Delete finished callbacks (status <> 'pending') whose run_at is older than
+--           ttl_days, with their attempts, and change log rows older than ttl_days; mark the
+--           'clean' job as run. ttl_days must be from 0 to 36500 (MB006; a larger one made the
+--           cut-off time overflow).
+-- Params:   p_ttl_days, p_now (NULL = now())
+-- Returns:  callbacks bigint, changes bigint: the rows deleted
+-- Locks:    deletes; the timer_jobs row
+-- Callers:  Python pgmbus.timers.store.clean ('clean'), mbus.timer_clean_if_due
+-- CHANGED (issue 12 item 11): the bound.
 CREATE OR REPLACE FUNCTION mbus.timer_clean(p_ttl_days integer DEFAULT 30,
     p_now timestamptz DEFAULT NULL, OUT callbacks bigint, OUT changes bigint)
 LANGUAGE plpgsql
