@@ -245,8 +245,7 @@ class Handlers:
         def declare(fn: F) -> F:
             if inspect.iscoroutinefunction(fn):
                 raise TypeError(
-                    "stream handlers run inside the batch's (blocking) transaction: "
-                    "use a plain def"
+                    "stream handlers run inside the batch's (blocking) transaction: use a plain def"
                 )
             self.stream_handlers.append(
                 StreamHandler(

@@ -348,9 +348,9 @@ def worker_cmd(
         address = None if health is None else parse_address(health)
         console.print(f"worker: {target}", highlight=False)
         report = run(app, dsn=dsn, grace=grace, health=address)
-        console.print("worker stopped", highlight=False)
+        typer.echo("worker stopped")
         for line in report.lines():
-            console.print(f"  {line}", highlight=False)
+            typer.echo(f"  {line}")  # unwrapped: one line per handler
         return
     config = WorkerConfig(
         queue=queue,

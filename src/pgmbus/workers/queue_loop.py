@@ -109,14 +109,7 @@ class QueueLoop:
         failures = 0
         while not stop.is_set():
             try:
-                messages = await self.bus.lease(
-                    self.spec.queue,
-                    self.spec.consumer,
-                    amount=1,
-                    lease=self.spec.lease,
-                    max_attempts=self.spec.retry.max_attempts,
-                    timeout=0.0 if drain else self.spec.poll_interval,
-                )
+                messages = await self._claim(stop, drain)
             except (psycopg.OperationalError, PoolTimeout) as exc:
                 failures += 1
                 self.healthy = False
@@ -133,10 +126,38 @@ class QueueLoop:
                 continue
             failures = 0
             self.healthy = True
-            if not messages and drain:
+            if messages is None or (not messages and drain):
                 return
-            for message in messages:
+            for message in messages:  # claimed: in hand, finished even when stopping
                 await self._process(message, abort)
+
+    async def _claim(self, stop: asyncio.Event, drain: bool) -> list[Message] | None:
+        """Lease one message, waiting up to the poll interval; None when ``stop`` came first.
+
+        The wait (LISTEN for the queue's NOTIFY) is abandoned as soon as ``stop`` is set, so a
+        stopping worker claims nothing more, however long its poll interval.
+        """
+        claim = asyncio.ensure_future(
+            self.bus.lease(
+                self.spec.queue,
+                self.spec.consumer,
+                amount=1,
+                lease=self.spec.lease,
+                max_attempts=self.spec.retry.max_attempts,
+                timeout=0.0 if drain else self.spec.poll_interval,
+            )
+        )
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({claim, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+        if not claim.done():
+            claim.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await claim
+            return None
+        return claim.result()
 
     async def _process(self, message: Message, abort: asyncio.Event) -> None:
         extra = self._extra(message)
@@ -238,8 +259,7 @@ class QueueLoop:
         except (psycopg.OperationalError, PoolTimeout) as exc:
             self.stats.lost += 1
             self.log.warning(
-                "message %s: %s did not reach the database (%s); it comes back when its lease "
-                "ends",
+                "message %s: %s did not reach the database (%s); it comes back when its lease ends",
                 message.iid,
                 how,
                 exc,

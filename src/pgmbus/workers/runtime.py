@@ -153,9 +153,7 @@ async def serve(
                 len(streams),
             )
             await _wait_for_stop(stop, tasks)
-            stream_stop.set()
-            if server is not None:
-                server.close()
+            stream_stop.set()  # the health endpoint answers 503 from now on, until exit
             done_in_time = await _wait_all(tasks, threads, grace)
             if not done_in_time:
                 log.warning("grace period of %ss over: giving back the work in hand", grace)
