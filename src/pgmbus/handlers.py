@@ -77,7 +77,8 @@ class RetryPolicy:
 _RNG = random.Random()  # noqa: S311 - jitter, not secrets
 
 
-def _name_of(fn: Callable[..., Any]) -> str:
+def handler_name(fn: Callable[..., Any]) -> str:
+    """``module.qualname`` of a handler function: its logger's suffix and its report key."""
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
@@ -97,7 +98,7 @@ class QueueHandler:
     @property
     def name(self) -> str:
         """``module.qualname`` of the function: the name of its logger, stats and health."""
-        return _name_of(self.fn)
+        return handler_name(self.fn)
 
     @property
     def is_async(self) -> bool:
@@ -119,7 +120,7 @@ class StreamHandler:
     @property
     def name(self) -> str:
         """``module.qualname`` of the function."""
-        return _name_of(self.fn)
+        return handler_name(self.fn)
 
 
 class Handlers:

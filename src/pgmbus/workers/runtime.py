@@ -8,11 +8,12 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pgmbus.dsn import resolve_dsn
-from pgmbus.handlers import Handlers
+from pgmbus.handlers import Handlers, handler_name
 from pgmbus.queues._async_bus import AsyncBus
 from pgmbus.streams.worker import WorkerStats as StreamStats
 from pgmbus.workers.health import serve_health
@@ -28,6 +29,14 @@ class Report:
 
     queues: dict[str, HandlerStats] = field(default_factory=dict)
     streams: dict[str, StreamStats] = field(default_factory=dict)
+
+    def of(self, fn: Callable[..., Any]) -> HandlerStats | StreamStats:
+        """The stats of the handler ``fn``; KeyError when it did not run."""
+        name = handler_name(fn)
+        found = self.queues.get(name) or self.streams.get(name)
+        if found is None:
+            raise KeyError(name)
+        return found
 
     def lines(self) -> list[str]:
         """One human line per handler."""
