@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 
+from pgmbus.handlers import App
 from pgmbus.queues import Bus, Message
 from pgmbus.streams import Event
 
@@ -83,3 +84,11 @@ async def long(message: Message) -> None:
 def audit(conn: psycopg.Connection[Any], event: Event) -> None:
     """In the batch's transaction: one row per event, exactly once."""
     conn.execute("INSERT INTO audited (event_id) VALUES (%s)", (event.id,))
+
+
+broken = App()  # DSN from PGMBUS_DSN when it runs
+
+
+@broken.handler("missing", poll_interval=0.2)
+def nowhere(message: Message) -> None:
+    """Declared on a queue that does not exist: the worker must fail, not spin."""

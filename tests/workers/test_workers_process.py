@@ -204,3 +204,19 @@ def test_sigterm_finishes_or_gives_back_the_work_in_hand(appdb: str) -> None:
     given_back = [r for r in _logs(err) if "given back at shutdown" in r["message"]]
     assert [r["iid"] for r in given_back] == [longer]
     assert "tests.workers.app.long: 0 done" in out and "1 given back" in out
+
+
+def test_a_misconfigured_handler_fails_the_worker(appdb: str) -> None:
+    """A handler on a queue that does not exist ends the process with exit 1 and the typed
+    error, instead of a worker that runs and does nothing."""
+    env = os.environ | {"PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}", "PGMBUS_DSN": appdb}
+    done = subprocess.run(
+        [sys.executable, "-m", "pgmbus", "worker", "tests.workers.app:broken"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "missing" in done.stdout + done.stderr

@@ -115,6 +115,12 @@ async def serve(
         ``(host, port)`` of an HTTP health endpoint: 200 while every loop runs, else 503.
     signals:
         Install SIGTERM/SIGINT handlers (only in the main thread).
+
+    Raises
+    ------
+    Exception
+        The error of a loop that died of something else than a lost database (a queue,
+        consumer or group that does not exist; a bug), after the others stopped gracefully.
     """
     _check(app)
     url = dsn_of(app, dsn)
@@ -142,7 +148,13 @@ async def serve(
         async with bus:
             queues = [QueueLoop(bus, spec) for spec in app.queue_handlers]
             tasks = [asyncio.create_task(q.run(stop, abort), name=q.spec.name) for q in queues]
-            threads = [t for s in streams for t in s.start(stream_stop)]
+            fatal: list[BaseException] = []
+
+            def on_fatal(exc: BaseException) -> None:  # from a stream thread
+                fatal.append(exc)
+                loop.call_soon_threadsafe(stop.set)
+
+            threads = [t for s in streams for t in s.start(stream_stop, on_fatal)]
 
             def status() -> dict[str, bool]:
                 if stop.is_set():
@@ -169,9 +181,12 @@ async def serve(
             abort.set()
             await asyncio.gather(*tasks, return_exceptions=True)
             for task in tasks:
-                if not task.cancelled() and task.exception() is not None:
-                    log.error("handler loop %s failed", task.get_name(), exc_info=task.exception())
+                if not task.cancelled() and (error := task.exception()) is not None:
+                    log.error("handler loop %s failed", task.get_name(), exc_info=error)
+                    fatal.append(error)
             report.queues = {q.spec.name: q.stats for q in queues}
+            if fatal:  # after the graceful stop of the others: a misconfiguration or a bug
+                raise fatal[0]
     finally:
         stream_stop.set()
         if server is not None:
@@ -184,7 +199,8 @@ async def serve(
 
 
 async def _wait_for_stop(stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:
-    """Return when ``stop`` is set; a loop that dies (a bug, not the database) stops all."""
+    """Return when ``stop`` is set; a loop that dies (a missing queue, a bug; not a lost
+    database, which loops wait out) stops all, and :func:`serve` raises its error."""
     stopping = asyncio.ensure_future(stop.wait())
     try:
         await asyncio.wait({stopping, *tasks}, return_when=asyncio.FIRST_COMPLETED)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -68,11 +69,20 @@ class StreamLoop:
             )
             raise
 
-    def start(self, stop: threading.Event) -> list[threading.Thread]:
-        """Start one thread per worker; they return once ``stop`` is set."""
+    def start(
+        self, stop: threading.Event, on_fatal: Callable[[BaseException], None]
+    ) -> list[threading.Thread]:
+        """Start one thread per worker; they return once ``stop`` is set.
+
+        A database that cannot be reached costs a restart with backoff; any other error (a
+        missing group, a bug) ends the thread and is handed to ``on_fatal``.
+        """
         threads = [
             threading.Thread(
-                target=self._run, args=(i, stop), name=f"pgmbus:{self.spec.name}:{i}", daemon=True
+                target=self._run,
+                args=(i, stop, on_fatal),
+                name=f"pgmbus:{self.spec.name}:{i}",
+                daemon=True,
             )
             for i in range(len(self.workers))
         ]
@@ -80,7 +90,9 @@ class StreamLoop:
             t.start()
         return threads
 
-    def _run(self, index: int, stop: threading.Event) -> None:
+    def _run(
+        self, index: int, stop: threading.Event, on_fatal: Callable[[BaseException], None]
+    ) -> None:
         worker = self.workers[index]
         failures = 0
         while not stop.is_set():
@@ -88,14 +100,22 @@ class StreamLoop:
                 if failures:
                     self._failing.discard(index)  # restarting; marked again if it fails again
                 worker.run(stop=stop.is_set, idle_wait=self.spec.idle_wait)
-            except Exception:
+            except psycopg.OperationalError as exc:
                 failures += 1
                 self._failing.add(index)
                 wait = min(5.0, 0.1 * 2**failures)
-                self.log.exception(
-                    "stream loop of group %s stopped; restarting in %.1fs", self.spec.group, wait
+                self.log.warning(
+                    "stream loop of group %s lost the database, restarting in %.1fs: %s",
+                    self.spec.group,
+                    wait,
+                    exc,
                 )
                 stop.wait(wait)
+            except Exception as exc:
+                self._failing.add(index)
+                self.log.exception("stream loop of group %s failed", self.spec.group)
+                on_fatal(exc)
+                return
 
     def drain(self) -> None:
         """Handle every event due now (batches and retries) in the calling thread, then return."""
