@@ -162,7 +162,8 @@ async def serve(
                 pairs = zip(queues, tasks, strict=True)
                 up = {q.spec.name: q.healthy and not t.done() for q, t in pairs}
                 up |= {s.spec.name: s.healthy for s in streams}
-                up["streams"] = all(t.is_alive() for t in threads)
+                if threads:
+                    up["stream threads"] = all(t.is_alive() for t in threads)
                 return up
 
             if health is not None:
