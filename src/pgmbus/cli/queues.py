@@ -324,11 +324,17 @@ def worker_cmd(
         typer.Option("--queue", "-q", help="Queue to consume (module:function form only)."),
     ] = None,
     consumer: ConsumerOption = "default",
-    concurrency: Annotated[int, typer.Option(help="Messages handled at once.")] = 1,
-    lease: Annotated[float, typer.Option(help="Lease (visibility timeout), seconds.")] = 60.0,
-    max_attempts: Annotated[int, typer.Option(help="Deliveries before the dmq.")] = 5,
-    backoff: Annotated[float, typer.Option(help="First retry delay, seconds (doubles).")] = 1.0,
-    poll: Annotated[float, typer.Option(help="Idle poll interval, seconds.")] = 1.0,
+    concurrency: Annotated[
+        int, typer.Option(help="Messages handled at once (module:function).")
+    ] = 1,
+    lease: Annotated[float, typer.Option(help="Lease, seconds (module:function).")] = 60.0,
+    max_attempts: Annotated[
+        int, typer.Option(help="Deliveries before the dmq (module:function).")
+    ] = 5,
+    backoff: Annotated[
+        float, typer.Option(help="First retry delay, s, doubling (module:function).")
+    ] = 1.0,
+    poll: Annotated[float, typer.Option(help="Idle poll interval, s (module:function).")] = 1.0,
     health: Annotated[
         str | None,
         typer.Option(help="HOST:PORT of an HTTP health endpoint (module:bus form): 200 or 503."),
