@@ -92,3 +92,7 @@ broken = App()  # DSN from PGMBUS_DSN when it runs
 @broken.handler("missing", poll_interval=0.2)
 def nowhere(message: Message) -> None:
     """Declared on a queue that does not exist: the worker must fail, not spin."""
+
+
+auditors = App()  # only the stream handler, for several processes on one group
+auditors.stream_handler("audit", max_events=7, idle_wait=0.2)(audit)

@@ -64,10 +64,12 @@ def appdb(db_dsn: str) -> Iterator[str]:
 
 
 @contextmanager
-def _worker(dsn: str, *args: str) -> Iterator[subprocess.Popen[str]]:
+def _worker(
+    dsn: str, *args: str, target: str = "tests.workers.app:bus"
+) -> Iterator[subprocess.Popen[str]]:
     env = os.environ | {"PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}", "PGMBUS_DSN": dsn}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pgmbus", "worker", "tests.workers.app:bus", *args],
+        [sys.executable, "-m", "pgmbus", "worker", target, *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -220,3 +222,30 @@ def test_a_misconfigured_handler_fails_the_worker(appdb: str) -> None:
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "missing" in done.stdout + done.stderr
+
+
+def test_two_processes_consume_a_group_exactly_once(appdb: str) -> None:
+    """Two worker processes on one stream group, events published before and while they run:
+    every event's row is written once, and both stop cleanly on SIGTERM."""
+    target = "tests.workers.app:auditors"
+    with psycopg.connect(appdb, autocommit=True) as conn:
+        streams.publish_batch(conn, "orders", [{"i": i} for i in range(60)])
+        with _worker(appdb, target=target) as one, _worker(appdb, target=target) as two:
+            for start in range(60, 200, 20):
+                streams.publish_batch(conn, "orders", [{"i": i} for i in range(start, start + 20)])
+                time.sleep(0.05)
+            _wait_until(lambda: conn.execute("SELECT count(*) FROM audited").fetchone() == (200,))
+            time.sleep(0.5)  # a duplicate would show up now
+            for proc in (one, two):
+                proc.send_signal(signal.SIGTERM)
+            outs = [proc.communicate(timeout=20) for proc in (one, two)]
+        assert [p.returncode for p in (one, two)] == [0, 0], outs
+        row = conn.execute("SELECT count(*), count(DISTINCT event_id) FROM audited").fetchone()
+        assert row == (200, 200)
+    handled = [
+        int(line.split(": ")[1].split()[0])
+        for out, _ in outs
+        for line in out.splitlines()
+        if "app.audit:" in line
+    ]
+    assert sum(handled) == 200, outs
