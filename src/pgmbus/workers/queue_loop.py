@@ -176,7 +176,12 @@ class QueueLoop:
             heartbeat.cancel()
             aborted.cancel()
         if call in done:
-            error = call.exception()
+            # a handler that cancelled itself (CancelledError escaping it) failed its attempt
+            error = (
+                asyncio.CancelledError("the handler was cancelled")
+                if call.cancelled()
+                else call.exception()
+            )
             if error is None:
                 await self._finish(message, extra, "ack")
             else:
