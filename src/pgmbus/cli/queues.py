@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
@@ -18,6 +17,9 @@ from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import InvalidPayload
 from pgmbus.queues import Bus, Message
 from pgmbus.queues.worker import WorkerConfig, load_handler, serve
+from pgmbus.workers import logs as worker_logs
+from pgmbus.workers.health import parse_address
+from pgmbus.workers.runtime import load_target, run
 
 queue_app = typer.Typer(
     help="Queues: create, drop, list, stats, rotate, post, consume, peek.", no_args_is_help=True
@@ -310,18 +312,52 @@ def dmq_replay_cmd(
 
 @reports_errors
 def worker_cmd(
-    handler: Annotated[str, typer.Argument(help="module:function called with each Message.")],
-    queue: Annotated[str, typer.Option("--queue", "-q", help="Queue to consume.")],
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="module:bus (a Bus, AsyncBus or App whose handlers all run), or "
+            "module:function called with each Message of --queue."
+        ),
+    ],
+    queue: Annotated[
+        str | None,
+        typer.Option("--queue", "-q", help="Queue to consume (module:function form only)."),
+    ] = None,
     consumer: ConsumerOption = "default",
-    concurrency: Annotated[int, typer.Option(help="Messages handled at once.")] = 1,
-    lease: Annotated[float, typer.Option(help="Lease (visibility timeout), seconds.")] = 60.0,
-    max_attempts: Annotated[int, typer.Option(help="Deliveries before the dmq.")] = 5,
-    backoff: Annotated[float, typer.Option(help="First retry delay, seconds (doubles).")] = 1.0,
-    poll: Annotated[float, typer.Option(help="Idle poll interval, seconds.")] = 1.0,
+    concurrency: Annotated[
+        int, typer.Option(help="Messages handled at once (module:function).")
+    ] = 1,
+    lease: Annotated[float, typer.Option(help="Lease, seconds (module:function).")] = 60.0,
+    max_attempts: Annotated[
+        int, typer.Option(help="Deliveries before the dmq (module:function).")
+    ] = 5,
+    backoff: Annotated[
+        float, typer.Option(help="First retry delay, s, doubling (module:function).")
+    ] = 1.0,
+    poll: Annotated[float, typer.Option(help="Idle poll interval, s (module:function).")] = 1.0,
+    health: Annotated[
+        str | None,
+        typer.Option(help="HOST:PORT of an HTTP health endpoint (module:bus form): 200 or 503."),
+    ] = None,
+    grace: Annotated[
+        float, typer.Option(help="Seconds the work in hand may take after SIGTERM (module:bus).")
+    ] = 30.0,
+    log_format: Annotated[
+        str, typer.Option(help="Log lines as 'text' or 'json' (one object a line).")
+    ] = "text",
     dsn: DsnOption = None,
 ) -> None:
     """Run a worker: handle messages until SIGTERM/SIGINT, then finish those in hand and exit."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    worker_logs.configure(log_format)
+    if queue is None:
+        app = load_target(target)
+        address = None if health is None else parse_address(health)
+        console.print(f"worker: {target}", highlight=False)
+        report = run(app, dsn=dsn, grace=grace, health=address)
+        typer.echo("worker stopped")
+        for line in report.lines():
+            typer.echo(f"  {line}")  # unwrapped: one line per handler
+        return
     config = WorkerConfig(
         queue=queue,
         consumer=consumer,
@@ -331,8 +367,8 @@ def worker_cmd(
         backoff_base=backoff,
         poll_interval=poll,
     )
-    func = load_handler(handler)
-    console.print(f"worker: {handler} on {queue}/{consumer} x{concurrency}", highlight=False)
+    func = load_handler(target)
+    console.print(f"worker: {target} on {queue}/{consumer} x{concurrency}", highlight=False)
     stats = asyncio.run(serve(resolve_dsn(dsn), func, config))
     console.print(
         f"worker stopped: {stats.done} done, {stats.retried} retried, {stats.dead} dead, "
