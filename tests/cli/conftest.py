@@ -86,6 +86,8 @@ class Command:
 def _placeholder(param: Any) -> str:
     if param.name == "handler":
         return "json:loads"
+    if param.name == "target":  # pgmbus worker: the module:bus form
+        return "tests.cli.worker_app:app"
     if param.name in ("data", "payload"):
         return "{}"
     annotation = str(getattr(getattr(param, "type_descriptor", None), "annotation", ""))

@@ -100,6 +100,8 @@ USAGE_ERRORS = [
     (["worker", "pgmbus_no_such_module:handle", "-q", "q"], "No module named"),
     (["worker", "json:no_such_function", "-q", "q"], "no_such_function"),
     (["saga", "worker", "nocolon", "-q", "q"], "module:function"),
+    (["worker", "json:loads"], "not a Bus, AsyncBus or App"),
+    (["worker", "tests.cli.worker_app:app", "--health", "nowhere"], "HOST:PORT"),
     (["queue", "no-such-command"], "No such command"),
     (["queue", "post"], "Missing argument"),
     (["pipeline", "archive", "--path", "/tmp/x", "--older-than", "soon"], "invalid duration"),

@@ -178,7 +178,7 @@ def test_bad_key_says_so(ops_dsn: str, page: Page) -> None:
         page.fill("#key", "pmk_wrong")
         page.click("#login button[type=submit]")
         page.wait_for_selector("#status.error")
-        assert "401 Unauthenticated: unknown API key" in page.inner_text("#status")
+        assert "401 unauthorized: unknown API key" in page.inner_text("#status")
     finally:
         stop()
 

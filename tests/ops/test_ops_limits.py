@@ -27,7 +27,7 @@ def test_body_limit_covers_timers_and_chunked_bodies(service: Service) -> None:
         r = c.post("/v1/callbacks", json=hook)
         assert r.status_code == 413
         assert r.json() == {
-            "error": "PayloadTooLarge",
+            "error": "too_large",
             "message": "request body over 1048576 bytes",
         }
 
@@ -41,7 +41,7 @@ def test_body_limit_covers_timers_and_chunked_bodies(service: Service) -> None:
         r = c.post(
             "/v1/queues/q/messages", content=chunks(), headers={"content-type": "application/json"}
         )
-        assert r.status_code == 413 and r.json()["error"] == "PayloadTooLarge"
+        assert r.status_code == 413 and r.json()["error"] == "too_large"
     assert service.value("SELECT count(*) FROM mbus.timer_callbacks") == 0
     assert service.value("SELECT count(*) FROM mbus.q_q") == 0
 

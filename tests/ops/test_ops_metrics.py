@@ -131,7 +131,7 @@ def test_metrics_follow_changes_and_need_a_key_when_private(ops_dsn: str) -> Non
     svc.add_key("admin", ADMIN_SCOPES)
     try:
         r = httpx.get(base + "/metrics")
-        assert r.status_code == 401 and r.json()["error"] == "Unauthenticated"
+        assert r.status_code == 401 and r.json()["error"] == "unauthorized"
         with svc.client() as c:
             c.post("/v1/queues", json={"queue": "q"})
             c.post("/v1/queues/q/messages/batch", json={"messages": [{"data": {}}] * 7})

@@ -50,7 +50,7 @@ def test_lease_ack_nack_extend_bury(service: Service) -> None:
         assert c.post("/v1/queues/jobs/ack", json={"token": msgs[0]["token"]}).status_code == 204
         # a second ack of the same token: the lease is gone
         r = c.post("/v1/queues/jobs/ack", json={"token": msgs[0]["token"]})
-        assert r.status_code == 409 and _error(r)["error"] == "StaleLease"
+        assert r.status_code == 409 and _error(r)["error"] == "stale_lease"
         assert c.post("/v1/queues/jobs/nack", json={"token": msgs[1]["token"]}).status_code == 204
         r = c.post("/v1/queues/jobs/extend", json={"token": msgs[2]["token"], "lease_s": 600})
         assert r.status_code == 200 and r.json()["lease_until"] > msgs[2]["lease_until"]
@@ -81,7 +81,7 @@ def test_dmq_browse_replay_delete(service: Service) -> None:
         assert c.delete(f"/v1/queues/mail/dmq/{second['dmq_id']}").status_code == 204
         assert c.get("/v1/queues/mail/dmq").json()["items"] == []
         r = c.get(f"/v1/queues/mail/dmq/{second['dmq_id']}")
-        assert r.status_code == 404 and _error(r)["error"] == "NotFound"
+        assert r.status_code == 404 and _error(r)["error"] == "not_found"
         [back] = c.post("/v1/queues/mail/lease", json={}).json()["messages"]
         assert back["data"] == {"n": 1}
     assert service.value("SELECT count(*) FROM mbus.dmq") == 0
@@ -98,7 +98,7 @@ def test_scopes(service: Service) -> None:
     with service.client("producer") as p:
         assert p.post("/v1/queues/orders_eu/messages", json={"data": {}}).status_code == 201
         r = p.post("/v1/queues/billing/messages", json={"data": {}})
-        assert r.status_code == 403 and _error(r)["error"] == "Forbidden"
+        assert r.status_code == 403 and _error(r)["error"] == "forbidden"
         assert p.post("/v1/queues/orders_eu/lease", json={}).status_code == 403
         assert p.post("/v1/queues", json={"queue": "orders_x"}).status_code == 403
         assert sorted(q["qname"] for q in p.get("/v1/queues").json()) == ["orders_eu", "orders_us"]
@@ -125,18 +125,18 @@ def test_error_shapes_and_limits(ops_dsn: str) -> None:
     try:
         with svc.client(None) as anon:
             r = anon.get("/v1/queues")
-            assert r.status_code == 401 and _error(r)["error"] == "Unauthenticated"
+            assert r.status_code == 401 and _error(r)["error"] == "unauthorized"
         with svc.client() as c:
             c.post("/v1/queues", json={"queue": "big"})
             r = c.get("/v1/queues/nope/stats")
-            assert r.status_code == 404 and _error(r)["error"] == "NotFound"
+            assert r.status_code == 404 and _error(r)["error"] == "not_found"
             r = c.post("/v1/queues", json={"queue": "Bad-Name"})
-            assert r.status_code == 422 and _error(r)["error"] == "InvalidRequest"
+            assert r.status_code == 422 and _error(r)["error"] == "invalid_request"
             # over the limit: 413 before the body is read
             huge = {"data": {"blob": "x" * 200_000}}
             t0 = time.monotonic()
             r = c.post("/v1/queues/big/messages", json=huge)
-            assert r.status_code == 413 and _error(r)["error"] == "PayloadTooLarge"
+            assert r.status_code == 413 and _error(r)["error"] == "too_large"
             assert time.monotonic() - t0 < 5
             # a 422 under the limit never echoes the input back
             r = c.post("/v1/queues/big/messages", json={"data": "y" * 60_000})
@@ -169,5 +169,5 @@ def test_unknown_objects_are_404(service: Service) -> None:
             assert r.status_code == 404, (method, path, r.text)
             assert set(r.json()) == {"error", "message"}
         r = c.post("/v1/streams/groups/ghost/commit", json={"token": "not-a-uuid"})
-        assert r.status_code == 422 and r.json()["error"] == "InvalidRequest"
+        assert r.status_code == 422 and r.json()["error"] == "invalid_request"
         assert "token" in r.json()["message"]

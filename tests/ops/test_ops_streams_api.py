@@ -27,12 +27,12 @@ def test_publish_read_commit_at_least_once(service: Service) -> None:
         assert [e["id"] for e in first["events"]] == ids[:3]
         # the slot is leased: another HTTP reader is refused until commit or lease end
         r = c.post("/v1/streams/groups/billing/read", json={})
-        assert r.status_code == 409 and r.json()["error"] == "InvalidState"
+        assert r.status_code == 409 and r.json()["error"] == "invalid_state"
         r = c.post("/v1/streams/groups/billing/commit", json={"token": first["token"]})
         assert r.status_code == 200 and r.json()["cursor"] == first["cursor"]
         # committing twice is refused: the lease was used
         r = c.post("/v1/streams/groups/billing/commit", json={"token": first["token"]})
-        assert r.status_code == 409 and r.json()["error"] == "StaleLease"
+        assert r.status_code == 409 and r.json()["error"] == "stale_lease"
 
         # a lease that ends uncommitted: the same events come again (at least once)
         second = c.post("/v1/streams/groups/billing/read", json={"lease_s": 0.3}).json()

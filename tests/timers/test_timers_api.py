@@ -143,7 +143,7 @@ def test_update_rules(api: Api) -> None:
         assert r.json()["context"] == {"v": 2}
         c.post("/v1/callbacks/orders/e/cancel").raise_for_status()
         r = c.patch("/v1/callbacks/orders/e", json={"url": "https://example.com/2"})
-        assert r.status_code == 409 and r.json()["error"] == "InvalidState"
+        assert r.status_code == 409 and r.json()["error"] == "invalid_state"
         r = c.patch("/v1/callbacks/orders/e", json={"url": "https://example.com/2",
                                                     "i_ensure_pending": True})
         assert r.status_code == 200 and r.json()["status"] == "pending"

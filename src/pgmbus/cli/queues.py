@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
@@ -17,7 +17,6 @@ from pgmbus.cli.common import (
     JsonOption,
     console,
     database,
-    handler_spec,
     make_table,
     open_bus,
     print_json,
@@ -25,8 +24,12 @@ from pgmbus.cli.common import (
     require_queue,
     timestamp,
 )
+from pgmbus.handlers import Handlers
 from pgmbus.queues import Bus, Message
 from pgmbus.queues.worker import WorkerConfig, load_handler, serve
+from pgmbus.workers import logs as worker_logs
+from pgmbus.workers.health import parse_address
+from pgmbus.workers.runtime import dsn_of, load_target, run
 
 queue_app = typer.Typer(
     help="Queues: create, drop, create-consumer, drop-consumer, list, stats, rotate, post, "
@@ -330,21 +333,61 @@ def dmq_replay_cmd(
 
 @reports_errors
 def worker_cmd(
-    handler: Annotated[
+    target: Annotated[
         str,
-        typer.Argument(parser=handler_spec, help="module:function called with each Message."),
+        typer.Argument(
+            help="module:bus (a Bus, AsyncBus or App whose handlers all run), or "
+            "module:function called with each Message of --queue."
+        ),
     ],
-    queue: Annotated[str, typer.Option("--queue", "-q", help="Queue to consume.")],
+    queue: Annotated[
+        str | None,
+        typer.Option("--queue", "-q", help="Queue to consume (module:function form only)."),
+    ] = None,
     consumer: ConsumerOption = "default",
-    concurrency: Annotated[int, typer.Option(help="Messages handled at once.")] = 1,
-    lease: Annotated[float, typer.Option(help="Lease (visibility timeout), seconds.")] = 60.0,
-    max_attempts: Annotated[int, typer.Option(help="Deliveries before the dmq.")] = 5,
-    backoff: Annotated[float, typer.Option(help="First retry delay, seconds (doubles).")] = 1.0,
-    poll: Annotated[float, typer.Option(help="Idle poll interval, seconds.")] = 1.0,
+    concurrency: Annotated[
+        int, typer.Option(help="Messages handled at once (module:function).")
+    ] = 1,
+    lease: Annotated[float, typer.Option(help="Lease, seconds (module:function).")] = 60.0,
+    max_attempts: Annotated[
+        int, typer.Option(help="Deliveries before the dmq (module:function).")
+    ] = 5,
+    backoff: Annotated[
+        float, typer.Option(help="First retry delay, s, doubling (module:function).")
+    ] = 1.0,
+    poll: Annotated[float, typer.Option(help="Idle poll interval, s (module:function).")] = 1.0,
+    health: Annotated[
+        str | None,
+        typer.Option(help="HOST:PORT of an HTTP health endpoint (module:bus form): 200 or 503."),
+    ] = None,
+    grace: Annotated[
+        float, typer.Option(help="Seconds the work in hand may take after SIGTERM (module:bus).")
+    ] = 30.0,
+    log_format: Annotated[
+        str, typer.Option(help="Log lines as 'text' or 'json' (one object a line).")
+    ] = "text",
     dsn: DsnOption = None,
 ) -> None:
     """Run a worker: handle messages until SIGTERM/SIGINT, then finish those in hand and exit."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    worker_logs.configure(log_format)
+    if queue is None:
+        app = _load(load_target, target)
+        if not isinstance(app, Handlers):
+            raise typer.BadParameter(
+                f"{target} is not a Bus, AsyncBus or App (give --queue to run a function)",
+                param_hint="TARGET",
+            )
+        try:
+            address = None if health is None else parse_address(health)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--health") from None
+        checked = database(dsn_of(app, dsn))
+        console.print(f"worker: {target}", highlight=False)
+        report = run(app, dsn=checked, grace=grace, health=address)
+        typer.echo("worker stopped")
+        for line in report.lines():
+            typer.echo(f"  {line}")  # unwrapped: one line per handler
+        return
     config = WorkerConfig(
         queue=queue,
         consumer=consumer,
@@ -354,14 +397,22 @@ def worker_cmd(
         backoff_base=backoff,
         poll_interval=poll,
     )
-    func = load_handler(handler)
-    console.print(f"worker: {handler} on {queue}/{consumer} x{concurrency}", highlight=False)
+    func = _load(load_handler, target)
+    console.print(f"worker: {target} on {queue}/{consumer} x{concurrency}", highlight=False)
     stats = asyncio.run(serve(database(dsn), func, config))
     console.print(
         f"worker stopped: {stats.done} done, {stats.retried} retried, {stats.dead} dead, "
         f"{stats.lost} lost",
         highlight=False,
     )
+
+
+def _load(loader: Callable[[str], Any], spec: str) -> Any:
+    """Import ``module:attribute``; a bad one is a usage error (exit 2) naming the problem."""
+    try:
+        return loader(spec)
+    except (ImportError, AttributeError, ValueError, TypeError) as exc:
+        raise typer.BadParameter(f"cannot load {spec!r}: {exc}", param_hint="TARGET") from None
 
 
 def register(app: typer.Typer) -> None:

@@ -40,7 +40,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
         stop = asyncio.Event()
         task: asyncio.Task[None] | None = None
         if config.run_dispatcher:
-            dispatcher = Dispatcher(config.dsn, config.dispatcher, config.guard)
+            dispatcher = Dispatcher(config.dsn, config.dispatcher, state.guard)
             task = asyncio.create_task(dispatcher.run(stop))
         try:
             yield

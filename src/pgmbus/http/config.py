@@ -23,10 +23,19 @@ class ServiceConfig:
     batch_max_items, batch_max_wait_s:
         Batching of timer creates.
     run_dispatcher, dispatcher, guard:
-        Run a timers dispatcher in the process, its settings and its network guard.
+        Run a timers dispatcher in the process, its settings and its network guard. The guard
+        (default: one built from ``$PGMBUS_ALLOW_NETWORKS``) also checks timer URLs when a
+        callback or schedule is created or changed (422 ``refused_url``).
     max_body_bytes:
         Largest request body accepted (413 beyond); default ``$PGMBUS_MAX_BODY_BYTES``, else
         1 MiB.
+    max_context_bytes:
+        Largest timer ``context`` accepted, in bytes of its JSON text (413 beyond). The
+        database's own limit is the setting ``timers.max_context_bytes`` (same default): raise
+        both.
+    max_url_length:
+        Longest timer ``url`` accepted, in bytes (422 beyond; database setting
+        ``timers.max_url_length``).
     metrics_public:
         Serve ``/metrics`` without a key (Prometheus' usual setup); otherwise any valid key.
         Default ``$PGMBUS_METRICS_PUBLIC`` (``true``/``false``), else true.
@@ -46,6 +55,8 @@ class ServiceConfig:
     dispatcher: DispatcherConfig | None = None
     guard: NetworkGuard | None = None
     max_body_bytes: int = field(default_factory=lambda: _env_int("PGMBUS_MAX_BODY_BYTES", 1 << 20))
+    max_context_bytes: int = 65536
+    max_url_length: int = 4096
     metrics_public: bool = field(default_factory=lambda: _env_bool("PGMBUS_METRICS_PUBLIC", True))
     late_after_s: float = 5.0
     recent_window_s: float = 300.0

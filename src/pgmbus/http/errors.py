@@ -1,8 +1,16 @@
-"""The one error shape of the HTTP API, ``{"error": code, "message": text}``, and its handlers."""
+"""The one error shape of the HTTP API, ``{"error": code, "message": text}``, and its handlers.
+
+Codes are short snake_case words: a typed error's class name (``NotFound`` -> ``not_found``,
+:func:`code_of`), ``refused_url`` for a URL the timers' network guard refuses, else one per
+HTTP status (``unauthorized``, ``forbidden``, ``too_large``, ``invalid_request``, ...). A 422
+names the fields that are wrong and why, never echoing the input back (each part of a field's
+path cut to a few dozen characters, the whole message to ``MAX_MESSAGE`` characters).
+"""
 
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import psycopg
@@ -25,6 +33,7 @@ from pgmbus.errors import (
     PgmbusError,
     StaleLease,
 )
+from pgmbus.timers.netguard import RefusedURL
 
 STATUS_OF: list[tuple[type[PgmbusError], int]] = [
     (NotFound, 404),
@@ -40,20 +49,22 @@ STATUS_OF: list[tuple[type[PgmbusError], int]] = [
 ]
 
 CODE_OF_STATUS = {
-    400: "BadRequest",
-    401: "Unauthenticated",
-    403: "Forbidden",
-    404: "NotFound",
-    405: "MethodNotAllowed",
-    409: "Conflict",
-    413: "PayloadTooLarge",
-    422: "InvalidRequest",
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request",
 }
 
 log = logging.getLogger("pgmbus.http")
 
 MAX_MESSAGE = 1000
 _MAX_ITEMS = 5
+_MAX_LOC_PART = 40
 
 
 class ErrorBody(BaseModel):
@@ -79,12 +90,18 @@ def error_response(
     return JSONResponse({"error": error, "message": message}, status, headers=headers)
 
 
+def code_of(exc: PgmbusError) -> str:
+    """``NotFound`` -> ``not_found``: the short code of a typed error."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", type(exc).__name__).lower()
+
+
 def validation_message(exc: RequestValidationError) -> str:
-    """What is wrong with a request, by location, without the offending input."""
+    """What is wrong with a request, by location, without the offending input (a field name
+    is input too: an unknown key is cut to a few dozen characters)."""
     parts = []
     errors = exc.errors()
     for err in errors[:_MAX_ITEMS]:
-        where = ".".join(str(p) for p in err.get("loc", ()))[:200]
+        where = ".".join(str(p)[:_MAX_LOC_PART] for p in err.get("loc", ()))[:200]
         parts.append(f"{where}: {str(err.get('msg', 'invalid'))[:200]}")
     if len(errors) > _MAX_ITEMS:
         parts.append(f"and {len(errors) - _MAX_ITEMS} more")
@@ -99,40 +116,45 @@ def install(app: FastAPI) -> None:
         status = next((code for cls, code in STATUS_OF if isinstance(exc, cls)), 500)
         sqlstate = exc.sqlstate or ""
         if status == 500 and sqlstate == "23505":
-            return error_response(409, "AlreadyExists", exc.message)
+            return error_response(409, "already_exists", exc.message)
         if status == 500 and sqlstate[:2] in ("22", "23"):
             # a data exception or a violated constraint (a NUL in jsonb text, a number out of
             # range, a CHECK on a name): the input's fault, not the server's
-            return error_response(422, "InvalidPayload", exc.message)
+            return error_response(422, "invalid_payload", exc.message)
         if status == 500:
             log.error("%s %s failed: %s", request.method, request.url.path, exc)
-            return error_response(500, "InternalError", "the database call failed")
-        return error_response(status, type(exc).__name__, exc.message)
+            return error_response(500, "internal_error", "the database call failed")
+        return error_response(status, code_of(exc), exc.message)
+
+    @app.exception_handler(RefusedURL)
+    async def _refused(_request: Request, exc: RefusedURL) -> JSONResponse:
+        # a timer URL the network guard refuses (the guard's reason names the host, not the path)
+        return error_response(422, "refused_url", str(exc))
 
     @app.exception_handler(UnicodeEncodeError)
     async def _unicode(_request: Request, _exc: UnicodeEncodeError) -> JSONResponse:
         # JSON may escape lone surrogates (\ud800), which no database text can hold
         return error_response(
-            422, "InvalidPayload", "text must be valid Unicode (a lone surrogate)"
+            422, "invalid_payload", "text must be valid Unicode (a lone surrogate)"
         )
 
     @app.exception_handler(psycopg.DataError)
     async def _data(_request: Request, exc: psycopg.DataError) -> JSONResponse:
         # refused by the driver before it reaches the server (a NUL byte in a text parameter)
-        return error_response(422, "InvalidPayload", str(exc))
+        return error_response(422, "invalid_payload", str(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 400:
             # FastAPI's answer to a body it cannot decode (not UTF-8, not JSON)
-            return error_response(422, "InvalidRequest", "the request body is not valid JSON")
-        code = CODE_OF_STATUS.get(exc.status_code, f"Http{exc.status_code}")
+            return error_response(422, "invalid_request", "the request body is not valid JSON")
+        code = CODE_OF_STATUS.get(exc.status_code, f"http_{exc.status_code}")
         headers = dict(exc.headers) if exc.headers else None
         return error_response(exc.status_code, code, str(exc.detail), headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(422, "InvalidRequest", validation_message(exc))
+        return error_response(422, "invalid_request", validation_message(exc))
 
 
 def document(app: FastAPI) -> None:
@@ -149,7 +171,7 @@ def document(app: FastAPI) -> None:
                 answer = op.get("responses", {}).get("422")
                 if answer is not None:
                     answer["content"] = {"application/json": {"schema": ref}}
-                    answer["description"] = "InvalidRequest (what is wrong, never the input)"
+                    answer["description"] = "invalid_request, ... (what is wrong, never the input)"
         schemas = spec.get("components", {}).get("schemas", {})
         schemas.pop("HTTPValidationError", None)
         schemas.pop("ValidationError", None)

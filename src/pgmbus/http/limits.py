@@ -20,7 +20,7 @@ def _message(limit: int) -> str:
 
 
 async def _send_413(send: Send, limit: int) -> None:
-    body = json.dumps({"error": "PayloadTooLarge", "message": _message(limit)}).encode()
+    body = json.dumps({"error": "too_large", "message": _message(limit)}).encode()
     await send(
         {
             "type": "http.response.start",

@@ -1,4 +1,5 @@
-"""What the HTTP service holds while it runs: its pools, the queue bus, the timers batcher."""
+"""What the HTTP service holds while it runs: its pools, the queue bus, the timers batcher and
+network guard."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pgmbus.http.config import ServiceConfig
 from pgmbus.queues import AsyncBus
 from pgmbus.sqlfiles import load_queries
 from pgmbus.timers.batcher import CreateBatcher
+from pgmbus.timers.netguard import NetworkGuard, networks_from_env
 
 T = TypeVar("T")
 
@@ -51,6 +53,8 @@ class AppState:
             self.pool, max_items=config.batch_max_items, max_wait_s=config.batch_max_wait_s
         )
         self.auth: dict[str, tuple[Any, float]] = {}
+        # one guard for the create-time URL checks and the in-process dispatcher
+        self.guard = config.guard or NetworkGuard(networks_from_env())
         self._has_scopes: bool | None = None
 
     async def open(self) -> None:

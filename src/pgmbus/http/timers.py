@@ -1,16 +1,26 @@
-"""The timers HTTP API: callbacks and schedules of the authenticated owner client."""
+"""The timers HTTP API: callbacks and schedules of the authenticated owner client.
+
+Before anything is stored, a request's values are checked against their bounds
+(:mod:`pgmbus.timers.models`), its context against ``ServiceConfig.max_context_bytes`` (413
+``too_large``), its URL against ``max_url_length`` (422) and the network guard (422
+``refused_url`` when the host is, or resolves to, a refused address; a host that does not resolve
+now is accepted, and the dispatcher checks again before every call), and a schedule's cron
+against never firing (422). Errors come in the one shape of :mod:`pgmbus.http.errors`.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, HTTPException, Query, Request, Response
 
 from pgmbus.errors import InvalidArgument
 from pgmbus.http.auth import Caller
 from pgmbus.http.errors import ERROR_RESPONSES
-from pgmbus.http.state import state_of
-from pgmbus.timers import scheduler, store
+from pgmbus.http.state import AppState, state_of
+from pgmbus.timers import cron, store
 from pgmbus.timers.models import (
     Callback,
     CallbackCreate,
@@ -22,8 +32,30 @@ from pgmbus.timers.models import (
     ScheduleCreate,
     Status,
 )
+from pgmbus.timers.netguard import UnresolvableHost
 
 router = APIRouter(responses=ERROR_RESPONSES)
+
+_MAX_ID = 2**63 - 1
+
+
+async def check_fields(state: AppState, url: str | None, context: dict[str, Any] | None) -> None:
+    """Refuse a context over its size limit (413) or a URL that may not be called (422)."""
+    config = state.config
+    if context is not None:
+        size = len(json.dumps(context, ensure_ascii=False).encode())
+        if size > config.max_context_bytes:
+            raise HTTPException(
+                413, f"context is {size} bytes of JSON; the limit is {config.max_context_bytes}"
+            )
+    if url is not None:
+        length = len(url.encode())
+        if length > config.max_url_length:
+            raise InvalidArgument(
+                f"url is {length} bytes long; the limit is {config.max_url_length}"
+            )
+        with contextlib.suppress(UnresolvableHost):  # DNS may answer by run time
+            await state.guard.check(url)
 
 
 @router.post(
@@ -37,9 +69,11 @@ async def create_callback(
     request: Request, body: CallbackCreate, who: Caller, response: Response
 ) -> Any:
     """Create a callback; idempotent on (group_key, event_key): 200 and the stored one."""
+    state = state_of(request)
+    await check_fields(state, body.url, body.context)
     item = body.model_dump(mode="json")
     item["client_id"] = who.client_id
-    created, callback = await state_of(request).batcher.submit(item)
+    created, callback = await state.batcher.submit(item)
     if not created:
         response.status_code = 200
     return callback
@@ -52,7 +86,7 @@ async def list_callbacks(
     group_key: Annotated[str | None, Query()] = None,
     status: Annotated[Status | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    after: Annotated[int, Query(ge=0)] = 0,
+    after: Annotated[int, Query(ge=0, le=_MAX_ID)] = 0,
 ) -> Any:
     """The client's callbacks in creation order, a page at a time."""
     async with state_of(request).pool.connection() as conn:
@@ -85,7 +119,9 @@ async def update_callback(
 ) -> Any:
     """Change run_at/originally_run_at, url, context of a pending callback (or a cancelled
     one with ``i_ensure_pending``, which makes it pending again)."""
-    async with state_of(request).pool.connection() as conn:
+    state = state_of(request)
+    await check_fields(state, body.url, body.context)
+    async with state.pool.connection() as conn:
         return await store.update(
             conn,
             who.client_id,
@@ -155,8 +191,10 @@ async def create_schedule(
     if (body.cron is None) == (body.interval_s is None):
         raise InvalidArgument("give exactly one of cron and interval_s")
     if body.cron is not None:
-        scheduler.check_cron(body.cron)
-    async with state_of(request).pool.connection() as conn:
+        cron.check(body.cron, body.timezone, start_at=body.start_at, end_at=body.end_at)
+    state = state_of(request)
+    await check_fields(state, body.url, body.context)
+    async with state.pool.connection() as conn:
         created, schedule = await store.create_schedule(
             conn,
             who.client_id,

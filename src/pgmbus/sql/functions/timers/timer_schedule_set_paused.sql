@@ -2,8 +2,9 @@
 --
 -- Purpose:  Pause or resume a schedule. Pausing removes its generated pending callbacks that
 --           are not claimed (mbus.timer_schedule_drop_pending); resuming restarts generation
---           from now (or start_at, if later): occurrences missed while paused are not made up.
---           Pausing a paused or resuming an active schedule changes nothing.
+--           from now (or start_at, if later): occurrences missed while paused are not made up,
+--           and the reason of a pause by the scheduler (paused_reason) is cleared. Pausing a
+--           paused or resuming an active schedule changes nothing.
 -- Params:   p_client_id     the owner client's id (bigint)
 --           p_schedule_key  the schedule's key (text)
 --           p_paused        true to pause, false to resume
@@ -16,8 +17,8 @@
 --           'schedule_set_paused', used by the HTTP service (POST
 --           /v1/schedules/{schedule_key}/pause and /resume); users directly (not a public entry
 --           point); tests/timers/test_timers_schedules.py
-CREATE OR REPLACE FUNCTION mbus.timer_schedule_set_paused(p_client_id bigint, p_schedule_key text,
-    p_paused boolean, p_now timestamptz DEFAULT NULL)
+CREATE OR REPLACE FUNCTION mbus.timer_schedule_set_paused(p_client_id bigint,
+    p_schedule_key text, p_paused boolean, p_now timestamptz DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
 SET search_path = pg_catalog
@@ -38,7 +39,8 @@ BEGIN
         WHERE t.id = s.id RETURNING * INTO s;
     ELSIF NOT p_paused AND s.paused THEN
         UPDATE mbus.timer_schedules AS t
-        SET paused = false, generated_until = greatest(v_now, t.start_at), updated_at = v_now
+        SET paused = false, paused_reason = NULL, generated_until = greatest(v_now, t.start_at),
+            updated_at = v_now
         WHERE t.id = s.id RETURNING * INTO s;
     END IF;
     RETURN mbus.timer_schedule_json(s);
