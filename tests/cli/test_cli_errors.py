@@ -103,6 +103,7 @@ USAGE_ERRORS = [
     (["worker", "json:loads"], "not a Bus, AsyncBus or App"),
     (["worker", "tests.cli.worker_app:app", "--health", "nowhere"], "HOST:PORT"),
     (["queue", "no-such-command"], "No such command"),
+    (["saga", "list", "--state", "bogus"], "not one of running"),
     (["queue", "post"], "Missing argument"),
     (["pipeline", "archive", "--path", "/tmp/x", "--older-than", "soon"], "invalid duration"),
     (["metrics", "--listen", "nowhere"], "HOST:PORT"),

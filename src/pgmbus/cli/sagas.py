@@ -27,10 +27,22 @@ Q = load_queries("queues.sql")
 saga_app = typer.Typer(help="Sagas: list, run step workers, pump.", no_args_is_help=True)
 
 
+SAGA_STATES = ("running", "completed", "compensating", "compensated")
+
+
+def _saga_state(text: str) -> str:
+    if text not in SAGA_STATES:
+        raise typer.BadParameter(f"{text!r} is not one of {', '.join(SAGA_STATES)}")
+    return text
+
+
 @saga_app.command("list")
 @reports_errors
 def saga_list_cmd(
-    state: Annotated[str | None, typer.Option(help="running, completed, ...")] = None,
+    state: Annotated[
+        str | None,
+        typer.Option(parser=_saga_state, help="running, completed, compensating, compensated."),
+    ] = None,
     limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 50,
     dsn: DsnOption = None,
     as_json: JsonOption = False,
