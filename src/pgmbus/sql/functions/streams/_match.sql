@@ -1,14 +1,22 @@
 -- Function: mbus._match(p_group, p_events)
 --
 -- Purpose:  For each event, the ids of the group's subscriptions it matches. One dynamic query
---           per distinct condition of the group: the events joined with the subscriptions of that
---           condition on the condition itself, so the params of thousands of subscriptions are
---           matched by one join (the GIN index on params serves containment conditions). An event
---           that matches none is left out; an event may appear once per condition it matched
---           (callers merge the arrays).
+--           per distinct condition of the group, the text of mbus._match_query: the events
+--           joined with the subscriptions of that condition on the condition itself, so the
+--           params of thousands of subscriptions are matched by one join (the GIN index on
+--           params serves containment conditions). An event that matches none is left out; an
+--           event may appear once per condition it matched (callers merge the arrays).
+--           One condition cannot harm another: each runs in its own subtransaction and its
+--           result is kept only when it completes. A condition that raises an error (a cast of
+--           a payload field, a division by zero) is run again event by event, so its
+--           subscriptions still get the events it can decide; the events it fails on are not
+--           matched for them, a WARNING names the group, the subscriptions, the events and the
+--           error, and one row (event_id NULL, subscription_ids = those subscriptions) reports
+--           it to the caller. Other conditions, subscriptions and groups go on.
 -- Params:   p_group   the group's name
 --           p_events  the events (mbus.stream_row[]; read_subscriptions passes txid NULL)
--- Returns:  TABLE (event_id bigint, subscription_ids bigint[]): ids in ascending order
+-- Returns:  TABLE (event_id bigint, subscription_ids bigint[]): ids in ascending order; a row
+--           with event_id NULL per condition that failed on some event
 -- Locks:    none (reads only; the conditions run with the caller's privileges)
 -- Callers:  mbus.read_subscriptions, mbus.match_subscriptions
 CREATE OR REPLACE FUNCTION mbus._match(p_group text, p_events mbus.stream_row[])
@@ -17,17 +25,46 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_cond text;
+    v_cond   text;
+    v_query  text;
+    v_rows   jsonb;
+    v_one    jsonb;
+    v_ev     mbus.stream_row;
+    v_failed bigint[];
+    v_err    text;
 BEGIN
     FOR v_cond IN
         SELECT DISTINCT s.condition FROM mbus.subscriptions AS s WHERE s.group_name = p_group
     LOOP
-        RETURN QUERY EXECUTE format(
-            'SELECT e.id, array_agg(s.id ORDER BY s.id) '
-            'FROM unnest($1) AS e JOIN mbus.subscriptions AS s '
-            '  ON s.group_name = $2 AND s.condition = $3 AND (%s) '
-            'GROUP BY e.id', v_cond)
-        USING p_events, p_group, v_cond;
+        v_query := format('SELECT coalesce(jsonb_agg(jsonb_build_array(m.id, m.ids)), ''[]'') '
+                          'FROM (%s) AS m (id, ids)', mbus._match_query(v_cond));
+        BEGIN
+            EXECUTE v_query INTO v_rows USING p_events, p_group, v_cond;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS v_err = MESSAGE_TEXT;
+            v_rows := '[]';
+            v_failed := '{}';
+            FOREACH v_ev IN ARRAY p_events LOOP
+                BEGIN
+                    EXECUTE v_query INTO v_one USING ARRAY[v_ev], p_group, v_cond;
+                    v_rows := v_rows || v_one;
+                EXCEPTION WHEN OTHERS THEN
+                    v_failed := v_failed || v_ev.id;
+                END;
+            END LOOP;
+            event_id := NULL;
+            subscription_ids := ARRAY(SELECT s.id FROM mbus.subscriptions AS s
+                                      WHERE s.group_name = p_group AND s.condition = v_cond
+                                      ORDER BY s.id);
+            RAISE WARNING USING MESSAGE = format(
+                'pgmbus: subscriptions %s of group %L: their condition failed on events %s '
+                'and was skipped for them: %s', subscription_ids, p_group, v_failed, v_err);
+            RETURN NEXT;
+        END;
+        RETURN QUERY
+        SELECT (r.x ->> 0)::bigint,
+               ARRAY(SELECT i::bigint FROM jsonb_array_elements_text(r.x -> 1) AS i)
+        FROM jsonb_array_elements(v_rows) AS r (x);
     END LOOP;
 END;
 $$;

@@ -12,7 +12,8 @@
 --           when either has none. With expires_after, maintain() removes the subscription after
 --           that long without touch_subscription().
 -- Params:   "group"        the group's name
---           condition      the boolean expression over e and s (text; see mbus._check_condition)
+--           condition      the static boolean expression over e and s (text; IMMUTABLE and
+--                          STABLE functions only, no subquery: see mbus._check_condition)
 --           params         the subscription's parameters (a jsonb object; '{}' unless given)
 --           expires_after  the inactivity after which it is removed (interval > 0; NULL = never)
 -- Returns:  bigint: the subscription's id; MB002/MB008 for an unknown or expired group, MB004
