@@ -91,3 +91,25 @@ def test_bad_cursors_and_batches_raise_typed_errors(connect: Connect) -> None:
         ([Jsonb({}), Jsonb({})], [None, Jsonb({"a": 1})]),
     ).fetchall()
     assert len(ids) == 2
+
+
+def test_capture_of_a_partitioned_table_names_it_and_truncate_notifies(
+    connect: Connect,
+) -> None:
+    conn = connect(autocommit=True)
+    conn.execute("CREATE TABLE public.tp (id int PRIMARY KEY) PARTITION BY RANGE (id)")
+    conn.execute("CREATE TABLE public.tp1 PARTITION OF public.tp FOR VALUES FROM (0) TO (100)")
+    streams.create_group(conn, "g")
+    streams.capture_table(conn, "public.tp")
+    listener = connect(autocommit=True)
+    listener.execute("LISTEN mbus_events")
+    conn.execute("INSERT INTO public.tp VALUES (1)")
+    assert [n.channel for n in listener.notifies(timeout=2, stop_after=1)] == ["mbus_events"]
+    conn.execute("TRUNCATE public.tp")
+    assert [n.channel for n in listener.notifies(timeout=2, stop_after=1)] == ["mbus_events"]
+    with conn.transaction():
+        batch = streams.read_next(conn, "g")
+    assert [(e.payload["op"], e.payload["table"]) for e in batch.events] == [
+        ("insert", "public.tp"),
+        ("truncate", "public.tp"),
+    ]
