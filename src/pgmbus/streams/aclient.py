@@ -339,7 +339,7 @@ async def subscribe(
             {
                 "group": group,
                 "condition": condition,
-                "params": Jsonb(params or {}),
+                "params": Jsonb({} if params is None else params),
                 "expires_after": expires_after,
             },
         )

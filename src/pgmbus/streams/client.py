@@ -341,7 +341,7 @@ def subscribe(
             {
                 "group": group,
                 "condition": condition,
-                "params": Jsonb(params or {}),
+                "params": Jsonb({} if params is None else params),
                 "expires_after": expires_after,
             },
         )
