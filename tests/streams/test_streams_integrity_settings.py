@@ -128,3 +128,20 @@ def test_expiring_one_group_never_expires_another(connect: Connect) -> None:
     states = dict(conn.execute("SELECT name, state FROM mbus.stream_groups").fetchall())
     assert states == {"aa_slow": "expired", "zz_idle": "active"}
     assert [e.topic for e in drain(conn, "zz_idle")] == ["mbus.group_expired"]
+
+
+def test_the_worker_logs_a_failed_maintenance_part_and_goes_on(
+    connect: Connect, db_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    conn = connect(autocommit=True)
+    conn.execute("UPDATE mbus.settings SET value = '\"banana\"' WHERE key = 'streams.retention'")
+    streams.create_group(conn, "w")
+    streams.publish(conn, "t", {})
+    seen: list[int] = []
+    worker = streams.StreamWorker(
+        db_dsn, "w", lambda _c, e: seen.append(e.id), maintain_every=timedelta(0)
+    )
+    with caplog.at_level("WARNING", logger="pgmbus.streams"):
+        worker.run(stop=lambda: bool(seen), idle_wait=0.1)
+    assert len(seen) == 1 and worker.stats.maintained >= 1
+    assert any("retention" in r.getMessage() for r in caplog.records), caplog.records
