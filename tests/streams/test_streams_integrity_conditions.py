@@ -64,6 +64,7 @@ def test_a_condition_cannot_escape_its_wrapper_into_other_groups(connect: Connec
         "cardinality($1) > 0",
         "e.nope = 1",
         "1 / 0 = 1",
+        pytest.param("e.topic = 'x' OR " * 1000 + "true", id="longer-than-8-kB"),
     ],
 )
 def test_bad_conditions_are_refused_and_change_nothing(connect: Connect, condition: str) -> None:

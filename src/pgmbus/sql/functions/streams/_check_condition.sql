@@ -17,8 +17,8 @@
 --                function);
 --             3. it must run in mbus._match_query's text, the very text mbus._match runs (on no
 --                event), so parse, plan and constant-folding errors show here.
---           Not empty, no ';', no comments and no positional parameters ($1: the run text has
---           its own). The scratch function's name is random (md5), so no object of the caller
+--           Not empty, at most 8 kB, no ';', no comments and no positional parameters ($1: the
+--           run text has its own). The scratch function's name is random (md5), so no object of the caller
 --           can clash with it (unlike a fixed name such as `t`). Conditions may still fail on
 --           some events at read time (a cast of a payload field, a division): mbus._match
 --           isolates those. A STABLE user function is trusted to be what it says.
@@ -41,6 +41,11 @@ DECLARE
 BEGIN
     IF p_condition IS NULL OR btrim(p_condition) = '' THEN
         RAISE EXCEPTION USING ERRCODE = 'MB004', MESSAGE = 'condition must not be empty';
+    END IF;
+    IF octet_length(p_condition) > 8192 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB004',
+            MESSAGE = format('condition of %s bytes is too long (at most 8192)',
+                             octet_length(p_condition));
     END IF;
     IF p_condition ~ '(;|--|/\*|\$[0-9])' THEN
         RAISE EXCEPTION USING ERRCODE = 'MB004',

@@ -52,14 +52,16 @@ BEGIN
                     v_failed := v_failed || v_ev.id;
                 END;
             END LOOP;
-            event_id := NULL;
-            subscription_ids := ARRAY(SELECT s.id FROM mbus.subscriptions AS s
-                                      WHERE s.group_name = p_group AND s.condition = v_cond
-                                      ORDER BY s.id);
-            RAISE WARNING USING MESSAGE = format(
-                'pgmbus: subscriptions %s of group %L: their condition failed on events %s '
-                'and was skipped for them: %s', subscription_ids, p_group, v_failed, v_err);
-            RETURN NEXT;
+            IF cardinality(v_failed) > 0 THEN
+                event_id := NULL;
+                subscription_ids := ARRAY(SELECT s.id FROM mbus.subscriptions AS s
+                                          WHERE s.group_name = p_group AND s.condition = v_cond
+                                          ORDER BY s.id);
+                RAISE WARNING USING MESSAGE = format(
+                    'pgmbus: subscriptions %s of group %L: their condition failed on events %s '
+                    'and was skipped for them: %s', subscription_ids, p_group, v_failed, v_err);
+                RETURN NEXT;
+            END IF;
         END;
         RETURN QUERY
         SELECT (r.x ->> 0)::bigint,
