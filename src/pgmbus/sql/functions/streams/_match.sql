@@ -6,18 +6,20 @@
 --           params of thousands of subscriptions are matched by one join (the GIN index on
 --           params serves containment conditions). An event that matches none is left out; an
 --           event may appear once per condition it matched (callers merge the arrays).
---           One condition cannot harm another: each runs in its own subtransaction and its
---           result is kept only when it completes. A condition that raises an error (a cast of
---           a payload field, a division by zero) is run again event by event, so its
---           subscriptions still get the events it can decide; the events it fails on are not
---           matched for them, a WARNING names the group, the subscriptions, the events and the
---           error, and one row (event_id NULL, subscription_ids = those subscriptions) reports
---           it to the caller. Other conditions, subscriptions and groups go on.
+--           One condition cannot harm another: each runs in its own subtransaction. A condition
+--           that raises an error (a cast of a payload field, a division by zero) is run again
+--           event by event, so its subscriptions still get the events it can decide; the
+--           events it fails on are not matched for them, a WARNING names the group, the
+--           subscriptions, the events and the error, and the transaction-local setting
+--           mbus.match_failed is raised by the number of those subscriptions (read_subscriptions
+--           counts it). Other conditions, subscriptions and groups go on. Rows the failed run
+--           returned before its error are complete (an event's row is emitted only once all of
+--           its join rows are aggregated) and the rerun returns them again: callers merge.
 -- Params:   p_group   the group's name
 --           p_events  the events (mbus.stream_row[]; read_subscriptions passes txid NULL)
--- Returns:  TABLE (event_id bigint, subscription_ids bigint[]): ids in ascending order; a row
---           with event_id NULL per condition that failed on some event
--- Locks:    none (reads only; the conditions run with the caller's privileges)
+-- Returns:  TABLE (event_id bigint, subscription_ids bigint[]): ids in ascending order
+-- Locks:    none (reads only; the conditions run with the caller's privileges); sets
+--           mbus.match_failed (set_config, local to the transaction) when a condition failed
 -- Callers:  mbus.read_subscriptions, mbus.match_subscriptions
 CREATE OR REPLACE FUNCTION mbus._match(p_group text, p_events mbus.stream_row[])
 RETURNS TABLE (event_id bigint, subscription_ids bigint[])
@@ -27,46 +29,40 @@ AS $$
 DECLARE
     v_cond   text;
     v_query  text;
-    v_rows   jsonb;
-    v_one    jsonb;
     v_ev     mbus.stream_row;
     v_failed bigint[];
+    v_subs   bigint[];
     v_err    text;
 BEGIN
     FOR v_cond IN
         SELECT DISTINCT s.condition FROM mbus.subscriptions AS s WHERE s.group_name = p_group
     LOOP
-        v_query := format('SELECT coalesce(jsonb_agg(jsonb_build_array(m.id, m.ids)), ''[]'') '
-                          'FROM (%s) AS m (id, ids)', mbus._match_query(v_cond));
+        v_query := mbus._match_query(v_cond);
         BEGIN
-            EXECUTE v_query INTO v_rows USING p_events, p_group, v_cond;
+            RETURN QUERY EXECUTE v_query USING p_events, p_group, v_cond;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_err = MESSAGE_TEXT;
-            v_rows := '[]';
             v_failed := '{}';
             FOREACH v_ev IN ARRAY p_events LOOP
                 BEGIN
-                    EXECUTE v_query INTO v_one USING ARRAY[v_ev], p_group, v_cond;
-                    v_rows := v_rows || v_one;
+                    RETURN QUERY EXECUTE v_query USING ARRAY[v_ev], p_group, v_cond;
                 EXCEPTION WHEN OTHERS THEN
                     v_failed := v_failed || v_ev.id;
                 END;
             END LOOP;
             IF cardinality(v_failed) > 0 THEN
-                event_id := NULL;
-                subscription_ids := ARRAY(SELECT s.id FROM mbus.subscriptions AS s
-                                          WHERE s.group_name = p_group AND s.condition = v_cond
-                                          ORDER BY s.id);
+                v_subs := ARRAY(SELECT s.id FROM mbus.subscriptions AS s
+                                WHERE s.group_name = p_group AND s.condition = v_cond
+                                ORDER BY s.id);
+                PERFORM set_config('mbus.match_failed',
+                                   (coalesce(nullif(current_setting('mbus.match_failed', true),
+                                                    ''), '0')::bigint
+                                    + cardinality(v_subs))::text, true);
                 RAISE WARNING USING MESSAGE = format(
                     'pgmbus: subscriptions %s of group %L: their condition failed on events %s '
-                    'and was skipped for them: %s', subscription_ids, p_group, v_failed, v_err);
-                RETURN NEXT;
+                    'and was skipped for them: %s', v_subs, p_group, v_failed, v_err);
             END IF;
         END;
-        RETURN QUERY
-        SELECT (r.x ->> 0)::bigint,
-               ARRAY(SELECT i::bigint FROM jsonb_array_elements_text(r.x -> 1) AS i)
-        FROM jsonb_array_elements(v_rows) AS r (x);
     END LOOP;
 END;
 $$;

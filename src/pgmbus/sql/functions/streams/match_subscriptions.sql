@@ -20,6 +20,5 @@ AS $$
                         e.published_at)::mbus.stream_row
              FROM mbus.events AS e WHERE e.id = ANY (event_ids))) AS m,
          unnest(m.subscription_ids) AS x
-    WHERE m.event_id IS NOT NULL
     GROUP BY m.event_id;
 $$;

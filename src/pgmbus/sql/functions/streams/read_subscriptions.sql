@@ -18,7 +18,8 @@
 --           errors of read_next
 -- Locks:    read_next's: the reader's advisory lock on the group (slot) to the end of the
 --           transaction; commit's row lock on the slot's cursor for batches without a match;
---           the counter's row of mbus.stream_counters when a condition failed
+--           the counter's row of mbus.stream_counters when a condition failed (its number
+--           comes from mbus._match through the transaction-local setting mbus.match_failed)
 -- Callers:  pgmbus.streams.client.read_subscriptions (sql/streams.sql 'read_subscriptions'),
 --           used by StreamWorker(subscriptions=True); tests
 --           tests/streams/test_streams_subscriptions.py, test_streams_wiki_pubsub.py
@@ -33,7 +34,8 @@ AS $$
 DECLARE
     v_batch  mbus.stream_row[];
     v_cursor text;
-    v_match  jsonb;
+    v_failed bigint;
+    v_found  boolean;
 BEGIN
     LOOP
         SELECT array_agg(ROW(NULL, r.id, r.topic, r.key, r.payload, r.headers,
@@ -44,23 +46,21 @@ BEGIN
         IF v_cursor IS NULL THEN
             RETURN;
         END IF;
-        -- {"<event id>": [subscription ids], "failed": [subscription ids whose condition failed]}
-        SELECT coalesce(jsonb_object_agg(q.k, q.ids), '{}') INTO v_match
-        FROM (SELECT coalesce(mm.event_id::text, 'failed') AS k,
-                     to_jsonb(array_agg(DISTINCT x ORDER BY x)) AS ids
-              FROM mbus._match("group", v_batch) AS mm, unnest(mm.subscription_ids) AS x
-              GROUP BY 1) AS q;
-        IF v_match ? 'failed' THEN
-            PERFORM mbus._count('subscription_errors', jsonb_array_length(v_match -> 'failed'));
-        END IF;
+        PERFORM set_config('mbus.match_failed', '0', true);
         RETURN QUERY
         SELECT v_cursor, b.id, b.topic, b.key, b.payload, b.headers, b.published_at,
-               ARRAY(SELECT i::bigint
-                     FROM jsonb_array_elements_text(v_match -> (b.id::text)) AS i)
+               m.subscription_ids
         FROM unnest(v_batch) WITH ORDINALITY AS b
-        WHERE v_match ? (b.id::text)
+        JOIN (SELECT mm.event_id, array_agg(DISTINCT x ORDER BY x) AS subscription_ids
+              FROM mbus._match("group", v_batch) AS mm, unnest(mm.subscription_ids) AS x
+              GROUP BY mm.event_id) AS m ON m.event_id = b.id
         ORDER BY b.ordinality;
-        IF FOUND THEN
+        v_found := FOUND;
+        v_failed := current_setting('mbus.match_failed')::bigint;
+        IF v_failed > 0 THEN
+            PERFORM mbus._count('subscription_errors', v_failed);
+        END IF;
+        IF v_found THEN
             RETURN;
         END IF;
         PERFORM mbus.commit("group", v_cursor);
