@@ -25,5 +25,9 @@ AS $$
         ('streams.retention', 'interval', '1 minute', '100 years', '"7 days"'::jsonb,
          'a closed partition is dropped this long after it closed, unless a live group needs it'),
         ('spark.staged_ttl', 'interval', '1 minute', '1 year', '"1 day"'::jsonb,
-         'staged rows of a Spark write nobody staged into for this long are dropped');
+         'staged rows of a Spark write nobody staged into for this long are dropped'),
+        ('timers.max_context_bytes', 'integer', '2', '104857600', '65536'::jsonb,
+         'largest context of a timer callback or schedule, in bytes of its JSON text'),
+        ('timers.max_url_length', 'integer', '10', '65536', '4096'::jsonb,
+         'longest URL of a timer callback or schedule, in bytes');
 $$;
