@@ -6,11 +6,14 @@ value refused here is refused there too, with the same reason.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+
+from pgmbus.timers import records
 
 MAX_FAST_RETRIES = 10
 MAX_DELAY_S = 2_592_000  # 30 days: retry.delay_s and retry.max_delay_s
@@ -116,6 +119,11 @@ class Callback(BaseModel):
     updated_at: datetime
     finished_at: datetime | None = None
 
+    @classmethod
+    def from_record(cls, record: records.Callback) -> Callback:
+        """The JSON shape of a callback the store returned."""
+        return cls.model_validate(asdict(record))
+
 
 class CallbackPage(BaseModel):
     """A page of callbacks; pass ``next_after`` as ``after`` for the next page."""
@@ -130,6 +138,11 @@ class History(BaseModel):
     callback: Callback | None
     changes: list[dict[str, Any]]
     attempts: list[dict[str, Any]]
+
+    @classmethod
+    def from_record(cls, record: records.History) -> History:
+        """The JSON shape of a history the store returned."""
+        return cls.model_validate(asdict(record))
 
 
 class ScheduleCreate(BaseModel):
@@ -182,6 +195,11 @@ class Schedule(BaseModel):
     generated_until: datetime
     created_at: datetime
     updated_at: datetime
+
+    @classmethod
+    def from_record(cls, record: records.Schedule) -> Schedule:
+        """The JSON shape of a schedule the store returned."""
+        return cls.model_validate(asdict(record))
 
 
 class ErrorBody(BaseModel):
