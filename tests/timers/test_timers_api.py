@@ -271,3 +271,36 @@ def test_concurrent_creates_of_one_key_create_it_once(env: Env) -> None:
     assert sorted(r.status_code for r in responses) == [200] * 19 + [201]
     assert len({r.json()["id"] for r in responses}) == 1
     assert env.sql("SELECT count(*) FROM mbus.timer_change_log WHERE action = 'create'")[0][0] == 1
+
+
+
+def test_a_schedule_posts_to_a_queue_with_the_scope_to_post_there(env: Env) -> None:
+    api, stop = start_api(env, auth_cache_s=0)  # scopes change during the test
+    try:
+        env.sql("SELECT mbus.create_queue('mail')")
+        every = {"schedule_key": "digest", "interval_s": 60, "target": {"queue": "mail"}}
+        hook = {"schedule_key": "hook", "interval_s": 60,
+                "target": {"url": "https://example.com/h"}}
+        with api.client() as c:
+            r = c.post("/v1/schedules", json=every)
+            assert r.status_code == 403, r.text  # the key may not post to mail
+            env.sql("SELECT mbus.api_set_scopes('acme', %s)", (["queues:post:mail"],))
+            r = c.post("/v1/schedules", json=every)
+            assert r.status_code == 201, r.text
+            got = r.json()
+            assert got["target"] == {"queue": "mail"} and got["queue"] == "mail"
+            assert got["url"] is None
+            assert c.post("/v1/schedules", json=hook).json()["target"] == hook["target"]
+            for bad in ({**every, "url": "https://example.com/x"}, {**every, "target": {}},
+                        {**every, "target": {"queue": "mail", "url": "https://example.com/x"}},
+                        {**every, "target": {"queue": "Bad-Name"}}):
+                r = c.post("/v1/schedules", json={**bad, "schedule_key": "x"})
+                assert r.status_code == 422, (bad, r.text)
+            env.sql("SELECT mbus.api_set_scopes('acme', %s)", (["queues:post:*"],))
+            missing = {**every, "schedule_key": "y", "target": {"queue": "nope"}}
+            r = c.post("/v1/schedules", json=missing)
+            assert r.status_code == 422 and "does not exist" in r.text, r.text
+            listed = {s["schedule_key"]: s["target"] for s in c.get("/v1/schedules").json()}
+            assert listed == {"digest": {"queue": "mail"}, "hook": hook["target"]}
+    finally:
+        stop()

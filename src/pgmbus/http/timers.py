@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 
 from pgmbus.errors import InvalidArgument
-from pgmbus.http.auth import Caller
+from pgmbus.http.auth import Caller, require
 from pgmbus.http.errors import ERROR_RESPONSES
 from pgmbus.http.state import AppState, state_of
 from pgmbus.timers import cron, store
@@ -191,19 +191,23 @@ async def callback_history(request: Request, group_key: Key, event_key: Key, who
 async def create_schedule(
     request: Request, body: ScheduleCreate, who: Caller, response: Response
 ) -> Any:
-    """Create a recurring schedule (cron in a time zone, or a fixed interval)."""
+    """Create a recurring schedule (cron in a time zone, or a fixed interval) that calls a URL
+    or posts to a queue (``target: {"queue": ...}``, which needs the scope queues:post on it)."""
+    if body.target_queue is not None:
+        require(who, "queues", "post", body.target_queue)
     if (body.cron is None) == (body.interval_s is None):
         raise InvalidArgument("give exactly one of cron and interval_s")
     if body.cron is not None:
         cron.check(body.cron, body.timezone, start_at=body.start_at, end_at=body.end_at)
     state = state_of(request)
-    await check_fields(state, body.url, body.context)
+    await check_fields(state, body.target_url, body.context)
     async with state.pool.connection() as conn:
         created, schedule = await store.create_schedule(
             conn,
             who.client_id,
             body.schedule_key,
-            body.url,
+            body.target_url,
+            queue=body.target_queue,
             cron=body.cron,
             timezone=body.timezone,
             interval_s=body.interval_s,

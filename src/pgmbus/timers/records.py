@@ -183,6 +183,9 @@ class History:
 class Schedule:
     """A recurring schedule: ``cron`` in ``timezone``, or every ``interval_s`` seconds.
 
+    Its target is ``url`` (each occurrence is a callback) or ``queue`` (each occurrence posts
+    one message to it): exactly one of them is set.
+
     ``paused_reason`` says why the scheduler paused it (``None`` when running or paused by its
     client); ``generated_until`` is how far its callbacks have been created.
     """
@@ -195,7 +198,8 @@ class Schedule:
     interval_s: int | None
     start_at: datetime
     end_at: datetime | None
-    url: str
+    url: str | None
+    queue: str | None
     context: dict[str, Any]
     retry: Retry
     stop_after_delay_s: float
@@ -218,7 +222,8 @@ class Schedule:
             interval_s=None if interval is None else int(interval),
             start_at=_time(d["start_at"]),
             end_at=_maybe_time(d.get("end_at")),
-            url=str(d["url"]),
+            url=d.get("url"),
+            queue=d.get("queue"),
             context=dict(d["context"]),
             retry=Retry.from_json(d["retry"]),
             stop_after_delay_s=float(d["stop_after_delay_s"]),

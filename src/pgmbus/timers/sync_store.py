@@ -267,8 +267,9 @@ def create_schedule(
     conn: Conn,
     client_id: int,
     schedule_key: str,
-    url: str,
+    url: str | None = None,
     *,
+    queue: str | None = None,
     cron: str | None = None,
     timezone: str = "UTC",
     interval_s: int | None = None,
@@ -282,8 +283,14 @@ def create_schedule(
 ) -> tuple[bool, Schedule]:
     """Create a recurring schedule (``cron`` in ``timezone``, or every ``interval_s``).
 
-    Raises ``InvalidArgument`` for a value out of its bounds and for a cron expression that is
-    malformed or never fires (between ``start_at`` and ``end_at``).
+    Its target is ``url`` (each occurrence is an HTTP callback) or ``queue`` (each occurrence
+    posts one message ``{"schedule_key", "run_at", "context"}`` to that mbus queue, once,
+    claimable from the occurrence time). Idempotent on ``schedule_key``: returns
+    ``(created, schedule)``.
+
+    Raises ``InvalidArgument`` for a value out of its bounds, for not exactly one of ``url``
+    and ``queue``, for a queue that does not exist, and for a cron expression that is malformed
+    or never fires (between ``start_at`` and ``end_at``).
     """
     if cron is not None:
         from pgmbus.timers import cron as cronexpr  # croniter is in the timers extra
@@ -293,6 +300,7 @@ def create_schedule(
         "client_id": client_id,
         "schedule_key": schedule_key,
         "url": url,
+        "queue": queue,
         "cron": cron,
         "timezone": timezone,
         "interval_s": interval_s,
@@ -470,9 +478,10 @@ def schedule_materialize(
     until: datetime,
     now: datetime,
 ) -> int:
-    """Create a schedule's callbacks at ``run_ats`` and mark it generated up to ``until``.
+    """Create a schedule's callbacks (or post its queue messages) at ``run_ats`` and mark it
+    generated up to ``until``.
 
-    Returns the number of callbacks created.
+    Returns the number of callbacks created or messages posted.
     """
     params = {"schedule_id": schedule_id, "run_ats": list(run_ats), "until": until, "now": now}
     return int(_one(conn, "schedule_materialize", params))
