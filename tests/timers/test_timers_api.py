@@ -12,10 +12,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 import uvicorn
 
 from pgmbus.http import ServiceConfig, create_app
+from pgmbus.timers import sync_store
 from pgmbus.timers.dispatcher import DispatcherConfig
 from tests.timers.conftest import LOCAL, Env, ScriptedServer, wait_until
 
@@ -251,6 +253,13 @@ def test_serve_with_dispatcher_delivers_end_to_end(
                 time.sleep(0.05)
             hist = c.get("/v1/callbacks/orders/now/history").json()
             assert [a["outcome"] for a in hist["attempts"]] == ["ok"]
+            assert set(hist["attempts"][0]) == {"attempt", "call", "dispatcher", "started_at",
+                                                "finished_at", "outcome", "status_code", "error"}
+        with psycopg.connect(env.dsn) as conn:  # the same history, typed
+            typed = sync_store.history(conn, env.client.id, "orders", "now")
+        [attempt] = typed.attempts
+        assert (attempt.attempt, attempt.outcome, attempt.status_code) == (1, "ok", 200)
+        assert typed.callback is not None and typed.callback.status == "notified"
     finally:
         stop()
 
