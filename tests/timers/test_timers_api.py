@@ -12,10 +12,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 import uvicorn
 
 from pgmbus.http import ServiceConfig, create_app
+from pgmbus.timers import sync_store
 from pgmbus.timers.dispatcher import DispatcherConfig
 from tests.timers.conftest import LOCAL, Env, ScriptedServer, wait_until
 
@@ -251,6 +253,13 @@ def test_serve_with_dispatcher_delivers_end_to_end(
                 time.sleep(0.05)
             hist = c.get("/v1/callbacks/orders/now/history").json()
             assert [a["outcome"] for a in hist["attempts"]] == ["ok"]
+            assert set(hist["attempts"][0]) == {"attempt", "call", "dispatcher", "started_at",
+                                                "finished_at", "outcome", "status_code", "error"}
+        with psycopg.connect(env.dsn) as conn:  # the same history, typed
+            typed = sync_store.history(conn, env.client.id, "orders", "now")
+        [attempt] = typed.attempts
+        assert (attempt.attempt, attempt.outcome, attempt.status_code) == (1, "ok", 200)
+        assert typed.callback is not None and typed.callback.status == "notified"
     finally:
         stop()
 
@@ -271,3 +280,36 @@ def test_concurrent_creates_of_one_key_create_it_once(env: Env) -> None:
     assert sorted(r.status_code for r in responses) == [200] * 19 + [201]
     assert len({r.json()["id"] for r in responses}) == 1
     assert env.sql("SELECT count(*) FROM mbus.timer_change_log WHERE action = 'create'")[0][0] == 1
+
+
+
+def test_a_schedule_posts_to_a_queue_with_the_scope_to_post_there(env: Env) -> None:
+    api, stop = start_api(env, auth_cache_s=0)  # scopes change during the test
+    try:
+        env.sql("SELECT mbus.create_queue('mail')")
+        every = {"schedule_key": "digest", "interval_s": 60, "target": {"queue": "mail"}}
+        hook = {"schedule_key": "hook", "interval_s": 60,
+                "target": {"url": "https://example.com/h"}}
+        with api.client() as c:
+            r = c.post("/v1/schedules", json=every)
+            assert r.status_code == 403, r.text  # the key may not post to mail
+            env.sql("SELECT mbus.api_set_scopes('acme', %s)", (["queues:post:mail"],))
+            r = c.post("/v1/schedules", json=every)
+            assert r.status_code == 201, r.text
+            got = r.json()
+            assert got["target"] == {"queue": "mail"} and got["queue"] == "mail"
+            assert got["url"] is None
+            assert c.post("/v1/schedules", json=hook).json()["target"] == hook["target"]
+            for bad in ({**every, "url": "https://example.com/x"}, {**every, "target": {}},
+                        {**every, "target": {"queue": "mail", "url": "https://example.com/x"}},
+                        {**every, "target": {"queue": "Bad-Name"}}):
+                r = c.post("/v1/schedules", json={**bad, "schedule_key": "x"})
+                assert r.status_code == 422, (bad, r.text)
+            env.sql("SELECT mbus.api_set_scopes('acme', %s)", (["queues:post:*"],))
+            missing = {**every, "schedule_key": "y", "target": {"queue": "nope"}}
+            r = c.post("/v1/schedules", json=missing)
+            assert r.status_code == 422 and "does not exist" in r.text, r.text
+            listed = {s["schedule_key"]: s["target"] for s in c.get("/v1/schedules").json()}
+            assert listed == {"digest": {"queue": "mail"}, "hook": hook["target"]}
+    finally:
+        stop()

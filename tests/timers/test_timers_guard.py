@@ -31,7 +31,7 @@ MAX_INTERVAL = 31_622_400  # interval_s: 366 days
 _HTTP_ITEM = {"group_key": "g", "event_key": "e", "run_at": T0.isoformat(), "url": URL}
 
 
-async def _create(env: Env, **kw: Any) -> tuple[bool, dict[str, Any]]:
+async def _create(env: Env, **kw: Any) -> tuple[bool, store.Callback]:
     async with await psycopg.AsyncConnection.connect(env.dsn, autocommit=True) as c:
         fields: dict[str, Any] = {"run_at": T0, "url": URL, "now": T0, **kw}
         return await store.create(c, env.client.id, "g", "e", **fields)
@@ -80,13 +80,13 @@ def test_values_at_their_bounds_are_accepted(env: Env) -> None:
     retry = {"kind": "exponential", "delay_s": MAX_DELAY, "factor": MAX_FACTOR,
              "max_delay_s": MAX_DELAY, "fast_retries": MAX_FAST_RETRIES}
     created, cb = run(_create(env, retry=retry, stop_after_delay_s=MAX_STOP))
-    assert created and cb["retry"]["factor"] == 100 and cb["stop_after_delay_s"] == MAX_STOP
+    assert created and cb.retry.factor == 100 and cb.stop_after_delay_s == MAX_STOP
 
 
 def test_an_integral_float_is_an_integer(env: Env) -> None:
     # found by the property test below: "2.0" passed the check, then broke the integer cast
     created, cb = run(_create(env, retry={"fast_retries": 2.0}))
-    assert created and cb["retry"]["fast_retries"] == 2
+    assert created and cb.retry.fast_retries == 2
 
 
 def test_create_many_names_the_bad_item_and_creates_none(env: Env) -> None:
@@ -179,7 +179,7 @@ def test_context_and_url_sizes_follow_the_settings(env: Env) -> None:
     assert env.sql("SELECT count(*) FROM mbus.timer_callbacks")[0][0] == 0
     env.sql("SELECT mbus.set_setting('timers.max_context_bytes', '100000')")
     created, cb = run(_create(env, context=big))
-    assert created and len(cb["context"]["text"]) == 70_000
+    assert created and len(cb.context["text"]) == 70_000
     env.sql("SELECT mbus.set_setting('timers.max_context_bytes', '1000')")
     with pytest.raises(psycopg.Error) as info:
         env.sql("SELECT mbus.timer_update(%s, 'g', 'e', p_context => %s)",
@@ -240,23 +240,23 @@ def test_a_schedule_that_cannot_be_computed_is_paused_with_its_reason(
             run(generate(T0 + timedelta(seconds=k)))
     assert len([r for r in caplog.records if "paused" in r.getMessage()]) == 2  # once each
 
-    async def listed() -> dict[str, dict[str, Any]]:
+    async def listed() -> dict[str, store.Schedule]:
         async with await psycopg.AsyncConnection.connect(env.dsn, autocommit=True) as c:
-            return {s["schedule_key"]: s for s in await store.list_schedules(c, env.client.id)}
+            return {s.schedule_key: s for s in await store.list_schedules(c, env.client.id)}
 
     schedules = run(listed())
     for key in ("broken", "old"):
-        assert schedules[key]["paused"] is True
-        assert "never fires" in schedules[key]["paused_reason"]
-    assert schedules["fine"]["paused"] is False and schedules["fine"]["paused_reason"] is None
-    models.Schedule.model_validate(schedules["old"])
+        reason = schedules[key].paused_reason
+        assert schedules[key].paused is True and reason is not None and "never fires" in reason
+    assert schedules["fine"].paused is False and schedules["fine"].paused_reason is None
+    assert models.Schedule.from_record(schedules["old"]).paused_reason == reason
 
-    async def resume() -> dict[str, Any]:
+    async def resume() -> store.Schedule:
         async with await psycopg.AsyncConnection.connect(env.dsn, autocommit=True) as c:
             return await store.set_schedule_paused(c, env.client.id, "old", False)
 
     resumed = run(resume())
-    assert resumed["paused"] is False and resumed["paused_reason"] is None
+    assert resumed.paused is False and resumed.paused_reason is None
 
 
 def test_a_schedule_whose_runs_cannot_be_created_is_paused_alone(env: Env) -> None:

@@ -23,17 +23,19 @@ def test_blocking_calls_create_read_list_cancel_and_history(env: Env) -> None:
         created, cb = sync_store.create(conn, env.client.id, "g", "e1", run_at, URL,
                                         context={"n": 1})
         again, same = sync_store.create(conn, env.client.id, "g", "e1", run_at, URL)
-        assert created and not again and same["id"] == cb["id"]
-        assert sync_store.get(conn, env.client.id, "g", "e1")["context"] == {"n": 1}
+        assert created and not again and same.id == cb.id and isinstance(cb, store.Callback)
+        assert sync_store.get(conn, env.client.id, "g", "e1").context == {"n": 1}
         listed = sync_store.list_callbacks(conn, env.client.id, status="pending")
-        assert [c["event_key"] for c in listed] == ["e1"]
-        assert sync_store.cancel(conn, env.client.id, "g", "e1")["status"] == "cancelled"
+        assert [c.event_key for c in listed] == ["e1"]
+        assert sync_store.cancel(conn, env.client.id, "g", "e1").status == "cancelled"
         with pytest.raises(InvalidState):
             sync_store.cancel(conn, env.client.id, "g", "e1")
         with pytest.raises(NotFound):
             sync_store.get(conn, env.client.id, "g", "nope")
-        changes = sync_store.history(conn, env.client.id, "g", "e1")["changes"]
-        assert [c["action"] for c in changes] == ["create", "cancel"]
+        history = sync_store.history(conn, env.client.id, "g", "e1")
+        assert [c.action for c in history.changes] == ["create", "cancel"]
+        assert history.callback is not None and history.callback.status == "cancelled"
+        assert history.attempts == []
 
 
 def test_blocking_create_joins_the_callers_transaction(env: Env) -> None:

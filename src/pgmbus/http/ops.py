@@ -65,7 +65,8 @@ async def callback_history(
     if client_id is None:
         raise HTTPException(404, f"timer client {client!r} does not exist")
     async with state.pool.connection() as conn:
-        return await store.history(conn, int(client_id), group_key, event_key)
+        found = await store.history(conn, int(client_id), group_key, event_key)
+    return History.from_record(found)
 
 
 @router.get("/ops/schedules")

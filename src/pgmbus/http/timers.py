@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 
 from pgmbus.errors import InvalidArgument
-from pgmbus.http.auth import Caller
+from pgmbus.http.auth import Caller, require
 from pgmbus.http.errors import ERROR_RESPONSES
 from pgmbus.http.state import AppState, state_of
 from pgmbus.timers import cron, store
@@ -76,7 +76,7 @@ async def create_callback(
     created, callback = await state.batcher.submit(item)
     if not created:
         response.status_code = 200
-    return callback
+    return Callback.from_record(callback)
 
 
 @router.get("/v1/callbacks", response_model=CallbackPage, tags=["callbacks"])
@@ -93,8 +93,8 @@ async def list_callbacks(
         items = await store.list_callbacks(
             conn, who.client_id, group_key=group_key, status=status, limit=limit, after=after
         )
-    next_after = items[-1]["id"] if len(items) == limit else None
-    return {"items": items, "next_after": next_after}
+    next_after = items[-1].id if len(items) == limit else None
+    return CallbackPage(items=[Callback.from_record(cb) for cb in items], next_after=next_after)
 
 
 @router.get(
@@ -105,7 +105,8 @@ async def list_callbacks(
 )
 async def get_callback(request: Request, group_key: Key, event_key: Key, who: Caller) -> Any:
     async with state_of(request).pool.connection() as conn:
-        return await store.get(conn, who.client_id, group_key, event_key)
+        callback = await store.get(conn, who.client_id, group_key, event_key)
+    return Callback.from_record(callback)
 
 
 @router.patch(
@@ -122,7 +123,7 @@ async def update_callback(
     state = state_of(request)
     await check_fields(state, body.url, body.context)
     async with state.pool.connection() as conn:
-        return await store.update(
+        callback = await store.update(
             conn,
             who.client_id,
             group_key,
@@ -133,6 +134,7 @@ async def update_callback(
             context=body.context,
             i_ensure_pending=body.i_ensure_pending,
         )
+    return Callback.from_record(callback)
 
 
 @router.post(
@@ -144,7 +146,8 @@ async def update_callback(
 async def cancel_callback(request: Request, group_key: Key, event_key: Key, who: Caller) -> Any:
     """Cancel a pending callback (409 for any other status)."""
     async with state_of(request).pool.connection() as conn:
-        return await store.cancel(conn, who.client_id, group_key, event_key)
+        callback = await store.cancel(conn, who.client_id, group_key, event_key)
+    return Callback.from_record(callback)
 
 
 @router.delete(
@@ -174,7 +177,8 @@ async def delete_callback(
 )
 async def callback_history(request: Request, group_key: Key, event_key: Key, who: Caller) -> Any:
     async with state_of(request).pool.connection() as conn:
-        return await store.history(conn, who.client_id, group_key, event_key)
+        history = await store.history(conn, who.client_id, group_key, event_key)
+    return History.from_record(history)
 
 
 @router.post(
@@ -187,19 +191,23 @@ async def callback_history(request: Request, group_key: Key, event_key: Key, who
 async def create_schedule(
     request: Request, body: ScheduleCreate, who: Caller, response: Response
 ) -> Any:
-    """Create a recurring schedule (cron in a time zone, or a fixed interval)."""
+    """Create a recurring schedule (cron in a time zone, or a fixed interval) that calls a URL
+    or posts to a queue (``target: {"queue": ...}``, which needs the scope queues:post on it)."""
+    if body.target_queue is not None:
+        require(who, "queues", "post", body.target_queue)
     if (body.cron is None) == (body.interval_s is None):
         raise InvalidArgument("give exactly one of cron and interval_s")
     if body.cron is not None:
         cron.check(body.cron, body.timezone, start_at=body.start_at, end_at=body.end_at)
     state = state_of(request)
-    await check_fields(state, body.url, body.context)
+    await check_fields(state, body.target_url, body.context)
     async with state.pool.connection() as conn:
         created, schedule = await store.create_schedule(
             conn,
             who.client_id,
             body.schedule_key,
-            body.url,
+            body.target_url,
+            queue=body.target_queue,
             cron=body.cron,
             timezone=body.timezone,
             interval_s=body.interval_s,
@@ -212,13 +220,14 @@ async def create_schedule(
         )
     if not created:
         response.status_code = 200
-    return schedule
+    return Schedule.from_record(schedule)
 
 
 @router.get("/v1/schedules", response_model=list[Schedule], tags=["schedules"])
 async def list_schedules(request: Request, who: Caller) -> Any:
     async with state_of(request).pool.connection() as conn:
-        return await store.list_schedules(conn, who.client_id)
+        schedules = await store.list_schedules(conn, who.client_id)
+    return [Schedule.from_record(s) for s in schedules]
 
 
 @router.post(
@@ -230,7 +239,8 @@ async def list_schedules(request: Request, who: Caller) -> Any:
 async def pause_schedule(request: Request, schedule_key: str, who: Caller) -> Any:
     """Pause: no more callbacks are generated; generated pending ones are removed."""
     async with state_of(request).pool.connection() as conn:
-        return await store.set_schedule_paused(conn, who.client_id, schedule_key, True)
+        schedule = await store.set_schedule_paused(conn, who.client_id, schedule_key, True)
+    return Schedule.from_record(schedule)
 
 
 @router.post(
@@ -242,7 +252,8 @@ async def pause_schedule(request: Request, schedule_key: str, who: Caller) -> An
 async def resume_schedule(request: Request, schedule_key: str, who: Caller) -> Any:
     """Resume from now (missed occurrences are not made up)."""
     async with state_of(request).pool.connection() as conn:
-        return await store.set_schedule_paused(conn, who.client_id, schedule_key, False)
+        schedule = await store.set_schedule_paused(conn, who.client_id, schedule_key, False)
+    return Schedule.from_record(schedule)
 
 
 @router.delete(

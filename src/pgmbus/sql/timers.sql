@@ -53,7 +53,7 @@ SELECT created, schedule FROM mbus.timer_schedule_create(
     p_cron => %(cron)s, p_timezone => %(timezone)s, p_interval_s => %(interval_s)s,
     p_group_key => %(group_key)s, p_context => %(context)s, p_retry => %(retry)s,
     p_stop_after_delay_s => %(stop_after_delay_s)s, p_start_at => %(start_at)s,
-    p_end_at => %(end_at)s, p_now => %(now)s);
+    p_end_at => %(end_at)s, p_now => %(now)s, p_queue => %(queue)s);
 
 -- name: schedule_list
 SELECT mbus.timer_schedule_list(%(client_id)s);

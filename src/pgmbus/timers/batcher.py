@@ -14,8 +14,9 @@ from psycopg_pool import AsyncConnectionPool
 
 from pgmbus.errors import PgmbusError
 from pgmbus.timers import store
+from pgmbus.timers.records import Callback
 
-Result = tuple[bool, dict[str, Any]]
+Result = tuple[bool, Callback]
 
 
 class CreateBatcher:

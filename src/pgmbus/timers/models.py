@@ -6,11 +6,22 @@ value refused here is refused there too, with the same reason.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
+
+from pgmbus.timers import records
 
 MAX_FAST_RETRIES = 10
 MAX_DELAY_S = 2_592_000  # 30 days: retry.delay_s and retry.max_delay_s
@@ -33,6 +44,7 @@ Key = Annotated[
 Url = Annotated[str, StringConstraints(max_length=4096, pattern=r"^(?i:https?)://\S+$")]
 Time = Annotated[AwareDatetime, AfterValidator(_in_time_range)]
 Status = Literal["pending", "notified", "failed", "cancelled", "rejected"]
+QueueName = Annotated[str, StringConstraints(max_length=24, pattern=r"^[a-z][a-z0-9_]*$")]
 
 
 class RetryPolicy(BaseModel):
@@ -116,6 +128,11 @@ class Callback(BaseModel):
     updated_at: datetime
     finished_at: datetime | None = None
 
+    @classmethod
+    def from_record(cls, record: records.Callback) -> Callback:
+        """The JSON shape of a callback the store returned."""
+        return cls.model_validate(asdict(record))
+
 
 class CallbackPage(BaseModel):
     """A page of callbacks; pass ``next_after`` as ``after`` for the next page."""
@@ -131,9 +148,32 @@ class History(BaseModel):
     changes: list[dict[str, Any]]
     attempts: list[dict[str, Any]]
 
+    @classmethod
+    def from_record(cls, record: records.History) -> History:
+        """The JSON shape of a history the store returned."""
+        return cls.model_validate(asdict(record))
+
+
+class Target(BaseModel):
+    """Where a schedule's occurrences go: ``{"url": ...}`` or ``{"queue": ...}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: Url | None = Field(default=None, description="each occurrence POSTs a callback here")
+    queue: QueueName | None = Field(
+        default=None, description="each occurrence posts one message to this mbus queue"
+    )
+
+    @model_validator(mode="after")
+    def _one(self) -> Target:
+        if (self.url is None) == (self.queue is None):
+            raise ValueError("a target is exactly one of url and queue")
+        return self
+
 
 class ScheduleCreate(BaseModel):
-    """``POST /v1/schedules``: exactly one of ``cron`` (in ``timezone``) and ``interval_s``."""
+    """``POST /v1/schedules``: exactly one of ``cron`` (in ``timezone``) and ``interval_s``, and
+    one target: ``url`` or ``target`` (``{"url": ...}`` or ``{"queue": ...}``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -152,12 +192,29 @@ class ScheduleCreate(BaseModel):
         default="UTC", max_length=64, description="IANA time zone of the cron expression"
     )
     interval_s: int | None = Field(default=None, ge=1, le=MAX_INTERVAL_S)
-    url: Url
+    url: Url | None = Field(default=None, description="short for target {\"url\": ...}")
+    target: Target | None = None
     context: dict[str, Any] = Field(default_factory=dict)
     retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy())
     stop_after_delay_s: float = Field(default=86400, ge=0, le=MAX_STOP_AFTER_DELAY_S)
     start_at: Time | None = None
     end_at: Time | None = None
+
+    @model_validator(mode="after")
+    def _one_target(self) -> ScheduleCreate:
+        if (self.url is None) == (self.target is None):
+            raise ValueError("give exactly one of url and target")
+        return self
+
+    @property
+    def target_url(self) -> str | None:
+        """The URL its occurrences call, or ``None`` for a queue target."""
+        return self.url if self.target is None else self.target.url
+
+    @property
+    def target_queue(self) -> str | None:
+        """The queue its occurrences post to, or ``None`` for a URL target."""
+        return None if self.target is None else self.target.queue
 
 
 class Schedule(BaseModel):
@@ -171,7 +228,11 @@ class Schedule(BaseModel):
     interval_s: int | None
     start_at: datetime
     end_at: datetime | None
-    url: str
+    url: str | None = Field(description="the URL its occurrences call (null for a queue target)")
+    queue: str | None = Field(
+        default=None, description="the queue its occurrences post to (null for a URL target)"
+    )
+    target: dict[str, str] = Field(description='{"url": ...} or {"queue": ...}')
     context: dict[str, Any]
     retry: RetryPolicy
     stop_after_delay_s: float
@@ -182,6 +243,12 @@ class Schedule(BaseModel):
     generated_until: datetime
     created_at: datetime
     updated_at: datetime
+
+    @classmethod
+    def from_record(cls, record: records.Schedule) -> Schedule:
+        """The JSON shape of a schedule the store returned."""
+        target = {"url": record.url} if record.queue is None else {"queue": record.queue}
+        return cls.model_validate({**asdict(record), "target": target})
 
 
 class ErrorBody(BaseModel):

@@ -1,5 +1,5 @@
 """Recurring schedules: compute occurrences (cron in a time zone, or fixed intervals) and
-materialize them as callbacks ahead of time.
+materialize them ahead of time, as callbacks or (for a queue target) as messages posted once.
 
 A scheduler pass locks due schedules with ``FOR UPDATE SKIP LOCKED`` inside one transaction,
 computes their occurrences up to ``now + horizon`` and calls ``mbus.timer_schedule_materialize``;

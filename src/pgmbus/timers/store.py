@@ -29,11 +29,26 @@ from psycopg.types.json import Jsonb
 
 from pgmbus.errors import DatabaseError, translating
 from pgmbus.sqlfiles import load_queries
-from pgmbus.timers.records import STATUSES, Client
+from pgmbus.timers.records import (
+    STATUSES,
+    Attempt,
+    Callback,
+    Change,
+    Client,
+    History,
+    Retry,
+    Schedule,
+)
 
 __all__ = [
     "STATUSES",
+    "Attempt",
+    "Callback",
+    "Change",
     "Client",
+    "History",
+    "Retry",
+    "Schedule",
     "add_client",
     "authenticate",
     "cancel",
@@ -107,7 +122,7 @@ async def authenticate(conn: Conn, api_key: str) -> int | None:
 
 async def create_many(
     conn: Conn, items: list[dict[str, Any]], *, now: datetime | None = None
-) -> list[tuple[bool, dict[str, Any]]]:
+) -> list[tuple[bool, Callback]]:
     """Create callbacks in one statement; idempotent on (client_id, group_key, event_key).
 
     Parameters
@@ -125,7 +140,7 @@ async def create_many(
     with translating():
         cur = await conn.execute(_q("create_many"), {"items": Jsonb(items), "now": now})
         rows = await cur.fetchall()
-    return [(bool(r[1]), r[2]) for r in rows]
+    return [(bool(r[1]), Callback.from_json(r[2])) for r in rows]
 
 
 async def create(
@@ -141,7 +156,7 @@ async def create(
     stop_after_delay_s: float | None = None,
     originally_run_at: datetime | None = None,
     now: datetime | None = None,
-) -> tuple[bool, dict[str, Any]]:
+) -> tuple[bool, Callback]:
     """Create one callback (see :func:`create_many`); returns ``(created, callback)``."""
     item: dict[str, Any] = {
         "client_id": client_id,
@@ -157,12 +172,10 @@ async def create(
     return (await create_many(conn, [item], now=now))[0]
 
 
-async def get(conn: Conn, client_id: int, group_key: str, event_key: str) -> dict[str, Any]:
-    """The callback as a dict; raises ``NotFound``."""
-    result: dict[str, Any] = await _one(
-        conn, "get", {"client_id": client_id, "group_key": group_key, "event_key": event_key}
-    )
-    return result
+async def get(conn: Conn, client_id: int, group_key: str, event_key: str) -> Callback:
+    """The callback; raises ``NotFound``."""
+    params = {"client_id": client_id, "group_key": group_key, "event_key": event_key}
+    return Callback.from_json(await _one(conn, "get", params))
 
 
 async def list_callbacks(
@@ -173,7 +186,7 @@ async def list_callbacks(
     status: str | None = None,
     limit: int = 100,
     after: int = 0,
-) -> list[dict[str, Any]]:
+) -> list[Callback]:
     """The client's callbacks with id > ``after`` in id order (a page of at most ``limit``)."""
     params = {
         "client_id": client_id,
@@ -182,7 +195,7 @@ async def list_callbacks(
         "limit": limit,
         "after": after,
     }
-    return await _all(conn, "list", params)
+    return [Callback.from_json(d) for d in await _all(conn, "list", params)]
 
 
 async def update(
@@ -197,7 +210,7 @@ async def update(
     context: dict[str, Any] | None = None,
     i_ensure_pending: bool = False,
     now: datetime | None = None,
-) -> dict[str, Any]:
+) -> Callback:
     """Change a pending callback (or a cancelled one with ``i_ensure_pending``, which makes it
     pending again); raises ``InvalidState`` otherwise."""
     params = {
@@ -211,17 +224,15 @@ async def update(
         "i_ensure_pending": i_ensure_pending,
         "now": now,
     }
-    result: dict[str, Any] = await _one(conn, "update", params)
-    return result
+    return Callback.from_json(await _one(conn, "update", params))
 
 
 async def cancel(
     conn: Conn, client_id: int, group_key: str, event_key: str, *, now: datetime | None = None
-) -> dict[str, Any]:
+) -> Callback:
     """Cancel a pending callback; raises ``InvalidState`` for any other status."""
     params = {"client_id": client_id, "group_key": group_key, "event_key": event_key, "now": now}
-    result: dict[str, Any] = await _one(conn, "cancel", params)
-    return result
+    return Callback.from_json(await _one(conn, "cancel", params))
 
 
 async def delete(
@@ -244,19 +255,19 @@ async def delete(
     await _one(conn, "delete", params)
 
 
-async def history(conn: Conn, client_id: int, group_key: str, event_key: str) -> dict[str, Any]:
-    """``{"callback", "changes", "attempts"}`` of a callback (changes outlive a delete)."""
+async def history(conn: Conn, client_id: int, group_key: str, event_key: str) -> History:
+    """A callback's changes and HTTP calls (changes outlive a delete); raises ``NotFound``."""
     params = {"client_id": client_id, "group_key": group_key, "event_key": event_key}
-    result: dict[str, Any] = await _one(conn, "history", params)
-    return result
+    return History.from_json(await _one(conn, "history", params))
 
 
 async def create_schedule(
     conn: Conn,
     client_id: int,
     schedule_key: str,
-    url: str,
+    url: str | None = None,
     *,
+    queue: str | None = None,
     cron: str | None = None,
     timezone: str = "UTC",
     interval_s: int | None = None,
@@ -267,11 +278,17 @@ async def create_schedule(
     start_at: datetime | None = None,
     end_at: datetime | None = None,
     now: datetime | None = None,
-) -> tuple[bool, dict[str, Any]]:
+) -> tuple[bool, Schedule]:
     """Create a recurring schedule (``cron`` in ``timezone``, or every ``interval_s``).
 
-    Raises ``InvalidArgument`` for a value out of its bounds and for a cron expression that is
-    malformed or never fires (between ``start_at`` and ``end_at``).
+    Its target is ``url`` (each occurrence is an HTTP callback) or ``queue`` (each occurrence
+    posts one message ``{"schedule_key", "run_at", "context"}`` to that mbus queue, once,
+    claimable from the occurrence time). Idempotent on ``schedule_key``: returns
+    ``(created, schedule)``.
+
+    Raises ``InvalidArgument`` for a value out of its bounds, for not exactly one of ``url``
+    and ``queue``, for a queue that does not exist, and for a cron expression that is malformed
+    or never fires (between ``start_at`` and ``end_at``).
     """
     if cron is not None:
         from pgmbus.timers import cron as cronexpr  # croniter is in the timers extra
@@ -281,6 +298,7 @@ async def create_schedule(
         "client_id": client_id,
         "schedule_key": schedule_key,
         "url": url,
+        "queue": queue,
         "cron": cron,
         "timezone": timezone,
         "interval_s": interval_s,
@@ -295,7 +313,7 @@ async def create_schedule(
     with translating():
         cur = await conn.execute(_q("schedule_create"), params)
         row = await _row(cur)
-    return bool(row[0]), row[1]
+    return bool(row[0]), Schedule.from_json(row[1])
 
 
 async def pause_broken_schedule(
@@ -306,18 +324,18 @@ async def pause_broken_schedule(
     await _one(conn, "schedule_pause_broken", params)
 
 
-async def list_schedules(conn: Conn, client_id: int) -> list[dict[str, Any]]:
+async def list_schedules(conn: Conn, client_id: int) -> list[Schedule]:
     """The client's schedules in key order."""
-    return await _all(conn, "schedule_list", {"client_id": client_id})
+    rows = await _all(conn, "schedule_list", {"client_id": client_id})
+    return [Schedule.from_json(d) for d in rows]
 
 
 async def set_schedule_paused(
     conn: Conn, client_id: int, schedule_key: str, paused: bool, *, now: datetime | None = None
-) -> dict[str, Any]:
+) -> Schedule:
     """Pause (dropping its generated pending callbacks) or resume a schedule."""
     params = {"client_id": client_id, "schedule_key": schedule_key, "paused": paused, "now": now}
-    result: dict[str, Any] = await _one(conn, "schedule_set_paused", params)
-    return result
+    return Schedule.from_json(await _one(conn, "schedule_set_paused", params))
 
 
 async def delete_schedule(
@@ -458,9 +476,10 @@ async def schedule_materialize(
     until: datetime,
     now: datetime,
 ) -> int:
-    """Create a schedule's callbacks at ``run_ats`` and mark it generated up to ``until``.
+    """Create a schedule's callbacks (or post its queue messages) at ``run_ats`` and mark it
+    generated up to ``until``.
 
-    Returns the number of callbacks created.
+    Returns the number of callbacks created or messages posted.
     """
     params = {"schedule_id": schedule_id, "run_ats": list(run_ats), "until": until, "now": now}
     return int(await _one(conn, "schedule_materialize", params))

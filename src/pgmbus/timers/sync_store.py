@@ -31,11 +31,26 @@ from psycopg.types.json import Jsonb
 
 from pgmbus.errors import DatabaseError, translating
 from pgmbus.sqlfiles import load_queries
-from pgmbus.timers.records import STATUSES, Client
+from pgmbus.timers.records import (
+    STATUSES,
+    Attempt,
+    Callback,
+    Change,
+    Client,
+    History,
+    Retry,
+    Schedule,
+)
 
 __all__ = [
     "STATUSES",
+    "Attempt",
+    "Callback",
+    "Change",
     "Client",
+    "History",
+    "Retry",
+    "Schedule",
     "add_client",
     "authenticate",
     "cancel",
@@ -109,7 +124,7 @@ def authenticate(conn: Conn, api_key: str) -> int | None:
 
 def create_many(
     conn: Conn, items: list[dict[str, Any]], *, now: datetime | None = None
-) -> list[tuple[bool, dict[str, Any]]]:
+) -> list[tuple[bool, Callback]]:
     """Create callbacks in one statement; idempotent on (client_id, group_key, event_key).
 
     Parameters
@@ -127,7 +142,7 @@ def create_many(
     with translating():
         cur = conn.execute(_q("create_many"), {"items": Jsonb(items), "now": now})
         rows = cur.fetchall()
-    return [(bool(r[1]), r[2]) for r in rows]
+    return [(bool(r[1]), Callback.from_json(r[2])) for r in rows]
 
 
 def create(
@@ -143,7 +158,7 @@ def create(
     stop_after_delay_s: float | None = None,
     originally_run_at: datetime | None = None,
     now: datetime | None = None,
-) -> tuple[bool, dict[str, Any]]:
+) -> tuple[bool, Callback]:
     """Create one callback (see :func:`create_many`); returns ``(created, callback)``."""
     item: dict[str, Any] = {
         "client_id": client_id,
@@ -159,12 +174,10 @@ def create(
     return create_many(conn, [item], now=now)[0]
 
 
-def get(conn: Conn, client_id: int, group_key: str, event_key: str) -> dict[str, Any]:
-    """The callback as a dict; raises ``NotFound``."""
-    result: dict[str, Any] = _one(
-        conn, "get", {"client_id": client_id, "group_key": group_key, "event_key": event_key}
-    )
-    return result
+def get(conn: Conn, client_id: int, group_key: str, event_key: str) -> Callback:
+    """The callback; raises ``NotFound``."""
+    params = {"client_id": client_id, "group_key": group_key, "event_key": event_key}
+    return Callback.from_json(_one(conn, "get", params))
 
 
 def list_callbacks(
@@ -175,7 +188,7 @@ def list_callbacks(
     status: str | None = None,
     limit: int = 100,
     after: int = 0,
-) -> list[dict[str, Any]]:
+) -> list[Callback]:
     """The client's callbacks with id > ``after`` in id order (a page of at most ``limit``)."""
     params = {
         "client_id": client_id,
@@ -184,7 +197,7 @@ def list_callbacks(
         "limit": limit,
         "after": after,
     }
-    return _all(conn, "list", params)
+    return [Callback.from_json(d) for d in _all(conn, "list", params)]
 
 
 def update(
@@ -199,7 +212,7 @@ def update(
     context: dict[str, Any] | None = None,
     i_ensure_pending: bool = False,
     now: datetime | None = None,
-) -> dict[str, Any]:
+) -> Callback:
     """Change a pending callback (or a cancelled one with ``i_ensure_pending``, which makes it
     pending again); raises ``InvalidState`` otherwise."""
     params = {
@@ -213,17 +226,15 @@ def update(
         "i_ensure_pending": i_ensure_pending,
         "now": now,
     }
-    result: dict[str, Any] = _one(conn, "update", params)
-    return result
+    return Callback.from_json(_one(conn, "update", params))
 
 
 def cancel(
     conn: Conn, client_id: int, group_key: str, event_key: str, *, now: datetime | None = None
-) -> dict[str, Any]:
+) -> Callback:
     """Cancel a pending callback; raises ``InvalidState`` for any other status."""
     params = {"client_id": client_id, "group_key": group_key, "event_key": event_key, "now": now}
-    result: dict[str, Any] = _one(conn, "cancel", params)
-    return result
+    return Callback.from_json(_one(conn, "cancel", params))
 
 
 def delete(
@@ -246,19 +257,19 @@ def delete(
     _one(conn, "delete", params)
 
 
-def history(conn: Conn, client_id: int, group_key: str, event_key: str) -> dict[str, Any]:
-    """``{"callback", "changes", "attempts"}`` of a callback (changes outlive a delete)."""
+def history(conn: Conn, client_id: int, group_key: str, event_key: str) -> History:
+    """A callback's changes and HTTP calls (changes outlive a delete); raises ``NotFound``."""
     params = {"client_id": client_id, "group_key": group_key, "event_key": event_key}
-    result: dict[str, Any] = _one(conn, "history", params)
-    return result
+    return History.from_json(_one(conn, "history", params))
 
 
 def create_schedule(
     conn: Conn,
     client_id: int,
     schedule_key: str,
-    url: str,
+    url: str | None = None,
     *,
+    queue: str | None = None,
     cron: str | None = None,
     timezone: str = "UTC",
     interval_s: int | None = None,
@@ -269,11 +280,17 @@ def create_schedule(
     start_at: datetime | None = None,
     end_at: datetime | None = None,
     now: datetime | None = None,
-) -> tuple[bool, dict[str, Any]]:
+) -> tuple[bool, Schedule]:
     """Create a recurring schedule (``cron`` in ``timezone``, or every ``interval_s``).
 
-    Raises ``InvalidArgument`` for a value out of its bounds and for a cron expression that is
-    malformed or never fires (between ``start_at`` and ``end_at``).
+    Its target is ``url`` (each occurrence is an HTTP callback) or ``queue`` (each occurrence
+    posts one message ``{"schedule_key", "run_at", "context"}`` to that mbus queue, once,
+    claimable from the occurrence time). Idempotent on ``schedule_key``: returns
+    ``(created, schedule)``.
+
+    Raises ``InvalidArgument`` for a value out of its bounds, for not exactly one of ``url``
+    and ``queue``, for a queue that does not exist, and for a cron expression that is malformed
+    or never fires (between ``start_at`` and ``end_at``).
     """
     if cron is not None:
         from pgmbus.timers import cron as cronexpr  # croniter is in the timers extra
@@ -283,6 +300,7 @@ def create_schedule(
         "client_id": client_id,
         "schedule_key": schedule_key,
         "url": url,
+        "queue": queue,
         "cron": cron,
         "timezone": timezone,
         "interval_s": interval_s,
@@ -297,7 +315,7 @@ def create_schedule(
     with translating():
         cur = conn.execute(_q("schedule_create"), params)
         row = _row(cur)
-    return bool(row[0]), row[1]
+    return bool(row[0]), Schedule.from_json(row[1])
 
 
 def pause_broken_schedule(
@@ -308,18 +326,18 @@ def pause_broken_schedule(
     _one(conn, "schedule_pause_broken", params)
 
 
-def list_schedules(conn: Conn, client_id: int) -> list[dict[str, Any]]:
+def list_schedules(conn: Conn, client_id: int) -> list[Schedule]:
     """The client's schedules in key order."""
-    return _all(conn, "schedule_list", {"client_id": client_id})
+    rows = _all(conn, "schedule_list", {"client_id": client_id})
+    return [Schedule.from_json(d) for d in rows]
 
 
 def set_schedule_paused(
     conn: Conn, client_id: int, schedule_key: str, paused: bool, *, now: datetime | None = None
-) -> dict[str, Any]:
+) -> Schedule:
     """Pause (dropping its generated pending callbacks) or resume a schedule."""
     params = {"client_id": client_id, "schedule_key": schedule_key, "paused": paused, "now": now}
-    result: dict[str, Any] = _one(conn, "schedule_set_paused", params)
-    return result
+    return Schedule.from_json(_one(conn, "schedule_set_paused", params))
 
 
 def delete_schedule(
@@ -460,9 +478,10 @@ def schedule_materialize(
     until: datetime,
     now: datetime,
 ) -> int:
-    """Create a schedule's callbacks at ``run_ats`` and mark it generated up to ``until``.
+    """Create a schedule's callbacks (or post its queue messages) at ``run_ats`` and mark it
+    generated up to ``until``.
 
-    Returns the number of callbacks created.
+    Returns the number of callbacks created or messages posted.
     """
     params = {"schedule_id": schedule_id, "run_ats": list(run_ats), "until": until, "now": now}
     return int(_one(conn, "schedule_materialize", params))

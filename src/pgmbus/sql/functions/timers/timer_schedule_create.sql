@@ -1,11 +1,12 @@
 -- Function: mbus.timer_schedule_create(p_client_id, p_schedule_key, p_url, p_cron, ...)
 --
 -- Purpose:  Create a recurring schedule: a cron expression evaluated in a time zone, or a
---           fixed interval from start_at. Idempotent on (client, schedule_key): an existing
+--           fixed interval from start_at. Its target is a URL (each occurrence is an HTTP
+--           callback) or a queue (each occurrence posts one message to it). Idempotent on (client, schedule_key): an existing
 --           schedule is returned unchanged with created = false. Checked first, MB006 with the
 --           reason and nothing stored: schedule_key 1-200 characters without '/', '@' or
 --           control characters, group_key 1-256 without '/' or control characters, exactly one
---           of cron and interval_s, interval_s 1..31622400 (366 days), the cron's form and
+--           of url and queue (an existing queue), exactly one of cron and interval_s, interval_s 1..31622400 (366 days), the cron's form and
 --           impossible dates (mbus.timer_cron_problem), a time zone of at most 64 characters
 --           known to the server, start_at/end_at in range (mbus.timer_time_problem) with end_at
 --           after start_at, url, context size and stop_after_delay_s
@@ -17,7 +18,8 @@
 --           timer_schedule_materialize); generation starts at start_at.
 -- Params:   p_client_id           the owner client's id (bigint)
 --           p_schedule_key        the schedule's key (text)
---           p_url                 the http(s) URL its callbacks POST to (text)
+--           p_url                 the http(s) URL its callbacks POST to (text), or NULL
+--                                 with p_queue
 --           p_cron                a cron expression (text), or NULL with p_interval_s
 --           p_timezone            the IANA time zone of the cron expression (default 'UTC')
 --           p_interval_s          the interval in seconds (integer), or NULL with p_cron
@@ -29,20 +31,23 @@
 --           p_start_at            the first possible occurrence (NULL = now)
 --           p_end_at              no occurrence at or after it (NULL = never ends)
 --           p_now                 the clock (NULL = now()); tests move it
+--           p_queue               the queue its occurrences post to (text), or NULL with
+--                                 p_url
 -- Returns:  one row (created boolean, schedule jsonb (mbus.timer_schedule_json)); MB006 for
 --           any value refused above
 -- Locks:    inserts the mbus.timer_schedules row; a concurrent insert of the same key makes it
---           wait for that transaction (ON CONFLICT on the unique key)
+--           wait for that transaction (ON CONFLICT on the unique key); with p_queue,
+--           mbus.require_queue's (none: reads the catalog)
 -- Callers:  Python pgmbus.timers.store.create_schedule via sql/timers.sql 'schedule_create',
 --           used by the HTTP service (POST /v1/schedules); users directly (not a public entry
 --           point); tests under tests/timers
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_create(p_client_id bigint, p_schedule_key text,
-    p_url text, p_cron text DEFAULT NULL, p_timezone text DEFAULT 'UTC',
+    p_url text DEFAULT NULL, p_cron text DEFAULT NULL, p_timezone text DEFAULT 'UTC',
     p_interval_s integer DEFAULT NULL, p_group_key text DEFAULT NULL,
     p_context jsonb DEFAULT '{}', p_retry jsonb DEFAULT NULL,
     p_stop_after_delay_s double precision DEFAULT NULL, p_start_at timestamptz DEFAULT NULL,
     p_end_at timestamptz DEFAULT NULL, p_now timestamptz DEFAULT NULL,
-    OUT created boolean, OUT schedule jsonb)
+    p_queue text DEFAULT NULL, OUT created boolean, OUT schedule jsonb)
 LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
@@ -61,6 +66,18 @@ BEGIN
                                     OR p_group_key ~ '[/[:cntrl:]]') THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = 'group_key must be 1 to 256 characters, without "/" and control characters';
+    END IF;
+    IF (p_url IS NULL) = (p_queue IS NULL) THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = 'a schedule needs exactly one target: url or queue';
+    END IF;
+    IF p_queue IS NOT NULL THEN
+        BEGIN
+            PERFORM mbus.require_queue(p_queue);
+        EXCEPTION WHEN SQLSTATE 'MB001' OR SQLSTATE 'MB002' THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB006',
+                MESSAGE = format('queue %s does not exist', left(p_queue, 64));
+        END;
     END IF;
     IF (p_cron IS NULL) = (p_interval_s IS NULL) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
@@ -90,11 +107,11 @@ BEGIN
             MESSAGE = format('unknown time zone %L', p_timezone);
     END IF;
     INSERT INTO mbus.timer_schedules AS t (client_id, schedule_key, group_key, cron, timezone,
-        interval_s, start_at, end_at, url, context, retry, stop_after_delay_s, generated_until,
-        created_at, updated_at)
+        interval_s, start_at, end_at, url, queue, context, retry, stop_after_delay_s,
+        generated_until, created_at, updated_at)
     VALUES (p_client_id, p_schedule_key, coalesce(p_group_key, p_schedule_key), p_cron,
             coalesce(p_timezone, 'UTC'), p_interval_s, coalesce(p_start_at, v_now), p_end_at,
-            p_url, coalesce(p_context, '{}'), mbus.timer_retry_policy(p_retry),
+            p_url, p_queue, coalesce(p_context, '{}'), mbus.timer_retry_policy(p_retry),
             coalesce(p_stop_after_delay_s, 86400), coalesce(p_start_at, v_now), v_now, v_now)
     ON CONFLICT (client_id, schedule_key) DO NOTHING
     RETURNING * INTO s;

@@ -1,19 +1,26 @@
 -- Function: mbus.timer_schedule_materialize(p_schedule_id, p_run_ats, p_until, p_now)
 --
--- Purpose:  Create a schedule's callbacks for the occurrence times the scheduler computed, and
+-- Purpose:  Create a schedule's callbacks for the occurrence times the scheduler computed (or,
+--           for a schedule whose target is a queue, post one message per occurrence), and
 --           move generated_until to p_until (never back). Occurrences before generated_until,
 --           at or after p_until, or at or after end_at are ignored. The event key is
 --           '<schedule_key>@<UTC time, YYYY-MM-DDTHH24:MI:SSZ>' and creation is idempotent on
 --           the key (mbus.timer_create_many), so an occurrence is never created twice, even by
---           two schedulers. A paused schedule gets nothing and keeps its generated_until.
+--           two schedulers. A queue occurrence is recorded in mbus.timer_schedule_posts in the
+--           transaction of its post (mbus.post, delayed_until = the occurrence time, iid
+--           'schedule:<id>:<UTC time>', data {"schedule_key", "run_at", "context"}); one
+--           already recorded is not posted again. A schedule whose queue was dropped raises
+--           MB006 (the scheduler pauses it). A paused schedule gets nothing and keeps its
+--           generated_until.
 -- Params:   p_schedule_id  the schedule's id (bigint)
 --           p_run_ats      the occurrence times (timestamptz[])
 --           p_until        the end of the period the scheduler covered (exclusive)
 --           p_now          the clock (NULL = now()): the callbacks' created_at
--- Returns:  integer: the number of callbacks created; MB002 when there is no such schedule
+-- Returns:  integer: the number of callbacks created or messages posted; MB002 when there is
+--           no such schedule; MB006 when its queue does not exist
 -- Locks:    row lock FOR UPDATE of the schedule (the scheduler already holds it from
---           mbus.timer_schedules_due), then UPDATE; those of mbus.timer_create_many; held to
---           commit
+--           mbus.timer_schedules_due), then UPDATE; those of mbus.timer_create_many, or of
+--           mbus.post and inserts into mbus.timer_schedule_posts; held to commit
 -- Callers:  Python pgmbus.timers.store.schedule_materialize via sql/timers.sql
 --           'schedule_materialize', used by pgmbus.timers.scheduler.generate (run by the
 --           dispatcher); tests under tests/timers
@@ -25,7 +32,9 @@ SET search_path = pg_catalog
 AS $$
 DECLARE
     s mbus.timer_schedules;
-    v_count integer;
+    v_count integer := 0;
+    v_run_at timestamptz;
+    v_iid text;
 BEGIN
     SELECT * INTO s FROM mbus.timer_schedules AS t WHERE t.id = p_schedule_id FOR UPDATE;
     IF NOT FOUND THEN
@@ -34,6 +43,36 @@ BEGIN
     END IF;
     IF s.paused THEN
         RETURN 0;
+    END IF;
+    IF s.queue IS NOT NULL THEN
+        BEGIN
+            PERFORM mbus.require_queue(s.queue);
+        EXCEPTION WHEN SQLSTATE 'MB001' OR SQLSTATE 'MB002' THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB006',
+                MESSAGE = format('queue %s does not exist', s.queue);
+        END;
+        FOR v_run_at, v_iid IN
+            INSERT INTO mbus.timer_schedule_posts AS p (schedule_id, run_at, iid, posted_at)
+            SELECT DISTINCT s.id, r,
+                   'schedule:' || s.id || ':'
+                   || to_char(r AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                   coalesce(p_now, now())
+            FROM unnest(p_run_ats) AS r
+            WHERE r >= s.generated_until AND r < p_until AND (s.end_at IS NULL OR r < s.end_at)
+            ORDER BY r
+            ON CONFLICT (schedule_id, run_at) DO NOTHING
+            RETURNING p.run_at, p.iid
+        LOOP
+            PERFORM mbus.post(s.queue,
+                              jsonb_build_object('schedule_key', s.schedule_key,
+                                                 'run_at', v_run_at, 'context', s.context),
+                              NULL, NULL, v_run_at, NULL, v_iid);
+            v_count := v_count + 1;
+        END LOOP;
+        UPDATE mbus.timer_schedules AS t
+        SET generated_until = greatest(t.generated_until, p_until)
+        WHERE t.id = s.id;
+        RETURN v_count;
     END IF;
     SELECT count(*) FILTER (WHERE m.created) INTO v_count
     FROM mbus.timer_create_many(
