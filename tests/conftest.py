@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
+from hypothesis import settings
 
 from pgmbus.testing.server import TestServer
+
+# CI runs every property test with the same examples (a red build must be reproducible, and
+# the examples found once stay in the tests as @example); developers' runs explore at random.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session")
