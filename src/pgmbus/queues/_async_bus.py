@@ -128,9 +128,22 @@ class AsyncBus:
     ) -> AsyncIterator[AsyncConnection[Any]]:
         if conn is not None:
             yield conn
-        else:
+            return
+        try:
             async with self.pool.connection() as pooled:
                 yield pooled
+        except psycopg.OperationalError:
+            # The server restarted or the network cut us off: the pool's idle connections are
+            # likely broken too. Drop them now, so that only this call fails and the next one
+            # gets a new connection (the pool discards the broken one we used by itself).
+            await self._drop_broken()
+            raise
+
+    async def _drop_broken(self) -> None:
+        try:
+            await self.pool.check()
+        except Exception as exc:  # a pool being closed: nothing to drop
+            log.debug("pool check after a connection error failed: %s", exc)
 
     def _generated(self, name: LiteralString, fn: str) -> sql.Composed:
         key = (name, fn)
@@ -433,7 +446,7 @@ class AsyncBus:
 
     @asynccontextmanager
     async def _listening(self, queue: str) -> AsyncIterator[AsyncConnection[Any]]:
-        async with self.pool.connection() as listener:
+        async with self._connection(None) as listener:
             await listener.execute(Q["await_queue"], {"queue": check_name("queue", queue)})
             try:
                 yield listener

@@ -131,9 +131,22 @@ class Bus:
     ) -> Iterator[Connection[Any]]:
         if conn is not None:
             yield conn
-        else:
+            return
+        try:
             with self.pool.connection() as pooled:
                 yield pooled
+        except psycopg.OperationalError:
+            # The server restarted or the network cut us off: the pool's idle connections are
+            # likely broken too. Drop them now, so that only this call fails and the next one
+            # gets a new connection (the pool discards the broken one we used by itself).
+            self._drop_broken()
+            raise
+
+    def _drop_broken(self) -> None:
+        try:
+            self.pool.check()
+        except Exception as exc:  # a pool being closed: nothing to drop
+            log.debug("pool check after a connection error failed: %s", exc)
 
     def _generated(self, name: LiteralString, fn: str) -> sql.Composed:
         key = (name, fn)
@@ -436,7 +449,7 @@ class Bus:
 
     @contextmanager
     def _listening(self, queue: str) -> Iterator[Connection[Any]]:
-        with self.pool.connection() as listener:
+        with self._connection(None) as listener:
             listener.execute(Q["await_queue"], {"queue": check_name("queue", queue)})
             try:
                 yield listener
