@@ -115,8 +115,12 @@ def test_op_context_records_ok_fail_and_info() -> None:
         pass
     types = [(o.value, o.type) for o in h.ops()]
     assert types == [
-        ("a/1", "invoke"), ("a/1", "ok"), ("a/2", "invoke"), ("a/2", "info"),
-        ("a/3", "invoke"), ("a/3", "fail"),
+        ("a/1", "invoke"),
+        ("a/1", "ok"),
+        ("a/2", "invoke"),
+        ("a/2", "info"),
+        ("a/3", "invoke"),
+        ("a/3", "fail"),
     ]
     assert h.ops()[-1].error == "ValueError: refused"
 

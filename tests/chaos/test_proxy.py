@@ -92,9 +92,7 @@ def test_a_rolled_back_transaction_is_not_cut(proxy: ChaosProxy, table: str) -> 
     assert proxy.stats.ambiguous_commits == 0
 
 
-def test_random_cuts_at_rate_one_cut_the_first_message(
-    proxy: ChaosProxy, db_dsn: str
-) -> None:
+def test_random_cuts_at_rate_one_cut_the_first_message(proxy: ChaosProxy, db_dsn: str) -> None:
     proxy.settings.random_cut = 1.0
     with pytest.raises(psycopg.OperationalError):
         psycopg.connect(proxy.dsn(db_dsn), connect_timeout=3)

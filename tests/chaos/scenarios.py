@@ -1,0 +1,347 @@
+"""Scenarios: workloads of one engine run under one fault, then healed, drained and checked."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from pgmbus import streams
+from pgmbus.queues import Bus
+from pgmbus.testing.chaos import Delivery, History, Report, check
+from tests.chaos.harness import ChaosCluster, Periodic
+from tests.chaos.workloads import (
+    LeaseQueueWorker,
+    QueueProducer,
+    StreamGroupWorker,
+    StreamPublisher,
+    TxQueueConsumer,
+    Workload,
+    wait_until,
+)
+
+log = logging.getLogger("pgmbus.chaos")
+
+TX_QUEUE, LEASE_QUEUE, TOPIC, GROUP = "chaos_tx", "chaos_lease", "chaos", "chaos_g"
+
+
+@dataclass
+class Fault:
+    """A fault: started before the workloads' main phase, stopped (healed) after it."""
+
+    name: str
+    start: Callable[[ChaosCluster, str], list[Periodic]]
+    client_options: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    """What a scenario produced: one report per workload, and what went wrong around it."""
+
+    reports: list[Report]
+    crashed: dict[str, str]
+    fault_errors: list[str]
+    notes: dict[str, Any]
+
+
+def _none(_c: ChaosCluster, _dsn: str) -> list[Periodic]:
+    return []
+
+
+def _kill9(every: float) -> Callable[[ChaosCluster, str], list[Periodic]]:
+    def start(c: ChaosCluster, _dsn: str) -> list[Periodic]:
+        p = Periodic("kill-9", every, c.kill9_and_restart)
+        p.start()
+        return [p]
+
+    return start
+
+
+def _proxy_cuts(c: ChaosCluster, _dsn: str) -> list[Periodic]:
+    assert c.proxy is not None
+    c.proxy.settings.random_cut = 0.002
+    proxy = c.proxy
+    p = Periodic("cut-all", 1.5, proxy.cut_all)
+    p.start()
+    return [p]
+
+
+def _ambiguous(c: ChaosCluster, _dsn: str) -> list[Periodic]:
+    assert c.proxy is not None
+    c.proxy.settings.ambiguous_commit = 0.1
+    c.proxy.settings.ambiguous_statement = 0.02
+    return []
+
+
+def _stall(c: ChaosCluster, _dsn: str) -> list[Periodic]:
+    assert c.proxy is not None
+    proxy = c.proxy
+
+    def stall_once() -> None:
+        proxy.stall()
+        time.sleep(1.5)
+        proxy.resume()
+
+    p = Periodic("stall", 2.0, stall_once)
+    p.start()
+    return [p]
+
+
+TERMINATE_LISTENERS = """
+SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle'
+  AND (query ILIKE 'LISTEN%%' OR query ILIKE '%%await_queue%%')
+"""
+
+
+def _terminate_listeners(c: ChaosCluster, dsn: str) -> list[Periodic]:
+    def terminate() -> None:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(TERMINATE_LISTENERS)
+
+    p = Periodic("terminate-listeners", 0.7, terminate)
+    p.start()
+    return [p]
+
+
+def _hold_xmin(seconds: float) -> Callable[[ChaosCluster, str], list[Periodic]]:
+    def start(c: ChaosCluster, dsn: str) -> list[Periodic]:
+        def hold() -> None:
+            with psycopg.connect(dsn) as conn:
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                conn.execute("SELECT txid_current()")  # an xid and a snapshot, held
+                time.sleep(seconds)
+
+        p = Periodic("hold-xmin", 0.01, hold)  # runs back to back: xmin held the whole time
+        p.start()
+        return [p]
+
+    return start
+
+
+LOCK_QUEUES = "LOCK TABLE mbus.q_chaos_tx, mbus.q_chaos_lease IN ACCESS EXCLUSIVE MODE"
+LOCK_CURSORS = "LOCK TABLE mbus.stream_cursors IN EXCLUSIVE MODE"
+
+
+def _lock_holder(c: ChaosCluster, dsn: str) -> list[Periodic]:
+    def lock() -> None:
+        with psycopg.connect(dsn) as conn:
+            conn.execute(LOCK_QUEUES)
+            conn.execute(LOCK_CURSORS)
+            time.sleep(0.6)
+
+    p = Periodic("lock-tables", 0.6, lock)
+    p.start()
+    return [p]
+
+
+FAULTS: dict[str, Fault] = {
+    "none": Fault("none", _none),
+    "kill-9": Fault("kill-9", _kill9(4.0)),
+    "proxy-cuts": Fault("proxy-cuts", _proxy_cuts),
+    "ambiguous-commit": Fault("ambiguous-commit", _ambiguous),
+    "stall": Fault("stall", _stall),
+    "terminate-listeners": Fault("terminate-listeners", _terminate_listeners),
+    "hold-xmin": Fault("hold-xmin", _hold_xmin(20.0)),
+    "timeouts": Fault(
+        "timeouts",
+        _lock_holder,
+        client_options={"statement_timeout": "300", "lock_timeout": "100"},
+    ),
+}
+
+
+def _setup(dsn: str) -> None:
+    with Bus(dsn, max_size=1, rotate_every=None) as bus:
+        bus.create_queue(TX_QUEUE)
+        bus.create_queue(LEASE_QUEUE)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        streams.create_group(conn, GROUP, start="now")
+
+
+def _deliveries(dsn: str, workload: str) -> list[Delivery]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT value, message FROM chaos_results WHERE workload = %s ORDER BY id",
+            (workload,),
+        ).fetchall()
+    return [Delivery(str(v), str(m)) for v, m in rows]
+
+
+def _dead(dsn: str, queue: str) -> list[str]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("SELECT data->>'v' FROM mbus.dmq WHERE qname = %s", (queue,)).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def _stream_dead(dsn: str) -> list[str]:
+    with psycopg.connect(dsn) as conn:
+        return [str(r["payload"]["v"]) for r in streams.dead_letters(conn, GROUP)]
+
+
+def _queue_depth(dsn: str, queue: str) -> int:
+    with Bus(dsn, max_size=1, rotate_every=None) as bus:
+        return sum(s.depth for s in bus.stats(queue))
+
+
+def _stream_caught_up(dsn: str) -> bool:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT (SELECT count(*) FROM mbus.events WHERE topic = %s)"
+            " = (SELECT count(DISTINCT value) FROM chaos_results WHERE workload = 'stream')",
+            (TOPIC,),
+        ).fetchone()
+    return bool(row and row[0])
+
+
+def run_scenario(
+    cluster: ChaosCluster,
+    engine: str,
+    fault_name: str,
+    *,
+    duration: float,
+    ops_per_producer: int = 100_000,
+    rate: float = 60.0,
+    drain_timeout: float = 60.0,
+) -> Outcome:
+    """Run ``engine``'s workloads ("queue" or "stream") for ``duration`` seconds under the
+    fault, heal, wait for the consumers to drain (bounded), stop everything and check."""
+    fault = FAULTS[fault_name]
+    dsn = cluster.new_database()
+    _setup(dsn)
+    via = cluster.via_proxy(dsn, **fault.client_options)
+    history = History()
+    workloads: list[Workload] = []
+    if engine == "queue":
+        for name, tx in (("auto", False), ("tx", True)):
+            workloads.append(
+                QueueProducer(
+                    history,
+                    "queue-tx",
+                    f"qt-{name}",
+                    via,
+                    TX_QUEUE,
+                    transactional=tx,
+                    max_ops=ops_per_producer,
+                    rate=rate,
+                )
+            )
+            workloads.append(
+                QueueProducer(
+                    history,
+                    "queue-lease",
+                    f"ql-{name}",
+                    via,
+                    LEASE_QUEUE,
+                    transactional=tx,
+                    max_ops=ops_per_producer,
+                    rate=rate,
+                )
+            )
+        consumers: list[Workload] = [
+            TxQueueConsumer("queue-tx", via, TX_QUEUE),
+            LeaseQueueWorker("queue-lease", via, LEASE_QUEUE),
+        ]
+    elif engine == "stream":
+        workloads += [
+            StreamPublisher(
+                history, "stream", f"s{i}", via, TOPIC, max_ops=ops_per_producer, rate=rate
+            )
+            for i in range(2)
+        ]
+        consumers = [StreamGroupWorker("stream", via, GROUP)]
+    else:
+        raise ValueError(engine)
+    for w in consumers + workloads:
+        w.start()
+    injectors = fault.start(cluster, dsn)
+    time.sleep(duration)
+    for w in workloads:  # producers first: no new values while healing
+        w.stop()
+    fault_errors: list[str] = []
+    injected = 0
+    for p in injectors:
+        injected += p.stop()
+        fault_errors += p.errors
+    proxy_stats = cluster.proxy.stats.as_dict() if cluster.proxy else {}
+    cluster.heal()
+    if fault_name in ("proxy-cuts", "ambiguous-commit"):
+        injected = (
+            proxy_stats.get("random_cuts", 0)
+            + proxy_stats.get("ambiguous_commits", 0)
+            + proxy_stats.get("ambiguous_statements", 0)
+            + injected
+        )
+    started = time.monotonic()
+    if engine == "queue":
+        drained = wait_until(
+            lambda: _queue_depth(dsn, TX_QUEUE) == 0 and _queue_depth(dsn, LEASE_QUEUE) == 0,
+            drain_timeout,
+        )
+        time.sleep(0.5)  # acks in flight
+    else:
+        drained = wait_until(lambda: _stream_caught_up(dsn), drain_timeout)
+    drain_s = time.monotonic() - started
+    for w in consumers:
+        w.stop()
+    crashed = {w.name: w.crashed for w in consumers + workloads if w.crashed}
+    notes: dict[str, Any] = {"drained": drained, "drain_s": round(drain_s, 1), "proxy": proxy_stats}
+    reports: list[Report] = []
+    if engine == "queue":
+        reports.append(
+            check(
+                "queue-tx",
+                history.ops(),
+                _deliveries(dsn, "queue-tx"),
+                dead=_dead(dsn, TX_QUEUE),
+                exactly_once=True,
+                fault=fault_name,
+                faults_injected=injected,
+            )
+        )
+        reports.append(
+            check(
+                "queue-lease",
+                history.ops(),
+                _deliveries(dsn, "queue-lease"),
+                dead=_dead(dsn, LEASE_QUEUE),
+                exactly_once=False,
+                fault=fault_name,
+                faults_injected=injected,
+            )
+        )
+        lease = next(c for c in consumers if isinstance(c, LeaseQueueWorker))
+        if lease.stats is not None:
+            notes["worker"] = {
+                "done": lease.stats.done,
+                "reconnects": lease.stats.reconnects,
+                "unfinished": lease.stats.unfinished,
+                "failed": lease.stats.failed,
+            }
+    else:
+        reports.append(
+            check(
+                "stream",
+                history.ops(),
+                _deliveries(dsn, "stream"),
+                dead=_stream_dead(dsn),
+                exactly_once=True,
+                ordered=True,
+                fault=fault_name,
+                faults_injected=injected,
+            )
+        )
+        group = next(c for c in consumers if isinstance(c, StreamGroupWorker))
+        notes["worker"] = {
+            "reconnects": group.worker.stats.reconnects,
+            "handled": group.worker.stats.handled,
+        }
+    if cluster.proxy is not None:
+        cluster.proxy.stats.__init__()  # type: ignore[misc]
+    _ = threading  # workloads are threads
+    return Outcome(reports, crashed, fault_errors, notes)
