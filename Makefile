@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both prepare the machine first.
-.PHONY: demo test lint typecheck pytest bench bootstrap clean
+.PHONY: demo test lint typecheck pytest bench bootstrap clean chaos
 
 VENV := .venv
 BIN := $(VENV)/bin
@@ -20,6 +20,11 @@ lint: bootstrap
 
 typecheck: bootstrap
 	$(BIN)/mypy src
+
+# The fault-injection suite (minutes): every engine under every fault, a summary table at the
+# end (also in .chaos/summary.md). CHAOS_DURATION_S and CHAOS_SEED tune it.
+chaos: bootstrap
+	$(BIN)/pytest tests/chaos -m "chaos or not chaos" -p no:cacheprovider
 
 bench: bootstrap
 	$(BIN)/python -m bench insert_copy

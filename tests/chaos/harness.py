@@ -115,18 +115,21 @@ class Periodic(threading.Thread):
         self.action = action
         self.stop_event = threading.Event()
         self.count = 0
+        self.hits = 0  # what the action says it hit (e.g. backends terminated)
         self.errors: list[str] = []
 
     def run(self) -> None:
         while not self.stop_event.wait(self.every):
             try:
-                self.action()  # type: ignore[operator]
+                hit = self.action()  # type: ignore[operator]
                 self.count += 1
+                self.hits += hit if isinstance(hit, int) else 1
             except Exception as exc:
                 log.warning("fault %s failed: %s", self.name, exc)
                 self.errors.append(f"{type(exc).__name__}: {exc}")
 
     def stop(self) -> int:
+        """Stop and return the hits."""
         self.stop_event.set()
         self.join(60)
-        return self.count
+        return self.hits

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from tests.chaos.workloads import (
 log = logging.getLogger("pgmbus.chaos")
 
 TX_QUEUE, LEASE_QUEUE, TOPIC, GROUP = "chaos_tx", "chaos_lease", "chaos", "chaos_g"
+XMIN_HOLD_S = float(os.environ.get("CHAOS_XMIN_HOLD_S", "15"))
 
 
 @dataclass
@@ -100,9 +102,10 @@ WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle
 
 
 def _terminate_listeners(c: ChaosCluster, dsn: str) -> list[Periodic]:
-    def terminate() -> None:
+    def terminate() -> int:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(TERMINATE_LISTENERS)
+            row = conn.execute(TERMINATE_LISTENERS).fetchone()
+        return int(row[0]) if row else 0
 
     p = Periodic("terminate-listeners", 0.7, terminate)
     p.start()
@@ -147,7 +150,7 @@ FAULTS: dict[str, Fault] = {
     "ambiguous-commit": Fault("ambiguous-commit", _ambiguous),
     "stall": Fault("stall", _stall),
     "terminate-listeners": Fault("terminate-listeners", _terminate_listeners),
-    "hold-xmin": Fault("hold-xmin", _hold_xmin(20.0)),
+    "hold-xmin": Fault("hold-xmin", _hold_xmin(XMIN_HOLD_S)),
     "timeouts": Fault(
         "timeouts",
         _lock_holder,
@@ -187,6 +190,21 @@ def _stream_dead(dsn: str) -> list[str]:
 def _queue_depth(dsn: str, queue: str) -> int:
     with Bus(dsn, max_size=1, rotate_every=None) as bus:
         return sum(s.depth for s in bus.stats(queue))
+
+
+MAX_GAP = """
+SELECT workload, extract(epoch FROM max(gap))::float8 FROM (
+    SELECT workload, at - lag(at) OVER (PARTITION BY workload ORDER BY id) AS gap
+    FROM chaos_results WHERE at < %s) AS g
+GROUP BY workload
+"""
+
+
+def _max_gaps(dsn: str, before: Any) -> dict[str, float]:
+    """Per workload, the longest time between two deliveries before ``before``."""
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(MAX_GAP, (before,)).fetchall()
+    return {str(w): round(float(g or 0.0), 2) for w, g in rows}
 
 
 def _stream_caught_up(dsn: str) -> bool:
@@ -261,6 +279,8 @@ def run_scenario(
         w.start()
     injectors = fault.start(cluster, dsn)
     time.sleep(duration)
+    with psycopg.connect(dsn) as conn:
+        end_of_faults = conn.execute("SELECT clock_timestamp()").fetchone()
     for w in workloads:  # producers first: no new values while healing
         w.stop()
     fault_errors: list[str] = []
@@ -290,7 +310,13 @@ def run_scenario(
     for w in consumers:
         w.stop()
     crashed = {w.name: w.crashed for w in consumers + workloads if w.crashed}
-    notes: dict[str, Any] = {"drained": drained, "drain_s": round(drain_s, 1), "proxy": proxy_stats}
+    notes: dict[str, Any] = {
+        "engine": engine,
+        "drained": drained,
+        "drain_s": round(drain_s, 1),
+        "proxy": proxy_stats,
+        "max_gap_s": _max_gaps(dsn, end_of_faults[0] if end_of_faults else None),
+    }
     reports: list[Report] = []
     if engine == "queue":
         reports.append(
