@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -207,6 +208,12 @@ def _max_gaps(dsn: str, before: Any) -> dict[str, float]:
     return {str(w): round(float(g or 0.0), 2) for w, g in rows}
 
 
+def _reachable(dsn: str) -> bool:
+    with psycopg.connect(dsn, connect_timeout=2) as conn:
+        conn.execute("SELECT 1")
+    return True
+
+
 def _stream_caught_up(dsn: str) -> bool:
     with psycopg.connect(dsn) as conn:
         row = conn.execute(
@@ -275,21 +282,26 @@ def run_scenario(
         consumers = [StreamGroupWorker("stream", via, GROUP)]
     else:
         raise ValueError(engine)
-    for w in consumers + workloads:
-        w.start()
-    injectors = fault.start(cluster, dsn)
-    time.sleep(duration)
-    with psycopg.connect(dsn) as conn:
-        end_of_faults = conn.execute("SELECT clock_timestamp()").fetchone()
-    for w in workloads:  # producers first: no new values while healing
-        w.stop()
-    fault_errors: list[str] = []
-    injected = 0
-    for p in injectors:
-        injected += p.stop()
-        fault_errors += p.errors
-    proxy_stats = cluster.proxy.stats.as_dict() if cluster.proxy else {}
-    cluster.heal()
+    injectors: list[Periodic] = []
+    try:
+        for w in consumers + workloads:
+            w.start()
+        injectors = fault.start(cluster, dsn)
+        time.sleep(duration)
+        end_of_faults = datetime.now(UTC)
+    finally:
+        for w in workloads:  # producers first: no new values while healing
+            w.stop()
+        fault_errors: list[str] = []
+        injected = 0
+        for p in injectors:
+            injected += p.stop()
+            fault_errors += p.errors
+        proxy_stats = cluster.proxy.stats.as_dict() if cluster.proxy else {}
+        cluster.heal()
+        if not wait_until(lambda: _reachable(dsn), 30):
+            for w in consumers:
+                w.stop()
     if fault_name in ("proxy-cuts", "ambiguous-commit"):
         injected = (
             proxy_stats.get("random_cuts", 0)
@@ -315,7 +327,7 @@ def run_scenario(
         "drained": drained,
         "drain_s": round(drain_s, 1),
         "proxy": proxy_stats,
-        "max_gap_s": _max_gaps(dsn, end_of_faults[0] if end_of_faults else None),
+        "max_gap_s": _max_gaps(dsn, end_of_faults),
     }
     reports: list[Report] = []
     if engine == "queue":
