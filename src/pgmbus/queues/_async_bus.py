@@ -25,6 +25,7 @@ from pgmbus.errors import (
     translating,
 )
 from pgmbus.queues.model import ConsumerStats, DeadMessage, Message, QueueInfo, check_name
+from pgmbus.reconnect import is_transient
 from pgmbus.sqlfiles import load_queries
 
 Q = load_queries("queues.sql")
@@ -502,20 +503,41 @@ class AsyncBus:
 
         Messages are claimed with a lease; a message is acknowledged when the loop asks for the
         next one, so a message whose loop body raised (or after which the loop broke off) is
-        delivered again when its lease ends.
+        delivered again when its lease ends. Database errors that a retry can get past (server
+        restart, cut connection, timeouts; see :func:`pgmbus.reconnect.is_transient`) are
+        logged and the loop goes on: the pool waits for the server to come back, and a message
+        whose ack was lost is delivered again when its lease ends.
         """
         while True:
-            messages = await self.lease(
-                queue,
-                consumer,
-                amount=batch,
-                lease=lease,
-                max_attempts=max_attempts,
-                timeout=self.poll_interval,
-            )
+            try:
+                messages = await self.lease(
+                    queue,
+                    consumer,
+                    amount=batch,
+                    lease=lease,
+                    max_attempts=max_attempts,
+                    timeout=self.poll_interval,
+                )
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                log.warning("listen(%s, %s): lease failed, retrying: %s", queue, consumer, exc)
+                continue
             for message in messages:
                 yield message
-                await self.ack(message)
+                try:
+                    await self.ack(message)
+                except Exception as exc:
+                    if not is_transient(exc):
+                        raise
+                    log.warning(
+                        "listen(%s, %s): ack of %s failed; it is delivered again when its lease "
+                        "ends: %s",
+                        queue,
+                        consumer,
+                        message.iid,
+                        exc,
+                    )
 
     # --- take, peek, clear ------------------------------------------------------------------
 
