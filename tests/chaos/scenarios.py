@@ -146,7 +146,7 @@ def _lock_holder(c: ChaosCluster, dsn: str) -> list[Periodic]:
 
 FAULTS: dict[str, Fault] = {
     "none": Fault("none", _none),
-    "kill-9": Fault("kill-9", _kill9(4.0)),
+    "kill-9": Fault("kill-9", _kill9(3.0)),
     "proxy-cuts": Fault("proxy-cuts", _proxy_cuts),
     "ambiguous-commit": Fault("ambiguous-commit", _ambiguous),
     "stall": Fault("stall", _stall),

@@ -12,7 +12,7 @@ from tests.chaos.summary import record_and_check
 
 DURATION = float(os.environ.get("CHAOS_DURATION_S", "10"))
 
-pytestmark = pytest.mark.chaos
+pytestmark = [pytest.mark.chaos, pytest.mark.slow]
 
 
 @pytest.mark.timeout(180)
