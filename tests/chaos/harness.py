@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pgmbus import schema
 from pgmbus.devdb import DevCluster
@@ -53,6 +53,10 @@ class ChaosCluster:
         assert status.port is not None
         self.proxy = ChaosProxy(status.port, seed=int(os.environ.get("CHAOS_SEED", "7"))).start()
         with psycopg.connect(self.cluster.dsn("postgres"), autocommit=True) as conn:
+            # After a crash the startup process syncs the data folder before recovery; one
+            # fsync per file took 2-10 s here, one syncfs takes milliseconds.
+            conn.execute("ALTER SYSTEM SET recovery_init_sync_method = 'syncfs'")
+            conn.execute("SELECT pg_reload_conf()")
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.template)))
         with psycopg.connect(self.cluster.dsn(self.template), autocommit=True) as conn:
             schema.install(conn)
@@ -73,7 +77,17 @@ class ChaosCluster:
         )
         with psycopg.connect(self.cluster.dsn("postgres"), autocommit=True) as conn:
             conn.execute(query)
+            # The copy of the template is in the WAL: without a checkpoint, every crash of the
+            # scenario replays it (13 s measured under load) instead of only the run's writes.
+            conn.execute("CHECKPOINT")
         return self.cluster.dsn(name)
+
+    def drop_database(self, dsn: str) -> None:
+        """Drop a scenario's database (fewer files to sync after the next crash)."""
+        name = conninfo_to_dict(dsn)["dbname"]
+        query = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(str(name)))
+        with psycopg.connect(self.cluster.dsn("postgres"), autocommit=True) as conn:
+            conn.execute(query)
 
     def via_proxy(self, dsn: str, **options: str) -> str:
         """``dsn`` through the proxy (with short connect timeouts, and server options)."""

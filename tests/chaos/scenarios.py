@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -208,6 +208,18 @@ def _max_gaps(dsn: str, before: Any) -> dict[str, float]:
     return {str(w): round(float(g or 0.0), 2) for w, g in rows}
 
 
+def _max_ack_gaps(history: History) -> dict[str, float]:
+    """Per producer, the longest time without an acknowledged operation (unavailability)."""
+    times: dict[str, list[float]] = {}
+    for op in history.ops():
+        if op.type == "ok":
+            times.setdefault(op.process, []).append(op.time)
+    return {
+        p: round(max((b - a for a, b in itertools.pairwise(t)), default=0.0), 2)
+        for p, t in sorted(times.items())
+    }
+
+
 def _reachable(dsn: str) -> bool:
     with psycopg.connect(dsn, connect_timeout=2) as conn:
         conn.execute("SELECT 1")
@@ -328,6 +340,7 @@ def run_scenario(
         "drain_s": round(drain_s, 1),
         "proxy": proxy_stats,
         "max_gap_s": _max_gaps(dsn, end_of_faults),
+        "max_ack_gap_s": _max_ack_gaps(history),
     }
     reports: list[Report] = []
     if engine == "queue":
@@ -381,5 +394,5 @@ def run_scenario(
         }
     if cluster.proxy is not None:
         cluster.proxy.stats.__init__()  # type: ignore[misc]
-    _ = threading  # workloads are threads
+    cluster.drop_database(dsn)
     return Outcome(reports, crashed, fault_errors, notes)
