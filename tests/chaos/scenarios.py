@@ -23,6 +23,7 @@ from tests.chaos.workloads import (
     StreamGroupWorker,
     StreamPublisher,
     TxQueueConsumer,
+    WorkerProcesses,
     Workload,
     wait_until,
 )
@@ -38,7 +39,7 @@ class Fault:
     """A fault: started before the workloads' main phase, stopped (healed) after it."""
 
     name: str
-    start: Callable[[ChaosCluster, str], list[Periodic]]
+    start: Callable[[ChaosCluster, str, list[Workload]], list[Periodic]]
     client_options: dict[str, str] = field(default_factory=dict)
 
 
@@ -52,12 +53,12 @@ class Outcome:
     notes: dict[str, Any]
 
 
-def _none(_c: ChaosCluster, _dsn: str) -> list[Periodic]:
+def _none(_c: ChaosCluster, _dsn: str, _w: list[Workload]) -> list[Periodic]:
     return []
 
 
-def _kill9(every: float) -> Callable[[ChaosCluster, str], list[Periodic]]:
-    def start(c: ChaosCluster, _dsn: str) -> list[Periodic]:
+def _kill9(every: float) -> Callable[[ChaosCluster, str, list[Workload]], list[Periodic]]:
+    def start(c: ChaosCluster, _dsn: str, _w: list[Workload]) -> list[Periodic]:
         p = Periodic("kill-9", every, c.kill9_and_restart)
         p.start()
         return [p]
@@ -65,7 +66,7 @@ def _kill9(every: float) -> Callable[[ChaosCluster, str], list[Periodic]]:
     return start
 
 
-def _proxy_cuts(c: ChaosCluster, _dsn: str) -> list[Periodic]:
+def _proxy_cuts(c: ChaosCluster, _dsn: str, _w: list[Workload]) -> list[Periodic]:
     assert c.proxy is not None
     c.proxy.settings.random_cut = 0.002
     proxy = c.proxy
@@ -74,14 +75,14 @@ def _proxy_cuts(c: ChaosCluster, _dsn: str) -> list[Periodic]:
     return [p]
 
 
-def _ambiguous(c: ChaosCluster, _dsn: str) -> list[Periodic]:
+def _ambiguous(c: ChaosCluster, _dsn: str, _w: list[Workload]) -> list[Periodic]:
     assert c.proxy is not None
     c.proxy.settings.ambiguous_commit = 0.1
     c.proxy.settings.ambiguous_statement = 0.02
     return []
 
 
-def _stall(c: ChaosCluster, _dsn: str) -> list[Periodic]:
+def _stall(c: ChaosCluster, _dsn: str, _w: list[Workload]) -> list[Periodic]:
     assert c.proxy is not None
     proxy = c.proxy
 
@@ -102,7 +103,7 @@ WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle
 """
 
 
-def _terminate_listeners(c: ChaosCluster, dsn: str) -> list[Periodic]:
+def _terminate_listeners(c: ChaosCluster, dsn: str, _w: list[Workload]) -> list[Periodic]:
     def terminate() -> int:
         with psycopg.connect(dsn, autocommit=True) as conn:
             row = conn.execute(TERMINATE_LISTENERS).fetchone()
@@ -113,8 +114,10 @@ def _terminate_listeners(c: ChaosCluster, dsn: str) -> list[Periodic]:
     return [p]
 
 
-def _hold_xmin(seconds: float) -> Callable[[ChaosCluster, str], list[Periodic]]:
-    def start(c: ChaosCluster, dsn: str) -> list[Periodic]:
+def _hold_xmin(
+    seconds: float,
+) -> Callable[[ChaosCluster, str, list[Workload]], list[Periodic]]:
+    def start(c: ChaosCluster, dsn: str, _w: list[Workload]) -> list[Periodic]:
         def hold() -> None:
             with psycopg.connect(dsn) as conn:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -132,7 +135,7 @@ LOCK_QUEUES = "LOCK TABLE mbus.q_chaos_tx, mbus.q_chaos_lease IN ACCESS EXCLUSIV
 LOCK_CURSORS = "LOCK TABLE mbus.stream_cursors IN EXCLUSIVE MODE"
 
 
-def _lock_holder(c: ChaosCluster, dsn: str) -> list[Periodic]:
+def _lock_holder(c: ChaosCluster, dsn: str, _w: list[Workload]) -> list[Periodic]:
     def lock() -> None:
         with psycopg.connect(dsn) as conn:
             conn.execute(LOCK_QUEUES)
@@ -140,6 +143,26 @@ def _lock_holder(c: ChaosCluster, dsn: str) -> list[Periodic]:
             time.sleep(0.6)
 
     p = Periodic("lock-tables", 0.6, lock)
+    p.start()
+    return [p]
+
+
+def _processes(workloads: list[Workload]) -> WorkerProcesses:
+    found = [w for w in workloads if isinstance(w, WorkerProcesses)]
+    if not found:
+        raise ValueError("this fault needs worker processes (engine 'worker')")
+    return found[0]
+
+
+def _kill_worker(_c: ChaosCluster, _dsn: str, workloads: list[Workload]) -> list[Periodic]:
+    p = Periodic("kill-worker", 1.5, _processes(workloads).kill_one)
+    p.start()
+    return [p]
+
+
+def _stop_worker(_c: ChaosCluster, _dsn: str, workloads: list[Workload]) -> list[Periodic]:
+    procs = _processes(workloads)
+    p = Periodic("stop-worker", 0.5, lambda: procs.freeze_one(4.0))  # lease: 3 s
     p.start()
     return [p]
 
@@ -157,6 +180,11 @@ FAULTS: dict[str, Fault] = {
         _lock_holder,
         client_options={"statement_timeout": "300", "lock_timeout": "100"},
     ),
+}
+# faults of worker processes (engine "worker": `pgmbus worker` subprocesses)
+PROCESS_FAULTS: dict[str, Fault] = {
+    "kill-worker": Fault("kill-worker", _kill_worker),
+    "stop-worker": Fault("stop-worker", _stop_worker),
 }
 
 
@@ -248,7 +276,7 @@ def run_scenario(
 ) -> Outcome:
     """Run ``engine``'s workloads ("queue" or "stream") for ``duration`` seconds under the
     fault, heal, wait for the consumers to drain (bounded), stop everything and check."""
-    fault = FAULTS[fault_name]
+    fault = FAULTS.get(fault_name) or PROCESS_FAULTS[fault_name]
     dsn = cluster.new_database()
     _setup(dsn)
     via = cluster.via_proxy(dsn, **fault.client_options)
@@ -292,13 +320,28 @@ def run_scenario(
             for i in range(2)
         ]
         consumers = [StreamGroupWorker("stream", via, GROUP)]
+    elif engine == "worker":
+        for name, tx in (("auto", False), ("tx", True)):
+            workloads.append(
+                QueueProducer(
+                    history,
+                    "queue-worker",
+                    f"qw-{name}",
+                    via,
+                    LEASE_QUEUE,
+                    transactional=tx,
+                    max_ops=ops_per_producer,
+                    rate=rate,
+                )
+            )
+        consumers = [WorkerProcesses("queue-worker", via, LEASE_QUEUE)]
     else:
         raise ValueError(engine)
     injectors: list[Periodic] = []
     try:
         for w in consumers + workloads:
             w.start()
-        injectors = fault.start(cluster, dsn)
+        injectors = fault.start(cluster, dsn, consumers)
         time.sleep(duration)
         end_of_faults = datetime.now(UTC)
     finally:
@@ -322,7 +365,10 @@ def run_scenario(
             + injected
         )
     started = time.monotonic()
-    if engine == "queue":
+    if engine == "worker":
+        drained = wait_until(lambda: _queue_depth(dsn, LEASE_QUEUE) == 0, drain_timeout)
+        time.sleep(0.5)
+    elif engine == "queue":
         drained = wait_until(
             lambda: _queue_depth(dsn, TX_QUEUE) == 0 and _queue_depth(dsn, LEASE_QUEUE) == 0,
             drain_timeout,
@@ -374,6 +420,20 @@ def run_scenario(
                 "unfinished": lease.stats.unfinished,
                 "failed": lease.stats.failed,
             }
+    elif engine == "worker":
+        reports.append(
+            check(
+                "queue-worker",
+                history.ops(),
+                _deliveries(dsn, "queue-worker"),
+                dead=_dead(dsn, LEASE_QUEUE),
+                exactly_once=False,
+                fault=fault_name,
+                faults_injected=injected,
+            )
+        )
+        procs = next(c for c in consumers if isinstance(c, WorkerProcesses))
+        notes["worker"] = {"processes_started": procs.started}
     else:
         reports.append(
             check(
