@@ -10,6 +10,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -123,7 +124,7 @@ class ChaosCluster:
 class Periodic(threading.Thread):
     """Run ``action`` every ``every`` seconds until stopped; count the runs; log failures."""
 
-    def __init__(self, name: str, every: float, action: object) -> None:
+    def __init__(self, name: str, every: float, action: Callable[[], object]) -> None:
         super().__init__(name=name, daemon=True)
         self.every = every
         self.action = action
@@ -135,7 +136,7 @@ class Periodic(threading.Thread):
     def run(self) -> None:
         while not self.stop_event.wait(self.every):
             try:
-                hit = self.action()  # type: ignore[operator]
+                hit = self.action()
                 self.count += 1
                 self.hits += hit if isinstance(hit, int) else 1
             except Exception as exc:
