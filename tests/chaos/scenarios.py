@@ -17,6 +17,7 @@ from pgmbus import streams
 from pgmbus.queues import Bus
 from pgmbus.testing.chaos import Delivery, History, Report, check
 from tests.chaos.harness import ChaosCluster, Periodic
+from tests.chaos.timers_workloads import DispatcherThread, Receiver, TimerCreator, add_client
 from tests.chaos.workloads import (
     LeaseQueueWorker,
     QueueProducer,
@@ -132,7 +133,7 @@ def _hold_xmin(
 
 
 LOCK_QUEUES = "LOCK TABLE mbus.q_chaos_tx, mbus.q_chaos_lease IN ACCESS EXCLUSIVE MODE"
-LOCK_CURSORS = "LOCK TABLE mbus.stream_cursors IN EXCLUSIVE MODE"
+LOCK_CURSORS = "LOCK TABLE mbus.stream_cursors, mbus.timer_callbacks IN EXCLUSIVE MODE"
 
 
 def _lock_holder(c: ChaosCluster, dsn: str, _w: list[Workload]) -> list[Periodic]:
@@ -248,6 +249,25 @@ def _max_ack_gaps(history: History) -> dict[str, float]:
     }
 
 
+def _timers_done(dsn: str, receiver: Receiver) -> bool:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FROM mbus.timer_callbacks"
+        ).fetchone()
+    assert row is not None
+    with receiver.lock:
+        called = len(set(receiver.calls))
+    return int(row[0]) == 0 and called >= int(row[1]) - len(_timers_failed(dsn))
+
+
+def _timers_failed(dsn: str) -> list[str]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT context->>'v' FROM mbus.timer_callbacks WHERE status <> 'notified'"
+        ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
 def _reachable(dsn: str) -> bool:
     with psycopg.connect(dsn, connect_timeout=2) as conn:
         conn.execute("SELECT 1")
@@ -320,6 +340,23 @@ def run_scenario(
             for i in range(2)
         ]
         consumers = [StreamGroupWorker("stream", via, GROUP)]
+    elif engine == "timers":
+        receiver = Receiver()
+        client_id = add_client(dsn)
+        workloads += [
+            TimerCreator(
+                history,
+                "timers",
+                f"t{i}",
+                via,
+                client_id,
+                receiver.url,
+                max_ops=ops_per_producer,
+                rate=rate,
+            )
+            for i in range(2)
+        ]
+        consumers = [DispatcherThread("timers", via)]
     elif engine == "worker":
         for name, tx in (("auto", False), ("tx", True)):
             workloads.append(
@@ -344,6 +381,7 @@ def run_scenario(
         injectors = fault.start(cluster, dsn, consumers)
         time.sleep(duration)
         end_of_faults = datetime.now(UTC)
+        end_of_faults_mono = time.monotonic()
     finally:
         for w in workloads:  # producers first: no new values while healing
             w.stop()
@@ -365,7 +403,9 @@ def run_scenario(
             + injected
         )
     started = time.monotonic()
-    if engine == "worker":
+    if engine == "timers":
+        drained = wait_until(lambda: _timers_done(dsn, receiver), drain_timeout)
+    elif engine == "worker":
         drained = wait_until(lambda: _queue_depth(dsn, LEASE_QUEUE) == 0, drain_timeout)
         time.sleep(0.5)
     elif engine == "queue":
@@ -419,6 +459,29 @@ def run_scenario(
                 "reconnects": lease.stats.reconnects,
                 "unfinished": lease.stats.unfinished,
                 "failed": lease.stats.failed,
+            }
+    elif engine == "timers":
+        receiver.close()
+        notes["max_gap_s"] = {"timers": round(receiver.max_gap(end_of_faults_mono), 2)}
+        calls = [Delivery(v, v) for v in receiver.calls]
+        reports.append(
+            check(
+                "timers",
+                history.ops(),
+                calls,
+                dead=_timers_failed(dsn),
+                exactly_once=False,
+                fault=fault_name,
+                faults_injected=injected,
+            )
+        )
+        dispatcher = next(c for c in consumers if isinstance(c, DispatcherThread))
+        if dispatcher.dispatcher is not None:
+            st = dispatcher.dispatcher.stats
+            notes["worker"] = {
+                "delivered": st.delivered,
+                "recorded": st.recorded,
+                "expired": st.expired,
             }
     elif engine == "worker":
         reports.append(

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.chaos, pytest.mark.slow]
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("fault", list(FAULTS))
-@pytest.mark.parametrize("engine", ["queue", "stream"])
+@pytest.mark.parametrize("engine", ["queue", "stream", "timers"])
 def test_engine_under_fault(chaos_cluster: ChaosCluster, engine: str, fault: str) -> None:
     outcome = run_scenario(chaos_cluster, engine, fault, duration=DURATION)
     record_and_check(outcome)
