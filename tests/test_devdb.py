@@ -180,6 +180,8 @@ def test_kill_9_under_load_restarts_on_the_same_port(cluster_home: Path) -> None
     dsn = cluster.dsn()
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE TABLE produced (n int PRIMARY KEY)")
+        sync = conn.execute("SHOW recovery_init_sync_method").fetchone()
+    assert sync == ("syncfs",), "a crash restart syncs the file system once, not every file"
     stop = threading.Event()
     acked: list[int] = []
     errors: list[str] = []

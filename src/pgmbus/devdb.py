@@ -305,6 +305,12 @@ class DevCluster:
         }
         if self.ephemeral:
             settings.update(fsync="off", full_page_writes="off", synchronous_commit="off")
+        version = (self.data_dir / "PG_VERSION").read_text().strip()
+        if version.isdigit() and int(version) >= 14:
+            # after a crash the startup syncs the data folder before recovery: one syncfs call
+            # instead of one fsync per file (measured 4-13 s with `fsync` on a busy machine)
+            settings["recovery_init_sync_method"] = "syncfs"
+
         conf = "".join(f"{key} = {value}\n" for key, value in settings.items())
         self._append_conf(conf)
         self.socket_dir.mkdir(exist_ok=True)
