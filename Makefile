@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both prepare the machine first.
-.PHONY: demo test lint typecheck pytest bench bootstrap clean generate screenshots
+.PHONY: demo test lint typecheck pytest bench bootstrap clean generate screenshots chaos
 
 VENV := .venv
 BIN := $(VENV)/bin
@@ -30,6 +30,11 @@ typecheck: bootstrap
 # the dashboard pages in chromium, saved into docs/img (docs/operations.md shows them)
 screenshots: bootstrap
 	PGMBUS_SCREENSHOTS=docs/img $(BIN)/pytest -q tests/ops/test_ops_dashboard.py -k every_page
+
+# The fault-injection suite (minutes): every engine under every fault, a summary table at the
+# end (also in .chaos/summary.md). CHAOS_DURATION_S and CHAOS_SEED tune it.
+chaos: bootstrap
+	$(BIN)/pytest tests/chaos -m "chaos or not chaos" -p no:cacheprovider
 
 bench: bootstrap
 	$(BIN)/python -m pgmbus dev start >/dev/null

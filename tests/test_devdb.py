@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -147,3 +149,89 @@ def test_as_an_ordinary_user(cluster_home: Path) -> None:
         assert (home / "data" / "PG_VERSION").stat().st_uid != 0
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _producer(dsn: str, stop: threading.Event, acked: list[int], errors: list[str]) -> None:
+    """Insert numbered rows, one per transaction; reconnect to the same DSN after a failure."""
+    n = 0
+    conn: psycopg.Connection[tuple[object, ...]] | None = None
+    while not stop.is_set():
+        try:
+            if conn is None or conn.closed:
+                conn = psycopg.connect(dsn, autocommit=True, connect_timeout=2)
+            n += 1
+            conn.execute("INSERT INTO produced (n) VALUES (%s)", (n,))
+            acked.append(n)
+        except psycopg.OperationalError as exc:
+            errors.append(type(exc).__name__)
+            if conn is not None:
+                conn.close()
+            conn = None
+            time.sleep(0.05)
+    if conn is not None:
+        conn.close()
+
+
+def test_kill_9_under_load_restarts_on_the_same_port(cluster_home: Path) -> None:
+    """A producer holding the DSN goes on after kill -9 of the postmaster and a restart."""
+    cluster = DevCluster(cluster_home)  # durable: acknowledged commits must survive the crash
+    before = cluster.start()
+    assert before.pid is not None and before.port is not None
+    dsn = cluster.dsn()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE produced (n int PRIMARY KEY)")
+        sync = conn.execute("SHOW recovery_init_sync_method").fetchone()
+    assert sync == ("syncfs",), "a crash restart syncs the file system once, not every file"
+    stop = threading.Event()
+    acked: list[int] = []
+    errors: list[str] = []
+    thread = threading.Thread(target=_producer, args=(dsn, stop, acked, errors), daemon=True)
+    thread.start()
+    # An idle client (a pool's spare connection) keeps its half of a connection to the old
+    # server open until it next uses it: the port is not free for a plain bind then.
+    idle = psycopg.connect(dsn, autocommit=True)
+    try:
+        deadline = time.monotonic() + 20
+        while len(acked) < 50 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(acked) >= 50, "the producer runs before the crash"
+        os.kill(before.pid, signal.SIGKILL)
+        after = cluster.start(port_wait=20)
+        assert after.running and after.pid != before.pid
+        assert after.port == before.port, "the server comes back where the clients look"
+        assert cluster.dsn() == dsn
+        at_restart = len(acked)
+        deadline = time.monotonic() + 20
+        while len(acked) < at_restart + 50 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(acked) >= at_restart + 50, "the producer reconnected to the same DSN"
+        with pytest.raises(psycopg.OperationalError):
+            idle.execute("SELECT 1")
+    finally:
+        idle.close()
+        stop.set()
+        thread.join(10)
+    assert errors, "the crash cut the producer's connection"
+    with psycopg.connect(dsn) as conn:
+        stored = {int(r[0]) for r in conn.execute("SELECT n FROM produced").fetchall()}
+    assert set(acked) <= stored, "every acknowledged insert survived the crash"
+
+
+def test_restart_refuses_a_port_taken_by_another_program(cluster_home: Path) -> None:
+    cluster = DevCluster(cluster_home, ephemeral=True)
+    port = cluster.start().port
+    assert port is not None
+    cluster.stop()
+    squatter = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        started = time.monotonic()
+        with pytest.raises(DevDBError, match=rf"port {port} on 127.0.0.1 is taken"):
+            cluster.start(port_wait=1.0)
+        assert time.monotonic() - started < 10, "the wait is bounded"
+        moved = cluster.start(new_port=True)
+        assert moved.running and moved.port != port
+        assert _select_one(cluster.dsn()) == 1
+    finally:
+        squatter.close()

@@ -34,10 +34,16 @@ def _show(cluster: DevCluster, as_json: bool) -> None:
 
 @app.command()
 @reports_errors
-def start(as_json: JsonOption = False) -> None:
-    """Create the cluster on first use and start it (harmless when running)."""
+def start(
+    as_json: JsonOption = False,
+    new_port: bool = typer.Option(
+        False, "--new-port", help="Move to a free port when the cluster's port is taken."
+    ),
+) -> None:
+    """Create the cluster on first use and start it (harmless when running); after a crash it
+    comes back on the same port."""
     cluster = DevCluster()
-    cluster.start()
+    cluster.start(new_port=new_port)
     _show(cluster, as_json)
 
 

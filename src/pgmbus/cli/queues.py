@@ -402,7 +402,7 @@ def worker_cmd(
     stats = asyncio.run(serve(database(dsn), func, config))
     console.print(
         f"worker stopped: {stats.done} done, {stats.retried} retried, {stats.dead} dead, "
-        f"{stats.lost} lost",
+        f"{stats.lost} lost, {stats.unfinished} unfinished, {stats.reconnects} reconnects",
         highlight=False,
     )
 

@@ -29,6 +29,7 @@ from pgmbus.errors import (
 )
 from pgmbus.handlers import Handlers
 from pgmbus.queues.model import ConsumerStats, DeadMessage, Message, QueueInfo, check_name
+from pgmbus.reconnect import is_transient
 from pgmbus.sqlfiles import load_queries
 
 Q = load_queries("queues.sql")
@@ -135,9 +136,22 @@ class Bus(Handlers):
     ) -> Iterator[Connection[Any]]:
         if conn is not None:
             yield conn
-        else:
+            return
+        try:
             with self.pool.connection() as pooled:
                 yield pooled
+        except psycopg.OperationalError:
+            # The server restarted or the network cut us off: the pool's idle connections are
+            # likely broken too. Drop them now, so that only this call fails and the next one
+            # gets a new connection (the pool discards the broken one we used by itself).
+            self._drop_broken()
+            raise
+
+    def _drop_broken(self) -> None:
+        try:
+            self.pool.check()
+        except Exception as exc:  # a pool being closed: nothing to drop
+            log.debug("pool check after a connection error failed: %s", exc)
 
     def _generated(self, name: LiteralString, fn: str) -> sql.Composed:
         key = (name, fn)
@@ -441,7 +455,7 @@ class Bus(Handlers):
 
     @contextmanager
     def _listening(self, queue: str) -> Iterator[Connection[Any]]:
-        with self.pool.connection() as listener:
+        with self._connection(None) as listener:
             listener.execute(Q["await_queue"], {"queue": check_name("queue", queue)})
             try:
                 yield listener
@@ -497,20 +511,41 @@ class Bus(Handlers):
 
         Messages are claimed with a lease; a message is acknowledged when the loop asks for the
         next one, so a message whose loop body raised (or after which the loop broke off) is
-        delivered again when its lease ends.
+        delivered again when its lease ends. Database errors that a retry can get past (server
+        restart, cut connection, timeouts; see :func:`pgmbus.reconnect.is_transient`) are
+        logged and the loop goes on: the pool waits for the server to come back, and a message
+        whose ack was lost is delivered again when its lease ends.
         """
         while True:
-            messages = self.lease(
-                queue,
-                consumer,
-                amount=batch,
-                lease=lease,
-                max_attempts=max_attempts,
-                timeout=self.poll_interval,
-            )
+            try:
+                messages = self.lease(
+                    queue,
+                    consumer,
+                    amount=batch,
+                    lease=lease,
+                    max_attempts=max_attempts,
+                    timeout=self.poll_interval,
+                )
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                log.warning("listen(%s, %s): lease failed, retrying: %s", queue, consumer, exc)
+                continue
             for message in messages:
                 yield message
-                self.ack(message)
+                try:
+                    self.ack(message)
+                except Exception as exc:
+                    if not is_transient(exc):
+                        raise
+                    log.warning(
+                        "listen(%s, %s): ack of %s failed; it is delivered again when its lease "
+                        "ends: %s",
+                        queue,
+                        consumer,
+                        message.iid,
+                        exc,
+                    )
 
     # --- take, peek, clear ------------------------------------------------------------------
 

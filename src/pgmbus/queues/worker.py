@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import importlib
 import inspect
 import logging
@@ -15,6 +17,7 @@ from typing import Any
 from pgmbus.errors import StaleLease
 from pgmbus.queues._async_bus import AsyncBus
 from pgmbus.queues.model import Message
+from pgmbus.reconnect import Backoff, is_transient
 
 log = logging.getLogger("pgmbus.worker")
 
@@ -58,15 +61,29 @@ class WorkerConfig:
         return float(min(self.backoff_max, self.backoff_base * 2 ** max(attempts - 1, 0)))
 
 
+ERRORS_KEPT = 100
+
+
 @dataclass
 class WorkerStats:
-    """What a worker did."""
+    """What a worker did.
+
+    ``failed`` counts handler failures; ``errors`` keeps only the last ``ERRORS_KEPT`` of
+    their reasons, so a long-running worker's memory stays flat. ``unfinished`` counts
+    messages whose ack, nack or bury could not reach the database (they come back when their
+    lease ends); ``reconnects`` counts database errors the worker waited out.
+    """
 
     done: int = 0
     retried: int = 0
     dead: int = 0
     lost: int = 0
-    errors: list[str] = field(default_factory=list)
+    failed: int = 0
+    unfinished: int = 0
+    reconnects: int = 0
+    errors: collections.deque[str] = field(
+        default_factory=lambda: collections.deque(maxlen=ERRORS_KEPT)
+    )
 
 
 def load_handler(spec: str) -> Handler:
@@ -102,6 +119,11 @@ async def _keep_leased(bus: AsyncBus, config: WorkerConfig, message: Message) ->
             await bus.extend(message, config.lease)
         except StaleLease:
             return
+        except Exception as exc:
+            if not is_transient(exc):
+                log.exception("extending the lease of message %s failed", message.iid)
+                return
+            log.warning("extending the lease of message %s failed, retrying: %s", message.iid, exc)
 
 
 async def _process(
@@ -113,6 +135,7 @@ async def _process(
     except Exception as exc:
         heartbeat.cancel()
         reason = f"{type(exc).__name__}: {exc}"
+        stats.failed += 1
         stats.errors.append(reason)
         try:
             if message.attempts >= config.max_attempts:
@@ -128,6 +151,8 @@ async def _process(
                 log.info("message %s failed (%s); retry in %.1fs", message.iid, reason, delay)
         except StaleLease:
             stats.lost += 1
+        except Exception as finish_exc:
+            _unfinished(message, "nack", finish_exc, stats)
         return
     finally:
         heartbeat.cancel()
@@ -137,6 +162,22 @@ async def _process(
     except StaleLease:
         stats.lost += 1
         log.warning("message %s: lease lost before ack", message.iid)
+    except Exception as exc:
+        _unfinished(message, "ack", exc, stats)
+
+
+def _unfinished(message: Message, what: str, exc: Exception, stats: WorkerStats) -> None:
+    """An ack/nack/bury that did not reach the database: the message comes back when its
+    lease ends (at least once). Anything but a transient database error is a bug: raise it."""
+    if not is_transient(exc):
+        raise exc
+    stats.unfinished += 1
+    log.warning(
+        "message %s: %s failed (%s); it is delivered again when its lease ends",
+        message.iid,
+        what,
+        exc,
+    )
 
 
 async def run_worker(
@@ -148,17 +189,36 @@ async def run_worker(
     stats = WorkerStats()
 
     async def slot() -> None:
+        backoff = Backoff(cap=min(5.0, max(config.poll_interval, 0.1) * 5))
         while not stop.is_set():
-            messages = await bus.lease(
-                config.queue,
-                config.consumer,
-                amount=1,
-                lease=config.lease,
-                max_attempts=config.max_attempts,
-                timeout=config.poll_interval,
-            )
-            for message in messages:
-                await _process(bus, handler, config, message, stats)
+            try:
+                messages = await bus.lease(
+                    config.queue,
+                    config.consumer,
+                    amount=1,
+                    lease=config.lease,
+                    max_attempts=config.max_attempts,
+                    timeout=config.poll_interval,
+                )
+                for message in messages:
+                    await _process(bus, handler, config, message, stats)
+            except Exception as exc:
+                if not is_transient(exc):
+                    log.exception("worker on %s/%s stops", config.queue, config.consumer)
+                    raise
+                stats.reconnects += 1
+                delay = backoff.next()
+                log.warning(
+                    "worker on %s/%s: database error, retrying in %.2fs: %s",
+                    config.queue,
+                    config.consumer,
+                    delay,
+                    exc,
+                )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+                continue
+            backoff.reset()
 
     await asyncio.gather(*(slot() for _ in range(config.concurrency)))
     return stats

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import logging
 import time
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from typing import Any
 
 import psycopg
 
+from pgmbus.reconnect import Backoff, is_transient
 from pgmbus.sqlfiles import load_queries
 from pgmbus.streams import client
 from pgmbus.streams.client import Event
@@ -18,6 +20,8 @@ from pgmbus.streams.client import Event
 log = logging.getLogger("pgmbus.streams")
 
 Handler = Callable[[psycopg.Connection[Any], Event], None]
+
+ERRORS_KEPT = 100
 
 
 @dataclass
@@ -29,7 +33,10 @@ class WorkerStats:
     retried: int = 0
     dead: int = 0
     maintained: int = 0
-    errors: list[str] = field(default_factory=list)
+    reconnects: int = 0
+    errors: collections.deque[str] = field(
+        default_factory=lambda: collections.deque(maxlen=ERRORS_KEPT)
+    )
 
 
 class StreamWorker:
@@ -148,16 +155,50 @@ class StreamWorker:
         self.stats.maintained += 1
 
     def run(
-        self, *, stop: Callable[[], bool] = lambda: False, idle_wait: float = 1.0
+        self,
+        *,
+        stop: Callable[[], bool] = lambda: False,
+        idle_wait: float = 1.0,
+        backoff: Backoff | None = None,
     ) -> WorkerStats:
-        """Loop until ``stop()`` says so; sleeps on LISTEN mbus_events when idle."""
+        """Loop until ``stop()`` says so; sleeps on LISTEN mbus_events when idle.
+
+        A lost connection (server restart, network cut, terminated backend) or a statement or
+        lock timeout is logged and waited out with ``backoff``; the worker then reconnects and
+        goes on from the group's committed cursor, so a batch cut before its commit is read
+        again (its results were rolled back with it). Any other error is logged and raised.
+        """
+        backoff = backoff or Backoff()
+        while not stop():
+            try:
+                self._run_connected(stop, idle_wait, backoff)
+            except Exception as exc:
+                if not is_transient(exc):
+                    log.exception("stream worker of group %s stops", self.group)
+                    raise
+                self.stats.reconnects += 1
+                self.stats.errors.append(f"{type(exc).__name__}: {exc}")
+                delay = backoff.next()
+                log.warning(
+                    "stream worker of group %s: database error, reconnecting in %.2fs: %s",
+                    self.group,
+                    delay,
+                    exc,
+                )
+                deadline = time.monotonic() + delay
+                while not stop() and time.monotonic() < deadline:
+                    time.sleep(min(0.05, max(deadline - time.monotonic(), 0)))
+        return self.stats
+
+    def _run_connected(self, stop: Callable[[], bool], idle_wait: float, backoff: Backoff) -> None:
         with psycopg.connect(self.dsn, autocommit=True) as listen_conn:
             listen_conn.execute(load_queries("streams.sql")["listen"])
             with psycopg.connect(self.dsn) as conn:
                 while not stop():
                     self._maybe_maintain(conn)
-                    if self.step(conn):
+                    seen = self.step(conn)
+                    backoff.reset()
+                    if seen:
                         continue
                     for _ in listen_conn.notifies(timeout=idle_wait, stop_after=1):
                         pass
-        return self.stats
