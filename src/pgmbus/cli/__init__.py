@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from pgmbus.cli import dev, queues, sagas, schema_cmds, timers
+from pgmbus.cli import exchange as exchange_cli
 from pgmbus.cli import ops as ops_cli
 from pgmbus.cli import spark as spark_cli
 from pgmbus.cli import streams as streams_cli
@@ -24,6 +25,7 @@ streams_cli.register(app)
 timers.register(app)
 spark_cli.register(app)
 ops_cli.register(app)
+exchange_cli.register(app)
 
 
 def main() -> None:

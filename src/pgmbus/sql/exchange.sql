@@ -1,0 +1,15 @@
+-- Named queries of the mover between databases (pgmbus.exchange.bridge, `pgmbus bridge`).
+
+-- name: routes
+SELECT r.name, r.link, r.src_queue, r.dst_queue, l.conninfo
+FROM mbus.exchange_route AS r JOIN mbus.exchange_link AS l ON l.name = r.link
+ORDER BY r.name
+
+-- name: try_route_lock
+SELECT pg_try_advisory_lock(hashtext('mbus.exchange_route'), hashtext(%(route)s))
+
+-- name: take
+SELECT mbus.exchange_take(%(route)s, %(amt)s)::text
+
+-- name: receive
+SELECT mbus.exchange_receive(%(qname)s, %(messages)s::jsonb)::text
