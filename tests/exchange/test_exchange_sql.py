@@ -79,16 +79,19 @@ def test_take_then_receive_posts_once_and_refuses_loops(
     make_db: Callable[..., str],
 ) -> None:
     src_dsn, dst_dsn = make_db(), make_db()
-    with psycopg.connect(src_dsn, autocommit=True) as src, psycopg.connect(
-        dst_dsn, autocommit=True
-    ) as dst:
+    with (
+        psycopg.connect(src_dsn, autocommit=True) as src,
+        psycopg.connect(dst_dsn, autocommit=True) as dst,
+    ):
         src_db = str(src.execute("SELECT current_database()").fetchone()[0])  # type: ignore[index]
         dst_db = str(dst.execute("SELECT current_database()").fetchone()[0])  # type: ignore[index]
         src.execute("SELECT mbus.create_queue('jobs', 1)")
         dst.execute("SELECT mbus.create_queue('inbox', 1)")
         src.execute("SELECT mbus.create_link('peer', %s)", (dst_dsn,))
-        src.execute("SELECT mbus.create_route('to_peer', 'peer', 'jobs', 'inbox', "
-                    "$$(t.data->>'n')::int % 2 = 0$$)")
+        src.execute(
+            "SELECT mbus.create_route('to_peer', 'peer', 'jobs', 'inbox', "
+            "$$(t.data->>'n')::int % 2 = 0$$)"
+        )
         for n in range(6):
             src.execute("SELECT mbus.post('jobs', jsonb_build_object('n', %s::int))", (n,))
         with src.transaction():
@@ -116,13 +119,18 @@ def test_take_then_receive_posts_once_and_refuses_loops(
             "SELECT mbus.exchange_receive('inbox', %s)", (psycopg.types.json.Jsonb(back),)
         ).fetchone()
         assert looped == ({"accepted": 0, "duplicate": 0, "looped": 1},)
-        assert dst.execute("SELECT count(*) FROM mbus.consumen('inbox', 'default', 10)").fetchone() == (0,)
+        assert dst.execute(
+            "SELECT count(*) FROM mbus.consumen('inbox', 'default', 10)"
+        ).fetchone() == (0,)
         with pytest.raises(psycopg.Error) as info:
             dst.execute("SELECT mbus.exchange_receive('nosuch', '[]')")
         assert translate(info.value).sqlstate == "MB002"
-        assert json.loads(
-            str(src.execute("SELECT mbus.exchange_take('to_peer', 10)::text").fetchone()[0])  # type: ignore[index]
-        ) == []
+        assert (
+            json.loads(
+                str(src.execute("SELECT mbus.exchange_take('to_peer', 10)::text").fetchone()[0])  # type: ignore[index]
+            )
+            == []
+        )
 
 
 def test_forget_keeps_recent_iids(conn: Conn) -> None:

@@ -95,12 +95,16 @@ class Bridge:
         if self._src is None or self._src.closed:
             self._held.clear()
             self._src = psycopg.connect(self.dsn, application_name="pgmbus bridge")
+            self._src.execute(_Q["durable_commits"])
+            self._src.commit()
         return self._src
 
     def _destination(self, route: Route) -> psycopg.Connection[Any]:
         conn = self._dst.get(route.link)
         if conn is None or conn.closed:
             conn = psycopg.connect(route.conninfo, application_name="pgmbus bridge")
+            conn.execute(_Q["durable_commits"])
+            conn.commit()
             self._dst[route.link] = conn
         return conn
 
@@ -120,9 +124,7 @@ class Bridge:
             src = self._source()
             rows = src.execute(_Q["routes"]).fetchall()
             src.commit()
-            self._routes = [
-                Route(*row) for row in rows if self.only is None or row[0] in self.only
-            ]
+            self._routes = [Route(*row) for row in rows if self.only is None or row[0] in self.only]
             self._read_at = time.monotonic()
         held: list[Route] = []
         for route in self._routes:
@@ -185,7 +187,7 @@ class Bridge:
         for route in self.routes():
             try:
                 moved += self.transfer(route)
-            except psycopg.OperationalError | psycopg.InterfaceError:
+            except (psycopg.OperationalError, psycopg.InterfaceError):
                 raise
             except psycopg.Error as exc:
                 self.stats.errors += 1

@@ -1,5 +1,10 @@
 -- Named queries of the mover between databases (pgmbus.exchange.bridge, `pgmbus bridge`).
 
+-- name: durable_commits
+-- The guarantee needs commits that survive a crash of the server: never trust a
+-- synchronous_commit = off that the role or the database may have set.
+SET synchronous_commit = on
+
 -- name: routes
 SELECT r.name, r.link, r.src_queue, r.dst_queue, l.conninfo
 FROM mbus.exchange_route AS r JOIN mbus.exchange_link AS l ON l.name = r.link
