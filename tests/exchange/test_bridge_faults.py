@@ -99,24 +99,19 @@ class Mover:
         self.dsn = dsn
         self.proc: subprocess.Popen[bytes] | None = None
         self.kills = 0
+        self.starts = 0
+        self.killable_at = 0.0
 
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "pgmbus",
-                "bridge",
-                "--dsn",
-                self.dsn,
-                "--batch",
-                "10",
-                "--poll",
-                "0.02",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+    def start(self, rng: random.Random) -> None:
+        """Half the starts run ``pgmbus bridge``, half the slow mover (pauses between commits)."""
+        self.starts += 1
+        argv = [sys.executable, "-m", "pgmbus", "bridge", "--dsn", self.dsn]
+        argv += ["--batch", "10", "--poll", "0.02"]
+        if self.starts % 2 == 0:
+            argv = [sys.executable, str(Path(__file__).with_name("slow_mover.py")), self.dsn]
+        # Python needs about a second to start here: kill once it works, at a random point.
+        self.killable_at = time.monotonic() + 1.2 + rng.uniform(0.0, 1.0)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def kill9(self) -> None:
         assert self.proc is not None
@@ -187,14 +182,14 @@ def _chaos(seconds: float, server_kills: int, seed: int, nodes: list[Node]) -> d
     thread = threading.Thread(target=producer.run, daemon=True)
     movers = [Mover(a.dsn), Mover(b.dsn)]
     for mover in movers:
-        mover.start()
+        mover.start(rng)
     thread.start()
     kill_server_at = sorted(rng.uniform(0.2, 0.8) * seconds for _ in range(server_kills))
     start = time.monotonic()
     server_killed = 0
     try:
         while (elapsed := time.monotonic() - start) < seconds:
-            time.sleep(rng.uniform(0.05, 0.4))
+            time.sleep(rng.uniform(0.02, 0.2))
             if kill_server_at and elapsed >= kill_server_at[0]:
                 kill_server_at.pop(0)
                 b.kill9()
@@ -202,9 +197,11 @@ def _chaos(seconds: float, server_kills: int, seed: int, nodes: list[Node]) -> d
                 b.restart()
                 server_killed += 1
             else:
-                mover = rng.choice(movers)
-                mover.kill9()
-                mover.start()
+                ready = [m for m in movers if time.monotonic() >= m.killable_at]
+                if ready:
+                    mover = rng.choice(ready)
+                    mover.kill9()
+                    mover.start(rng)
     finally:
         producer.stop.set()
         thread.join(10)
@@ -248,8 +245,8 @@ def _check(nodes: list[Node], posted_a: list[int], posted_b: int) -> None:
 
 
 def test_kill9_of_movers_and_of_a_server_loses_and_duplicates_nothing(nodes: list[Node]) -> None:
-    report = _chaos(seconds=8.0, server_kills=1, seed=17, nodes=nodes)
-    assert report["mover_kills"] >= 5 and report["server_kills"] == 1
+    report = _chaos(seconds=12.0, server_kills=1, seed=17, nodes=nodes)
+    assert report["mover_kills"] >= 6 and report["server_kills"] == 1
     assert report["posted_a"] > 500
 
 

@@ -158,6 +158,7 @@ class Bridge:
                 if not dst.closed:
                     dst.rollback()
                 raise
+            self._between_commits()
             src.commit()
         except BaseException:
             if not src.closed:
@@ -171,6 +172,9 @@ class Bridge:
         self.stats.duplicate += counts["duplicate"]
         self.stats.looped += counts["looped"]
         return taken
+
+    def _between_commits(self) -> None:
+        """Called after the destination's commit, before the source's (a seam for fault tests)."""
 
     def drain(self) -> int:
         """Move batches until no route has anything ready; return the messages moved."""
