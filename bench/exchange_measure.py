@@ -138,9 +138,10 @@ def measure(n: int = 20_000, rate: float = 500.0, seconds: float = 5.0) -> dict[
         _say("clusters up")
         a_dsn, b_dsn = _db(a_cluster, "xa"), _db(b_cluster, "xb")
         _say("databases installed")
-        with psycopg.connect(a_dsn, autocommit=True) as a, psycopg.connect(
-            b_dsn, autocommit=True
-        ) as b:
+        with (
+            psycopg.connect(a_dsn, autocommit=True) as a,
+            psycopg.connect(b_dsn, autocommit=True) as b,
+        ):
             a.execute("SELECT mbus.create_link('b', %s)", (b_dsn,))
             a.execute("SELECT mbus.create_route('to_b', 'b', 'orders', 'orders')")
             for batch in (100, 500, 2000):
@@ -178,9 +179,7 @@ def measure(n: int = 20_000, rate: float = 500.0, seconds: float = 5.0) -> dict[
             b.execute(CLEAR_B)
             out["logical_one_transaction"] = {"msg_per_s": round(n / elapsed), "load": _load()}
             offset = n
-            sent = _steady(
-                lambda i: a.execute(LR_INSERT_MANY, (offset + i, 1)), rate, seconds
-            )
+            sent = _steady(lambda i: a.execute(LR_INSERT_MANY, (offset + i, 1)), rate, seconds)
             _wait_count(b, sent)
             out[f"logical_lag_at_{int(rate)}_per_s"] = {**_lags(b), "load": _load()}
             b.execute("DROP SUBSCRIPTION xlr_sub")
