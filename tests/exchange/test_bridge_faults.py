@@ -3,8 +3,9 @@
 Two embedded clusters, routes both ways between a database on each, a producer posting on the
 first while the movers (``pgmbus bridge`` subprocesses) are killed with SIGKILL at random
 points and restarted, and the second server (destination of one route, source of the other) is
-killed with SIGKILL and restarted on its port. A checker then reads every message on both sides:
-0 lost, 0 duplicated, seenby and source_db exact, the route's order kept.
+killed with SIGKILL and restarted (if it comes back on a new port, mbus.alter_link tells the
+link). A checker then reads every message on both sides: 0 lost, 0 duplicated, seenby and
+source_db exact, the route's order kept.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import pytest
 from psycopg import sql
 
 from pgmbus import schema
-from pgmbus.devdb import DevCluster, port_is_free
+from pgmbus.devdb import DevCluster
 from pgmbus.exchange import Bridge
 
 Conn = psycopg.Connection[Any]
@@ -55,15 +56,16 @@ class Node:
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
 
-    def restart(self) -> None:
+    def restart(self) -> bool:
+        """Start the server again; return whether it came back on another port.
+
+        A server killed with SIGKILL leaves connections in TIME_WAIT on its port; the embedded
+        manager of this branch then picks a new port (the faults branch makes it wait for the
+        same one). Either way the test goes on: a moved server is what mbus.alter_link is for.
+        """
         port = self.cluster.port
-        assert port is not None
-        deadline = time.monotonic() + 30
-        while not port_is_free(port):  # the killed postmaster's children let go of it
-            assert time.monotonic() < deadline, "the port stayed busy"
-            time.sleep(0.1)
         self.cluster.start()
-        assert self.cluster.port == port  # the links' conninfo still points at it
+        return self.cluster.port != port
 
 
 def _node(letter: str) -> Node:
@@ -95,8 +97,8 @@ def nodes() -> Iterator[list[Node]]:
 class Mover:
     """A ``pgmbus bridge`` subprocess that can be killed and started again."""
 
-    def __init__(self, dsn: str) -> None:
-        self.dsn = dsn
+    def __init__(self, node: Node) -> None:
+        self.node = node
         self.proc: subprocess.Popen[bytes] | None = None
         self.kills = 0
         self.starts = 0
@@ -105,10 +107,10 @@ class Mover:
     def start(self, rng: random.Random) -> None:
         """Half the starts run ``pgmbus bridge``, half the slow mover (pauses between commits)."""
         self.starts += 1
-        argv = [sys.executable, "-m", "pgmbus", "bridge", "--dsn", self.dsn]
+        argv = [sys.executable, "-m", "pgmbus", "bridge", "--dsn", self.node.dsn]
         argv += ["--batch", "10", "--poll", "0.02"]
         if self.starts % 2 == 0:
-            argv = [sys.executable, str(Path(__file__).with_name("slow_mover.py")), self.dsn]
+            argv = [sys.executable, str(Path(__file__).with_name("slow_mover.py")), self.node.dsn]
         # Python needs about a second to start here: kill once it works, at a random point.
         self.killable_at = time.monotonic() + 1.2 + rng.uniform(0.0, 1.0)
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -180,7 +182,7 @@ def _chaos(seconds: float, server_kills: int, seed: int, nodes: list[Node]) -> d
         )
     producer = Producer(a)
     thread = threading.Thread(target=producer.run, daemon=True)
-    movers = [Mover(a.dsn), Mover(b.dsn)]
+    movers = [Mover(a), Mover(b)]
     for mover in movers:
         mover.start(rng)
     thread.start()
@@ -194,7 +196,11 @@ def _chaos(seconds: float, server_kills: int, seed: int, nodes: list[Node]) -> d
                 kill_server_at.pop(0)
                 b.kill9()
                 time.sleep(rng.uniform(0.0, 0.5))
-                b.restart()
+                if b.restart():  # moved: tell A's link, restart B's own mover on the new DSN
+                    with a.connect() as conn:
+                        conn.execute("SELECT mbus.alter_link('peer', %s)", (b.dsn,))
+                    movers[1].kill9()
+                    movers[1].start(rng)
                 server_killed += 1
             else:
                 ready = [m for m in movers if time.monotonic() >= m.killable_at]

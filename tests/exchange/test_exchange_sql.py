@@ -36,6 +36,12 @@ def test_links_refuse_bad_names_passwords_and_duplicates(conn: Conn) -> None:
         assert _sqlstate(conn, "SELECT mbus.create_link('l1', %s)", (conninfo,)) == "MB006"
     assert _sqlstate(conn, "SELECT mbus.create_link('l1', 'host=h dbname=d user=u')") is None
     assert _sqlstate(conn, "SELECT mbus.create_link('l1', 'service=x')") == "MB003"
+    assert _sqlstate(conn, "SELECT mbus.alter_link('l1', 'password=x')") == "MB006"
+    assert _sqlstate(conn, "SELECT mbus.alter_link('nope', 'service=y')") == "MB002"
+    conn.execute("SELECT mbus.alter_link('l1', 'service=y')")
+    assert conn.execute("SELECT conninfo FROM mbus.exchange_link WHERE name = 'l1'").fetchone() == (
+        "service=y",
+    )
     # the table's own CHECK refuses a password written behind the functions' back
     assert (
         _sqlstate(conn, "INSERT INTO mbus.exchange_link VALUES ('l2', 'password=x host=h')")
