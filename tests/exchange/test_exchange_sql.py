@@ -113,6 +113,9 @@ def test_take_then_receive_posts_once_and_refuses_loops(
             "SELECT mbus.exchange_receive('inbox', %s)", (psycopg.types.json.Jsonb(batch),)
         ).fetchone()
         assert again == ({"accepted": 0, "duplicate": 3, "looped": 0},)
+        # a received message is found by its (foreign) iid in its new queue
+        peek = dst.execute("SELECT mbus.peek_inbox(%s)", (batch[0]["iid"],)).fetchone()
+        assert peek == (True,)
         rows = dst.execute("SELECT iid, headers, data FROM mbus.consumen('inbox', 'default', 10)")
         received = rows.fetchall()
         assert [r[0] for r in received] == [m["iid"] for m in batch]
