@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable
 
 import psycopg
@@ -147,3 +149,36 @@ def test_a_batch_sent_again_after_the_destination_committed_is_skipped(
         assert (mover.stats.accepted, mover.stats.duplicate) == (2, 3)
         got = _drain_all(b, "jobs")
         assert [d["n"] for _, _, d in got] == [1, 2, 3, 4, 5]
+
+
+def test_an_idle_mover_wakes_up_on_a_post_long_before_its_poll(
+    make_db: Callable[..., str],
+) -> None:
+    a_dsn, b_dsn = make_db(), make_db()
+    with (
+        psycopg.connect(a_dsn, autocommit=True) as a,
+        psycopg.connect(b_dsn, autocommit=True) as b,
+    ):
+        a.execute("SELECT mbus.create_queue('jobs', 1)")
+        b.execute("SELECT mbus.create_queue('jobs', 1)")
+        a.execute("SELECT mbus.create_link('b', %s)", (b_dsn,))
+        a.execute("SELECT mbus.create_route('jobs_to_b', 'b', 'jobs', 'jobs')")
+        mover = Bridge(a_dsn, poll=30.0)
+        stop = threading.Event()
+        thread = threading.Thread(target=mover.run, args=(stop,))
+        thread.start()
+        try:
+            deadline = time.monotonic() + 10
+            while a.execute("SELECT count(*) FROM mbus.queue_waiter").fetchone() != (1,):
+                assert time.monotonic() < deadline, "the mover never waited on the queue"
+                time.sleep(0.05)
+            posted = time.monotonic()
+            a.execute("SELECT mbus.post('jobs', '{\"x\": 1}')")
+            while b.execute("SELECT count(*) FROM mbus.q_jobs").fetchone() != (1,):
+                assert time.monotonic() - posted < 5, "no wake-up: the 30 s poll would be next"
+                time.sleep(0.01)
+        finally:
+            stop.set()
+            thread.join(40)
+        assert not thread.is_alive()
+        assert mover.stats.accepted == 1

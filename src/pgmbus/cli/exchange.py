@@ -23,8 +23,8 @@ def bridge_cmd(
     ] = None,
     batch: Annotated[int, typer.Option("--batch", min=1, help="Messages per transfer.")] = 500,
     poll: Annotated[
-        float, typer.Option("--poll", min=0.01, help="Seconds to wait when nothing is ready.")
-    ] = 0.1,
+        float, typer.Option("--poll", min=0.01, help="Longest wait for a wake-up when idle (s).")
+    ] = 1.0,
     once: Annotated[
         bool, typer.Option("--once", help="Move what is ready now, then exit.")
     ] = False,

@@ -62,7 +62,9 @@ class Bridge:
     batch:
         The most messages per transfer.
     poll:
-        Seconds to wait when no route had anything to move.
+        The longest wait when no route had anything to move: an idle mover sleeps on the
+        source queues' wake-ups (``mbus.await_queue``), so a post ends the wait at once; the
+        poll bounds it when a wake-up is missed.
     refresh:
         Seconds between two readings of the route list.
     """
@@ -73,7 +75,7 @@ class Bridge:
         *,
         routes: list[str] | None = None,
         batch: int = 500,
-        poll: float = 0.1,
+        poll: float = 1.0,
         refresh: float = 5.0,
     ) -> None:
         if batch < 1:
@@ -88,6 +90,8 @@ class Bridge:
         self._dst: dict[str, psycopg.Connection[Any]] = {}
         self._routes: list[Route] = []
         self._held: set[str] = set()
+        self._listener: psycopg.Connection[Any] | None = None
+        self._waiting: set[str] = set()  # source queues the listener is registered on
         self._read_at = float("-inf")
 
     # --- connections ------------------------------------------------------------------------
@@ -110,12 +114,45 @@ class Bridge:
 
     def close(self) -> None:
         """Close every connection (the source's close releases the route locks)."""
-        for conn in [self._src, *self._dst.values()]:
+        for conn in [self._src, self._listener, *self._dst.values()]:
             if conn is not None:
                 conn.close()
-        self._src = None
+        self._src = self._listener = None
         self._dst.clear()
         self._held.clear()
+        self._waiting.clear()
+
+    # --- wake-ups ---------------------------------------------------------------------------
+    def _listen(self, queues: set[str]) -> bool:
+        """Register for the posts to ``queues``; return whether any registration is new."""
+        if self._listener is None or self._listener.closed:
+            self._waiting.clear()
+            self._listener = psycopg.connect(
+                self.dsn, autocommit=True, application_name="pgmbus bridge"
+            )
+        new = queues - self._waiting
+        for queue in sorted(new):
+            self._listener.execute(_Q["await_queue"], {"queue": queue})
+            self._waiting.add(queue)
+        return bool(new)
+
+    def _unlisten(self) -> None:
+        """Stop the wake-ups while busy: posts notify only while somebody waits."""
+        if self._listener is not None and not self._listener.closed:
+            for queue in sorted(self._waiting):
+                self._listener.execute(_Q["await_done"], {"queue": queue})
+        self._waiting.clear()
+
+    def _sleep(self, stop: threading.Event) -> None:
+        """Wait for a post to a source queue, at most ``poll`` seconds."""
+        queues = {route.src_queue for route in self._routes if route.name in self._held}
+        if not queues or self._listener is None:
+            stop.wait(self.poll)
+            return
+        deadline = time.monotonic() + self.poll
+        while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+            for _note in self._listener.notifies(timeout=min(left, 0.5), stop_after=1):
+                return
 
     # --- routes -----------------------------------------------------------------------------
     def routes(self) -> list[Route]:
@@ -207,8 +244,13 @@ class Bridge:
             try:
                 moved = self._round()
                 backoff = 0.0
-                if moved == 0:
-                    stop.wait(self.poll)
+                if moved:
+                    self._unlisten()
+                else:
+                    queues = {r.src_queue for r in self._routes if r.name in self._held}
+                    # registered now: look once more before sleeping, so no post slips between
+                    if not self._listen(queues):
+                        self._sleep(stop)
             except psycopg.Error as exc:
                 self.stats.errors += 1
                 backoff = min(5.0, max(0.2, backoff * 2))

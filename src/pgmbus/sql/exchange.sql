@@ -18,3 +18,9 @@ SELECT mbus.exchange_take(%(route)s, %(amt)s)::text
 
 -- name: receive
 SELECT mbus.exchange_receive(%(qname)s, %(messages)s::jsonb)::text
+
+-- name: await_queue
+SELECT mbus.await_queue(%(queue)s)
+
+-- name: await_done
+SELECT mbus.await_done(%(queue)s)
