@@ -104,12 +104,12 @@ class Bridge:
         return self._src
 
     def _destination(self, route: Route) -> psycopg.Connection[Any]:
-        conn = self._dst.get(route.link)
+        conn = self._dst.get(route.conninfo)  # by address: mbus.alter_link moves a link
         if conn is None or conn.closed:
             conn = psycopg.connect(route.conninfo, application_name="pgmbus bridge")
             conn.execute(_Q["durable_commits"])
             conn.commit()
-            self._dst[route.link] = conn
+            self._dst[route.conninfo] = conn
         return conn
 
     def close(self) -> None:
