@@ -8,6 +8,7 @@ import typer
 
 from pgmbus import __version__
 from pgmbus.cli import dev, queues, sagas, schema_cmds, timers, top
+from pgmbus.cli import exchange as exchange_cli
 from pgmbus.cli import ops as ops_cli
 from pgmbus.cli import spark as spark_cli
 from pgmbus.cli import streams as streams_cli
@@ -51,6 +52,7 @@ timers.register(app)
 spark_cli.register(app)
 ops_cli.register(app)
 top.register(app)
+exchange_cli.register(app)
 
 
 def main() -> None:

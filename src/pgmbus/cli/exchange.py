@@ -1,0 +1,54 @@
+"""``pgmbus bridge``: run the mover of the routes declared in a database (issue 17)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from typing import Annotated
+
+import typer
+
+from pgmbus.cli.common import DsnOption, console, reports_errors
+from pgmbus.dsn import resolve_dsn
+from pgmbus.exchange import Bridge
+
+
+@reports_errors
+def bridge_cmd(
+    dsn: DsnOption = None,
+    route: Annotated[
+        list[str] | None,
+        typer.Option("--route", help="Run only this route (repeatable); default: all routes."),
+    ] = None,
+    batch: Annotated[int, typer.Option("--batch", min=1, help="Messages per transfer.")] = 500,
+    poll: Annotated[
+        float, typer.Option("--poll", min=0.01, help="Longest wait for a wake-up when idle (s).")
+    ] = 1.0,
+    once: Annotated[
+        bool, typer.Option("--once", help="Move what is ready now, then exit.")
+    ] = False,
+) -> None:
+    """Move the messages of this database's routes to the linked databases (exactly once)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    mover = Bridge(resolve_dsn(dsn), routes=route, batch=batch, poll=poll)
+    if once:
+        try:
+            moved = mover.drain()
+        finally:
+            mover.close()
+        console.print(f"moved {moved} message(s)")
+        return
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stats = mover.run(stop)
+    console.print(
+        f"stopped: {stats.batches} batches, {stats.accepted} accepted, "
+        f"{stats.duplicate} duplicate, {stats.looped} looped, {stats.errors} errors"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``pgmbus bridge`` to the application."""
+    app.command("bridge")(bridge_cmd)
