@@ -9,8 +9,7 @@ from typing import Annotated
 
 import typer
 
-from pgmbus.cli.common import DsnOption, console, reports_errors
-from pgmbus.dsn import resolve_dsn
+from pgmbus.cli.common import DsnOption, console, database, reports_errors
 from pgmbus.exchange import Bridge
 
 
@@ -31,7 +30,8 @@ def bridge_cmd(
 ) -> None:
     """Move the messages of this database's routes to the linked databases (exactly once)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    mover = Bridge(resolve_dsn(dsn), routes=route, batch=batch, poll=poll)
+    # checked first: a bad DSN or a missing schema fails at once, in one line
+    mover = Bridge(database(dsn), routes=route, batch=batch, poll=poll)
     if once:
         try:
             moved = mover.drain()
