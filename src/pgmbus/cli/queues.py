@@ -136,7 +136,7 @@ def stats_cmd(
     dsn: DsnOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Depth, ready, delayed, leased, expired, oldest age and dead messages per consumer."""
+    """Depth, ready, delayed, leased, expired, oldest age, dead messages, selector errors."""
     bus = _bus(dsn)
     try:
         rows = bus.stats(name)
@@ -152,7 +152,16 @@ def stats_cmd(
         )
         return
     table = Table(
-        "queue", "consumer", "depth", "ready", "delayed", "leased", "expired", "oldest (s)", "dmq"
+        "queue",
+        "consumer",
+        "depth",
+        "ready",
+        "delayed",
+        "leased",
+        "expired",
+        "oldest (s)",
+        "dmq",
+        "selector errors",
     )
     for r in rows:
         age = "" if r.oldest_age is None else f"{r.oldest_age.total_seconds():.1f}"
@@ -166,6 +175,7 @@ def stats_cmd(
             str(r.expired),
             age,
             str(r.dmq),
+            str(r.selector_errors),
         )
     console.print(table)
 

@@ -11,11 +11,8 @@ DECLARE
 BEGIN
     IF expires IS NOT NULL AND (expires <= now() OR delayed_until >= expires) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
-            MESSAGE = CASE WHEN expires <= now()
-                THEN format('expires (%s) is not in the future: the message could never be '
-                            'delivered', expires)
-                ELSE format('delayed_until (%s) is not before expires (%s): the message could '
-                            'never be delivered', delayed_until, expires) END;
+            MESSAGE = CASE WHEN expires <= now() THEN format('expires %s is in the past', expires)
+                ELSE format('delayed_until %s is not before expires', delayed_until) END;
     END IF;
     IF data IS NULL OR jsonb_typeof(data) <> 'object' THEN
         PERFORM mbus.check_payload('data', data, false);

@@ -14,11 +14,8 @@ BEGIN
     END IF;
     IF expires IS NOT NULL AND (expires <= now() OR delayed_until >= expires) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
-            MESSAGE = CASE WHEN expires <= now()
-                THEN format('expires (%s) is not in the future: the message could never be '
-                            'delivered', expires)
-                ELSE format('delayed_until (%s) is not before expires (%s): the message could '
-                            'never be delivered', delayed_until, expires) END;
+            MESSAGE = CASE WHEN expires <= now() THEN format('expires %s is in the past', expires)
+                ELSE format('delayed_until %s is not before expires', delayed_until) END;
     END IF;
     IF headers IS NOT NULL AND cardinality(headers) <> cardinality(data)
        OR properties IS NOT NULL AND cardinality(properties) <> cardinality(data) THEN

@@ -215,15 +215,12 @@ BEGIN
     -- triggers), expires not in the future, delayed_until not before expires.
     v_guard := CASE WHEN v_ncons = 0 AND v_triggers = '' THEN format($t$
     RAISE EXCEPTION USING ERRCODE = 'MB008',
-        MESSAGE = %L;$t$, format('queue %s has no consumer: a message posted to it could never '
-                                 'be delivered', q)) ELSE '' END || $t$
+        MESSAGE = %L;$t$,
+        format('queue %s has no consumer to deliver to', q)) ELSE '' END || $t$
     IF expires IS NOT NULL AND (expires <= now() OR delayed_until >= expires) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
-            MESSAGE = CASE WHEN expires <= now()
-                THEN format('expires (%s) is not in the future: the message could never be '
-                            'delivered', expires)
-                ELSE format('delayed_until (%s) is not before expires (%s): the message could '
-                            'never be delivered', delayed_until, expires) END;
+            MESSAGE = CASE WHEN expires <= now() THEN format('expires %s is in the past', expires)
+                ELSE format('delayed_until %s is not before expires', delayed_until) END;
     END IF;$t$;
 
     -- post_<q>: the original mbus API's signature; returns the iid.
