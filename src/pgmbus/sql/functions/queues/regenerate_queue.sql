@@ -5,14 +5,27 @@
 --           selectors pasted as expressions over t). The generic entry points dispatch to them;
 --           fast clients call them directly. tests/queues/golden holds their text: a change here is
 --           a golden diff.
---             post_<q>: checks payloads, makes the id (a given iid of this queue's own form is not
---             stored), stamps the headers (stored only when not the defaults), then inserts one
---             delivery per consumer, each INSERT guarded by the consumer's selector, and calls
---             post_<dst> for each trigger. With headers.consume_after, mbus.await_deps decides
---             whether the message waits (vt = 'infinity'). Deliveries due in more than a minute go
---             to the parking segment 0, the others to mbus.segment_of(q).
+--             Every name comes from mbus.generated_names (the one list the collision check uses).
+--             post_<q>: refuses a post that could never be delivered (no consumer and no trigger:
+--             MB008; expires not after now and delayed_until: MB006), checks payloads, checks a
+--             given iid (mbus.check_iid) and, under pg_advisory_xact_lock on (queue, iid), returns
+--             at once when a message with that iid is pending (idempotent posts; only posts with
+--             an iid pay: the lock and one index lookup), makes the id (an iid of this queue's own
+--             form is not stored), stamps the headers (stored only when not the defaults), then
+--             inserts one delivery per consumer, each INSERT guarded by the consumer's selector,
+--             and calls post_<dst> for each trigger. Selectors are evaluated together in one
+--             exception block (queues without selectors have none); when that raises, each again
+--             in its own, and the copy whose selector raised goes to mbus.dmq
+--             (mbus.selector_failed) while the post and the other copies go on. With
+--             headers.consume_after, mbus.await_deps decides whether the message waits (vt =
+--             'infinity'). Deliveries due in more than a minute go to the parking segment 0, the
+--             others to mbus.segment_of(q).
 --             postn_<q>: many messages in one statement: data-modifying CTEs, one INSERT per
---             consumer over the same numbered messages m; with consume_after, mbus.post_each.
+--             consumer over the same numbered messages m; with consume_after, mbus.post_each. On a
+--             queue with selectors the statement runs in an exception block, and when it raises
+--             the messages are posted one by one through post_<q> (mbus.post_each).
+--             take_<q> removes one message (the oldest, should two pending share a client iid);
+--             lease_<q>_by_<c> returns its batch in claim order.
 --             peek_, clear_queue_, take_, ack_, nack_, extend_, bury_<q>; per consumer consume_,
 --             consumen_, lease_, take_from_<q>_by_<c>.
 --             Claims lock through the parent: FOR UPDATE SKIP LOCKED ordered by (vt, id) (one
