@@ -7,7 +7,8 @@
 --           inside a subtransaction that is always rolled back: it refuses subqueries, aggregates
 --           and anything not IMMUTABLE (now(), current_user, random(), table reads), which is what
 --           "static" means here. A session's own table named t does not matter, and no TEMPORARY
---           privilege is needed. NULL passes (no selector); blank is an error.
+--           privilege is needed. It is pasted into generated code, so ';', '--' and '/*' are
+--           refused (even inside string literals). NULL passes (no selector); blank is an error.
 -- Params:   selector  the expression (text; NULL = none)
 -- Returns:  void; raises MB004 with the parser's or planner's message
 -- Locks:    SHARE on mbus.t while an index on it is made and rolled back in a subtransaction
@@ -27,6 +28,11 @@ BEGIN
     END IF;
     IF btrim(selector) = '' THEN
         RAISE EXCEPTION USING ERRCODE = 'MB004', MESSAGE = 'selector must not be empty';
+    END IF;
+    -- It is pasted into generated code: one expression, nothing that ends or hides code.
+    IF strpos(selector, ';') > 0 OR strpos(selector, '--') > 0 OR strpos(selector, '/*') > 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB004',
+            MESSAGE = format('invalid selector %L: ";", "--" and "/*" are not allowed', selector);
     END IF;
     BEGIN
         EXECUTE format('CREATE INDEX ON mbus.t ((CAST((%s) AS boolean)))', selector);
