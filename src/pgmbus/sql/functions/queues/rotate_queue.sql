@@ -7,7 +7,8 @@
 --           transaction of its own (autocommit), about once a second on a busy queue (Bus
 --           consumers, the worker and `pgmbus queue rotate --every` do). It
 --             0. deletes expired deliveries (expires <= now; the original API: an expired message
---                is deleted), up to 10000 per call, through the expires index, skipping rows
+--                is deleted), up to 10000 per segment and call, through the expires index
+--                (by ctid per segment), skipping rows
 --                another transaction holds; so an expired row never keeps a segment from being
 --                truncated, and clear_queue is not needed. Deleting a delivery others wait on
 --                releases them at commit (dep_gone), and its segment is truncated by the next call;
@@ -62,6 +63,7 @@ DECLARE
     v_next      integer;
     v_closing   integer;
     v_expired   bigint;
+    v_count     bigint;
 BEGIN
     PERFORM mbus.require_queue(qname);
     -- A transaction that wrote already is not one of its own; under REPEATABLE READ or
@@ -76,13 +78,18 @@ BEGIN
         RETURN jsonb_build_object('skipped', 'another rotate_queue of this queue is running');
     END IF;
     SELECT * INTO st FROM mbus.queue_segment AS s WHERE s.qname = rotate_queue.qname;
-    -- 0: expired deliveries go (never waiting for a row another transaction holds).
-    EXECUTE format($t$
-        WITH x AS (SELECT q.tableoid AS rel, q.ctid AS tid FROM mbus.%1$I AS q
-                   WHERE q.expires <= $1 LIMIT 10000 FOR UPDATE SKIP LOCKED)
-        DELETE FROM mbus.%1$I AS q USING x WHERE q.tableoid = x.rel AND q.ctid = x.tid$t$, tbl)
-    USING clock_timestamp();
-    GET DIAGNOSTICS v_expired = ROW_COUNT;
+    -- 0: expired deliveries go, segment by segment (a TID scan of the rows the expires index
+    -- found), never waiting for a row another transaction holds.
+    v_expired := 0;
+    FOR n IN 0 .. 3 LOOP
+        EXECUTE format($t$
+            DELETE FROM mbus.%1$I AS q
+            WHERE q.ctid = ANY (ARRAY(SELECT x.ctid FROM mbus.%1$I AS x WHERE x.expires <= $1
+                                      LIMIT 10000 FOR UPDATE SKIP LOCKED))$t$, tbl || '$' || n)
+        USING clock_timestamp();
+        GET DIAGNOSTICS v_count = ROW_COUNT;
+        v_expired := v_expired + v_count;
+    END LOOP;
     FOR n IN 1 .. 3 LOOP
         CONTINUE WHEN n = st.cur;
         v_seg := format('mbus.%I', tbl || '$' || n)::regclass;
