@@ -12,7 +12,7 @@
 --           (truncated segments stay ACCESS EXCLUSIVE locked until it ends, a few milliseconds
 --           per queue; callers that mind use rotate_queue per queue)
 -- Callers:  users directly (the Bus docs name it for queues without rotate_every; not a public
---           entry point); no Python or SQL caller
+--           entry point); no Python or SQL caller; tests tests/queues/test_queues_integrity.py
 CREATE OR REPLACE FUNCTION mbus.rotate_queues()
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
