@@ -13,8 +13,8 @@
 --           viewname  [schema.]name of the view (text; NULL = public.<qname>_q)
 -- Returns:  text: the view's quoted qualified name; MB006 for a bad view name
 -- Locks:    CREATE VIEW, CREATE TRIGGER and GRANT on the new view; no queue lock
--- Callers:  pgmbus.cli.queue_workflow.view_cmd via sql/queues.sql 'create_view' (CLI `pgmbus queue view`);
---           tests tests/queues/test_queues_security.py, test_queues_segments.py,
+-- Callers:  pgmbus.cli.queue_workflow.view_cmd via sql/queues.sql 'create_view' (CLI `pgmbus
+--           queue view`); tests tests/queues/test_queues_security.py, test_queues_segments.py,
 --           test_queues_integrity.py
 CREATE OR REPLACE FUNCTION mbus.create_view(qname text, viewname text DEFAULT NULL)
 RETURNS text
