@@ -37,7 +37,7 @@ WHERE t.kind = 'consumer' AND c.qname = t.qname AND c.cname = t.cname;
 CREATE TABLE mbus.t OF mbus.qt_model;
 
 COMMENT ON TABLE mbus.t IS
-    'Always empty: mbus.check_selector tests a selector as an index expression on it (rolled back).';
+    'Always empty: mbus.check_selector tests a selector as an index expression on it.';
 
 DROP VIEW IF EXISTS mbus.queue_metrics;
 

@@ -34,7 +34,8 @@ BEGIN
                                         '(<queue>.<n>@<database>, n without leading zeros)', iid);
     END IF;
     v_n := r[2]::bigint;
-    IF v_n > coalesce(pg_catalog.pg_sequence_last_value('mbus.msg_id_seq'::pg_catalog.regclass), 0) THEN
+    IF v_n > coalesce(pg_catalog.pg_sequence_last_value('mbus.msg_id_seq'::pg_catalog.regclass),
+                      0) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = pg_catalog.format('iid %L was not handed out by mbus.get_iid: a client iid '
                                         'of the generated shape must come from it', iid),

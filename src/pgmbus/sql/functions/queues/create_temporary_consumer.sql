@@ -12,8 +12,8 @@
 -- Locks:    those of mbus.clear_tempq and mbus.create_consumer (pg_advisory_xact_lock(1835165041),
 --           taken first so that the name checked free stays free)
 -- Callers:  pgmbus.queues Bus.create_temporary_consumer / AsyncBus.create_temporary_consumer via
---           sql/queues.sql 'create_temporary_consumer'; tests tests/queues/test_queues_temporary.py,
---           test_queues_integrity.py
+--           sql/queues.sql 'create_temporary_consumer'; tests
+--           tests/queues/test_queues_temporary.py, test_queues_integrity.py
 CREATE OR REPLACE FUNCTION mbus.create_temporary_consumer(qname text, selector text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql VOLATILE

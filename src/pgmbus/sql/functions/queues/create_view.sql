@@ -46,7 +46,8 @@ SELECT DISTINCT ON (q.id) q.id, coalesce(q.iid, %L || q.id || '@' || current_dat
        q.added, q.delayed_until, q.expires, q.headers, q.properties, q.data
 FROM mbus.%I AS q
 WHERE %s
-ORDER BY q.id$t$, CASE WHEN i = 1 THEN 'CREATE' ELSE 'CREATE OR REPLACE' END, v_schema, v_name, qname || '.', 'q_' || qname,
+ORDER BY q.id$t$, CASE WHEN i = 1 THEN 'CREATE' ELSE 'CREATE OR REPLACE' END, v_schema,
+            v_name, qname || '.', 'q_' || qname,
             CASE WHEN i = 1 THEN 'false'
                  ELSE format('pg_catalog.has_table_privilege(%L::regclass, ''SELECT'')',
                              format('%I.%I', v_schema, v_name)) END);

@@ -143,7 +143,8 @@ BEGIN
         v_ncons := v_ncons + 1;
         IF r.selector IS NOT NULL THEN
             v_vars := v_vars || format(E'\n    v_c%s boolean;', r.cid);
-            v_sel := v_sel || format(E'\n        v_c%s := coalesce((%s), false);', r.cid, r.selector);
+            v_sel := v_sel || format(E'\n        v_c%s := coalesce((%s), false);', r.cid,
+                                     r.selector);
             v_sel1 := v_sel1 || format($t$
         BEGIN
             v_c%1$s := coalesce((%2$s), false);
@@ -354,7 +355,8 @@ $b$, v_guard, q, q, q, q, chan, q,
         -- raised), one by one through post_<q>, which sends such copies to mbus.dmq.
         CASE WHEN v_sel = '' THEN '    RETURN QUERY' ELSE '    BEGIN' END,
         q || '.', q, v_fanoutn, v_trign,
-        CASE WHEN v_sel = '' THEN 'SELECT m.iid' ELSE 'SELECT array_agg(m.iid ORDER BY m.ord) INTO v_iids' END,
+        CASE WHEN v_sel = '' THEN 'SELECT m.iid'
+             ELSE 'SELECT array_agg(m.iid ORDER BY m.ord) INTO v_iids' END,
         v_fire,
         CASE WHEN v_sel = '' THEN ' ORDER BY m.ord;' ELSE format($t$;
     EXCEPTION WHEN OTHERS THEN

@@ -37,8 +37,8 @@
 -- Returns:  jsonb: {current, rotated, truncated: [n], busy: [n], kept: [n], closing, expired: the
 --           deliveries deleted}, or {skipped: why}; MB001/MB002 for a bad or unknown queue
 -- Locks:    pg_try_advisory_xact_lock(1835165043, hashtext(qname)) (no wait); row locks of the
---           expired deliveries it deletes (FOR UPDATE SKIP LOCKED: never waits); ACCESS SHARE on the
---           segments it measures and reads; LOCK TABLE segment IN ACCESS EXCLUSIVE MODE NOWAIT then
+--           expired deliveries it deletes (FOR UPDATE SKIP LOCKED: never waits); ACCESS SHARE on
+--           the segments it measures and reads; LOCK TABLE segment IN ACCESS EXCLUSIVE MODE NOWAIT then
 --           TRUNCATE, held to commit (released at once, by a rolled-back subtransaction, when the
 --           segment has rows); a row lock on its mbus.queue_segment row (UPDATE). SECURITY DEFINER,
 --           so roles that only consume can run it
