@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both prepare the machine first.
-.PHONY: demo test lint typecheck pytest bench bootstrap clean generate
+.PHONY: demo test lint typecheck pytest bench bootstrap clean generate screenshots
 
 VENV := .venv
 BIN := $(VENV)/bin
@@ -27,7 +27,12 @@ generate: bootstrap
 typecheck: bootstrap
 	$(BIN)/mypy src
 
+# the dashboard pages in chromium, saved into docs/img (docs/operations.md shows them)
+screenshots: bootstrap
+	PGMBUS_SCREENSHOTS=docs/img $(BIN)/pytest -q tests/ops/test_ops_dashboard.py -k every_page
+
 bench: bootstrap
+	$(BIN)/python -m pgmbus dev start >/dev/null
 	$(BIN)/python -m bench insert_copy
 
 clean:

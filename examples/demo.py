@@ -33,8 +33,11 @@ def main() -> int:
     pgmbus("dev", "start")
     dsn = resolve_dsn()
     with psycopg.connect(dsn) as conn:
-        applied = schema.install(conn)
-    console.print(f"schema installed ({len(applied)} migration(s) applied now)")
+        result = schema.install(conn)
+    console.print(
+        f"schema installed ({len(result.migrations)} migration(s) applied now"
+        f"{', functions applied' if result.functions_applied else ''})"
+    )
     pgmbus("status")
 
     for path in sorted(HERE.glob("demo_[0-9]*.py")):

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepare this machine for pgmbus: PostgreSQL server binaries (Debian's packages when none are
-# present) and a virtualenv in .venv with pgmbus installed in editable mode with its extras.
+# present) and a virtualenv in .venv with pgmbus installed in editable mode with its extras, at
+# the exact versions of constraints.txt (pyproject.toml holds the ranges).
 # Idempotent: a second run only checks. Usage: scripts/bootstrap.sh [extras, default "test"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,18 @@ if [ ! -f /usr/share/java/postgresql.jar ] && command -v apt-get >/dev/null 2>&1
         >/dev/null 2>&1 || echo "bootstrap: could not install it; the Spark JDBC baseline is off" >&2
 fi
 
+# The dashboard tests drive Debian's chromium with Playwright (Playwright's own browser download
+# cannot reach its servers here); installed with the test extras, only when missing.
+if [[ "$extras" == *test* ]] && ! command -v chromium >/dev/null 2>&1 &&
+    command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing Debian's chromium (dashboard browser tests)" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null 2>&1 ||
+        echo "bootstrap: could not install chromium; the dashboard browser tests will skip" >&2
+fi
+
 python=""
 for candidate in python3.13 python3.12 python3.11 python3; do
     if command -v "$candidate" >/dev/null 2>&1 &&
@@ -47,11 +60,11 @@ if [ ! -x .venv/bin/python ]; then
     "$python" -m venv .venv
 fi
 stamp=".venv/.pgmbus-installed"
-want="$(cat pyproject.toml | sha256sum | cut -d' ' -f1) $extras"
+want="$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1) $extras"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     log="$(mktemp)"
     echo "bootstrap: installing pgmbus[$extras] into .venv" >&2
-    if ! .venv/bin/python -m pip install -q -e ".[$extras]" >"$log" 2>&1; then
+    if ! .venv/bin/python -m pip install -q -c constraints.txt -e ".[$extras]" >"$log" 2>&1; then
         cat "$log" >&2
         exit 1
     fi

@@ -47,6 +47,8 @@ _DEFINES = re.compile(
     r"^CREATE OR REPLACE (FUNCTION|PROCEDURE|VIEW) mbus\.([a-z_][a-z0-9_]*)\b", re.MULTILINE
 )
 
+# The baseline migrations 0001-0005 hold exactly what the 0.1 layout had at its last migration.
+BASELINE = 5
 # The pre-release 0.1 layout: migrations 0001-0009 as they were applied (name, sha256).
 LEGACY_LAYOUT: dict[int, tuple[str, str]] = {
     1: ("base", "3b7cb9260e8e45ca8700919c8f75b9bf7f18fee71338a2787f800abb5f07b559"),
@@ -354,10 +356,14 @@ def check(conn: psycopg.Connection[Any]) -> SchemaStatus:
 
 
 def _convert_legacy(conn: psycopg.Connection[Any], known: list[Migration]) -> None:
-    """Turn a complete 0.1 schema into the baseline: drop what is gone, rewrite the ledger."""
+    """Turn a complete 0.1 schema into the baseline: drop what is gone, rewrite the ledger.
+
+    The baseline migrations are recorded as applied; later ones are applied as usual.
+    """
     conn.execute(read_sql("convert_0_1_layout.sql"))
     for migration in known:
-        _record(conn, migration)
+        if migration.version <= BASELINE:
+            _record(conn, migration)
 
 
 def _record(conn: psycopg.Connection[Any], migration: Migration) -> None:
@@ -426,17 +432,13 @@ def install(conn: psycopg.Connection[Any], *, target: int | None = None) -> Inst
                 if _is_legacy(applied):
                     _refuse_partial_legacy(applied)
                     _convert_legacy(conn, known)
-                    applied, converted = [], True
-                    todo: list[Migration] = []
-                else:
-                    pending = _verify(applied, known)
-                    todo = [m for m in pending if target is None or m.version <= target]
+                    applied, converted = _read_applied(conn) or [], True
+                pending = _verify(applied, known)
+                todo = [m for m in pending if target is None or m.version <= target]
                 for migration in todo:
                     conn.execute(migration.sql)
                     _record(conn, migration)
                 reached = max([r.version for r in applied] + [m.version for m in todo] or [0])
-                if converted:
-                    reached = latest
                 functions_applied = False
                 if reached == latest:
                     current = _installed_functions(conn)

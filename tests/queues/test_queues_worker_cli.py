@@ -109,7 +109,7 @@ def test_queue_commands(autodb: str) -> None:
     assert iid in run("dmq", "replay", str(dmq_id))
     assert iid in run("queue", "consume", "mail")
     bad = runner.invoke(app, ["queue", "post", "mail", "[1]", "--dsn", autodb])
-    assert bad.exit_code == 1 and "JSON object" in bad.output
+    assert bad.exit_code == 2 and "JSON object" in bad.output  # a usage error
     missing = runner.invoke(app, ["queue", "peek", "mail", "--dsn", autodb])
     assert missing.exit_code == 1 and "no" in missing.output
     run("queue", "drop", "mail")

@@ -27,7 +27,7 @@ def test_streams_commands_end_to_end(db_dsn: str) -> None:
         "groups",
         "capture",
         "repair-after-restore",
-        "dead-letters",
+        "dmq",
     ):
         assert command in _ok("streams", "--help")
     assert "maintain" in _ok("--help")

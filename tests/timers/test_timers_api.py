@@ -15,8 +15,8 @@ import httpx
 import pytest
 import uvicorn
 
+from pgmbus.http import ServiceConfig, create_app
 from pgmbus.timers.dispatcher import DispatcherConfig
-from pgmbus.timers.service import ServiceConfig, create_app
 from tests.timers.conftest import LOCAL, Env, ScriptedServer, wait_until
 
 
@@ -143,7 +143,7 @@ def test_update_rules(api: Api) -> None:
         assert r.json()["context"] == {"v": 2}
         c.post("/v1/callbacks/orders/e/cancel").raise_for_status()
         r = c.patch("/v1/callbacks/orders/e", json={"url": "https://example.com/2"})
-        assert r.status_code == 409 and r.json()["error"] == "InvalidState"
+        assert r.status_code == 409 and r.json()["error"] == "invalid_state"
         r = c.patch("/v1/callbacks/orders/e", json={"url": "https://example.com/2",
                                                     "i_ensure_pending": True})
         assert r.status_code == 200 and r.json()["status"] == "pending"

@@ -105,6 +105,8 @@ def test_500_three_times_then_200_is_notified_by_fast_retries(env: Env, http_ser
     assert len(got) == 4
     assert len({r.headers["webhook-id"] for r in got}) == 1
     assert [r.headers["pgmbus-attempt"] for r in got] == ["1"] * 4  # one claim, fast retries
+    assert [r.headers["pgmbus-call"] for r in got] == ["1", "2", "3", "4"]
+    assert [(r.json["attempt"], r.json["call"]) for r in got] == [(1, 1), (1, 2), (1, 3), (1, 4)]
     calls = env.sql("SELECT call, outcome, status_code FROM mbus.timer_attempts ORDER BY call")
     assert calls == [(0, "error", 500), (1, "error", 500), (2, "error", 500), (3, "ok", 200)]
 
@@ -116,6 +118,7 @@ def test_500_three_times_then_200_by_rescheduled_retries(env: Env, http_server: 
     assert status_of(env, "e") == "notified"
     got = server.received
     assert [r.headers["pgmbus-attempt"] for r in got] == ["1", "2", "3", "4"]
+    assert [r.headers["pgmbus-call"] for r in got] == ["1"] * 4
     assert len({r.headers["webhook-id"] for r in got}) == 1
     hist = env.sql("SELECT mbus.timer_history(%s, 'g', 'e')", (env.client.id,))[0][0]
     assert [c["action"] for c in hist["changes"]] == ["create", "retry", "retry", "retry",
@@ -163,7 +166,8 @@ def test_request_is_signed_and_carries_context(env: Env, http_server: Server) ->
     assert req.json["event_key"] == "e" and req.json["group_key"] == "g"
     assert req.json["webhook_id"] == req.headers["webhook-id"]
     signed = f"{req.headers['webhook-id']}.{req.headers['webhook-timestamp']}.".encode() + req.body
-    mac = hmac.new(env.client.signing_secret.encode(), signed, hashlib.sha256).digest()
+    key = base64.b64decode(env.client.signing_secret.removeprefix("whsec_"))
+    mac = hmac.new(key, signed, hashlib.sha256).digest()
     assert req.headers["webhook-signature"] == "v1," + base64.b64encode(mac).decode()
     assert req.headers["host"] == server.url.removeprefix("http://")
 

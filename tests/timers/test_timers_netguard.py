@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 
-from pgmbus.timers.netguard import NetworkGuard, RefusedURL, parse_networks
+from pgmbus.timers.netguard import NetworkGuard, RefusedURL, embedded_ipv4, parse_networks
 from tests.timers.conftest import run
 
 
@@ -53,3 +55,89 @@ def test_allow_list_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> Non
     run(guard.check("http://10.1.1.1/x"))
     with pytest.raises(RefusedURL):
         run(guard.check("http://192.168.1.1/x"))
+
+
+# Every IPv6 form that embeds an IPv4 address, with each kind of non-public IPv4 inside.
+_PRIVATE_V4 = ["127.0.0.1", "10.1.2.3", "169.254.169.254", "192.168.0.1"]
+
+
+def _nat64(v4: str) -> str:
+    return str(ipaddress.IPv6Address(int(ipaddress.IPv6Address("64:ff9b::"))
+                                     | int(ipaddress.IPv4Address(v4))))
+
+
+def _compat(v4: str) -> str:
+    return str(ipaddress.IPv6Address(int(ipaddress.IPv4Address(v4))))
+
+
+def _mapped(v4: str) -> str:
+    return f"::ffff:{v4}"
+
+
+def _sixtofour(v4: str) -> str:
+    return str(ipaddress.IPv6Address((0x2002 << 112) | (int(ipaddress.IPv4Address(v4)) << 80) | 1))
+
+
+def _teredo_client(v4: str) -> str:
+    # server 8.8.8.8 (public), client obfuscated (bit-inverted) in the low 32 bits
+    client = int(ipaddress.IPv4Address(v4)) ^ 0xFFFFFFFF
+    server = int(ipaddress.IPv4Address("8.8.8.8"))
+    return str(ipaddress.IPv6Address((0x20010000 << 96) | (server << 64) | client))
+
+
+def _teredo_server(v4: str) -> str:
+    client = int(ipaddress.IPv4Address("8.8.8.8")) ^ 0xFFFFFFFF
+    server = int(ipaddress.IPv4Address(v4))
+    return str(ipaddress.IPv6Address((0x20010000 << 96) | (server << 64) | client))
+
+
+_FORMS = {"nat64": _nat64, "compat": _compat, "mapped": _mapped, "6to4": _sixtofour,
+          "teredo-client": _teredo_client, "teredo-server": _teredo_server}
+
+
+@pytest.mark.parametrize("v4", _PRIVATE_V4)
+@pytest.mark.parametrize("form", sorted(_FORMS))
+def test_ipv6_forms_embedding_private_ipv4_are_refused(form: str, v4: str) -> None:
+    address = _FORMS[form](v4)
+    assert ipaddress.IPv4Address(v4) in embedded_ipv4(ipaddress.IPv6Address(address))
+    with pytest.raises(RefusedURL, match="not public"):
+        run(NetworkGuard().check(f"http://[{address}]:8080/hook"))
+    # an allow-listed IPv4 network does not open the IPv6 forms that embed it
+    # (the mapped form is the IPv4 address itself: the socket connects to it)
+    opened = NetworkGuard(parse_networks([f"{v4}/32"]))
+    if form == "mapped":
+        run(opened.check(f"http://[{address}]:8080/hook"))
+    else:
+        with pytest.raises(RefusedURL):
+            run(opened.check(f"http://[{address}]:8080/hook"))
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["64:ff9b:1::7f00:1", "64:ff9b:1:7f00:1::", "64:ff9b:1::808:808"],
+)
+def test_local_use_nat64_is_refused(address: str) -> None:
+    with pytest.raises(RefusedURL):
+        run(NetworkGuard().check(f"http://[{address}]/"))
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        _nat64("8.8.8.8"),
+        _sixtofour("8.8.8.8"),
+        _compat("1.1.1.1"),
+        _mapped("9.9.9.9"),
+        "2606:4700:4700::1111",
+        "2001:4860:4860::8888",
+    ],
+)
+def test_ipv6_forms_embedding_public_ipv4_are_allowed(address: str) -> None:
+    # classification only: check() resolves nothing for a literal and sends no traffic
+    target = run(NetworkGuard().check(f"https://[{address}]/x"))
+    assert ipaddress.ip_address(target.address) == ipaddress.ip_address(address)
+
+
+def test_an_allow_listed_ipv6_network_is_allowed_whatever_it_embeds() -> None:
+    guard = NetworkGuard(parse_networks(["64:ff9b::/96"]))
+    run(guard.check(f"http://[{_nat64('127.0.0.1')}]/"))

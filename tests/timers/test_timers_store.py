@@ -83,10 +83,11 @@ def test_create_many_reports_each_item_and_repeats_in_one_batch(env: Env) -> Non
 
 
 def test_invalid_values_are_refused(env: Env) -> None:
+    # typed errors (MB006 with the reason), not the table's CHECK violations
     assert sqlstate_of(env, "SELECT mbus.timer_create(%s, 'g', 'e', now(), 'ftp://x/y')",
-                       (env.client.id,)) == "23514"
+                       (env.client.id,)) == "MB006"
     assert sqlstate_of(env, "SELECT mbus.timer_create(%s, 'g', 'a/b', now(), %s)",
-                       (env.client.id, URL)) == "23514"
+                       (env.client.id, URL)) == "MB006"
     assert sqlstate_of(env, "SELECT mbus.timer_create(%s, 'g', 'e', now(), %s, '{}', %s)",
                        (env.client.id, URL, Jsonb({"kind": "linear"}))) == "MB006"
     assert sqlstate_of(env, "SELECT mbus.timer_create(%s, 'g', 'e', now(), %s, '{}', %s)",

@@ -2,19 +2,46 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from pgmbus.cli import dev, queues, sagas, schema_cmds, timers
+from pgmbus import __version__
+from pgmbus.cli import dev, queues, sagas, schema_cmds, timers, top
+from pgmbus.cli import ops as ops_cli
 from pgmbus.cli import spark as spark_cli
 from pgmbus.cli import streams as streams_cli
+from pgmbus.cli.errors import OneLineErrors
 
 app = typer.Typer(
     name="pgmbus",
-    help="pgmbus: a message bus inside PostgreSQL (queues, streams, timers).",
+    cls=OneLineErrors,
+    help="pgmbus: a message bus inside PostgreSQL (queues, streams, timers). "
+    "Vocabulary and the DSN rule: docs/cli.md.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"pgmbus {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """pgmbus: a message bus inside PostgreSQL (queues, streams, timers)."""
+
+
 app.add_typer(dev.app, name="dev")
 schema_cmds.register(app)
 queues.register(app)
@@ -22,6 +49,8 @@ sagas.register(app)
 streams_cli.register(app)
 timers.register(app)
 spark_cli.register(app)
+ops_cli.register(app)
+top.register(app)
 
 
 def main() -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from pgmbus.cli.common import JsonOption, console, print_json, reports_errors
+from pgmbus.cli.common import JsonOption, console, make_table, print_json, reports_errors
 from pgmbus.devdb import DevCluster
 
 app = typer.Typer(
@@ -21,7 +21,7 @@ def _show(cluster: DevCluster, as_json: bool) -> None:
     if as_json:
         print_json({k: str(v) if k == "home" else v for k, v in dataclasses.asdict(info).items()})
         return
-    table = Table(show_header=False, box=None)
+    table = make_table("what", "value", show_header=False, box=None)
     table.add_row("home", str(info.home))
     table.add_row("state", "[green]running[/]" if info.running else "[yellow]stopped[/]")
     table.add_row("pid", str(info.pid or "-"))
@@ -63,13 +63,18 @@ def dsn() -> None:
     typer.echo(DevCluster().dsn())
 
 
-@app.command()
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 @reports_errors
-def psql() -> None:
-    """Open psql on the cluster's pgmbus database."""
+def psql(
+    args: Annotated[
+        list[str] | None,
+        typer.Argument(help="Arguments for psql, after --: pgmbus dev psql -- -c 'select 1'"),
+    ] = None,
+) -> None:
+    """Open psql on the cluster's pgmbus database (starting the cluster if needed)."""
     cluster = DevCluster()
     cluster.start()
-    argv = cluster.psql_argv()
+    argv = [*cluster.psql_argv(), *(args or [])]
     os.execv(argv[0], argv)  # noqa: S606 - replacing this process with psql is the point
 
 

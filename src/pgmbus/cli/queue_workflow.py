@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from pgmbus.cli.common import (
     DsnOption,
     JsonOption,
     console,
+    json_object,
+    make_table,
+    open_bus,
     print_json,
     query_rows,
     reports_errors,
+    require_queue,
 )
-from pgmbus.dsn import resolve_dsn
-from pgmbus.errors import InvalidPayload
-from pgmbus.queues import Bus
 from pgmbus.sqlfiles import load_queries
 
 Q = load_queries("queues.sql")
@@ -35,7 +34,7 @@ def waiting_cmd(
     if as_json:
         print_json([r | {"since": r["since"].isoformat()} for r in rows])
         return
-    table = Table("queue", "iid", "pending", "waits for")
+    table = make_table("queue", "iid", "pending", "waits for")
     for r in rows:
         table.add_row(r["qname"], r["iid"], str(r["pending"]), ", ".join(r["waits_for"]))
     console.print(table)
@@ -60,10 +59,10 @@ def request_cmd(
     dsn: DsnOption = None,
 ) -> None:
     """Send a request and print the reply's data (request-response over a temporary queue)."""
-    payload = json.loads(data)
-    if not isinstance(payload, dict):
-        raise InvalidPayload("data must be a JSON object", sqlstate="MB005")
-    with Bus(resolve_dsn(dsn), max_size=2) as bus:
+    payload = json_object(data, "DATA")
+    with open_bus(dsn) as bus:
+        with bus.pool.connection() as conn:
+            require_queue(conn, name)
         reply = bus.request(name, payload, timeout=timeout)
     print_json(reply.data)
 
@@ -71,7 +70,7 @@ def request_cmd(
 @reports_errors
 def clear_temp_cmd(dsn: DsnOption = None) -> None:
     """Drop temporary queues and consumers whose session has ended."""
-    with Bus(resolve_dsn(dsn), max_size=1) as bus:
+    with open_bus(dsn) as bus:
         typer.echo(f"{bus.clear_tempq()} temporary object(s) dropped")
 
 

@@ -4,42 +4,60 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from pgmbus.cli import queue_workflow
-from pgmbus.cli.common import DsnOption, JsonOption, console, print_json, reports_errors
-from pgmbus.dsn import resolve_dsn
-from pgmbus.errors import InvalidPayload
+from pgmbus.cli.common import (
+    DsnOption,
+    JsonOption,
+    console,
+    database,
+    make_table,
+    open_bus,
+    print_json,
+    reports_errors,
+    require_queue,
+    timestamp,
+)
+from pgmbus.handlers import Handlers
 from pgmbus.queues import Bus, Message
 from pgmbus.queues.worker import WorkerConfig, load_handler, serve
+from pgmbus.workers import logs as worker_logs
+from pgmbus.workers.health import parse_address
+from pgmbus.workers.runtime import dsn_of, load_target, run
 
 queue_app = typer.Typer(
-    help="Queues: create, drop, list, stats, rotate, post, consume, peek.", no_args_is_help=True
+    help="Queues: create, drop, create-consumer, drop-consumer, list, stats, rotate, post, "
+    "consume, peek.",
+    no_args_is_help=True,
 )
-dmq_app = typer.Typer(help="The dead-message queue: list and replay.", no_args_is_help=True)
+dmq_app = typer.Typer(
+    help="The dead-message queue (dmq): list dead messages and replay them.", no_args_is_help=True
+)
 
 ConsumerOption = Annotated[str, typer.Option("--consumer", "-c", help="Consumer name.")]
 
 
-def _bus(dsn: str | None) -> Bus:
-    return Bus(resolve_dsn(dsn), max_size=2).open()
+def _require(bus: Bus, queue: str) -> None:
+    with bus.pool.connection() as conn:
+        require_queue(conn, queue)
 
 
 def _object(text: str | None, what: str) -> dict[str, Any] | None:
+    """Parse a JSON object given on the command line; a usage error (exit 2) when it is not."""
     if text is None:
         return None
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidPayload(f"{what} is not valid JSON: {exc}", sqlstate="MB005") from exc
+        raise typer.BadParameter(f"not valid JSON ({exc})", param_hint=what) from None
     if not isinstance(value, dict):
-        raise InvalidPayload(f"{what} must be a JSON object", sqlstate="MB005")
+        raise typer.BadParameter("must be a JSON object", param_hint=what)
     return value
 
 
@@ -65,11 +83,8 @@ def create_cmd(
     dsn: DsnOption = None,
 ) -> None:
     """Create a queue (or regenerate the functions of an existing one)."""
-    bus = _bus(dsn)
-    try:
+    with open_bus(dsn) as bus:
         bus.create_queue(name, ncons)
-    finally:
-        bus.close()
     console.print(f"queue [bold]{name}[/] ready")
 
 
@@ -77,32 +92,47 @@ def create_cmd(
 @reports_errors
 def drop_cmd(name: str, dsn: DsnOption = None) -> None:
     """Drop a queue with its consumers and pending messages."""
-    bus = _bus(dsn)
-    try:
+    with open_bus(dsn) as bus:
         bus.drop_queue(name)
-    finally:
-        bus.close()
     console.print(f"queue [bold]{name}[/] dropped")
 
 
-@queue_app.command("consumer")
+SelectorOption = Annotated[
+    str | None, typer.Option(help="Static SQL expression over t (the message row).")
+]
+
+
+@queue_app.command("create-consumer")
+@reports_errors
+def create_consumer_cmd(
+    name: str, consumer: str, selector: SelectorOption = None, dsn: DsnOption = None
+) -> None:
+    """Create a durable consumer of a queue (or change its selector)."""
+    consumer_cmd(name, consumer, selector, drop=False, dsn=dsn)
+
+
+@queue_app.command("drop-consumer")
+@reports_errors
+def drop_consumer_cmd(name: str, consumer: str, dsn: DsnOption = None) -> None:
+    """Drop a consumer of a queue with its pending deliveries."""
+    consumer_cmd(name, consumer, None, drop=True, dsn=dsn)
+
+
+@queue_app.command("consumer", hidden=True)
 @reports_errors
 def consumer_cmd(
     name: str,
     consumer: str,
-    selector: Annotated[str | None, typer.Option(help="Static SQL expression over t.")] = None,
+    selector: SelectorOption = None,
     drop: Annotated[bool, typer.Option("--drop", help="Drop the consumer instead.")] = False,
     dsn: DsnOption = None,
 ) -> None:
-    """Create (or with --drop, drop) a durable consumer of a queue."""
-    bus = _bus(dsn)
-    try:
+    """Old spelling of create-consumer / drop-consumer (with --drop)."""
+    with open_bus(dsn) as bus:
         if drop:
             bus.drop_consumer(name, consumer)
         else:
             bus.create_consumer(name, consumer, selector)
-    finally:
-        bus.close()
     console.print(f"consumer [bold]{consumer}[/] of {name} {'dropped' if drop else 'ready'}")
 
 
@@ -110,15 +140,12 @@ def consumer_cmd(
 @reports_errors
 def list_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
     """List queues with their consumers and triggers."""
-    bus = _bus(dsn)
-    try:
+    with open_bus(dsn) as bus:
         queues = bus.queues()
-    finally:
-        bus.close()
     if as_json:
         print_json([q.__dict__ for q in queues])
         return
-    table = Table("queue", "consumers", "triggers to", "created")
+    table = make_table("queue", "consumers", "triggers to", "created")
     for q in queues:
         table.add_row(
             q.qname,
@@ -137,11 +164,10 @@ def stats_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """Depth, ready, delayed, leased, expired, oldest age, dead messages, selector errors."""
-    bus = _bus(dsn)
-    try:
+    with open_bus(dsn) as bus:
+        if name is not None:
+            _require(bus, name)
         rows = bus.stats(name)
-    finally:
-        bus.close()
     if as_json:
         print_json(
             [
@@ -151,7 +177,7 @@ def stats_cmd(
             ]
         )
         return
-    table = Table(
+    table = make_table(
         "queue",
         "consumer",
         "depth",
@@ -193,18 +219,18 @@ def rotate_cmd(
 
     Bus consumers and the worker do this by themselves; run it for queues consumed from SQL.
     """
-    bus = _bus(dsn)
-    try:
-        while True:
-            names = [name] if name else [q.qname for q in bus.queues()]
-            print(json.dumps({q: bus.rotate(q) for q in names}), flush=True)
-            if every is None:
-                return
-            time.sleep(every)
-    except KeyboardInterrupt:
-        return
-    finally:
-        bus.close()
+    with open_bus(dsn) as bus:
+        if name is not None:
+            _require(bus, name)
+        try:
+            while True:
+                names = [name] if name else [q.qname for q in bus.queues()]
+                print(json.dumps({q: bus.rotate(q) for q in names}), flush=True)
+                if every is None:
+                    return
+                time.sleep(every)
+        except KeyboardInterrupt:
+            return
 
 
 @queue_app.command("post")
@@ -214,23 +240,29 @@ def post_cmd(
     data: Annotated[str, typer.Argument(help="The payload, a JSON object.")],
     properties: Annotated[str | None, typer.Option(help="JSON object.")] = None,
     delay: Annotated[float | None, typer.Option(help="Deliver after this many seconds.")] = None,
+    at: Annotated[
+        datetime | None,
+        typer.Option(
+            "--at", parser=timestamp, help="Deliver at this ISO 8601 time (UTC if no zone)."
+        ),
+    ] = None,
     ttl: Annotated[float | None, typer.Option(help="Expire after this many seconds.")] = None,
     dsn: DsnOption = None,
 ) -> None:
     """Post one message; prints its iid."""
     payload = _object(data, "data") or {}
     now = datetime.now(UTC)
-    bus = _bus(dsn)
-    try:
+    if delay is not None and at is not None:
+        raise typer.BadParameter("give --delay or --at, not both", param_hint="--at")
+    with open_bus(dsn) as bus:
+        _require(bus, name)
         iid = bus.post(
             name,
             payload,
             properties=_object(properties, "properties"),
-            delayed_until=None if delay is None else now + timedelta(seconds=delay),
+            delayed_until=at if delay is None else now + timedelta(seconds=delay),
             expires=None if ttl is None else now + timedelta(seconds=ttl),
         )
-    finally:
-        bus.close()
     typer.echo(iid)
 
 
@@ -239,16 +271,14 @@ def post_cmd(
 def consume_cmd(
     name: str,
     consumer: ConsumerOption = "default",
-    amount: Annotated[int, typer.Option("--amount", "-n", help="At most this many.")] = 1,
+    max_: Annotated[int, typer.Option("--max", "-n", min=1, help="At most this many.")] = 1,
+    amount: Annotated[int | None, typer.Option("--amount", hidden=True, min=1)] = None,
     wait: Annotated[float, typer.Option(help="Seconds to wait for a message.")] = 0.0,
     dsn: DsnOption = None,
 ) -> None:
     """Consume (remove) messages and print them as JSON lines."""
-    bus = _bus(dsn)
-    try:
-        messages = bus.consume(name, consumer, amount=amount, timeout=wait)
-    finally:
-        bus.close()
+    with open_bus(dsn) as bus:
+        messages = bus.consume(name, consumer, amount=amount or max_, timeout=wait)
     for m in messages:
         typer.echo(json.dumps(_message_dict(m), default=str))
     if not messages:
@@ -261,11 +291,8 @@ def peek_cmd(
     name: str, iid: Annotated[str | None, typer.Argument()] = None, dsn: DsnOption = None
 ) -> None:
     """Say whether the queue holds message IID (any message when omitted); exit 1 when not."""
-    bus = _bus(dsn)
-    try:
+    with open_bus(dsn) as bus:
         found = bus.peek(name, iid)
-    finally:
-        bus.close()
     typer.echo("yes" if found else "no")
     if not found:
         raise typer.Exit(1)
@@ -280,15 +307,14 @@ def dmq_list_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """List dead messages, oldest first."""
-    bus = _bus(dsn)
-    try:
+    with open_bus(dsn) as bus:
+        if queue is not None:
+            _require(bus, queue)
         rows = bus.dmq(queue, limit=limit)
-    finally:
-        bus.close()
     if as_json:
         print_json([r.__dict__ for r in rows])
         return
-    table = Table("dmq id", "queue", "consumer", "iid", "attempts", "reason", "died")
+    table = make_table("dmq id", "queue", "consumer", "iid", "attempts", "reason", "died")
     for r in rows:
         table.add_row(
             str(r.dmq_id),
@@ -310,28 +336,68 @@ def dmq_replay_cmd(
     dsn: DsnOption = None,
 ) -> None:
     """Put dead messages back into their queue (their consumer), keeping their iids."""
-    bus = _bus(dsn)
-    try:
+    with open_bus(dsn) as bus:
         for dmq_id in ids:
             typer.echo(f"{dmq_id} -> {bus.dmq_replay(dmq_id, queue=queue)}")
-    finally:
-        bus.close()
 
 
 @reports_errors
 def worker_cmd(
-    handler: Annotated[str, typer.Argument(help="module:function called with each Message.")],
-    queue: Annotated[str, typer.Option("--queue", "-q", help="Queue to consume.")],
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="module:bus (a Bus, AsyncBus or App whose handlers all run), or "
+            "module:function called with each Message of --queue."
+        ),
+    ],
+    queue: Annotated[
+        str | None,
+        typer.Option("--queue", "-q", help="Queue to consume (module:function form only)."),
+    ] = None,
     consumer: ConsumerOption = "default",
-    concurrency: Annotated[int, typer.Option(help="Messages handled at once.")] = 1,
-    lease: Annotated[float, typer.Option(help="Lease (visibility timeout), seconds.")] = 60.0,
-    max_attempts: Annotated[int, typer.Option(help="Deliveries before the dmq.")] = 5,
-    backoff: Annotated[float, typer.Option(help="First retry delay, seconds (doubles).")] = 1.0,
-    poll: Annotated[float, typer.Option(help="Idle poll interval, seconds.")] = 1.0,
+    concurrency: Annotated[
+        int, typer.Option(help="Messages handled at once (module:function).")
+    ] = 1,
+    lease: Annotated[float, typer.Option(help="Lease, seconds (module:function).")] = 60.0,
+    max_attempts: Annotated[
+        int, typer.Option(help="Deliveries before the dmq (module:function).")
+    ] = 5,
+    backoff: Annotated[
+        float, typer.Option(help="First retry delay, s, doubling (module:function).")
+    ] = 1.0,
+    poll: Annotated[float, typer.Option(help="Idle poll interval, s (module:function).")] = 1.0,
+    health: Annotated[
+        str | None,
+        typer.Option(help="HOST:PORT of an HTTP health endpoint (module:bus form): 200 or 503."),
+    ] = None,
+    grace: Annotated[
+        float, typer.Option(help="Seconds the work in hand may take after SIGTERM (module:bus).")
+    ] = 30.0,
+    log_format: Annotated[
+        str, typer.Option(help="Log lines as 'text' or 'json' (one object a line).")
+    ] = "text",
     dsn: DsnOption = None,
 ) -> None:
     """Run a worker: handle messages until SIGTERM/SIGINT, then finish those in hand and exit."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    worker_logs.configure(log_format)
+    if queue is None:
+        app = _load(load_target, target)
+        if not isinstance(app, Handlers):
+            raise typer.BadParameter(
+                f"{target} is not a Bus, AsyncBus or App (give --queue to run a function)",
+                param_hint="TARGET",
+            )
+        try:
+            address = None if health is None else parse_address(health)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--health") from None
+        checked = database(dsn_of(app, dsn))
+        console.print(f"worker: {target}", highlight=False)
+        report = run(app, dsn=checked, grace=grace, health=address)
+        typer.echo("worker stopped")
+        for line in report.lines():
+            typer.echo(f"  {line}")  # unwrapped: one line per handler
+        return
     config = WorkerConfig(
         queue=queue,
         consumer=consumer,
@@ -341,14 +407,22 @@ def worker_cmd(
         backoff_base=backoff,
         poll_interval=poll,
     )
-    func = load_handler(handler)
-    console.print(f"worker: {handler} on {queue}/{consumer} x{concurrency}", highlight=False)
-    stats = asyncio.run(serve(resolve_dsn(dsn), func, config))
+    func = _load(load_handler, target)
+    console.print(f"worker: {target} on {queue}/{consumer} x{concurrency}", highlight=False)
+    stats = asyncio.run(serve(database(dsn), func, config))
     console.print(
         f"worker stopped: {stats.done} done, {stats.retried} retried, {stats.dead} dead, "
         f"{stats.lost} lost",
         highlight=False,
     )
+
+
+def _load(loader: Callable[[str], Any], spec: str) -> Any:
+    """Import ``module:attribute``; a bad one is a usage error (exit 2) naming the problem."""
+    try:
+        return loader(spec)
+    except (ImportError, AttributeError, ValueError, TypeError) as exc:
+        raise typer.BadParameter(f"cannot load {spec!r}: {exc}", param_hint="TARGET") from None
 
 
 def register(app: typer.Typer) -> None:

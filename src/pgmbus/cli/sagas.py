@@ -7,17 +7,18 @@ import threading
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from pgmbus.cli.common import (
     DsnOption,
     JsonOption,
     console,
+    database,
+    handler_spec,
+    make_table,
     print_json,
     query_rows,
     reports_errors,
 )
-from pgmbus.dsn import resolve_dsn
 from pgmbus.queues.saga import run_saga_pump, run_saga_worker
 from pgmbus.queues.worker import load_handler
 from pgmbus.sqlfiles import load_queries
@@ -26,10 +27,22 @@ Q = load_queries("queues.sql")
 saga_app = typer.Typer(help="Sagas: list, run step workers, pump.", no_args_is_help=True)
 
 
+SAGA_STATES = ("running", "completed", "compensating", "compensated")
+
+
+def _saga_state(text: str) -> str:
+    if text not in SAGA_STATES:
+        raise typer.BadParameter(f"{text!r} is not one of {', '.join(SAGA_STATES)}")
+    return text
+
+
 @saga_app.command("list")
 @reports_errors
 def saga_list_cmd(
-    state: Annotated[str | None, typer.Option(help="running, completed, ...")] = None,
+    state: Annotated[
+        str | None,
+        typer.Option(parser=_saga_state, help="running, completed, compensating, compensated."),
+    ] = None,
     limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 50,
     dsn: DsnOption = None,
     as_json: JsonOption = False,
@@ -39,7 +52,7 @@ def saga_list_cmd(
     if as_json:
         print_json(rows)
         return
-    table = Table("saga", "name", "state", "steps", "reason")
+    table = make_table("saga", "name", "state", "steps", "reason")
     for r in rows:
         steps = ", ".join(
             f"{k}:{v['forward']}" + (f"/{v['compensation']}" if v["compensation"] else "")
@@ -59,7 +72,10 @@ def _until_signalled() -> threading.Event:
 @saga_app.command("worker")
 @reports_errors
 def saga_worker_cmd(
-    handler: Annotated[str, typer.Argument(help="module:function called with (conn, message).")],
+    handler: Annotated[
+        str,
+        typer.Argument(parser=handler_spec, help="module:function called with (conn, message)."),
+    ],
     queue: Annotated[str, typer.Option("--queue", "-q", help="Queue to consume.")],
     poll: Annotated[float, typer.Option(help="Idle poll interval, seconds.")] = 0.2,
     dsn: DsnOption = None,
@@ -69,7 +85,7 @@ def saga_worker_cmd(
     A forward handler that raises rolls the saga back in the same transaction."""
     func: Any = load_handler(handler)
     console.print(f"saga worker: {handler} on {queue}", highlight=False)
-    run_saga_worker(resolve_dsn(dsn), queue, func, _until_signalled(), poll_interval=poll)
+    run_saga_worker(database(dsn), queue, func, _until_signalled(), poll_interval=poll)
 
 
 @saga_app.command("pump")
@@ -80,7 +96,7 @@ def saga_pump_cmd(
 ) -> None:
     """Complete sagas and record finished rollbacks (final and done messages) until SIGTERM."""
     console.print("saga pump", highlight=False)
-    run_saga_pump(resolve_dsn(dsn), _until_signalled(), poll_interval=poll)
+    run_saga_pump(database(dsn), _until_signalled(), poll_interval=poll)
 
 
 def register(app: typer.Typer) -> None:

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
 from pgmbus import __version__, schema
-from pgmbus.cli.common import DsnOption, JsonOption, connect, console, print_json, reports_errors
+from pgmbus.cli.common import (
+    DsnOption,
+    JsonOption,
+    connect,
+    console,
+    make_table,
+    print_json,
+    reports_errors,
+)
+from pgmbus.sqlfiles import load_queries
 
 
 def _report(result: schema.InstallResult) -> None:
@@ -24,30 +32,30 @@ def _report(result: schema.InstallResult) -> None:
 @reports_errors
 def install_cmd(dsn: DsnOption = None) -> None:
     """Install the mbus schema (a no-op when it is installed and current)."""
-    with connect(dsn) as conn:
+    with connect(dsn, need_schema=False) as conn:
         _report(schema.install(conn))
 
 
 @reports_errors
 def upgrade_cmd(dsn: DsnOption = None) -> None:
     """Bring an installed mbus schema up to date: pending migrations, then the functions."""
-    with connect(dsn) as conn:
+    with connect(dsn, need_schema=False) as conn:
         _report(schema.upgrade(conn))
 
 
 @reports_errors
 def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
     """Show the schema version, applied and pending migrations, and the installed functions."""
-    with connect(dsn) as conn:
+    with connect(dsn, need_schema=False) as conn:
         current = schema.status(conn)
-        server = conn.execute("SELECT current_setting('server_version')").fetchone()
-        db = conn.execute("SELECT current_database()").fetchone()
+        info = conn.execute(load_queries("cli.sql")["server_info"]).fetchone()
+    db, server = (info[0], info[1]) if info else ("?", "?")
     if as_json:
         print_json(
             {
                 "package_version": __version__,
-                "database": db[0] if db else None,
-                "server_version": server[0] if server else None,
+                "database": db,
+                "server_version": server,
                 "installed": current.installed,
                 "schema_version": current.version,
                 "latest": current.latest,
@@ -68,32 +76,46 @@ def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
                     "matches_catalog": current.functions.matches_catalog,
                 },
                 "up_to_date": current.up_to_date,
+                "advice": advice(current),
             }
         )
         return
     console.print(
-        f"pgmbus {__version__} · database [bold]{db[0] if db else '?'}[/] · "
-        f"PostgreSQL {server[0] if server else '?'}"
+        f"pgmbus {__version__} · database [bold]{db}[/] · PostgreSQL {server}", highlight=False
     )
+    if current.installed and not current.legacy:
+        table = make_table("migration", "state", "applied at")
+        for m in current.applied:
+            table.add_row(
+                f"{m.version:04d}_{m.name}",
+                "[green]applied[/]",
+                f"{m.applied_at:%Y-%m-%d %H:%M:%S%z}",
+            )
+        for p in current.pending:
+            table.add_row(f"{p.version:04d}_{p.name}", "[yellow]pending[/]", "-")
+        console.print(table)
+        console.print(_functions_line(current), highlight=False)
+    said = advice(current)
+    if said is None:
+        console.print(f"schema version {current.version} of {current.latest}: up to date")
+    else:
+        console.print(f"[yellow]{said}[/]", highlight=False)
+
+
+def advice(current: schema.SchemaStatus) -> str | None:
+    """The one thing to do about the schema (None when it is up to date)."""
     if not current.installed:
-        console.print("[yellow]the mbus schema is not installed[/]: run `pgmbus install`")
-        return
+        return "the mbus schema is not installed: run `pgmbus install`"
     if current.legacy:
-        console.print(
-            "[yellow]the mbus schema has the pre-release 0.1 layout[/]: run `pgmbus upgrade` "
-            "to convert it"
+        return "the mbus schema has the pre-release 0.1 layout: run `pgmbus upgrade` to convert it"
+    if current.pending:
+        return (
+            f"schema version {current.version} of {current.latest}, "
+            f"{len(current.pending)} migration(s) pending: run `pgmbus upgrade`"
         )
-    table = Table("migration", "state", "applied at")
-    for m in current.applied:
-        table.add_row(
-            f"{m.version:04d}_{m.name}", "[green]applied[/]", f"{m.applied_at:%Y-%m-%d %H:%M:%S%z}"
-        )
-    for p in current.pending:
-        table.add_row(f"{p.version:04d}_{p.name}", "[yellow]pending[/]", "-")
-    console.print(table)
-    console.print(_functions_line(current))
-    state = "up to date" if current.up_to_date else "run `pgmbus upgrade`"
-    console.print(f"schema version {current.version} of {current.latest}: {state}")
+    if not current.functions_current:
+        return "the mbus functions differ from this package's: run `pgmbus upgrade`"
+    return None
 
 
 def _functions_line(current: schema.SchemaStatus) -> str:

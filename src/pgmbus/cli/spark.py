@@ -8,8 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from pgmbus.cli.common import DsnOption, console, reports_errors
-from pgmbus.dsn import resolve_dsn
+from pgmbus.cli.common import DsnOption, console, database, reports_errors
 from pgmbus.errors import ConfigurationError
 
 app = typer.Typer(
@@ -67,10 +66,10 @@ def archive_cmd(
     dsn: DsnOption = None,
 ) -> None:
     """Copy events older than the horizon to Parquet (by topic and date), exactly once."""
+    before = dt.datetime.now(dt.UTC) - parse_duration(older_than)
+    url = database(dsn)
     from pgmbus.spark.jobs.archive import archive
 
-    before = dt.datetime.now(dt.UTC) - parse_duration(older_than)
-    url = resolve_dsn(dsn)
     console.print(f"archiving events published before {before:%Y-%m-%d %H:%M:%S} UTC to {path}")
     spark = _session(master)
     report = archive(
@@ -102,10 +101,11 @@ def stats_cmd(
     dsn: DsnOption = None,
 ) -> None:
     """Keep per-user edit counts and per-object activity tables up to date, exactly once."""
+    url = database(dsn)
     from pgmbus.spark.jobs.stats import StatsJob
 
     job = StatsJob(
-        resolve_dsn(dsn), table=table, user_column=user_column, object_column=object_column,
+        url, table=table, user_column=user_column, object_column=object_column,
         window=parse_duration(window), group=group, checkpoint=checkpoint,
     )
     spark = _session(master)

@@ -7,10 +7,20 @@ from datetime import timedelta
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from pgmbus import streams
-from pgmbus.cli.common import DsnOption, JsonOption, connect, console, print_json, reports_errors
+from pgmbus.cli.common import (
+    DsnOption,
+    JsonOption,
+    connect,
+    console,
+    json_object,
+    json_value,
+    make_table,
+    print_json,
+    reports_errors,
+    require_group,
+)
 from pgmbus.sqlfiles import load_queries
 from pgmbus.streams.metrics import metrics_text
 
@@ -34,8 +44,8 @@ def publish_cmd(
 ) -> None:
     """Publish one event; prints its id."""
     with connect(dsn) as conn:
-        hdrs = json.loads(headers) if headers else None
-        eid = streams.publish(conn, topic, json.loads(payload), key=key, headers=hdrs)
+        hdrs = json_object(headers, "--headers") if headers else None
+        eid = streams.publish(conn, topic, json_value(payload, "PAYLOAD"), key=key, headers=hdrs)
     typer.echo(eid)
 
 
@@ -71,7 +81,7 @@ def create_group_cmd(
 @app.command("drop-group")
 @reports_errors
 def drop_group_cmd(group: GroupArg, dsn: DsnOption = None) -> None:
-    """Drop a consumer group with its cursors, retries and dead letters."""
+    """Drop a consumer group with its cursors, retries and dead messages."""
     with connect(dsn) as conn:
         streams.drop_group(conn, group)
     console.print(f"dropped group [bold]{group}[/]")
@@ -93,13 +103,13 @@ def seek_cmd(
 @app.command("groups")
 @reports_errors
 def groups_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
-    """List groups with state, position, pending events, retries and dead letters."""
+    """List groups with state, position, pending events, retries and dead messages."""
     with connect(dsn) as conn:
         rows = streams.group_status(conn)
     if as_json:
         print_json(rows)
         return
-    table = Table("group", "slot", "state", "pending", "oldest pending", "retries", "dead")
+    table = make_table("group", "slot", "state", "pending", "oldest pending", "retries", "dmq")
     for r in rows:
         table.add_row(
             r["group_name"],
@@ -117,7 +127,9 @@ def groups_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
 @reports_errors
 def read_cmd(
     group: GroupArg,
-    max_events: Annotated[int, typer.Option("--max", help="Batch size.")] = 100,
+    max_events: Annotated[
+        int, typer.Option("--max", "--max-events", "-n", min=1, help="Batch size.")
+    ] = 100,
     slot: Annotated[int | None, typer.Option(help="Slot of a slotted group.")] = None,
     commit: Annotated[bool, typer.Option(help="Commit the batch after printing it.")] = False,
     dsn: DsnOption = None,
@@ -153,22 +165,23 @@ def metrics_cmd(dsn: DsnOption = None) -> None:
         typer.echo(metrics_text(conn), nl=False)
 
 
-@app.command("dead-letters")
+@app.command("dmq")
 @reports_errors
 def dead_letters_cmd(group: GroupArg, dsn: DsnOption = None) -> None:
-    """Print the group's dead letters as JSON."""
+    """Print the group's dead messages (events that used up their attempts) as JSON."""
     with connect(dsn) as conn:
+        require_group(conn, group)
         print_json(streams.dead_letters(conn, group))
 
 
-@app.command("replay-dead-letter")
+@app.command("dmq-replay")
 @reports_errors
 def replay_dead_letter_cmd(
     group: GroupArg,
     event_id: Annotated[int, typer.Argument(help="The dead event's id.")],
     dsn: DsnOption = None,
 ) -> None:
-    """Give a dead-lettered event a fresh set of attempts."""
+    """Give a dead event a fresh set of attempts (it leaves the group's dmq)."""
     with connect(dsn) as conn:
         streams.replay_dead_letter(conn, group, event_id)
     console.print(f"event {event_id} is back on group {group}'s retry path")
@@ -241,5 +254,7 @@ def maintain_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
 
 def register(root: typer.Typer) -> None:
     """Add ``pgmbus streams ...`` and the top-level ``pgmbus maintain``."""
+    app.command("dead-letters", hidden=True)(dead_letters_cmd)  # old spelling of `dmq`
+    app.command("replay-dead-letter", hidden=True)(replay_dead_letter_cmd)  # of `dmq-replay`
     root.add_typer(app, name="streams")
     root.command("maintain")(maintain_cmd)

@@ -5,18 +5,31 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 from collections.abc import Coroutine
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import psycopg
 import typer
 
-from pgmbus.cli.common import DsnOption, JsonOption, print_json, reports_errors
-from pgmbus.dsn import resolve_dsn
-from pgmbus.errors import ConfigurationError, translating
+from pgmbus.cli.common import DsnOption, JsonOption, database, print_json, reports_errors
+from pgmbus.errors import ConfigurationError, PgmbusError, translating
 from pgmbus.timers import store
-from pgmbus.timers.dispatcher import Dispatcher, DispatcherConfig
-from pgmbus.timers.netguard import NetworkGuard, networks_from_env, parse_networks
+
+if TYPE_CHECKING:  # the dispatcher and the service need the ``server`` extra (httpx, ...)
+    from pgmbus.timers.dispatcher import Dispatcher, DispatcherConfig
+    from pgmbus.timers.netguard import NetworkGuard
+
+SERVER_EXTRA_HINT = "this command needs the server extra: pip install 'pgmbus[server]'"
+
+
+def _require_server_extra() -> None:
+    """Raise ``PgmbusError`` (exit 1) naming the extra when its packages are missing."""
+    try:
+        import croniter  # type: ignore[import-untyped]  # noqa: F401
+        import httpx  # noqa: F401
+    except ImportError as exc:
+        raise PgmbusError(f"{SERVER_EXTRA_HINT} ({exc.name} is missing)") from exc
 
 app = typer.Typer(help="Scheduled HTTP callbacks: clients and maintenance.", no_args_is_help=True)
 
@@ -43,6 +56,8 @@ SlackOption = Annotated[
 
 
 def _guard(allow: list[str] | None) -> NetworkGuard:
+    from pgmbus.timers.netguard import NetworkGuard, networks_from_env, parse_networks
+
     try:
         return NetworkGuard(parse_networks(allow or []) + networks_from_env())
     except ValueError as exc:
@@ -52,6 +67,8 @@ def _guard(allow: list[str] | None) -> NetworkGuard:
 def _config(
     concurrency: int, timeout: float, bucket_lease: float, claim_slack: float
 ) -> DispatcherConfig:
+    from pgmbus.timers.dispatcher import DispatcherConfig
+
     return DispatcherConfig(
         concurrency=concurrency,
         timeout_s=timeout,
@@ -90,9 +107,12 @@ def dispatcher_cmd(
     claim_slack: SlackOption = 5.0,
 ) -> None:
     """Deliver due callbacks (and generate scheduled ones) until interrupted."""
+    _require_server_extra()
+    from pgmbus.timers.dispatcher import Dispatcher
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     config = _config(concurrency, timeout, bucket_lease, claim_slack)
-    dispatcher = Dispatcher(resolve_dsn(dsn), config, _guard(allow_network))
+    dispatcher = Dispatcher(database(dsn), config, _guard(allow_network))
     typer.echo(f"dispatcher {dispatcher.name} started", err=True)
     _run_fast(_run_until_signal(dispatcher))
 
@@ -116,21 +136,85 @@ def serve_cmd(
     timeout: TimeoutOption = 10.0,
     bucket_lease: LeaseOption = 10.0,
     claim_slack: SlackOption = 5.0,
+    max_body_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--max-body-bytes",
+            min=1,
+            help="Largest request body accepted (413 beyond); default $PGMBUS_MAX_BODY_BYTES, "
+            "else 1 MiB.",
+            show_default=False,
+        ),
+    ] = None,
+    metrics_public: Annotated[
+        bool | None,
+        typer.Option(
+            "--metrics-public/--metrics-private",
+            help="Serve /metrics without a key (public) or to any valid key (private); "
+            "default $PGMBUS_METRICS_PUBLIC, else public.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Run the HTTP API (OpenAPI at /docs) and, by default, a dispatcher."""
-    import uvicorn
+    """Run the HTTP API (dashboard at /, OpenAPI at /docs) and, by default, a dispatcher.
 
-    from pgmbus.timers.service import ServiceConfig, create_app
+    Prints the address it listens on once it accepts connections (--port 0: a free port).
+    """
+    _require_server_extra()
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise PgmbusError(f"{SERVER_EXTRA_HINT} ({exc.name} is missing)") from exc
 
+    from pgmbus.http import ServiceConfig, create_app
+
+    limits: dict[str, Any] = {}
+    if max_body_bytes is not None:
+        limits["max_body_bytes"] = max_body_bytes
+    if metrics_public is not None:
+        limits["metrics_public"] = metrics_public
     config = ServiceConfig(
-        dsn=resolve_dsn(dsn),
+        dsn=database(dsn),
         batch_max_items=batch_size,
         batch_max_wait_s=batch_wait_ms / 1000,
         run_dispatcher=dispatcher,
         dispatcher=_config(concurrency, timeout, bucket_lease, claim_slack),
         guard=_guard(allow_network),
+        **limits,
     )
-    uvicorn.run(create_app(config), host=host, port=port, log_level="warning")
+    sock = _bind(host, port)
+    bound = sock.getsockname()
+    url = f"http://{f'[{bound[0]}]' if ':' in bound[0] else bound[0]}:{bound[1]}"
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if not self.should_exit:
+                typer.echo(
+                    f"pgmbus serve on {url} (dashboard {url}/, API {url}/v1, "
+                    f"OpenAPI {url}/docs, metrics {url}/metrics)"
+                )
+
+    server = Server(uvicorn.Config(create_app(config), log_level="warning"))
+    server.run(sockets=[sock])
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """Bind the listening socket first, so that the address printed is the one in use."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    return sock
 
 
 @app.command("add-client")
@@ -143,9 +227,10 @@ def add_client(
     """Create an owner client and print its API key and signing secret (shown only once)."""
 
     async def go() -> store.Client:
-        async with await psycopg.AsyncConnection.connect(resolve_dsn(dsn), autocommit=True) as c:
+        async with await psycopg.AsyncConnection.connect(target, autocommit=True) as c:
             return await store.add_client(c, name)
 
+    target = database(dsn)
     client = asyncio.run(go())
     if as_json:
         print_json(
@@ -170,9 +255,10 @@ def clean(
     """Delete finished callbacks and change log rows older than the TTL."""
 
     async def go() -> tuple[int, int]:
-        async with await psycopg.AsyncConnection.connect(resolve_dsn(dsn), autocommit=True) as c:
+        async with await psycopg.AsyncConnection.connect(target, autocommit=True) as c:
             return await store.clean(c, ttl_days)
 
+    target = database(dsn)
     with translating():
         callbacks, changes = asyncio.run(go())
     typer.echo(f"deleted {callbacks} callbacks and {changes} change log rows")

@@ -24,6 +24,7 @@ from pgmbus.errors import (
     TimeoutExpired,
     translating,
 )
+from pgmbus.handlers import Handlers
 from pgmbus.queues.model import ConsumerStats, DeadMessage, Message, QueueInfo, check_name
 from pgmbus.sqlfiles import load_queries
 
@@ -51,8 +52,11 @@ def channel(queue: str) -> str:
     return "mbus_q_" + check_name("queue", queue)
 
 
-class AsyncBus:
+class AsyncBus(Handlers):
     """A client of the mbus queues on one database.
+
+    ``@bus.handler(queue, ...)`` declares handlers that ``pgmbus worker module:bus`` runs
+    (:class:`pgmbus.handlers.Handlers`, docs/workers.md).
 
     Parameters
     ----------

@@ -169,6 +169,14 @@ class PgmbusBatchReader(DataSourceReader):
         return _read(self.options.dsn, partition, self.payload_type)
 
 
+class PgmbusPlainBatchReader(PgmbusBatchReader):
+    """The batch reader for sessions with Python filter push-down off: Spark applies every
+    filter after the read (only the ``topics`` and ``publishedBefore`` options narrow it)."""
+
+    # Spark refuses a reader that overrides pushFilters while push-down is off
+    pushFilters = DataSourceReader.pushFilters  # type: ignore[assignment]
+
+
 class PgmbusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """``spark.readStream.format("pgmbus")``: micro-batches of a consumer group.
 

@@ -65,6 +65,16 @@ class PgmbusDataSource(DataSource):
         return PgmbusStreamWriter(options)
 
 
+class PgmbusPlainDataSource(PgmbusDataSource):
+    """``PgmbusDataSource`` for sessions with Python filter push-down off (no ``pushFilters``)."""
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        from pgmbus.spark.reader import PgmbusPlainBatchReader
+
+        options = parse_read(self.options, streaming=False)
+        return PgmbusPlainBatchReader(options, payload_arrow_type(schema, options))
+
+
 def payload_arrow_type(schema: StructType, options: ReadOptions) -> Any:
     """The Arrow struct type of the payload when ``payloadSchema`` is given, else ``None``."""
     if options.payload_schema is None:
@@ -74,6 +84,22 @@ def payload_arrow_type(schema: StructType, options: ReadOptions) -> Any:
     return to_arrow_type(schema["payload"].dataType, timezone="UTC")
 
 
-def register(spark: SparkSession) -> None:
-    """Make ``format("pgmbus")`` available in a session."""
-    spark.dataSource.register(PgmbusDataSource)
+PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+
+
+def register(spark: SparkSession, *, pushdown: bool = True) -> bool:
+    """Make ``format("pgmbus")`` available in a session; returns whether filters are pushed.
+
+    Spark's default leaves Python filter push-down off and then refuses a reader that can push
+    filters (``DATA_SOURCE_PUSHDOWN_DISABLED``). With ``pushdown`` (the default) this turns the
+    session option on when it is off and may be changed at runtime; otherwise, or when
+    ``pushdown`` is False, it registers a reader that pushes nothing (Spark filters the rows).
+    Turning the option off after ``register`` makes reads fail: call ``register`` again.
+    """
+    enabled = str(spark.conf.get(PUSHDOWN, "false")).lower() == "true"
+    if pushdown and not enabled and spark.conf.isModifiable(PUSHDOWN):
+        spark.conf.set(PUSHDOWN, "true")
+        enabled = True
+    pushing = pushdown and enabled
+    spark.dataSource.register(PgmbusDataSource if pushing else PgmbusPlainDataSource)
+    return pushing

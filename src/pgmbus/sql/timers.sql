@@ -85,3 +85,6 @@ SELECT 1;
 
 -- name: listen_changes
 LISTEN mbus_timer_changed;
+
+-- name: schedule_pause_broken
+SELECT mbus.timer_schedule_pause_broken(%(schedule_id)s, %(reason)s, %(now)s);

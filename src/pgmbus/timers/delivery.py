@@ -1,9 +1,11 @@
 """One delivery of a claimed callback: signed HTTP POSTs with fast retries, and their outcome.
 
-The request carries a JSON body (ids, times, context), a ``webhook-id`` that stays the same for
-every attempt of the callback (receivers deduplicate on it), ``webhook-timestamp`` and
-``webhook-signature`` (``v1,`` + base64 HMAC-SHA256 of ``id.timestamp.body`` keyed by the
-owner client's signing secret, as in the Standard Webhooks scheme) and ``pgmbus-attempt``.
+The request carries a JSON body (ids, times, context, attempt and call numbers), a
+``webhook-id`` that stays the same for every attempt of the callback (receivers deduplicate on
+it), ``webhook-timestamp`` and ``webhook-signature`` (``v1,`` + base64 HMAC-SHA256 of
+``id.timestamp.body``; the key is the owner client's ``whsec_<base64>`` secret base64-decoded, so
+the Standard Webhooks libraries verify it), ``pgmbus-attempt`` (the claim number) and
+``pgmbus-call`` (which call of that attempt: 1, then 2, 3... for its fast retries).
 Outcomes: ``ok`` (2xx), ``reject`` (the response carries ``X-Ya-CallMeBack-Notify-Reject``),
 ``refused`` (the URL or a redirect target is refused) or ``error`` (anything else).
 """
@@ -28,6 +30,7 @@ from pgmbus import __version__
 from pgmbus.timers.netguard import NetworkGuard, RefusedURL
 
 REJECT_HEADER = "X-Ya-CallMeBack-Notify-Reject"
+SECRET_PREFIX = "whsec_"  # noqa: S105 (the prefix of secrets, not one)
 MAX_REDIRECTS = 5
 MAX_RESPONSE_BYTES = 1 << 20
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -102,8 +105,8 @@ class Delivery:
         }
 
 
-def body_of(cb: Claimed) -> bytes:
-    """The JSON body POSTed for a callback."""
+def body_of(cb: Claimed, call: int = 1) -> bytes:
+    """The JSON body POSTed for call number ``call`` (from 1) of a callback's attempt."""
     doc = {
         "webhook_id": str(cb.webhook_id),
         "group_key": cb.group_key,
@@ -111,23 +114,35 @@ def body_of(cb: Claimed) -> bytes:
         "run_at": cb.run_at.isoformat(),
         "originally_run_at": cb.originally_run_at.isoformat(),
         "attempt": cb.attempt,
+        "call": call,
         "context": cb.context,
     }
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
+@functools.lru_cache(maxsize=4096)
+def signing_key(secret: str) -> bytes:
+    """The HMAC key of a signing secret: a Standard Webhooks ``whsec_<base64>`` secret is
+    base64-decoded; any other string is used as its UTF-8 bytes."""
+    if secret.startswith(SECRET_PREFIX):
+        # as the Standard Webhooks libraries decode it (unpadded base64 accepted)
+        return base64.b64decode(secret.removeprefix(SECRET_PREFIX) + "==")
+    return secret.encode()
+
+
 def sign(secret: str, webhook_id: str, timestamp: int, body: bytes) -> str:
     """The ``webhook-signature`` value: ``v1,`` + base64 HMAC-SHA256 of ``id.timestamp.body``."""
     message = f"{webhook_id}.{timestamp}.".encode() + body
-    digest = hmac.new(secret.encode(), message, hashlib.sha256).digest()
+    digest = hmac.new(signing_key(secret), message, hashlib.sha256).digest()
     return "v1," + base64.b64encode(digest).decode()
 
 
 _USER_AGENT = f"pgmbus/{__version__}"
 
 
-def headers_of(cb: Claimed, body: bytes) -> list[tuple[str, str]]:
-    """The headers of a callback request (signed at the time of the call), without ``host``."""
+def headers_of(cb: Claimed, body: bytes, call: int = 1) -> list[tuple[str, str]]:
+    """The headers of call number ``call`` (from 1) of a callback's attempt (signed at the time
+    of the call), without ``host``."""
     timestamp = int(time.time())
     webhook_id = str(cb.webhook_id)
     return [
@@ -137,6 +152,7 @@ def headers_of(cb: Claimed, body: bytes) -> list[tuple[str, str]]:
         ("webhook-timestamp", str(timestamp)),
         ("webhook-signature", sign(cb.signing_secret, webhook_id, timestamp, body)),
         ("pgmbus-attempt", str(cb.attempt)),
+        ("pgmbus-call", str(call)),
     ]
 
 
@@ -191,16 +207,18 @@ async def call_once(
     timeout_s: float = 10.0,
     body: bytes | None = None,
 ) -> Call:
-    """Make one HTTP call of ``cb`` and classify its result.
+    """Make call ``index`` (from 0) of ``cb``'s attempt and classify its result.
 
-    The whole call, redirects included, is cut off after ``timeout_s`` seconds.
+    The receiver sees it as call ``index + 1`` (``pgmbus-call`` and the body's ``call``). The
+    whole call, redirects included, is cut off after ``timeout_s`` seconds.
     """
     if body is None:
-        body = body_of(cb)
+        body = body_of(cb, index + 1)
+    headers = headers_of(cb, body, index + 1)
     started = time.time()
     try:
         async with asyncio.timeout(timeout_s):
-            response = await _post(transport, guard, cb.url, body, headers_of(cb, body), timeout_s)
+            response = await _post(transport, guard, cb.url, body, headers, timeout_s)
     except RefusedURL as exc:
         return Call(index, started, time.time(), "refused", error=str(exc))
     except (httpx.TimeoutException, TimeoutError) as exc:
@@ -230,11 +248,10 @@ async def deliver(
     Each call, redirects included, is cut off after ``timeout_s`` seconds.
     """
     delivery = Delivery(cb, "error")
-    body = body_of(cb)
     for index in range(cb.fast_retries + 1):
         if index:
             await asyncio.sleep(min(fast_retry_delay_s * 2 ** (index - 1), 1.0))
-        result = await call_once(transport, guard, cb, index, timeout_s, body)
+        result = await call_once(transport, guard, cb, index, timeout_s)
         delivery.calls.append(result)
         if result.outcome != "error":
             delivery.outcome = result.outcome

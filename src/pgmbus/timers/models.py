@@ -1,17 +1,37 @@
-"""The JSON shapes of the timers HTTP API (request bodies and responses)."""
+"""The JSON shapes of the timers HTTP API (request bodies and responses) and their bounds.
+
+The bounds are the SQL API's (``mbus.timer_retry_problem``, ``mbus.timer_field_problem``), so a
+value refused here is refused there too, with the same reason.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+
+MAX_FAST_RETRIES = 10
+MAX_DELAY_S = 2_592_000  # 30 days: retry.delay_s and retry.max_delay_s
+MAX_FACTOR = 100
+MAX_STOP_AFTER_DELAY_S = 31_622_400  # 366 days
+MAX_INTERVAL_S = 31_622_400  # 366 days
+TIME_FROM = datetime(1970, 1, 1, tzinfo=UTC)
+TIME_BEFORE = datetime(9998, 1, 1, tzinfo=UTC)
+
+
+def _in_time_range(value: datetime) -> datetime:
+    if not TIME_FROM <= value < TIME_BEFORE:
+        raise ValueError("must be from 1970-01-01 to before 9998-01-01 (UTC)")
+    return value
+
 
 Key = Annotated[
     str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^/\x00-\x1f\x7f]+$")
 ]
 Url = Annotated[str, StringConstraints(max_length=4096, pattern=r"^(?i:https?)://\S+$")]
+Time = Annotated[AwareDatetime, AfterValidator(_in_time_range)]
 Status = Literal["pending", "notified", "failed", "cancelled", "rejected"]
 
 
@@ -20,15 +40,22 @@ class RetryPolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    fast_retries: int = Field(default=2, ge=0, le=10, description="immediate retries per attempt")
+    fast_retries: int = Field(
+        default=2, ge=0, le=MAX_FAST_RETRIES, description="immediate retries per attempt"
+    )
     kind: Literal["constant", "exponential"] = "constant"
     delay_s: float = Field(
-        default=60, gt=0, description="first (or every, if constant) retry delay"
+        default=60,
+        gt=0,
+        le=MAX_DELAY_S,
+        description="first (or every, if constant) retry delay, at most 30 days",
     )
     factor: float = Field(
-        default=2, ge=1, description="growth of the delay per retry (exponential)"
+        default=2, ge=1, le=MAX_FACTOR, description="growth of the delay per retry (exponential)"
     )
-    max_delay_s: float = Field(default=3600, gt=0, description="cap of the exponential delay")
+    max_delay_s: float = Field(
+        default=3600, gt=0, le=MAX_DELAY_S, description="cap of the exponential delay"
+    )
 
 
 class CallbackCreate(BaseModel):
@@ -38,14 +65,17 @@ class CallbackCreate(BaseModel):
 
     group_key: Key
     event_key: Key
-    run_at: AwareDatetime = Field(description="when to call, ISO 8601 with an offset")
+    run_at: Time = Field(description="when to call, ISO 8601 with an offset")
     url: Url
     context: dict[str, Any] = Field(default_factory=dict)
     retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy())
     stop_after_delay_s: float = Field(
-        default=86400, ge=0, description="give up (status failed) this long after originally_run_at"
+        default=86400,
+        ge=0,
+        le=MAX_STOP_AFTER_DELAY_S,
+        description="give up (status failed) this long after originally_run_at",
     )
-    originally_run_at: AwareDatetime | None = Field(
+    originally_run_at: Time | None = Field(
         default=None, description="the time retries' deadline counts from (default: run_at)"
     )
 
@@ -55,8 +85,8 @@ class CallbackUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    run_at: AwareDatetime | None = None
-    originally_run_at: AwareDatetime | None = None
+    run_at: Time | None = None
+    originally_run_at: Time | None = None
     url: Url | None = None
     context: dict[str, Any] | None = None
     i_ensure_pending: bool = Field(
@@ -114,16 +144,20 @@ class ScheduleCreate(BaseModel):
         default=None, description="group of the callbacks (default: the key)"
     )
     cron: str | None = Field(
-        default=None, description="5-field cron expression, e.g. '30 9 * * 1-5'"
+        default=None,
+        max_length=100,
+        description="5-field cron expression, e.g. '30 9 * * 1-5'; one that never fires is refused",
     )
-    timezone: str = Field(default="UTC", description="IANA time zone of the cron expression")
-    interval_s: int | None = Field(default=None, ge=1)
+    timezone: str = Field(
+        default="UTC", max_length=64, description="IANA time zone of the cron expression"
+    )
+    interval_s: int | None = Field(default=None, ge=1, le=MAX_INTERVAL_S)
     url: Url
     context: dict[str, Any] = Field(default_factory=dict)
     retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy())
-    stop_after_delay_s: float = Field(default=86400, ge=0)
-    start_at: AwareDatetime | None = None
-    end_at: AwareDatetime | None = None
+    stop_after_delay_s: float = Field(default=86400, ge=0, le=MAX_STOP_AFTER_DELAY_S)
+    start_at: Time | None = None
+    end_at: Time | None = None
 
 
 class Schedule(BaseModel):
@@ -142,13 +176,16 @@ class Schedule(BaseModel):
     retry: RetryPolicy
     stop_after_delay_s: float
     paused: bool
+    paused_reason: str | None = Field(
+        default=None, description="why the scheduler paused it (its runs could not be computed)"
+    )
     generated_until: datetime
     created_at: datetime
     updated_at: datetime
 
 
 class ErrorBody(BaseModel):
-    """An error answer."""
+    """Every error answer (401, 404, 409, 413, 422): a short code and a readable message."""
 
-    error: str
-    message: str
+    error: str = Field(description="short code, e.g. not_found, invalid_argument, too_large")
+    message: str = Field(description="what went wrong (never more than a prefix of the input)")

@@ -2,7 +2,11 @@
 
 A callback URL is user input that the dispatcher calls from inside the operator's network, so
 private, loopback, link-local, multicast and reserved addresses are refused unless an operator
-allow-lists them (``--allow-network CIDR`` or ``PGMBUS_ALLOW_NETWORKS``). The host is resolved
+allow-lists them (``--allow-network CIDR`` or ``PGMBUS_ALLOW_NETWORKS``). An IPv6 address that
+embeds an IPv4 address (IPv4-mapped ``::ffff:0:0/96``, IPv4-compatible ``::/96``, NAT64
+``64:ff9b::/96``, 6to4 ``2002::/16``, Teredo ``2001::/32``) is judged by what it embeds as well:
+every embedded IPv4 address must be public (``64:ff9b:1::/48``, local-use NAT64 whose embedding
+depends on the operator's prefix, is refused outright). The host is resolved
 once and the request is sent to the address that was checked (the URL keeps its host name for
 the ``Host`` header and TLS), so a DNS answer that changes between check and call cannot
 redirect the call into a refused network.
@@ -27,8 +31,36 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 ENV_ALLOW = "PGMBUS_ALLOW_NETWORKS"
 
 
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+_COMPAT = ipaddress.IPv6Network("::/96")
+
+
 class RefusedURL(Exception):
     """The URL may not be called (scheme, host or address refused)."""
+
+
+class UnresolvableHost(RefusedURL):
+    """The URL's host name has no address now (DNS may answer later)."""
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries (NAT64, compatible, mapped, 6to4, Teredo).
+
+    Teredo gives two: its server and its (de-obfuscated) client. The ``::`` and ``::1``
+    addresses embed nothing.
+    """
+    found: list[ipaddress.IPv4Address] = []
+    low32 = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address in _NAT64 or (address in _COMPAT and int(address) > 1):
+        found.append(low32)
+    if address.ipv4_mapped is not None:
+        found.append(address.ipv4_mapped)
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.extend(address.teredo)
+    return found
 
 
 @dataclass(frozen=True)
@@ -81,12 +113,24 @@ class NetworkGuard:
         self._cache: dict[str, tuple[float, Target]] = {}
 
     def address_allowed(self, address: IPAddress) -> bool:
-        """True when ``address`` is public or inside an allow-listed network."""
+        """True when ``address`` is public or inside an allow-listed network.
+
+        An IPv4-mapped address is judged as its IPv4 address (it is what the socket connects
+        to). Another IPv6 address that embeds IPv4 addresses is allowed only when it is
+        allow-listed itself, or public with every embedded IPv4 address public (an allow-listed
+        IPv4 network does not open the IPv6 forms that embed it).
+        """
         if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
             address = address.ipv4_mapped
         if any(address.version == n.version and address in n for n in self.allow):
             return True
-        return address.is_global and not address.is_multicast
+        if not address.is_global or address.is_multicast:
+            return False
+        if isinstance(address, ipaddress.IPv6Address):
+            if address in _NAT64_LOCAL:
+                return False
+            return all(v4.is_global and not v4.is_multicast for v4 in embedded_ipv4(address))
+        return True
 
     async def check(self, url: str | httpx.URL) -> Target:
         """Resolve and check ``url``; return the target to call or raise ``RefusedURL``.
@@ -121,11 +165,15 @@ class NetworkGuard:
         except ValueError:
             addresses = await _resolve(host, port)
         if not addresses:
-            raise RefusedURL(f"host {host!r} has no address")
+            raise UnresolvableHost(f"host {host!r} has no address")
         for address in addresses:
             if not self.address_allowed(address):
+                inner = ""
+                if isinstance(address, ipaddress.IPv6Address) and embedded_ipv4(address):
+                    inner = " (it embeds " + ", ".join(map(str, embedded_ipv4(address))) + ")"
                 raise RefusedURL(
-                    f"address {address} of host {host!r} is not public and not allow-listed"
+                    f"address {address} of host {host!r}{inner} is not public and not"
+                    " allow-listed"
                 )
         return Target(parsed, str(addresses[0]), host)
 
@@ -135,7 +183,7 @@ async def _resolve(host: str, port: int) -> list[IPAddress]:
     try:
         infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
-        raise RefusedURL(f"cannot resolve {host!r}: {exc}") from exc
+        raise UnresolvableHost(f"cannot resolve {host!r}: {exc}") from exc
     seen: list[IPAddress] = []
     for info in infos:
         address = ipaddress.ip_address(info[4][0])

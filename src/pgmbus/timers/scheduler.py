@@ -5,7 +5,9 @@ A scheduler pass locks due schedules with ``FOR UPDATE SKIP LOCKED`` inside one 
 computes their occurrences up to ``now + horizon`` and calls ``mbus.timer_schedule_materialize``;
 occurrence event keys are derived from the time, so an occurrence is never created twice, even
 by two schedulers at once. Occurrences older than the schedule's ``stop_after_delay_s`` (missed
-while no scheduler ran) are skipped, since they would fail at once.
+while no scheduler ran) are skipped, since they would fail at once. A schedule whose runs cannot
+be computed or created (a cron that never fires, stored through SQL; a value out of range) is
+paused with the reason (``paused_reason``), in its own savepoint, instead of failing every pass.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import math
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from croniter import croniter  # type: ignore[import-untyped]
+from croniter import CroniterError, croniter  # type: ignore[import-untyped]
 
-from pgmbus.errors import InvalidArgument
+from pgmbus.errors import InvalidArgument, PgmbusError
+from pgmbus.timers import cron as cronexpr
 from pgmbus.timers import store
 from pgmbus.timers.store import Conn
 
@@ -26,9 +29,8 @@ log = logging.getLogger("pgmbus.timers.scheduler")
 
 
 def check_cron(expression: str) -> None:
-    """Raise ``InvalidArgument`` unless ``expression`` is a valid cron expression."""
-    if not croniter.is_valid(expression):
-        raise InvalidArgument(f"invalid cron expression {expression!r}")
+    """Raise ``InvalidArgument`` unless ``expression`` is a valid 5-field cron expression."""
+    cronexpr.check_form(expression)
 
 
 def occurrences(
@@ -59,10 +61,14 @@ def occurrences(
         return out
     if cron is None:
         raise InvalidArgument("a schedule needs cron or interval_s")
+    cronexpr.check_form(cron)
     tz = ZoneInfo(timezone)
     it = croniter(cron, lo.astimezone(tz) - timedelta(seconds=1))
     while len(out) < MAX_OCCURRENCES:
-        t = it.get_next(datetime)
+        try:
+            t = it.get_next(datetime)
+        except CroniterError as exc:
+            raise InvalidArgument(f"cron {cron!r} never fires ({exc})") from exc
         if t >= hi:
             break
         if t >= lo:
@@ -92,12 +98,32 @@ async def generate(
                 times = occurrences(
                     cron=cron, timezone=tz, interval_s=interval_s, start_at=start_at, lo=lo, hi=hi
                 )
-            except (ValueError, KeyError) as exc:  # e.g. a bad cron stored through SQL
-                log.warning("schedule %s skipped: %s", sid, exc)
+            except (ValueError, KeyError, OverflowError, CroniterError, PgmbusError) as exc:
+                # e.g. a cron that never fires, stored through SQL: paused, with the reason
+                await _pause(conn, sid, f"next runs cannot be computed: {exc}", now)
                 continue
             if len(times) == MAX_OCCURRENCES:
                 hi = times[-1]  # continue from here next pass
                 times = times[:-1]
             until = max(hi, generated_until)
-            created += await store.schedule_materialize(conn, sid, times, until, now)
+            try:
+                async with conn.transaction():  # a savepoint: one schedule fails alone
+                    created += await store.schedule_materialize(conn, sid, times, until, now)
+            except PgmbusError as exc:
+                if not _about_values(exc.sqlstate):
+                    raise
+                await _pause(conn, sid, f"runs cannot be created: {exc.message}", now)
     return created
+
+
+def _about_values(sqlstate: str | None) -> bool:
+    """True for errors caused by a schedule's stored values (not locks, connections...)."""
+    return sqlstate is not None and (sqlstate[:2] in ("22", "23") or sqlstate in _VALUE_ERRORS)
+
+
+_VALUE_ERRORS = ("MB005", "MB006")
+
+
+async def _pause(conn: Conn, schedule_id: int, reason: str, now: datetime) -> None:
+    log.warning("schedule %s paused: %s", schedule_id, reason)
+    await store.pause_broken_schedule(conn, schedule_id, reason, now=now)

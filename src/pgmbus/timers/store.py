@@ -51,6 +51,7 @@ __all__ = [
     "list_callbacks",
     "list_schedules",
     "listen_changes",
+    "pause_broken_schedule",
     "ping",
     "record",
     "release",
@@ -267,7 +268,15 @@ async def create_schedule(
     end_at: datetime | None = None,
     now: datetime | None = None,
 ) -> tuple[bool, dict[str, Any]]:
-    """Create a recurring schedule (``cron`` in ``timezone``, or every ``interval_s``)."""
+    """Create a recurring schedule (``cron`` in ``timezone``, or every ``interval_s``).
+
+    Raises ``InvalidArgument`` for a value out of its bounds and for a cron expression that is
+    malformed or never fires (between ``start_at`` and ``end_at``).
+    """
+    if cron is not None:
+        from pgmbus.timers import cron as cronexpr  # croniter is in the timers extra
+
+        cronexpr.check(cron, timezone, start_at=start_at or now, end_at=end_at)
     params = {
         "client_id": client_id,
         "schedule_key": schedule_key,
@@ -287,6 +296,14 @@ async def create_schedule(
         cur = await conn.execute(_q("schedule_create"), params)
         row = await _row(cur)
     return bool(row[0]), row[1]
+
+
+async def pause_broken_schedule(
+    conn: Conn, schedule_id: int, reason: str, *, now: datetime | None = None
+) -> None:
+    """Pause a schedule whose runs cannot be computed or created, keeping ``reason``."""
+    params = {"schedule_id": schedule_id, "reason": reason, "now": now}
+    await _one(conn, "schedule_pause_broken", params)
 
 
 async def list_schedules(conn: Conn, client_id: int) -> list[dict[str, Any]]:

@@ -1,13 +1,14 @@
 -- Function: mbus._spark_lo(p_cursor)
 --
--- Purpose:  Parts of a cursor as scalars (_spark_lo: the snapshot everything before is consumed at,
---           _spark_hi/_spark_after_*: the partial-position part or NULL, _spark_xip: lo's in-progress
---           list, _spark_top: the xmax of the cursor's newest snapshot). IMMUTABLE, so that with a
---           literal cursor the planner folds them into constants and spark_read's txid conditions
---           become index conditions on events_txid_id.
--- Params:   p_cursor text FILL
--- Returns:  pg_snapshot
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The snapshot of a cursor at which every visible event is consumed: the whole
+--           position of a plain cursor, the start of a partial one ('<lo>;<hi>;<txid>;<id>').
+--           One of the _spark_* parts that give spark_read a cursor's parts as scalars. They
+--           are IMMUTABLE LANGUAGE sql functions without a SET clause, so that with a literal
+--           cursor the planner folds them into constants and spark_read's txid conditions
+--           become index conditions on events_txid_id. A slot prefix ('<slot>@') is ignored.
+-- Params:   p_cursor  a stream cursor (text)
+-- Returns:  pg_snapshot; MB006 for a malformed or NULL cursor (mbus._parse_position)
+-- Locks:    none (computes only)
+-- Callers:  mbus.spark_read; mbus._spark_xip, _spark_top, _spark_bottom
 CREATE OR REPLACE FUNCTION mbus._spark_lo(p_cursor text) RETURNS pg_snapshot
 LANGUAGE sql IMMUTABLE AS $$ SELECT ((mbus._parse_position(p_cursor)).pos).lo $$;

@@ -1,12 +1,13 @@
 -- Function: mbus._spark_write_lock(p_write_id)
 --
--- Purpose:  _spark_write_lock(write_id): the advisory lock key of a write. Tasks hold it shared while
---           they stage, the commit and the cleanup exclusively: the cleanup never drops rows a task is
---           staging or a commit is publishing.
--- Params:   p_write_id text FILL
--- Returns:  bigint
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The advisory lock key of a Spark write: hashtextextended('mbus.spark_write:' ||
+--           write_id, 0). Tasks hold it shared while they stage (mbus.spark_lock_stage), the
+--           commit (spark_commit_write) and the cleanup (spark_clean_staged) exclusively: the
+--           cleanup never drops rows a task is staging or a commit is publishing.
+-- Params:   p_write_id  the write's id (text)
+-- Returns:  bigint: the key for pg_advisory_xact_lock and its variants
+-- Locks:    none (computes the key only)
+-- Callers:  mbus.spark_lock_stage, mbus.spark_commit_write, mbus.spark_clean_staged
 CREATE OR REPLACE FUNCTION mbus._spark_write_lock(p_write_id text) RETURNS bigint
 LANGUAGE sql IMMUTABLE
 AS $$ SELECT pg_catalog.hashtextextended('mbus.spark_write:' || p_write_id, 0) $$;

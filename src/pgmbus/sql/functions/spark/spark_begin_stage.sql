@@ -1,12 +1,18 @@
 -- Function: mbus.spark_begin_stage(p_write_id, p_now)
 --
--- Purpose:  spark_begin_stage(write_id, p_now): register the write (its own short transaction, before
---           the task's COPY, so that tasks of one write never wait for each other on this row).
--- Params:   p_write_id text FILL
---           p_now timestamptz DEFAULT NULL FILL
+-- Purpose:  Register a write that a task begins staging into: its mbus.spark_writes row is
+--           created, or its last_staged_at moved forward. The cleanup (spark_clean_staged)
+--           scans these rows, not the staged rows, and drops only writes nobody began staging
+--           into for spark.staged_ttl. Run in a short transaction of its own, before the task's
+--           staging transaction (mbus.spark_lock_stage, then COPY), so that tasks of one write
+--           never wait for each other on this row for longer than this statement.
+-- Params:   p_write_id  the write's id (text)
+--           p_now       the clock (NULL = now()); tests move it
 -- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Locks:    row lock of the write's mbus.spark_writes row (INSERT ... ON CONFLICT DO UPDATE),
+--           held to commit; waits for another task's begin_stage of the same write
+-- Callers:  Python pgmbus.spark.writer.stage via sql/spark.sql 'begin_stage' (every task of a
+--           df.write / writeStream with format "pgmbus"); tests under tests/spark
 CREATE OR REPLACE FUNCTION mbus.spark_begin_stage(p_write_id text, p_now timestamptz DEFAULT NULL)
 RETURNS void
 LANGUAGE sql

@@ -1,16 +1,21 @@
 -- Function: mbus.spark_claim_batch(p_sink, p_query_id, p_batch_id, p_row_count)
 --
--- Purpose:  spark_claim_batch(sink, query_id, batch_id, row_count): record a batch in the ledger.
---           Returns true when the caller's transaction now owns the batch (write its output and commit),
---           false when the batch was committed before (write nothing). Concurrent claimers of one batch
---           wait for each other on the primary key, so at most one commits output.
--- Params:   p_sink text FILL
---           p_query_id text FILL
---           p_batch_id bigint FILL
---           p_row_count bigint DEFAULT 0 FILL
--- Returns:  boolean
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Record a batch in the sink ledger (mbus.spark_batches) in the caller's transaction,
+--           which also writes the batch's output: exactly once per batch. True: the caller now
+--           owns the batch (write its output and commit). False: the batch was committed
+--           before, e.g. replayed after the driver died between the database commit and Spark's
+--           checkpoint (write nothing). Concurrent claimers of one batch wait for each other on
+--           the primary key, so at most one commits output.
+-- Params:   p_sink       the sink's name (text)
+--           p_query_id   the streaming query's id (text)
+--           p_batch_id   the micro-batch id (bigint >= 0)
+--           p_row_count  the batch's row count, kept for inspection (default 0)
+-- Returns:  boolean: true when claimed now, false when committed before
+-- Locks:    inserts the ledger row (held to commit); waits for a concurrent transaction that
+--           claims the same batch (ON CONFLICT on the primary key)
+-- Callers:  mbus.spark_commit_write; Python pgmbus.spark.sink.exactly_once via sql/spark.sql
+--           'claim_batch' (TableSink, the stats job); users directly (not a public entry point;
+--           the documented SQL for other languages); tests under tests/spark
 CREATE OR REPLACE FUNCTION mbus.spark_claim_batch(
     p_sink text, p_query_id text, p_batch_id bigint, p_row_count bigint DEFAULT 0)
 RETURNS boolean

@@ -1,16 +1,22 @@
 -- Function: mbus.spark_clean_staged(p_now, p_ttl)
 --
--- Purpose:  spark_clean_staged(p_now, p_ttl): drop the staged rows of every write no task began staging
---           into for p_ttl (default: setting spark.staged_ttl), skipping writes that a task is staging
---           or a commit is publishing right now. Such rows belong to writes whose driver died before
---           committing: a committed write's rows are dropped by its commit. Should that driver still
---           commit later, it finds fewer rows than its tasks reported and refuses (MB008, nothing is
---           published). Returns the number of staged rows dropped.
--- Params:   p_now timestamptz DEFAULT NULL FILL
---           p_ttl interval DEFAULT NULL FILL
--- Returns:  bigint
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Drop the staged rows of every write no task began staging into for p_ttl, skipping
+--           writes that a task is staging or a commit is publishing right now (their advisory
+--           lock is taken with a try, never waited for; the age is re-checked under it). Such
+--           rows belong to writes whose driver died before committing: a committed write's
+--           rows are dropped by its commit. Should that driver still commit later, it finds
+--           fewer rows than its tasks reported and refuses (MB008, nothing is published). Runs
+--           at the end of every spark_commit_write and in mbus.maintain, so nothing needs
+--           scheduling.
+-- Params:   p_now  the clock (NULL = now()); tests move it
+--           p_ttl  the age after which a write is abandoned (NULL = setting spark.staged_ttl,
+--                  default 1 day)
+-- Returns:  bigint: the number of staged rows dropped
+-- Locks:    pg_try_advisory_xact_lock(mbus._spark_write_lock(write)) per abandoned write (skips
+--           the write when held), held to commit; row locks of the mbus.spark_writes and
+--           mbus.spark_staged rows it deletes
+-- Callers:  mbus.spark_commit_write, mbus.maintain (report key spark_staged_dropped); users
+--           directly (not a public entry point); tests/spark/test_spark_sql.py
 CREATE OR REPLACE FUNCTION mbus.spark_clean_staged(
     p_now timestamptz DEFAULT NULL, p_ttl interval DEFAULT NULL)
 RETURNS bigint

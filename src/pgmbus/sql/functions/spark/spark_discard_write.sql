@@ -1,10 +1,16 @@
 -- Function: mbus.spark_discard_write(p_write_id)
 --
--- Purpose:  spark_discard_write(write_id): drop every staged row of a write (all task attempts).
--- Params:   p_write_id text FILL
--- Returns:  bigint
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Drop every staged row of a write (all task attempts) and its mbus.spark_writes
+--           registration: after a commit has published them, on a replayed batch, or when
+--           Spark aborts the write. Takes no advisory lock: rows a task is still staging are
+--           not visible to it and stay.
+-- Params:   p_write_id  the write's id (text)
+-- Returns:  bigint: the number of staged rows dropped
+-- Locks:    row locks of the mbus.spark_staged and mbus.spark_writes rows it deletes, held to
+--           commit
+-- Callers:  mbus.spark_commit_write; Python pgmbus.spark.writer.discard_write via
+--           sql/spark.sql 'discard_write' (PgmbusWriter.abort, PgmbusStreamWriter.abort);
+--           users directly (not a public entry point)
 CREATE OR REPLACE FUNCTION mbus.spark_discard_write(p_write_id text)
 RETURNS bigint
 LANGUAGE plpgsql

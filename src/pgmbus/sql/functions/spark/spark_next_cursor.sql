@@ -1,24 +1,28 @@
 -- Function: mbus.spark_next_cursor(p_from, p_to, p_max_events, p_topics, p_before)
 --
--- Purpose:  spark_next_cursor(from, to, max_events, topics, before): the end of the next micro-batch
---           starting at cursor `from`, at most at snapshot cursor `to` (admission control).
---             * max_events: at most that many events of `topics` in the batch; the cut falls between
---               two events in (txid, id) order, expressed in the streams engine's partial-position form
---               ('<lo>;<hi>;<txid>;<id>'), so even one huge transaction is split;
---             * before: the batch stops before the first event (in that order) published at or after it
---               (the archive's horizon);
---             * returns `from` itself when there is nothing to read, so Spark runs no empty batch; when
---               only events of other topics arrived, returns the new position (the group moves on).
---           A partial `from` is finished first (the batch ends at its target at most). The candidates
---           are scanned in (txid, id) order on the events_txid_id index and the scan stops at the cut.
--- Params:   p_from text FILL
---           p_to text FILL
---           p_max_events integer DEFAULT NULL FILL
---           p_topics text[] DEFAULT NULL FILL
---           p_before timestamptz DEFAULT NULL FILL
--- Returns:  text
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The end of the next micro-batch starting at cursor p_from, at most at the snapshot
+--           cursor p_to (admission control):
+--             * p_max_events: at most that many events of p_topics in the batch; the cut falls
+--               between two events in (txid, id) order, expressed in the streams engine's
+--               partial-position form ('<lo>;<hi>;<txid>;<id>'), so even one huge transaction
+--               is split;
+--             * p_before: the batch stops before the first event (in that order) published at
+--               or after it (the archive's horizon);
+--             * it returns p_from itself when there is nothing to read, so Spark runs no empty
+--               batch; when only events of other topics arrived, it returns the new position
+--               (the group moves on).
+--           A partial p_from is finished first (the batch ends at its target at most). The
+--           candidates are scanned in (txid, id) order on the events_txid_id index and the scan
+--           stops at the cut.
+-- Params:   p_from        the batch's start cursor (text; not a slot cursor, MB006)
+--           p_to          the newest snapshot cursor to go to (text; its lo snapshot is used)
+--           p_max_events  at most this many events (NULL = no limit; MB006 when < 1)
+--           p_topics      count only events of these topics (NULL = all)
+--           p_before      stop before the first event published at or after it (NULL = none)
+-- Returns:  text: the batch's end cursor; p_from when there is nothing to read
+-- Locks:    none (reads only)
+-- Callers:  Python pgmbus.spark.reader.PgmbusStreamReader (latestOffset) via sql/spark.sql
+--           'next_cursor'; users directly (not a public entry point); tests/spark/test_spark_sql.py
 CREATE OR REPLACE FUNCTION mbus.spark_next_cursor(
     p_from text, p_to text, p_max_events integer DEFAULT NULL, p_topics text[] DEFAULT NULL,
     p_before timestamptz DEFAULT NULL)

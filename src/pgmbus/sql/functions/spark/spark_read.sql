@@ -1,23 +1,47 @@
--- Function: mbus.spark_read(p_from, p_to, p_topics, p_part, p_nparts, p_keys, p_id_min, p_id_max, p_time_ge, p_time_gt, p_time_le, p_time_lt)
+-- Function: mbus.spark_read(p_from, p_to, p_topics, p_part, p_nparts, p_keys, ...)
 --
--- Purpose:  spark_read: as in the first spark migration, plus the fast path described above. The first
---           condition (the txid range, an index condition for micro-batches) is unchanged; the fast
---           path is a subset of it, so the plans stay the same.
--- Params:   p_from text FILL
---           p_to text FILL
---           p_topics text[] DEFAULT NULL FILL
---           p_part integer DEFAULT 0 FILL
---           p_nparts integer DEFAULT 1 FILL
---           p_keys text[] DEFAULT NULL FILL
---           p_id_min bigint DEFAULT NULL FILL
---           p_id_max bigint DEFAULT NULL FILL
---           p_time_ge timestamptz DEFAULT NULL FILL
---           p_time_gt timestamptz DEFAULT NULL FILL
---           p_time_le timestamptz DEFAULT NULL FILL
---           p_time_lt timestamptz DEFAULT NULL FILL
--- Returns:  TABLE (id bigint, topic text, key text, payload jsonb, headers jsonb, published_at timestamptz)
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The events consumed at cursor p_to and not at cursor p_from (the rule of
+--           mbus.read_between and mbus._consumed, written out here), restricted to part p_part
+--           of p_nparts by id (id % p_nparts, so a single big transaction splits evenly too)
+--           and to the filters Spark pushed down (NULL: no condition). A pure function of its
+--           arguments while the events are retained: a replayed micro-batch reads exactly the
+--           same events (in no particular order).
+--           Written so that the planner inlines it into the caller's COPY (a single SELECT,
+--           LANGUAGE sql, no SET clause, every name qualified): rows stream out while the scan
+--           runs instead of being collected in a tuplestore first, no function is called per
+--           row, and with literal cursors the _spark_* parts fold into constants.
+--           The conditions on txid:
+--             1. the range, an index condition on events_txid_id: txid in p_from's in-progress
+--                list, or from p_from's xmax up to _spark_top(p_to); a micro-batch never scans
+--                the whole log;
+--             2. the fast path: a txid at or after _spark_top(p_from) (started after every
+--                transaction p_from had seen) and before _spark_bottom(p_to) (ended before
+--                p_to was taken) is in the range without looking further: two comparisons with
+--                constants instead of two pg_visible_in_snapshot calls per row, and most of a
+--                large read is such events;
+--             3. otherwise the exact rule: visible at p_to (in its lo, or in its hi up to its
+--                (txid, id)) and not at p_from (likewise).
+--           The fast path is a subset of condition 1, so the plans stay those of the range.
+-- Params:   p_from     the range's start cursor (text)
+--           p_to       the range's end cursor (text)
+--           p_topics   only these topics (NULL = all)
+--           p_part     this part's number, 0 to p_nparts - 1 (default 0)
+--           p_nparts   the number of parts by id % p_nparts (default 1 = no split)
+--           p_keys     only events with these keys (NULL = all)
+--           p_id_min   only ids >= it (NULL = no bound)
+--           p_id_max   only ids <= it (NULL = no bound)
+--           p_time_ge  only events published at or after it (NULL = no bound)
+--           p_time_gt  only events published after it (NULL = no bound)
+--           p_time_le  only events published at or before it (NULL = no bound)
+--           p_time_lt  only events published before it (NULL = no bound)
+-- Returns:  TABLE (id, topic, key, payload, headers, published_at): the events, in no
+--           particular order; MB006 for a malformed cursor
+-- Locks:    none (reads only)
+-- Callers:  Python pgmbus.spark.reader.read_partition via sql/spark.sql 'read_range' (a
+--           template filled with literals, run through ADBC's COPY by
+--           pgmbus.spark.arrowio.read_events): every task of spark.read / readStream with
+--           format "pgmbus"; the spark_read bench; users directly (not a public entry point);
+--           tests/spark/test_spark_sql.py
 CREATE OR REPLACE FUNCTION mbus.spark_read(
     p_from text, p_to text, p_topics text[] DEFAULT NULL,
     p_part integer DEFAULT 0, p_nparts integer DEFAULT 1,

@@ -1,12 +1,19 @@
--- Function: mbus.timer_add_client()
+-- Function: mbus.timer_add_client(p_name)
 --
--- Purpose:  clients
---           timer_add_client(name): create an owner client; returns its id, its API key (shown only
---           now: the table keeps its sha256) and its HMAC signing secret. MB003 when the name exists.
--- Params:   none
--- Returns:  FILL
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Create an owner client of timer callbacks. Generates its API key ('pmk_' and 64 hex
+--           digits from two random UUIDs) and its HMAC signing secret ('whsec_' and 64 hex
+--           digits). The key is returned only now: the table keeps its sha256, which
+--           mbus.timer_authenticate compares; the secret is kept, as the dispatcher signs every
+--           callback with it. The name is checked by mbus.check_name (and the table's CHECK).
+-- Params:   p_name  the client's name (text; lower-case identifier, at most 64 bytes)
+-- Returns:  one row (client_id bigint, api_key text, signing_secret text); MB003 when a client
+--           of that name exists, MB006 for a bad name
+-- Locks:    inserts the mbus.timer_clients row; a concurrent insert of the same name makes it
+--           wait for that transaction (unique index)
+-- Callers:  Python pgmbus.timers.store.add_client (and sync_store.add_client) via
+--           sql/timers.sql 'add_client', used by the CLI `pgmbus timers add-client`; the timers
+--           bench (bench/scenarios/_timers_common.py); users directly (not a public entry
+--           point); tests under tests/timers
 CREATE OR REPLACE FUNCTION mbus.timer_add_client(p_name text,
     OUT client_id bigint, OUT api_key text, OUT signing_secret text)
 LANGUAGE plpgsql

@@ -1,10 +1,13 @@
 -- Function: mbus.timer_authenticate(p_api_key)
 --
--- Purpose:  timer_authenticate(api_key): the client id owning the key, or NULL.
--- Params:   p_api_key text FILL
--- Returns:  bigint
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The client that owns an API key: the key's sha256 is looked up in
+--           mbus.timer_clients (the key itself is never stored).
+-- Params:   p_api_key  the API key a request carries (text)
+-- Returns:  bigint: the client's id; NULL when no client has that key
+-- Locks:    none (reads only)
+-- Callers:  Python pgmbus.timers.store.authenticate via sql/timers.sql 'authenticate', used by
+--           the HTTP service (pgmbus.http.auth: the bearer key of every request, cached
+--           for a while); tests/timers/test_timers_cli.py
 CREATE OR REPLACE FUNCTION mbus.timer_authenticate(p_api_key text)
 RETURNS bigint
 LANGUAGE sql STABLE

@@ -1,11 +1,16 @@
 -- Function: mbus.timer_callback_json(c)
 --
--- Purpose:  callbacks: JSON view, create, get, list, update, cancel, delete, history
---           timer_callback_json(c): the public JSON shape of a callback (what the HTTP API returns).
--- Params:   c mbus.timer_callbacks FILL
--- Returns:  jsonb
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The public JSON shape of a callback, what the HTTP API and the SQL API return: id,
+--           group_key, event_key, run_at, originally_run_at, url, context, retry (fast_retries,
+--           kind, delay_s, factor, max_delay_s), stop_after_delay_s, status, attempts,
+--           webhook_id, schedule_key (of the schedule that generated it, or null),
+--           last_status_code, last_error, created_at, updated_at, finished_at. Internal columns
+--           (client_id, bucket_id, the claim) are left out.
+-- Params:   c  the callback's row (mbus.timer_callbacks)
+-- Returns:  jsonb object (NULL for a NULL row)
+-- Locks:    none (reads the schedule's key)
+-- Callers:  mbus.timer_create_many, timer_get, timer_list, timer_update, timer_cancel,
+--           timer_history
 CREATE OR REPLACE FUNCTION mbus.timer_callback_json(c mbus.timer_callbacks)
 RETURNS jsonb
 LANGUAGE sql STABLE

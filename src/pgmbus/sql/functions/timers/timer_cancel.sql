@@ -1,13 +1,22 @@
 -- Function: mbus.timer_cancel(p_client_id, p_group_key, p_event_key, p_now)
 --
--- Purpose:  timer_cancel(client, group_key, event_key, now): cancel a pending callback (else MB008).
--- Params:   p_client_id bigint FILL
---           p_group_key text FILL
---           p_event_key text FILL
---           p_now timestamptz DEFAULT NULL FILL
--- Returns:  jsonb
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Cancel a pending callback: status 'cancelled', finished now, and any claim of a
+--           dispatcher dropped, so the change wins over a delivery not yet started. The change
+--           log gets a 'cancel' row, whose trigger (mbus.timer_notify_change) tells the
+--           dispatchers to discard a claim they hold in memory. A cancelled callback can be
+--           made pending again by mbus.timer_update with p_i_ensure_pending.
+-- Params:   p_client_id  the owner client's id (bigint)
+--           p_group_key  the callback's group key (text)
+--           p_event_key  the callback's event key (text)
+--           p_now        the clock (NULL = now()); tests move it
+-- Returns:  jsonb: the cancelled callback (mbus.timer_callback_json); MB002 when there is no
+--           such callback, MB008 when it is not pending
+-- Locks:    row lock of the callback (FOR UPDATE in mbus.timer_lock, then UPDATE), held to
+--           commit; waits for a transaction holding it (a claim or record in progress); the
+--           change log insert notifies 'mbus_timer_changed' at commit
+-- Callers:  Python pgmbus.timers.store.cancel via sql/timers.sql 'cancel', used by the HTTP
+--           service (POST /v1/callbacks/{group_key}/{event_key}/cancel); users directly (not a
+--           public entry point); tests under tests/timers
 CREATE OR REPLACE FUNCTION mbus.timer_cancel(p_client_id bigint, p_group_key text, p_event_key text,
     p_now timestamptz DEFAULT NULL)
 RETURNS jsonb

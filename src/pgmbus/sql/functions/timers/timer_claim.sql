@@ -1,23 +1,44 @@
--- Function: mbus.timer_claim(p_dispatcher, p_buckets, p_limit, p_lease_s, p_now, p_lookahead_s, p_after_run_at, p_after_id)
+-- Function: mbus.timer_claim(p_dispatcher, p_buckets, p_limit, p_lease_s, p_now, ...)
 --
--- Purpose:  timer_claim(dispatcher, buckets, limit, lease_s, now, lookahead_s, after_run_at, after_id):
---           claim up to limit due callbacks of the given buckets in (run_at, id) order. Due = pending,
---           run_at <= now + lookahead_s, and not claimed (or the claim expired); with a cursor, only
---           callbacks with (run_at, id) > (after_run_at, after_id). With a lookahead the dispatcher
---           claims ahead and waits for run_at itself, so polling adds no lateness. Each claim
---           increments attempts (the attempt number, the claim's token) and holds the callback until
---           run_at (if later than now) + lease_s * (fast_retries + 1).
--- Params:   p_dispatcher text FILL
---           p_buckets integer[] FILL
---           p_limit integer FILL
---           p_lease_s double precision DEFAULT 30 FILL
---           p_now timestamptz DEFAULT NULL FILL
---           p_lookahead_s double precision DEFAULT 0 FILL
---           p_after_run_at timestamptz DEFAULT '-infinity' FILL
---           p_after_id bigint DEFAULT 0 FILL
--- Returns:  TABLE (id bigint, attempt integer, webhook_id uuid, client_id bigint, group_key text, event_key text, run_at timestamptz, originally_run_at timestamptz, url text, context jsonb, fast_retries integer, signing_secret text, claimed_until timestamptz)
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Claim up to p_limit due callbacks of the given buckets, in (run_at, id) order, for
+--           one dispatcher. Due = pending, run_at <= now + p_lookahead_s, and not claimed (or
+--           the claim expired). With a lookahead the dispatcher claims ahead and waits for
+--           run_at itself, so polling adds no lateness. Each claim increments attempts (the
+--           attempt number, the claim's token for mbus.timer_record and timer_unclaim) and
+--           holds the callback until greatest(now, run_at) + p_lease_s * (fast_retries + 1).
+--           No watermark and no global lock: rows are locked FOR UPDATE SKIP LOCKED, so a
+--           callback committed late, or inserted with a past run_at, matches the next claim.
+--           Cursor: claimed callbacks stay 'pending' (and in the due index) until their result
+--           is recorded, so a claim from the head of the index walks over all of them, several
+--           times a second (at 2,000 callbacks/s most of the database's work). With
+--           (p_after_run_at, p_after_id) only callbacks after it are considered, an index range
+--           scan from where the last claim ended; the dispatcher still claims without a cursor
+--           every rescan interval, which finds late commits, past run_ats, early retries, rows
+--           skipped while locked and expired claims. The cursor is a shortcut only.
+--           Plan: the claim must walk timer_callbacks_due in (run_at, id) order and stop after
+--           p_limit rows. Measured, generic plans chose a bitmap scan and sort (10-500 ms,
+--           growing with the backlog, against 1-2 ms), or primary-key scans and sorts, or joins
+--           to a scan of the whole table with statistics from another phase (50 ms to 1 s);
+--           hence seq scan, bitmap scan and sort are off for the function, the update finds the
+--           locked rows by their tuple ids (a TID scan), and JIT is off (compiling took ~300 ms
+--           of a 2 ms claim).
+-- Params:   p_dispatcher    the claiming dispatcher's id (text), stored in claimed_by
+--           p_buckets       the bucket ids whose callbacks it may claim (integer[]; its leases)
+--           p_limit         at most this many callbacks (integer)
+--           p_lease_s       the claim's length per call in seconds (default 30)
+--           p_now           the clock (NULL = now()); tests move it
+--           p_lookahead_s   claim callbacks due up to this many seconds ahead (default 0)
+--           p_after_run_at  the cursor's run_at (NULL or '-infinity' = no cursor)
+--           p_after_id      the cursor's callback id (NULL or 0 = no cursor)
+-- Returns:  TABLE of the claimed callbacks in (run_at, id) order: id, attempt, webhook_id,
+--           client_id, group_key, event_key, run_at, originally_run_at, url, context,
+--           fast_retries, the client's signing_secret, claimed_until; no row when none is due
+-- Locks:    row locks FOR UPDATE SKIP LOCKED on the due mbus.timer_callbacks rows it takes
+--           (rows locked by others are skipped, never waited for), then UPDATE of them; held to
+--           commit
+-- Callers:  Python pgmbus.timers.store.claim via sql/timers.sql 'claim', used by the dispatcher
+--           (pgmbus.timers.dispatcher, its claim loop); tests/timers/test_timers_store.py,
+--           test_timers_claim_ahead.py
 CREATE OR REPLACE FUNCTION mbus.timer_claim(p_dispatcher text, p_buckets integer[], p_limit integer,
     p_lease_s double precision DEFAULT 30, p_now timestamptz DEFAULT NULL,
     p_lookahead_s double precision DEFAULT 0, p_after_run_at timestamptz DEFAULT '-infinity',

@@ -1,23 +1,33 @@
--- Function: mbus.timer_clean()
+-- Function: mbus.timer_clean(p_ttl_days, p_now)
 --
--- Purpose:  cleanup
---           timer_clean(ttl_days, now): delete finished callbacks (status <> 'pending') whose run_at is
---           older than ttl_days, with their attempts, and change log rows older than ttl_days (the seed).
--- Params:   none
--- Returns:  FILL
--- Locks:    FILL
--- Callers:  FILL
-CREATE OR REPLACE FUNCTION mbus.timer_clean(p_ttl_days integer DEFAULT 30, p_now timestamptz DEFAULT NULL,
-    OUT callbacks bigint, OUT changes bigint)
+-- Purpose:  Delete old history, as the CallMeBack design's daily cleanup does: finished
+--           callbacks (status <> 'pending') whose run_at is older than p_ttl_days, with their
+--           attempts (ON DELETE CASCADE), and change log rows older than p_ttl_days (also those
+--           of callbacks still pending). Records its run in mbus.timer_jobs ('clean'), which
+--           mbus.timer_clean_if_due reads.
+-- Params:   p_ttl_days  keep this many days (integer, default 30; MB006 unless from 0 to 36500:
+--                       a larger one made the cut-off time overflow)
+--           p_now       the clock (NULL = now()); tests move it
+-- Returns:  one row (callbacks bigint, changes bigint): how many callbacks and change log rows
+--           were deleted
+-- Locks:    row locks of the deleted callbacks, their attempts and change log rows (waits for a
+--           transaction holding one); row lock of the 'clean' row of mbus.timer_jobs, held to
+--           commit
+-- Callers:  Python pgmbus.timers.store.clean via sql/timers.sql 'clean', used by the CLI
+--           `pgmbus timers clean`; mbus.timer_clean_if_due; users directly (not a public entry
+--           point); tests/timers/test_timers_store.py
+CREATE OR REPLACE FUNCTION mbus.timer_clean(p_ttl_days integer DEFAULT 30,
+    p_now timestamptz DEFAULT NULL, OUT callbacks bigint, OUT changes bigint)
 LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_before timestamptz := coalesce(p_now, now()) - make_interval(days => p_ttl_days);
+    v_before timestamptz;
 BEGIN
-    IF p_ttl_days < 0 THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'ttl_days must be >= 0';
+    IF p_ttl_days IS NULL OR p_ttl_days NOT BETWEEN 0 AND 36500 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'ttl_days must be from 0 to 36500';
     END IF;
+    v_before := coalesce(p_now, now()) - make_interval(days => p_ttl_days);
     WITH gone AS (
         DELETE FROM mbus.timer_callbacks AS c
         WHERE c.status <> 'pending' AND c.run_at < v_before RETURNING 1)

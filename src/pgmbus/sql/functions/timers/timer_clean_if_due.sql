@@ -1,14 +1,19 @@
 -- Function: mbus.timer_clean_if_due(p_ttl_days, p_every_s, p_now)
 --
--- Purpose:  timer_clean_if_due(ttl_days, every_s, now): run timer_clean when it last ran more than
---           every_s ago (default daily); several dispatchers call it, one runs it (SKIP LOCKED).
---           Returns true when it ran.
--- Params:   p_ttl_days integer DEFAULT 30 FILL
---           p_every_s double precision DEFAULT 86400 FILL
---           p_now timestamptz DEFAULT NULL FILL
--- Returns:  boolean
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Run mbus.timer_clean when it last ran more than p_every_s ago (default: daily).
+--           Every dispatcher calls it; the 'clean' row of mbus.timer_jobs is taken FOR UPDATE
+--           SKIP LOCKED, so while one dispatcher cleans the others return at once, and the
+--           cleanup records its run before it commits, so it runs once per period.
+-- Params:   p_ttl_days  passed to timer_clean: keep this many days (integer, default 30)
+--           p_every_s   the period in seconds (default 86400)
+--           p_now       the clock (NULL = now()); tests move it
+-- Returns:  boolean: true when it ran the cleanup, false when it was not due or another
+--           transaction holds the job
+-- Locks:    row lock FOR UPDATE SKIP LOCKED of the 'clean' row of mbus.timer_jobs, held to
+--           commit; then those of mbus.timer_clean
+-- Callers:  Python pgmbus.timers.store.clean_if_due via sql/timers.sql 'clean_if_due', used by
+--           the dispatcher (pgmbus.timers.dispatcher, its heartbeat loop);
+--           tests/timers/test_timers_store.py
 CREATE OR REPLACE FUNCTION mbus.timer_clean_if_due(p_ttl_days integer DEFAULT 30,
     p_every_s double precision DEFAULT 86400, p_now timestamptz DEFAULT NULL)
 RETURNS boolean

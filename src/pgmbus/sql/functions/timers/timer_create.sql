@@ -1,10 +1,25 @@
--- Function: mbus.timer_create()
+-- Function: mbus.timer_create(p_client_id, p_group_key, p_event_key, p_run_at, p_url, ...)
 --
--- Purpose:  timer_create(...): create one callback (idempotent on the key); see timer_create_many.
--- Params:   none
--- Returns:  FILL
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Create one callback, idempotent on (client, group_key, event_key): an existing
+--           callback is returned unchanged with created = false. A one-item call of
+--           mbus.timer_create_many, which does the checks and the work.
+-- Params:   p_client_id           the owner client's id (bigint)
+--           p_group_key           the group key (text; no '/' or control characters)
+--           p_event_key           the event key within the group (text; same rules)
+--           p_run_at              when to call the URL (timestamptz)
+--           p_url                 the http(s) URL to POST to (text)
+--           p_context             the JSON object sent with the call (default '{}')
+--           p_retry               the retry policy (jsonb; NULL = defaults, see
+--                                 mbus.timer_retry_policy)
+--           p_stop_after_delay_s  give up retrying this long after originally_run_at
+--                                 (NULL = 86400)
+--           p_originally_run_at   the run time reported to the receiver (NULL = p_run_at)
+--           p_now                 the clock (NULL = now()); tests move it
+-- Returns:  one row (created boolean, callback jsonb): created is false when the key existed;
+--           callback is mbus.timer_callback_json of the (new or existing) callback
+-- Locks:    those of mbus.timer_create_many
+-- Callers:  users directly (not a public entry point; the documented SQL API); tests under
+--           tests/timers. Python's pgmbus.timers.store.create calls timer_create_many instead
 CREATE OR REPLACE FUNCTION mbus.timer_create(
     p_client_id bigint, p_group_key text, p_event_key text, p_run_at timestamptz, p_url text,
     p_context jsonb DEFAULT '{}', p_retry jsonb DEFAULT NULL,

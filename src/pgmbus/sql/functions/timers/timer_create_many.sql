@@ -1,15 +1,32 @@
 -- Function: mbus.timer_create_many(p_items, p_now)
 --
--- Purpose:  timer_create_many(items, now): create callbacks in one statement (the API's batches).
---           items: a JSON array of objects {client_id, group_key, event_key, run_at, url, context?,
---           retry?, stop_after_delay_s?, originally_run_at?, schedule_id?}. Idempotent on the key: an
---           existing callback is returned unchanged with created = false (also for a key repeated in the
---           same batch: its first item creates). Returns one row per item, in item order (ord from 1).
--- Params:   p_items jsonb FILL
---           p_now timestamptz DEFAULT NULL FILL
--- Returns:  TABLE (ord integer, created boolean, callback jsonb)
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Create callbacks in one statement (the HTTP API's batches, schedule occurrences),
+--           idempotent on (client_id, group_key, event_key): an existing callback is returned
+--           unchanged with created = false, and so is a key repeated in the same batch (its
+--           first item creates). Every item is checked first (mbus.timer_item_problem: bounds,
+--           size limits of mbus.timer_limits, key characters, URL, times): MB006 with the
+--           reason, prefixed by 'item <n>: ' in a batch of several, and nothing is created (the
+--           HTTP batcher then retries items alone, so one bad item fails only its request).
+--           Per item: the retry policy is completed (mbus.timer_retry_merge),
+--           originally_run_at defaults to run_at, context to '{}', stop_after_delay_s to
+--           86400, and the bucket is abs(hashtextextended(group_key || '/' || event_key,
+--           client_id)) modulo the number of buckets. Every created callback gets a 'create'
+--           row in the change log (no notification). A second statement returns one row per
+--           item, in item order, joined to the callbacks by key. JIT is off: generic plans'
+--           estimates can cross jit_above_cost, and compiling (~300 ms measured on the
+--           dispatcher's statements) costs more than a batch of a few thousand rows.
+-- Params:   p_items  a JSON array of objects {client_id, group_key, event_key, run_at, url,
+--                    context?, retry?, stop_after_delay_s?, originally_run_at?, schedule_id?}
+--                    (MB005 when it is not an array)
+--           p_now    the clock (NULL = now()): created_at, updated_at and the log's time
+-- Returns:  TABLE (ord integer, created boolean, callback jsonb): one row per item in item
+--           order (ord from 1); callback is mbus.timer_callback_json of the callback
+-- Locks:    inserts the new mbus.timer_callbacks and change log rows; an item whose key a
+--           concurrent transaction is inserting waits for it (ON CONFLICT on the unique key)
+-- Callers:  Python pgmbus.timers.store.create_many (and store.create) via sql/timers.sql
+--           'create_many', used by the HTTP service's CreateBatcher (POST /v1/callbacks);
+--           mbus.timer_create, mbus.timer_schedule_materialize; the timers bench; users
+--           directly (not a public entry point); tests under tests/timers
 CREATE OR REPLACE FUNCTION mbus.timer_create_many(p_items jsonb, p_now timestamptz DEFAULT NULL)
 RETURNS TABLE (ord integer, created boolean, callback jsonb)
 LANGUAGE plpgsql
@@ -20,9 +37,23 @@ DECLARE
     v_now timestamptz := coalesce(p_now, now());
     v_buckets integer;
     v_new bigint[];
+    v_limits jsonb := mbus.timer_limits();
+    v_bad bigint;
+    v_problem text;
 BEGIN
-    IF jsonb_typeof(p_items) <> 'array' THEN
+    IF jsonb_typeof(p_items) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION USING ERRCODE = 'MB005', MESSAGE = 'items must be a JSON array';
+    END IF;
+    SELECT t.n, p.problem INTO v_bad, v_problem
+    FROM jsonb_array_elements(p_items) WITH ORDINALITY AS t(i, n)
+    CROSS JOIN LATERAL (SELECT mbus.timer_item_problem(t.i, v_limits) AS problem) AS p
+    WHERE p.problem IS NOT NULL
+    ORDER BY t.n
+    LIMIT 1;
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = CASE WHEN jsonb_array_length(p_items) = 1 THEN v_problem
+                           ELSE format('item %s: %s', v_bad, v_problem) END;
     END IF;
     SELECT count(*) INTO v_buckets FROM mbus.timer_buckets;
     WITH items AS (
@@ -35,7 +66,7 @@ BEGIN
                         (t.i->>'run_at')::timestamptz) AS originally_run_at,
                t.i->>'url' AS url,
                coalesce(nullif(t.i->'context', 'null'), '{}') AS context,
-               mbus.timer_retry_policy(t.i->'retry') AS retry,
+               mbus.timer_retry_merge(t.i->'retry') AS retry,  -- checked above
                coalesce((t.i->>'stop_after_delay_s')::float8, 86400) AS stop_after_delay_s,
                (t.i->>'schedule_id')::bigint AS schedule_id
         FROM jsonb_array_elements(p_items) WITH ORDINALITY AS t(i, n)
@@ -46,7 +77,7 @@ BEGIN
             stop_after_delay_s, bucket_id, schedule_id, created_at, updated_at)
         SELECT DISTINCT ON (i.client_id, i.group_key, i.event_key)
                i.client_id, i.group_key, i.event_key, i.run_at, i.originally_run_at, i.url,
-               i.context, (i.retry->>'fast_retries')::integer, i.retry->>'kind',
+               i.context, (i.retry->>'fast_retries')::numeric::integer, i.retry->>'kind',
                (i.retry->>'delay_s')::float8, (i.retry->>'factor')::float8,
                (i.retry->>'max_delay_s')::float8, i.stop_after_delay_s,
                (abs(hashtextextended(i.group_key || '/' || i.event_key, i.client_id))

@@ -1,15 +1,22 @@
 -- Function: mbus.timer_delete(p_client_id, p_group_key, p_event_key, p_force, p_now)
 --
--- Purpose:  timer_delete(client, group_key, event_key, force, now): delete a callback. Refused (MB008)
---           for a pending callback due in less than one minute (or overdue) unless force (the seed).
--- Params:   p_client_id bigint FILL
---           p_group_key text FILL
---           p_event_key text FILL
---           p_force boolean DEFAULT false FILL
---           p_now timestamptz DEFAULT NULL FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Delete a callback with its attempts (its change log stays, so mbus.timer_history
+--           still shows it, with a 'delete' row). As the CallMeBack design rules, a pending
+--           callback due in less than one minute (or overdue) is refused unless p_force: it
+--           may be being called; cancel it instead. The 'delete' log row's trigger
+--           (mbus.timer_notify_change) tells the dispatchers to discard a claim they hold.
+-- Params:   p_client_id  the owner client's id (bigint)
+--           p_group_key  the callback's group key (text)
+--           p_event_key  the callback's event key (text)
+--           p_force      delete even a pending callback due within a minute (default false)
+--           p_now        the clock (NULL = now()); tests move it
+-- Returns:  void; MB002 when there is no such callback, MB008 when refused
+-- Locks:    row lock of the callback (FOR UPDATE in mbus.timer_lock, then DELETE) and of its
+--           attempts, held to commit; waits for a transaction holding it; the change log insert
+--           notifies 'mbus_timer_changed' at commit
+-- Callers:  Python pgmbus.timers.store.delete via sql/timers.sql 'delete', used by the HTTP
+--           service (DELETE /v1/callbacks/{group_key}/{event_key}); users directly (not a
+--           public entry point); tests under tests/timers
 CREATE OR REPLACE FUNCTION mbus.timer_delete(p_client_id bigint, p_group_key text, p_event_key text,
     p_force boolean DEFAULT false, p_now timestamptz DEFAULT NULL)
 RETURNS void

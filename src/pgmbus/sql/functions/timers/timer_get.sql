@@ -1,12 +1,14 @@
 -- Function: mbus.timer_get(p_client_id, p_group_key, p_event_key)
 --
--- Purpose:  timer_get(client, group_key, event_key): the callback's JSON; MB002 when there is none.
--- Params:   p_client_id bigint FILL
---           p_group_key text FILL
---           p_event_key text FILL
--- Returns:  jsonb
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  A client's callback by its key, in the public JSON shape (mbus.timer_callback_json).
+-- Params:   p_client_id  the owner client's id (bigint)
+--           p_group_key  the callback's group key (text)
+--           p_event_key  the callback's event key (text)
+-- Returns:  jsonb: the callback; MB002 when the client has no such callback
+-- Locks:    none (reads only)
+-- Callers:  Python pgmbus.timers.store.get via sql/timers.sql 'get', used by the HTTP service
+--           (GET /v1/callbacks/{group_key}/{event_key}); users directly (not a public entry
+--           point); tests/timers/test_timers_store.py
 CREATE OR REPLACE FUNCTION mbus.timer_get(p_client_id bigint, p_group_key text, p_event_key text)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE

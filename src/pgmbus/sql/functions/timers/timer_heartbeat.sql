@@ -1,17 +1,29 @@
 -- Function: mbus.timer_heartbeat(p_dispatcher, p_lease_s, p_now)
 --
--- Purpose:  dispatch: bucket leases, claims, results
---           timer_heartbeat(dispatcher, lease_s, now): keep the dispatcher alive and rebalance buckets.
---           Renews the leases it holds; with L live dispatchers (heartbeat within lease_s) its fair
---           share is ceil(buckets / L): it releases buckets above the share and takes free or expired
---           ones (SKIP LOCKED) up to it. A dead dispatcher's buckets are free once their lease expires,
---           so takeover happens within lease_s plus one heartbeat. Returns the bucket ids it holds.
--- Params:   p_dispatcher text FILL
---           p_lease_s double precision DEFAULT 10 FILL
---           p_now timestamptz DEFAULT NULL FILL
--- Returns:  integer[]
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Keep a dispatcher alive and rebalance the buckets (each bucket's callbacks are
+--           claimed only by the dispatcher leasing it):
+--             1. its mbus.timer_dispatchers row gets heartbeat_at = now (created if new);
+--                dispatchers silent for 3 * p_lease_s are removed;
+--             2. its fair share is ceil(buckets / L), L = the dispatchers that beat within
+--                p_lease_s (itself included);
+--             3. it renews the leases it still holds and drops those that expired (another
+--                dispatcher may have taken them meanwhile);
+--             4. above its share it releases its highest bucket ids; below it, it takes free
+--                or expired buckets in id order (SKIP LOCKED) up to the share.
+--           A dead dispatcher's buckets are free once their lease expires, so takeover happens
+--           within p_lease_s plus one heartbeat; a new dispatcher gets its share as the others
+--           release theirs at their next heartbeat.
+-- Params:   p_dispatcher  the dispatcher's id (text)
+--           p_lease_s     the bucket lease in seconds (default 10; MB006 unless > 0)
+--           p_now         the clock (NULL = now()); tests move it
+-- Returns:  integer[]: the ids of the buckets it holds now, in order ('{}' when none)
+-- Locks:    row locks, held to commit, of its own mbus.timer_dispatchers row, of the dead ones
+--           it deletes and of its own mbus.timer_buckets rows (waits if another dispatcher is
+--           taking one of its expired buckets); FOR UPDATE SKIP LOCKED on the free buckets it
+--           takes
+-- Callers:  Python pgmbus.timers.store.heartbeat via sql/timers.sql 'heartbeat', used by the
+--           dispatcher (pgmbus.timers.dispatcher, every bucket_lease_s / 3);
+--           tests/timers/test_timers_store.py
 CREATE OR REPLACE FUNCTION mbus.timer_heartbeat(p_dispatcher text, p_lease_s double precision DEFAULT 10,
     p_now timestamptz DEFAULT NULL)
 RETURNS integer[]

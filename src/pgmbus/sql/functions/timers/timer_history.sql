@@ -1,14 +1,19 @@
 -- Function: mbus.timer_history(p_client_id, p_group_key, p_event_key)
 --
--- Purpose:  timer_history(client, group_key, event_key): {"callback", "changes": [...], "attempts": [...]}
---           The change log outlives a deleted callback; then "callback" is null and MB002 is raised only
---           when there is no trace at all.
--- Params:   p_client_id bigint FILL
---           p_group_key text FILL
---           p_event_key text FILL
--- Returns:  jsonb
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  A callback's history: the callback, its change log rows (create, update, cancel,
+--           delete, status, retry, in log order) and its HTTP calls (by attempt and call). The
+--           log is found by key and outlives a deleted callback: then "callback" is null and
+--           "attempts" empty, and MB002 is raised only when there is no trace at all. A key
+--           deleted and created again shows the changes of both.
+-- Params:   p_client_id  the owner client's id (bigint)
+--           p_group_key  the callback's group key (text)
+--           p_event_key  the callback's event key (text)
+-- Returns:  jsonb {"callback": object or null, "changes": [...], "attempts": [...]}; MB002 when
+--           neither the callback nor a log row exists
+-- Locks:    none (reads only)
+-- Callers:  Python pgmbus.timers.store.history via sql/timers.sql 'history', used by the HTTP
+--           service (GET /v1/callbacks/{group_key}/{event_key}/history); users directly (not a
+--           public entry point); tests under tests/timers
 CREATE OR REPLACE FUNCTION mbus.timer_history(p_client_id bigint, p_group_key text, p_event_key text)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE

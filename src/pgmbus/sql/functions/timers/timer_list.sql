@@ -1,15 +1,18 @@
 -- Function: mbus.timer_list(p_client_id, p_group_key, p_status, p_limit, p_after)
 --
--- Purpose:  timer_list(client, group_key, status, limit, after): the client's callbacks in id order,
---           optionally of one group and one status, those with id > after (paging), at most limit.
--- Params:   p_client_id bigint FILL
---           p_group_key text DEFAULT NULL FILL
---           p_status text DEFAULT NULL FILL
---           p_limit integer DEFAULT 100 FILL
---           p_after bigint DEFAULT 0 FILL
--- Returns:  SETOF jsonb
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  A page of a client's callbacks in id order, optionally of one group and one status:
+--           those with id > p_after, at most p_limit (the next page starts after the last id).
+-- Params:   p_client_id  the owner client's id (bigint)
+--           p_group_key  only this group (NULL = all)
+--           p_status     only this status: pending, notified, failed, cancelled or rejected
+--                        (NULL = all; MB006 for another)
+--           p_limit      the page size, 1 to 1000 (default 100; MB006 outside)
+--           p_after      the last id of the previous page (default 0 = from the start)
+-- Returns:  SETOF jsonb: the callbacks (mbus.timer_callback_json); no row when none is left
+-- Locks:    none (reads only)
+-- Callers:  Python pgmbus.timers.store.list_callbacks via sql/timers.sql 'list', used by the
+--           HTTP service (GET /v1/callbacks); users directly (not a public entry point);
+--           tests/timers/test_timers_store.py
 CREATE OR REPLACE FUNCTION mbus.timer_list(p_client_id bigint, p_group_key text DEFAULT NULL,
     p_status text DEFAULT NULL, p_limit integer DEFAULT 100, p_after bigint DEFAULT 0)
 RETURNS SETOF jsonb

@@ -1,12 +1,14 @@
 -- Function: mbus.timer_lock(p_client_id, p_group_key, p_event_key)
 --
--- Purpose:  timer_lock(client, group_key, event_key): lock and return the callback row (MB002 if none).
--- Params:   p_client_id bigint FILL
---           p_group_key text FILL
---           p_event_key text FILL
--- Returns:  mbus.timer_callbacks
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Lock a client's callback by its key and return its row: the first step of every
+--           user change, so that the change is checked against the callback's current state.
+-- Params:   p_client_id  the owner client's id (bigint)
+--           p_group_key  the callback's group key (text)
+--           p_event_key  the callback's event key (text)
+-- Returns:  mbus.timer_callbacks: the locked row; MB002 when there is none
+-- Locks:    row lock FOR UPDATE of the callback, held to commit; waits for a transaction that
+--           holds it (a dispatcher's claim or record in progress, another change)
+-- Callers:  mbus.timer_update, mbus.timer_cancel, mbus.timer_delete
 CREATE OR REPLACE FUNCTION mbus.timer_lock(p_client_id bigint, p_group_key text, p_event_key text)
 RETURNS mbus.timer_callbacks
 LANGUAGE plpgsql

@@ -1,13 +1,25 @@
 -- Function: mbus.timer_record(p_results, p_now)
 --
--- Purpose:  timer_record: as in the timers migration, except that it finds its callbacks by id alone.
---           Measured with statistics taken when every callback was notified, its generic plan hashed
---           a scan of the whole due index (150 ms for 100 results) instead of 100 primary-key lookups.
--- Params:   p_results jsonb FILL
---           p_now timestamptz DEFAULT NULL FILL
--- Returns:  integer
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Record the dispatcher's delivery results, a batch in one call, isolated per
+--           result: the batch is recorded set-based (mbus.timer_record_batch) in a
+--           subtransaction; when that fails on a value (class 22 data exception or 23
+--           integrity violation: a row stored before the bounds, a result that breaks a cast),
+--           each result is recorded alone in its own subtransaction, and one that still fails
+--           finishes its own callback as 'failed' with the error
+--           (mbus.timer_record_unrecordable). One bad row never fails the others, whoever
+--           owns them. Other errors (locks, serialization, resources) are raised as before.
+--           The fast path costs one subtransaction per batch; the slow path one per result.
+-- Params:   p_results  a JSON array of {id, attempt, dispatcher, outcome, calls: [{call,
+--                      started_at, finished_at, outcome, status_code, error}]}, outcome one of
+--                      ok, reject, refused, error; errors are cut to 2000 characters
+--           p_now      the clock (NULL = now()): finished_at, the retry's base time
+-- Returns:  integer: the number of results applied (claims current, plus unrecordable results
+--           finished as failed)
+-- Locks:    as mbus.timer_record_batch: attempts inserted, the callbacks whose claim is current
+--           locked FOR UPDATE in id order and updated; held to commit
+-- Callers:  Python pgmbus.timers.store.record via sql/timers.sql 'record', used by the
+--           dispatcher (pgmbus.timers.dispatcher, its record loop);
+--           tests/timers/test_timers_store.py, tests/timers/test_timers_guard.py
 CREATE OR REPLACE FUNCTION mbus.timer_record(p_results jsonb, p_now timestamptz DEFAULT NULL)
 RETURNS integer
 LANGUAGE plpgsql
@@ -18,66 +30,27 @@ SET enable_bitmapscan = off
 AS $$
 DECLARE
     v_now timestamptz := coalesce(p_now, now());
-    v_applied integer;
+    v_applied integer := 0;
+    v_state text;
+    v_error text;
+    x jsonb;
 BEGIN
-    INSERT INTO mbus.timer_attempts AS a
-        (callback_id, attempt, call, dispatcher, started_at, finished_at, outcome,
-         status_code, error)
-    SELECT (x->>'id')::bigint, (x->>'attempt')::integer, (k->>'call')::integer,
-           x->>'dispatcher', (k->>'started_at')::timestamptz, (k->>'finished_at')::timestamptz,
-           k->>'outcome', (k->>'status_code')::integer, left(k->>'error', 2000)
-    FROM jsonb_array_elements(p_results) AS x, jsonb_array_elements(x->'calls') AS k
-    WHERE EXISTS (SELECT FROM mbus.timer_callbacks AS t WHERE t.id = (x->>'id')::bigint)
-    ON CONFLICT DO NOTHING;
-
-    WITH r AS (
-        SELECT (x->>'id')::bigint AS id, (x->>'attempt')::integer AS attempt,
-               x->>'dispatcher' AS dispatcher, x->>'outcome' AS outcome,
-               x->'calls'->(jsonb_array_length(x->'calls') - 1) AS last
-        FROM jsonb_array_elements(p_results) AS x
-    ), cur AS (
-        -- only results whose claim is still current count
-        SELECT c.id, c.client_id, c.group_key, c.event_key, c.run_at, r.attempt, r.last,
-               CASE r.outcome WHEN 'ok' THEN 'notified' WHEN 'reject' THEN 'rejected'
-                              WHEN 'refused' THEN 'failed' END AS final,
-               CASE WHEN r.outcome NOT IN ('ok', 'reject', 'refused')
-                    THEN mbus.timer_next_retry_at(c, v_now) END AS next
-        FROM r JOIN mbus.timer_callbacks AS c
-          -- "status || ''" keeps the planner off the partial due index (a scan of every
-          -- pending callback when stale statistics say there are none): id lookups only
-          ON c.id = r.id AND c.status || '' = 'pending' AND c.claimed_by = r.dispatcher
-         AND c.attempts = r.attempt
-        ORDER BY c.id
-        FOR UPDATE OF c
-    ), calc AS (
-        SELECT cur.*, coalesce(cur.final, CASE WHEN cur.next IS NULL THEN 'failed'
-                                               ELSE 'pending' END) AS new_status
-        FROM cur
-    ), upd AS (
-        UPDATE mbus.timer_callbacks AS t SET
-            status = calc.new_status,
-            run_at = coalesce(calc.next, t.run_at),
-            finished_at = CASE WHEN calc.new_status = 'pending' THEN NULL ELSE v_now END,
-            claimed_by = NULL, claimed_until = NULL,
-            last_status_code = (calc.last->>'status_code')::integer,
-            last_error = left(calc.last->>'error', 2000),
-            updated_at = v_now
-        FROM calc WHERE t.id = calc.id
-        RETURNING t.id
-    ), logged AS (
-        INSERT INTO mbus.timer_change_log
-            (at, callback_id, client_id, group_key, event_key, action, old_status, new_status,
-             changes)
-        SELECT v_now, calc.id, calc.client_id, calc.group_key, calc.event_key,
-               CASE WHEN calc.new_status = 'pending' THEN 'retry' ELSE 'status' END,
-               'pending', calc.new_status,
-               jsonb_build_object('attempt', calc.attempt)
-               || CASE WHEN calc.next IS NOT NULL
-                       THEN jsonb_build_object('run_at', jsonb_build_array(calc.run_at, calc.next))
-                       ELSE '{}' END
-        FROM calc
-    )
-    SELECT count(*) INTO v_applied FROM upd;
+    BEGIN
+        RETURN mbus.timer_record_batch(p_results, v_now);
+    EXCEPTION WHEN data_exception OR integrity_constraint_violation THEN
+        IF jsonb_typeof(p_results) IS DISTINCT FROM 'array' THEN
+            RAISE;
+        END IF;
+    END;
+    FOR x IN SELECT e FROM jsonb_array_elements(p_results) AS e LOOP
+        BEGIN
+            v_applied := v_applied + mbus.timer_record_batch(jsonb_build_array(x), v_now);
+        EXCEPTION WHEN data_exception OR integrity_constraint_violation THEN
+            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_error = MESSAGE_TEXT;
+            v_applied := v_applied
+                + mbus.timer_record_unrecordable(x, v_error || ' (' || v_state || ')', v_now);
+        END;
+    END LOOP;
     RETURN v_applied;
 END;
 $$;

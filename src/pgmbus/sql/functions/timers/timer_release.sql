@@ -1,10 +1,15 @@
 -- Function: mbus.timer_release(p_dispatcher)
 --
--- Purpose:  timer_release(dispatcher): a dispatcher stopping cleanly frees its buckets at once.
--- Params:   p_dispatcher text FILL
+-- Purpose:  A dispatcher stopping cleanly frees its buckets at once (the others take them at
+--           their next heartbeat instead of after the lease) and removes its row from
+--           mbus.timer_dispatchers, so the fair share is counted without it. Its claims stay:
+--           the dispatcher gives back what it did not call with mbus.timer_unclaim.
+-- Params:   p_dispatcher  the dispatcher's id (text)
 -- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Locks:    row locks of its mbus.timer_buckets rows and its mbus.timer_dispatchers row
+--           (UPDATE, DELETE), held to commit
+-- Callers:  Python pgmbus.timers.store.release via sql/timers.sql 'release', used by the
+--           dispatcher (pgmbus.timers.dispatcher) when it stops
 CREATE OR REPLACE FUNCTION mbus.timer_release(p_dispatcher text)
 RETURNS void
 LANGUAGE sql

@@ -1,39 +1,24 @@
 -- Function: mbus.timer_retry_policy(p_retry)
 --
--- Purpose:  timer_retry_policy(retry): the retry policy with defaults filled in and values checked (MB006).
---           Defaults: 2 fast retries, constant retries every 60 s, factor 2, at most 3600 s apart.
--- Params:   p_retry jsonb FILL
--- Returns:  jsonb
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  A retry policy with its defaults filled in (mbus.timer_retry_merge) and its values
+--           checked (mbus.timer_retry_problem: fast_retries an integer 0..10, kind 'constant'
+--           or 'exponential', delay_s and max_delay_s in (0, 2592000], factor 1..100, no other
+--           key), as it is stored with a schedule.
+-- Params:   p_retry  the policy given by the user (jsonb object; NULL or JSON null = defaults)
+-- Returns:  jsonb {fast_retries, kind, delay_s, factor, max_delay_s}; MB006 with the reason
+-- Locks:    none (computes only)
+-- Callers:  mbus.timer_schedule_create (timer_create_many checks with timer_item_problem)
 CREATE OR REPLACE FUNCTION mbus.timer_retry_policy(p_retry jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_in jsonb := coalesce(nullif(p_retry, 'null'), '{}');
-    r jsonb;
+    v_problem text := mbus.timer_retry_problem(p_retry);
 BEGIN
-    IF jsonb_typeof(v_in) <> 'object' THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'retry must be a JSON object';
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = v_problem;
     END IF;
-    r := jsonb_build_object('fast_retries', 2, 'kind', 'constant', 'delay_s', 60,
-                            'factor', 2, 'max_delay_s', 3600) || jsonb_strip_nulls(v_in);
-    IF (r->>'fast_retries')::numeric NOT BETWEEN 0 AND 10
-       OR (r->>'fast_retries')::numeric <> trunc((r->>'fast_retries')::numeric) THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006',
-            MESSAGE = 'retry.fast_retries must be an integer from 0 to 10';
-    END IF;
-    IF r->>'kind' NOT IN ('constant', 'exponential') THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006',
-            MESSAGE = format('retry.kind must be constant or exponential, not %L', r->>'kind');
-    END IF;
-    IF (r->>'delay_s')::float8 <= 0 OR (r->>'max_delay_s')::float8 <= 0
-       OR (r->>'factor')::float8 < 1 THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006',
-            MESSAGE = 'retry.delay_s and max_delay_s must be > 0 and factor >= 1';
-    END IF;
-    RETURN r;
+    RETURN mbus.timer_retry_merge(p_retry);
 END;
 $$;

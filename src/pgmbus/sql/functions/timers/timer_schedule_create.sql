@@ -1,13 +1,41 @@
--- Function: mbus.timer_schedule_create()
+-- Function: mbus.timer_schedule_create(p_client_id, p_schedule_key, p_url, p_cron, ...)
 --
--- Purpose:  timer_schedule_create(...): create a schedule (cron + timezone, or interval_s); idempotent
---           on (client, schedule_key): an existing schedule is returned unchanged with created = false.
---           Cron expressions are evaluated by the scheduler (pgmbus dispatcher); the time zone must be
---           known to the server (MB006 otherwise).
--- Params:   none
--- Returns:  FILL
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Create a recurring schedule: a cron expression evaluated in a time zone, or a
+--           fixed interval from start_at. Idempotent on (client, schedule_key): an existing
+--           schedule is returned unchanged with created = false. Checked first, MB006 with the
+--           reason and nothing stored: schedule_key 1-200 characters without '/', '@' or
+--           control characters, group_key 1-256 without '/' or control characters, exactly one
+--           of cron and interval_s, interval_s 1..31622400 (366 days), the cron's form and
+--           impossible dates (mbus.timer_cron_problem), a time zone of at most 64 characters
+--           known to the server, start_at/end_at in range (mbus.timer_time_problem) with end_at
+--           after start_at, url, context size and stop_after_delay_s
+--           (mbus.timer_field_problem with mbus.timer_limits), the retry policy
+--           (mbus.timer_retry_problem; completed by mbus.timer_retry_policy). Whether a cron
+--           fires at all beyond what SQL can tell is checked in Python (pgmbus.timers.cron, by
+--           the HTTP API before calling this) and by the scheduler at run time, which
+--           materializes occurrences ahead (mbus.timer_schedules_due,
+--           timer_schedule_materialize); generation starts at start_at.
+-- Params:   p_client_id           the owner client's id (bigint)
+--           p_schedule_key        the schedule's key (text)
+--           p_url                 the http(s) URL its callbacks POST to (text)
+--           p_cron                a cron expression (text), or NULL with p_interval_s
+--           p_timezone            the IANA time zone of the cron expression (default 'UTC')
+--           p_interval_s          the interval in seconds (integer), or NULL with p_cron
+--           p_group_key           the group key of its callbacks (NULL = p_schedule_key)
+--           p_context             the JSON object sent with each call (default '{}')
+--           p_retry               the retry policy of its callbacks (NULL = defaults)
+--           p_stop_after_delay_s  give up retrying an occurrence this long after its time
+--                                 (NULL = 86400)
+--           p_start_at            the first possible occurrence (NULL = now)
+--           p_end_at              no occurrence at or after it (NULL = never ends)
+--           p_now                 the clock (NULL = now()); tests move it
+-- Returns:  one row (created boolean, schedule jsonb (mbus.timer_schedule_json)); MB006 for
+--           any value refused above
+-- Locks:    inserts the mbus.timer_schedules row; a concurrent insert of the same key makes it
+--           wait for that transaction (ON CONFLICT on the unique key)
+-- Callers:  Python pgmbus.timers.store.create_schedule via sql/timers.sql 'schedule_create',
+--           used by the HTTP service (POST /v1/schedules); users directly (not a public entry
+--           point); tests under tests/timers
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_create(p_client_id bigint, p_schedule_key text,
     p_url text, p_cron text DEFAULT NULL, p_timezone text DEFAULT 'UTC',
     p_interval_s integer DEFAULT NULL, p_group_key text DEFAULT NULL,
@@ -20,11 +48,42 @@ SET search_path = pg_catalog
 AS $$
 DECLARE
     v_now timestamptz := coalesce(p_now, now());
+    v_problem text;
     s mbus.timer_schedules;
 BEGIN
+    IF p_schedule_key IS NULL OR length(p_schedule_key) NOT BETWEEN 1 AND 200
+       OR p_schedule_key ~ '[/@[:cntrl:]]' THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = 'schedule_key must be 1 to 200 characters, without "/", "@" and control '
+                      'characters';
+    END IF;
+    IF p_group_key IS NOT NULL AND (length(p_group_key) NOT BETWEEN 1 AND 256
+                                    OR p_group_key ~ '[/[:cntrl:]]') THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = 'group_key must be 1 to 256 characters, without "/" and control characters';
+    END IF;
     IF (p_cron IS NULL) = (p_interval_s IS NULL) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = 'a schedule needs exactly one of cron and interval_s';
+    END IF;
+    IF p_interval_s IS NOT NULL AND p_interval_s NOT BETWEEN 1 AND 31622400 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = 'interval_s must be from 1 to 31622400 (366 days)';
+    END IF;
+    v_problem := coalesce(
+        mbus.timer_cron_problem(p_cron),
+        CASE WHEN length(p_timezone) > 64 THEN 'timezone must be at most 64 characters' END,
+        mbus.timer_time_problem('start_at', p_start_at),
+        mbus.timer_time_problem('end_at', p_end_at),
+        mbus.timer_field_problem(mbus.timer_limits(), p_url => p_url,
+                                 p_context => coalesce(p_context, '{}'),
+                                 p_stop_after_delay_s => p_stop_after_delay_s),
+        mbus.timer_retry_problem(p_retry));
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = v_problem;
+    END IF;
+    IF p_end_at IS NOT NULL AND p_end_at <= coalesce(p_start_at, v_now) THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'end_at must be after start_at';
     END IF;
     IF NOT EXISTS (SELECT FROM pg_timezone_names WHERE name = coalesce(p_timezone, 'UTC')) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',

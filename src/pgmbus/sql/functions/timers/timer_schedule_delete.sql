@@ -1,13 +1,19 @@
 -- Function: mbus.timer_schedule_delete(p_client_id, p_schedule_key, p_now)
 --
--- Purpose:  timer_schedule_delete(client, schedule_key, now): delete a schedule and its generated
---           pending callbacks (finished ones stay, detached). MB002 when there is no such schedule.
--- Params:   p_client_id bigint FILL
---           p_schedule_key text FILL
---           p_now timestamptz DEFAULT NULL FILL
--- Returns:  void
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Delete a schedule and its generated pending callbacks that are not claimed
+--           (mbus.timer_schedule_drop_pending). Finished callbacks, and pending ones a
+--           dispatcher holds a claim on, stay, detached (their schedule_id becomes NULL by the
+--           foreign key).
+-- Params:   p_client_id     the owner client's id (bigint)
+--           p_schedule_key  the schedule's key (text)
+--           p_now           the clock (NULL = now()): the time of the change log rows
+-- Returns:  void; MB002 when the client has no such schedule
+-- Locks:    row lock FOR UPDATE of the schedule (waits for a scheduler materializing it), then
+--           DELETE; those of timer_schedule_drop_pending; row locks of the callbacks detached
+--           (ON DELETE SET NULL); all held to commit
+-- Callers:  Python pgmbus.timers.store.delete_schedule via sql/timers.sql 'schedule_delete',
+--           used by the HTTP service (DELETE /v1/schedules/{schedule_key}); users directly (not
+--           a public entry point); tests/timers/test_timers_schedules.py
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_delete(p_client_id bigint, p_schedule_key text,
     p_now timestamptz DEFAULT NULL)
 RETURNS void

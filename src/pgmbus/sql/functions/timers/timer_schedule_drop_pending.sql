@@ -1,12 +1,15 @@
 -- Function: mbus.timer_schedule_drop_pending(p_schedule_id, p_now)
 --
--- Purpose:  timer_schedule_drop_pending(schedule_id, now): delete the schedule's pending callbacks that
---           are not yet claimed (they were generated ahead of time, never created by the user).
--- Params:   p_schedule_id bigint FILL
---           p_now timestamptz FILL
--- Returns:  integer
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Delete a schedule's pending callbacks that no dispatcher has claimed: they were
+--           generated ahead of time, never created by the user, and go when the schedule is
+--           paused or deleted. Each gets a 'delete' row in the change log with the reason
+--           (which, through the log's trigger, also notifies the dispatchers).
+-- Params:   p_schedule_id  the schedule's id (bigint)
+--           p_now          the time of the change log rows (timestamptz)
+-- Returns:  integer: the number of callbacks deleted
+-- Locks:    row locks of the deleted callbacks (DELETE; waits for a transaction holding one,
+--           e.g. a claim in progress, and then keeps it if it was claimed), held to commit
+-- Callers:  mbus.timer_schedule_set_paused, mbus.timer_schedule_delete
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_drop_pending(p_schedule_id bigint, p_now timestamptz)
 RETURNS integer
 LANGUAGE plpgsql

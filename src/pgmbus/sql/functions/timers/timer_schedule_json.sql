@@ -1,11 +1,14 @@
 -- Function: mbus.timer_schedule_json(s)
 --
--- Purpose:  schedules
---           timer_schedule_json(s): the public JSON shape of a schedule.
--- Params:   s mbus.timer_schedules FILL
--- Returns:  jsonb
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  The public JSON shape of a schedule, what the HTTP API and the SQL API return: id,
+--           schedule_key, group_key, cron, timezone, interval_s, start_at, end_at, url,
+--           context, retry, stop_after_delay_s, paused, paused_reason (why the scheduler paused
+--           it; NULL when running or paused by its client), generated_until, created_at,
+--           updated_at (not client_id).
+-- Params:   s  the schedule's row (mbus.timer_schedules)
+-- Returns:  jsonb object
+-- Locks:    none (computes only)
+-- Callers:  mbus.timer_schedule_create, timer_schedule_list, timer_schedule_set_paused
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_json(s mbus.timer_schedules)
 RETURNS jsonb
 LANGUAGE sql STABLE
@@ -16,6 +19,7 @@ AS $$
         'timezone', s.timezone, 'interval_s', s.interval_s, 'start_at', s.start_at,
         'end_at', s.end_at, 'url', s.url, 'context', s.context, 'retry', s.retry,
         'stop_after_delay_s', s.stop_after_delay_s, 'paused', s.paused,
+        'paused_reason', s.paused_reason,
         'generated_until', s.generated_until, 'created_at', s.created_at,
         'updated_at', s.updated_at);
 $$;

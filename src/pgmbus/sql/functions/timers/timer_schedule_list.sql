@@ -1,10 +1,12 @@
 -- Function: mbus.timer_schedule_list(p_client_id)
 --
--- Purpose:  timer_schedule_list(client): the client's schedules in key order.
--- Params:   p_client_id bigint FILL
--- Returns:  SETOF jsonb
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  A client's schedules in schedule_key order, in the public JSON shape
+--           (mbus.timer_schedule_json).
+-- Params:   p_client_id  the owner client's id (bigint)
+-- Returns:  SETOF jsonb: one per schedule; no row when the client has none
+-- Locks:    none (reads only)
+-- Callers:  Python pgmbus.timers.store.list_schedules via sql/timers.sql 'schedule_list', used
+--           by the HTTP service (GET /v1/schedules); users directly (not a public entry point)
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_list(p_client_id bigint)
 RETURNS SETOF jsonb
 LANGUAGE sql STABLE

@@ -1,17 +1,22 @@
 -- Function: mbus.timer_schedule_materialize(p_schedule_id, p_run_ats, p_until, p_now)
 --
--- Purpose:  timer_schedule_materialize(schedule_id, run_ats, until, now): create the schedule's
---           callbacks for the given occurrence times and move generated_until to until. Occurrences
---           before generated_until, at or after until or end_at are ignored; the event key is
---           '<schedule_key>@<UTC time>', so an occurrence is never created twice even by two schedulers.
---           Returns how many callbacks were created.
--- Params:   p_schedule_id bigint FILL
---           p_run_ats timestamptz[] FILL
---           p_until timestamptz FILL
---           p_now timestamptz DEFAULT NULL FILL
--- Returns:  integer
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Create a schedule's callbacks for the occurrence times the scheduler computed, and
+--           move generated_until to p_until (never back). Occurrences before generated_until,
+--           at or after p_until, or at or after end_at are ignored. The event key is
+--           '<schedule_key>@<UTC time, YYYY-MM-DDTHH24:MI:SSZ>' and creation is idempotent on
+--           the key (mbus.timer_create_many), so an occurrence is never created twice, even by
+--           two schedulers. A paused schedule gets nothing and keeps its generated_until.
+-- Params:   p_schedule_id  the schedule's id (bigint)
+--           p_run_ats      the occurrence times (timestamptz[])
+--           p_until        the end of the period the scheduler covered (exclusive)
+--           p_now          the clock (NULL = now()): the callbacks' created_at
+-- Returns:  integer: the number of callbacks created; MB002 when there is no such schedule
+-- Locks:    row lock FOR UPDATE of the schedule (the scheduler already holds it from
+--           mbus.timer_schedules_due), then UPDATE; those of mbus.timer_create_many; held to
+--           commit
+-- Callers:  Python pgmbus.timers.store.schedule_materialize via sql/timers.sql
+--           'schedule_materialize', used by pgmbus.timers.scheduler.generate (run by the
+--           dispatcher); tests under tests/timers
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_materialize(p_schedule_id bigint, p_run_ats timestamptz[],
     p_until timestamptz, p_now timestamptz DEFAULT NULL)
 RETURNS integer

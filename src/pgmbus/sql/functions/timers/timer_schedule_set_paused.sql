@@ -1,17 +1,24 @@
 -- Function: mbus.timer_schedule_set_paused(p_client_id, p_schedule_key, p_paused, p_now)
 --
--- Purpose:  timer_schedule_set_paused(client, schedule_key, paused, now): pause (its generated pending
---           callbacks are removed) or resume (generation restarts from now; missed occurrences are not
---           made up). MB002 when there is no such schedule.
--- Params:   p_client_id bigint FILL
---           p_schedule_key text FILL
---           p_paused boolean FILL
---           p_now timestamptz DEFAULT NULL FILL
--- Returns:  jsonb
--- Locks:    FILL
--- Callers:  FILL
-CREATE OR REPLACE FUNCTION mbus.timer_schedule_set_paused(p_client_id bigint, p_schedule_key text,
-    p_paused boolean, p_now timestamptz DEFAULT NULL)
+-- Purpose:  Pause or resume a schedule. Pausing removes its generated pending callbacks that
+--           are not claimed (mbus.timer_schedule_drop_pending); resuming restarts generation
+--           from now (or start_at, if later): occurrences missed while paused are not made up,
+--           and the reason of a pause by the scheduler (paused_reason) is cleared. Pausing a
+--           paused or resuming an active schedule changes nothing.
+-- Params:   p_client_id     the owner client's id (bigint)
+--           p_schedule_key  the schedule's key (text)
+--           p_paused        true to pause, false to resume
+--           p_now           the clock (NULL = now()); tests move it
+-- Returns:  jsonb: the schedule (mbus.timer_schedule_json); MB002 when there is no such
+--           schedule
+-- Locks:    row lock FOR UPDATE of the schedule (waits for a scheduler materializing it), then
+--           UPDATE; those of timer_schedule_drop_pending; held to commit
+-- Callers:  Python pgmbus.timers.store.set_schedule_paused via sql/timers.sql
+--           'schedule_set_paused', used by the HTTP service (POST
+--           /v1/schedules/{schedule_key}/pause and /resume); users directly (not a public entry
+--           point); tests/timers/test_timers_schedules.py
+CREATE OR REPLACE FUNCTION mbus.timer_schedule_set_paused(p_client_id bigint,
+    p_schedule_key text, p_paused boolean, p_now timestamptz DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
 SET search_path = pg_catalog
@@ -32,7 +39,8 @@ BEGIN
         WHERE t.id = s.id RETURNING * INTO s;
     ELSIF NOT p_paused AND s.paused THEN
         UPDATE mbus.timer_schedules AS t
-        SET paused = false, generated_until = greatest(v_now, t.start_at), updated_at = v_now
+        SET paused = false, paused_reason = NULL, generated_until = greatest(v_now, t.start_at),
+            updated_at = v_now
         WHERE t.id = s.id RETURNING * INTO s;
     END IF;
     RETURN mbus.timer_schedule_json(s);

@@ -1,15 +1,19 @@
 -- Function: mbus.timer_schedules_due(p_horizon_s, p_limit, p_now)
 --
--- Purpose:  timer_schedules_due(horizon_s, limit, now): lock (SKIP LOCKED) and return active schedules
---           whose callbacks are generated less than horizon_s ahead. Called inside the scheduler's
---           transaction, which then calls timer_schedule_materialize for each and commits; two
---           schedulers therefore never work on the same schedule at once.
--- Params:   p_horizon_s double precision DEFAULT 300 FILL
---           p_limit integer DEFAULT 100 FILL
---           p_now timestamptz DEFAULT NULL FILL
--- Returns:  SETOF mbus.timer_schedules
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Lock and return the active schedules whose callbacks are generated less than
+--           p_horizon_s ahead (and that have not ended), most behind first. Called inside the
+--           scheduler's transaction, which computes their occurrences, calls
+--           mbus.timer_schedule_materialize for each and commits; SKIP LOCKED, so two
+--           schedulers never work on the same schedule at once and never wait for each other.
+-- Params:   p_horizon_s  how far ahead callbacks are kept generated, in seconds (default 300)
+--           p_limit      at most this many schedules (default 100)
+--           p_now        the clock (NULL = now()); tests move it
+-- Returns:  SETOF mbus.timer_schedules: the locked schedules in generated_until order; no row
+--           when none is due
+-- Locks:    row locks FOR UPDATE SKIP LOCKED of the returned schedules, held to commit
+-- Callers:  Python pgmbus.timers.store.schedules_due via sql/timers.sql 'schedules_due', used
+--           by pgmbus.timers.scheduler.generate (run by the dispatcher); tests under
+--           tests/timers (through the scheduler)
 CREATE OR REPLACE FUNCTION mbus.timer_schedules_due(p_horizon_s double precision DEFAULT 300,
     p_limit integer DEFAULT 100, p_now timestamptz DEFAULT NULL)
 RETURNS SETOF mbus.timer_schedules

@@ -1,18 +1,19 @@
 -- Function: mbus.timer_unclaim(p_dispatcher, p_ids, p_attempts)
 --
--- Purpose:  timer_unclaim(dispatcher, ids, attempts): give back claims that were never called. A
---           dispatcher that could not start a call while a full timeout of its claim was left (it was
---           overloaded), or that stops with callbacks claimed ahead, hands them back at once instead
---           of letting the claim expire (which delays them by the claim's length). The attempt number
---           is given back too: nobody was called with it. Only the claim's own dispatcher and attempt
---           match, so a claim that already expired and was taken by another dispatcher is untouched.
---           Returns the number of claims given back.
--- Params:   p_dispatcher text FILL
---           p_ids bigint[] FILL
---           p_attempts integer[] FILL
--- Returns:  integer
--- Locks:    FILL
--- Callers:  FILL
+-- Purpose:  Give back claims that were never called. A dispatcher that could not start a call
+--           while a full timeout of its claim was left (it was overloaded), or that stops with
+--           callbacks claimed ahead, hands them back at once instead of letting the claim
+--           expire (which delays them by the claim's length). The attempt number is given back
+--           too: nobody was called with it. Only the claim's own dispatcher and attempt match,
+--           so a claim that already expired and was taken by another dispatcher is untouched.
+-- Params:   p_dispatcher  the dispatcher that holds the claims (text)
+--           p_ids         the callback ids (bigint[])
+--           p_attempts    the claimed attempt of each, in the same order (integer[])
+-- Returns:  integer: the number of claims given back
+-- Locks:    row locks of the matching callbacks (UPDATE; waits for a transaction holding
+--           one), held to commit
+-- Callers:  Python pgmbus.timers.store.unclaim via sql/timers.sql 'unclaim', used by the
+--           dispatcher (pgmbus.timers.dispatcher); tests/timers/test_timers_claim_ahead.py
 CREATE OR REPLACE FUNCTION mbus.timer_unclaim(p_dispatcher text, p_ids bigint[], p_attempts integer[])
 RETURNS integer
 LANGUAGE sql

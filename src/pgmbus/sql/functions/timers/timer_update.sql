@@ -1,26 +1,38 @@
--- Function: mbus.timer_update(p_client_id, p_group_key, p_event_key, p_run_at, p_originally_run_at, p_url, p_context, p_i_ensure_pending, p_now)
+-- Function: mbus.timer_update(p_client_id, p_group_key, p_event_key, p_run_at, ...)
 --
--- Purpose:  timer_update(client, group_key, event_key, run_at, originally_run_at, url, context,
---                        i_ensure_pending, now): change a callback (NULL = keep). Only a pending
---           callback may change, or a cancelled one when i_ensure_pending is true, which makes it
---           pending again (the seed's rule); else MB008. A new run_at without originally_run_at sets
---           both. An in-flight claim is dropped, so the change wins over a delivery in progress.
--- Params:   p_client_id bigint FILL
---           p_group_key text FILL
---           p_event_key text FILL
---           p_run_at timestamptz DEFAULT NULL FILL
---           p_originally_run_at timestamptz DEFAULT NULL FILL
---           p_url text DEFAULT NULL FILL
---           p_context jsonb DEFAULT NULL FILL
---           p_i_ensure_pending boolean DEFAULT false FILL
---           p_now timestamptz DEFAULT NULL FILL
--- Returns:  jsonb
--- Locks:    FILL
--- Callers:  FILL
-CREATE OR REPLACE FUNCTION mbus.timer_update(p_client_id bigint, p_group_key text, p_event_key text,
-    p_run_at timestamptz DEFAULT NULL, p_originally_run_at timestamptz DEFAULT NULL,
-    p_url text DEFAULT NULL, p_context jsonb DEFAULT NULL,
-    p_i_ensure_pending boolean DEFAULT false, p_now timestamptz DEFAULT NULL)
+-- Purpose:  Change a callback's run_at, originally_run_at, url or context (NULL = keep). Only a
+--           pending callback may change, or a cancelled one when p_i_ensure_pending is true,
+--           which makes it pending again (the CallMeBack design's rule). The new values are
+--           checked like a create's (mbus.timer_field_problem with mbus.timer_limits: time
+--           range, URL form and length, context size): MB006 with the reason, nothing changed.
+--           A new run_at without originally_run_at sets both. Any claim is dropped, so the
+--           change wins over a delivery not yet started; the change log gets an 'update' row
+--           with the changed fields as [old, new] pairs, whose trigger
+--           (mbus.timer_notify_change) tells the dispatchers to discard a claim they hold in
+--           memory.
+-- Params:   p_client_id          the owner client's id (bigint)
+--           p_group_key          the callback's group key (text)
+--           p_event_key          the callback's event key (text)
+--           p_run_at             the new run time (NULL = keep)
+--           p_originally_run_at  the new original run time (NULL = p_run_at, or keep)
+--           p_url                the new URL (NULL = keep)
+--           p_context            the new context, a JSON object (NULL = keep; MB005 otherwise)
+--           p_i_ensure_pending   also revive a cancelled callback (default false)
+--           p_now                the clock (NULL = now()); tests move it
+-- Returns:  jsonb: the updated callback (mbus.timer_callback_json); MB002 when there is no such
+--           callback, MB008 when it is finished (or cancelled without p_i_ensure_pending),
+--           MB006 when a new value is out of its bounds or limits
+-- Locks:    row lock of the callback (FOR UPDATE in mbus.timer_lock, then UPDATE), held to
+--           commit; waits for a transaction holding it; the change log insert notifies
+--           'mbus_timer_changed' at commit
+-- Callers:  Python pgmbus.timers.store.update via sql/timers.sql 'update', used by the HTTP
+--           service (PATCH /v1/callbacks/{group_key}/{event_key}); users directly (not a
+--           public entry point); tests under tests/timers
+CREATE OR REPLACE FUNCTION mbus.timer_update(p_client_id bigint, p_group_key text,
+    p_event_key text, p_run_at timestamptz DEFAULT NULL,
+    p_originally_run_at timestamptz DEFAULT NULL, p_url text DEFAULT NULL,
+    p_context jsonb DEFAULT NULL, p_i_ensure_pending boolean DEFAULT false,
+    p_now timestamptz DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
 SET search_path = pg_catalog
@@ -30,6 +42,7 @@ DECLARE
     c mbus.timer_callbacks := mbus.timer_lock(p_client_id, p_group_key, p_event_key);
     n mbus.timer_callbacks;
     v_changes jsonb := '{}';
+    v_problem text;
 BEGIN
     IF NOT (c.status = 'pending' OR (c.status = 'cancelled' AND p_i_ensure_pending)) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB008',
@@ -41,6 +54,11 @@ BEGIN
     END IF;
     IF p_context IS NOT NULL AND jsonb_typeof(p_context) <> 'object' THEN
         RAISE EXCEPTION USING ERRCODE = 'MB005', MESSAGE = 'context must be a JSON object';
+    END IF;
+    v_problem := mbus.timer_field_problem(mbus.timer_limits(), p_run_at, p_originally_run_at,
+                                          p_url, p_context);
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = v_problem;
     END IF;
     UPDATE mbus.timer_callbacks AS t SET
         run_at = coalesce(p_run_at, t.run_at),

@@ -1,0 +1,1 @@
+"""``pgmbus_install`` and ``pgmbus_worker``."""

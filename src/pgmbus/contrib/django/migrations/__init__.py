@@ -1,0 +1,1 @@
+"""Django migrations of pgmbus: the mbus schema (installed by pgmbus.schema.install)."""

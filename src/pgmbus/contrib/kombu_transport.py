@@ -1,0 +1,485 @@
+"""A Kombu transport on pgmbus queues: Celery apps run on PostgreSQL with ``pgmbus://``.
+
+Each Kombu queue is a pgmbus queue (its name folded into pgmbus's naming rule) read by its
+``default`` consumer. Messages are claimed under a lease: a lease keeper thread extends the
+leases of the messages the process holds, ``basic_ack`` acks them, a requeue nacks them and a
+reject without requeue buries them in the dead-message queue. A worker that dies (even by
+SIGKILL) stops extending, so its unacknowledged messages are delivered again once their lease
+ends (``visibility_timeout`` seconds, default 30). A Celery ``eta``/``countdown`` becomes the
+message's ``delayed_until``: the message stays in PostgreSQL until it is due instead of waiting
+in a worker's memory.
+
+Importing this module registers the ``pgmbus`` alias, so ``broker_url = "pgmbus://..."`` works
+(``pgmbus.contrib.celery`` imports it); ``broker_transport =
+"pgmbus.contrib.kombu_transport:Transport"`` names the class without the import.
+
+URL: ``pgmbus://user:password@host:port/database?sslmode=...`` is the PostgreSQL DSN with the
+scheme replaced; a bare ``pgmbus://`` follows the DSN rule (``PGMBUS_DSN``, else the embedded
+cluster). Transport options: ``dsn`` (wins over the URL), ``visibility_timeout`` (lease seconds),
+``polling_interval`` (longest sleep of an idle worker, default 1.0: a post's NOTIFY wakes it
+sooner), ``pool_size`` (default 4).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import logging
+import re
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from queue import Empty
+from time import monotonic, sleep
+from typing import Any
+from urllib.parse import quote, urlencode
+from uuid import UUID
+
+import psycopg
+import psycopg_pool
+from kombu.transport import TRANSPORT_ALIASES, virtual
+from psycopg.conninfo import conninfo_to_dict
+
+from pgmbus.dsn import resolve_dsn
+from pgmbus.errors import DatabaseError, PgmbusError, StaleLease
+from pgmbus.queues import Bus, Message
+from pgmbus.queues.model import MAX_NAME
+from pgmbus.sqlfiles import load_queries
+
+log = logging.getLogger("pgmbus.kombu")
+_Q = load_queries("queues.sql")
+
+ALIAS = "pgmbus"
+TRANSPORT_ALIASES.setdefault(ALIAS, "pgmbus.contrib.kombu_transport:Transport")
+
+_NOT_NAME = re.compile(r"[^a-z0-9_]+")
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+DEFAULT_VISIBILITY_TIMEOUT = 30.0
+DEFAULT_POLLING_INTERVAL = 1.0
+
+
+def queue_name(kombu_queue: str) -> str:
+    """The pgmbus queue that holds the Kombu queue ``kombu_queue``.
+
+    Lower case, other characters folded to ``_``; a name that still breaks the rule (empty,
+    leading digit, longer than 24 bytes) becomes ``k_`` + a digest of the original.
+    """
+    folded = _NOT_NAME.sub("_", kombu_queue.lower()).strip("_")
+    if _NAME.match(folded) and len(folded) <= MAX_NAME and folded == kombu_queue:
+        return folded
+    if _NAME.match(folded) and len(folded) <= MAX_NAME - 9:
+        # folded names could collide ("a.b" and "a-b"): a short digest keeps them apart
+        return folded + "_" + _digest(kombu_queue, 4)
+    return "k_" + _digest(kombu_queue, (MAX_NAME - 2) // 2)
+
+
+def _digest(text: str, size: int) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=size).hexdigest()
+
+
+def dsn_from_url(url: str | None) -> str | None:
+    """The PostgreSQL DSN of a ``pgmbus://`` URL; None for a bare ``pgmbus://`` (DSN rule)."""
+    if not url:
+        return None
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url  # a plain libpq DSN ("host=... dbname=...") given as the hostname
+    if scheme != ALIAS:
+        return url
+    if rest in ("", "/"):
+        return None
+    return "postgresql://" + rest
+
+
+def url_from_dsn(dsn: str) -> str:
+    """The ``pgmbus://`` broker URL of a PostgreSQL DSN (a URL or ``key=value`` pairs)."""
+    params = {k: str(v) for k, v in conninfo_to_dict(dsn).items() if v is not None}
+    user = quote(params.pop("user", ""), safe="")
+    password = params.pop("password", None)
+    dbname = quote(params.pop("dbname", ""), safe="")
+    auth = user + (":" + quote(password, safe="") if password is not None else "")
+    query = urlencode(params, quote_via=quote)
+    return f"{ALIAS}://{auth + '@' if auth else ''}/{dbname}" + (f"?{query}" if query else "")
+
+
+# SQLSTATE classes of a lost or closing connection: Kombu must reconnect, not crash
+_LOST = ("08", "57P")
+
+
+@contextlib.contextmanager
+def connection_errors() -> Iterator[None]:
+    """Re-raise a typed pgmbus error that means the connection is gone as
+    ``psycopg.OperationalError`` (one of the transport's ``connection_errors``)."""
+    try:
+        yield
+    except DatabaseError as exc:
+        # the SQLSTATE the server raised (named sqlstate_raised before the errors rework)
+        state = getattr(exc, "sqlstate_raised", None) or exc.sqlstate
+        if state is not None and state.startswith(_LOST):
+            raise psycopg.OperationalError(str(exc)) from exc
+        raise
+
+
+def eta_of(message: dict[str, Any]) -> datetime | None:
+    """The ``eta`` Celery put in the message headers (protocol 2), as an aware datetime."""
+    headers = message.get("headers") or {}
+    eta = headers.get("eta")
+    if not isinstance(eta, str) or not eta:
+        return None
+    try:
+        when = datetime.fromisoformat(eta)
+    except ValueError:
+        log.warning("ignoring an eta that is not ISO 8601: %r", eta)
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+class _LeaseKeeper:
+    """A daemon thread that extends the leases of the messages a channel holds."""
+
+    def __init__(self, bus: Bus, lease: float) -> None:
+        self.bus = bus
+        self.lease = lease
+        self.held: dict[UUID, Message] = {}
+        self.lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pgmbus-lease-keeper", daemon=True)
+        self._thread.start()
+
+    def hold(self, message: Message) -> None:
+        if message.lease_token is None:
+            raise ValueError("only leased messages are held")
+        with self.lock:
+            self.held[message.lease_token] = message
+
+    def release(self, token: UUID) -> Message | None:
+        with self.lock:
+            return self.held.pop(token, None)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.lease / 3):
+            with self.lock:
+                messages = list(self.held.values())
+            for message in messages:
+                try:
+                    self.bus.extend(message, self.lease)
+                except StaleLease:
+                    self.release(message.lease_token)  # type: ignore[arg-type]
+                    log.warning("lease of %s was lost (it may run twice)", message.iid)
+                except (PgmbusError, OSError) as exc:  # retried at the next tick
+                    log.warning("could not extend the lease of %s: %s", message.iid, exc)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def _reconnecting(method: Any) -> Any:
+    """Run a channel method under ``connection_errors``."""
+
+    @functools.wraps(method)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with connection_errors():
+            return method(*args, **kwargs)
+
+    return run
+
+
+class Channel(virtual.Channel):
+    """A Kombu channel whose queues are pgmbus queues."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._declared: set[str] = set()
+
+    @property
+    def bus(self) -> Bus:
+        bus: Bus = self.connection.bus
+        return bus
+
+    @property
+    def keeper(self) -> _LeaseKeeper:
+        keeper: _LeaseKeeper = self.connection.keeper
+        return keeper
+
+    # --- queues -------------------------------------------------------------------------------
+
+    @_reconnecting
+    def _new_queue(self, queue: str, **kwargs: Any) -> None:
+        name = queue_name(queue)
+        if name in self._declared:
+            return
+        if not any(info.qname == name for info in self.bus.queues()):
+            self.bus.create_queue(name)
+        self._declared.add(name)
+
+    @_reconnecting
+    def _has_queue(self, queue: str, **kwargs: Any) -> bool:
+        name = queue_name(queue)
+        return any(info.qname == name for info in self.bus.queues())
+
+    @_reconnecting
+    def _delete(self, queue: str, *args: Any, **kwargs: Any) -> None:
+        name = queue_name(queue)
+        if self._has_queue(queue):
+            self.bus.drop_queue(name)
+        self._declared.discard(name)
+
+    @_reconnecting
+    def _size(self, queue: str) -> int:
+        stats = [s for s in self.bus.stats(queue_name(queue)) if s.cname == "default"]
+        return stats[0].depth if stats else 0
+
+    @_reconnecting
+    def _purge(self, queue: str) -> int:
+        # Removes what is ready now (delayed and leased messages stay).
+        name = queue_name(queue)
+        removed = 0
+        while got := self.bus.consume(name, amount=1000):
+            removed += len(got)
+        return removed
+
+    # --- messages -----------------------------------------------------------------------------
+
+    @_reconnecting
+    def _put(self, queue: str, message: dict[str, Any], **kwargs: Any) -> None:
+        name = queue_name(queue)
+        self._new_queue(queue)
+        self.bus.post(name, message, delayed_until=eta_of(message))
+
+    @_reconnecting
+    def _get(self, queue: str, timeout: float | None = None) -> dict[str, Any]:
+        name = queue_name(queue)
+        if name not in self._declared:
+            self._new_queue(queue)
+        got = self.bus.lease(name, lease=self.connection.visibility_timeout)
+        if not got:
+            raise Empty()
+        message = got[0]
+        self.keeper.hold(message)
+        payload: dict[str, Any] = dict(message.data)
+        properties = payload.setdefault("properties", {})
+        info = properties.setdefault("delivery_info", {})
+        info["pgmbus_token"] = str(message.lease_token)
+        info["pgmbus_iid"] = message.iid
+        info["redelivered"] = message.attempts > 1
+        payload["redelivered"] = message.attempts > 1
+        return payload
+
+    def _held(self, delivery_tag: Any) -> Message | None:
+        try:
+            info = self.qos.get(delivery_tag).delivery_info
+        except KeyError:
+            return None
+        token = info.get("pgmbus_token")
+        return None if token is None else self.keeper.release(UUID(token))
+
+    @_reconnecting
+    def basic_ack(self, delivery_tag: Any, multiple: bool = False) -> None:
+        """Ack the message's lease (it is removed), then forget it."""
+        message = self._held(delivery_tag)
+        if message is not None:
+            try:
+                self.bus.ack(message)
+            except StaleLease:
+                log.warning("ack of %s came after its lease ended", message.iid)
+        super().basic_ack(delivery_tag, multiple)
+
+    @_reconnecting
+    def basic_reject(self, delivery_tag: Any, requeue: bool = False) -> None:
+        """Requeue: nack (delivered again at once). Otherwise bury it in the dmq."""
+        message = self._held(delivery_tag)
+        if message is not None:
+            try:
+                if requeue:
+                    self.bus.nack(message)
+                else:
+                    self.bus.bury(message, "rejected by the consumer")
+            except StaleLease:
+                log.warning("reject of %s came after its lease ended", message.iid)
+        self.qos.reject(delivery_tag, requeue=False)
+
+    @_reconnecting
+    def _restore(self, message: Any) -> None:
+        """Give an unacknowledged message back (channel closed, worker stopping): nack it."""
+        token = message.delivery_info.get("pgmbus_token")
+        held = None if token is None else self.keeper.release(UUID(token))
+        if held is None:
+            return
+        with contextlib.suppress(StaleLease):
+            self.bus.nack(held)
+
+
+class _PostWaiter:
+    """Wakes an idle transport when a message is posted to one of its queues.
+
+    While registered (``mbus.await_queue``) on a dedicated connection, posts to those queues
+    send a NOTIFY at commit; registration lasts only while the transport is idle, so a busy
+    worker costs posters nothing.
+    """
+
+    def __init__(self, dsn: str | None) -> None:
+        self.dsn = dsn
+        self.conn: psycopg.Connection[Any] | None = None
+        self.queues: set[str] = set()
+
+    def register(self, queues: set[str]) -> None:
+        """Listen to ``queues`` (pgmbus names), and only to them."""
+        if self.conn is None:
+            self.conn = psycopg.connect(resolve_dsn(self.dsn), autocommit=True)
+        for name in sorted(queues - self.queues):
+            self.conn.execute(_Q["await_queue"], {"queue": name})
+            self.queues.add(name)
+        self.unregister(self.queues - queues)
+
+    def unregister(self, queues: set[str] | None = None) -> None:
+        """Stop listening (to ``queues``, or to all)."""
+        for name in sorted(self.queues if queues is None else queues):
+            if self.conn is not None:
+                self.conn.execute(_Q["await_done"], {"queue": name})
+            self.queues.discard(name)
+
+    def wait(self, seconds: float) -> None:
+        """Return after a notification or ``seconds``."""
+        if self.conn is None or seconds <= 0:
+            return
+        for _note in self.conn.notifies(timeout=seconds, stop_after=1):
+            pass
+
+    def close(self) -> None:
+        conn, self.conn = self.conn, None
+        self.queues.clear()
+        if conn is not None:
+            conn.close()
+
+
+class Transport(virtual.Transport):
+    """The pgmbus Kombu transport (``pgmbus://``)."""
+
+    Channel = Channel
+    can_parse_url = True
+    default_port = 5432  # type: ignore[assignment]
+    driver_type = "postgresql"
+    driver_name = "pgmbus"
+    polling_interval = DEFAULT_POLLING_INTERVAL
+    implements = virtual.Transport.implements.extend(exchange_type=frozenset(["direct", "topic"]))
+    connection_errors = (  # type: ignore[assignment]
+        *virtual.Transport.connection_errors,
+        psycopg.OperationalError,
+        psycopg_pool.PoolTimeout,
+    )
+
+    def __init__(self, client: Any, **kwargs: Any) -> None:
+        super().__init__(client, **kwargs)
+        self._client: Any = client
+        options = client.transport_options
+        self.visibility_timeout = float(
+            options.get("visibility_timeout", DEFAULT_VISIBILITY_TIMEOUT)
+        )
+        self._bus: Bus | None = None
+        self._keeper: _LeaseKeeper | None = None
+        self._waiter: _PostWaiter | None = None
+        self._lock = threading.Lock()
+
+    def _dsn(self) -> str | None:
+        options = self._client.transport_options
+        if options.get("dsn"):
+            return str(options["dsn"])
+        return dsn_from_url(self._client.hostname)
+
+    @property
+    def bus(self) -> Bus:
+        with self._lock:
+            if self._bus is None:
+                pool_size = int(self._client.transport_options.get("pool_size", 4))
+                self._bus = Bus(self._dsn(), max_size=pool_size).open()
+            return self._bus
+
+    @property
+    def keeper(self) -> _LeaseKeeper:
+        bus = self.bus
+        with self._lock:
+            if self._keeper is None:
+                self._keeper = _LeaseKeeper(bus, self.visibility_timeout)
+            return self._keeper
+
+    def establish_connection(self) -> Any:
+        with connection_errors():  # fail early when the database is not there
+            self.bus.queues()
+        return super().establish_connection()
+
+    def _active_queues(self) -> set[str]:
+        return {queue_name(q) for ch in self.channels for q in ch._active_queues}
+
+    def drain_events(
+        self, connection: Any, timeout: float | None = None, **kwargs: Any
+    ) -> None:
+        """Deliver one message; while every queue is empty, wait for a post's NOTIFY (at most
+        ``polling_interval`` seconds between looks, for delayed messages coming due)."""
+        started = monotonic()
+        cycle: Any = self.cycle
+        while True:
+            try:
+                cycle.get(self._deliver, timeout=timeout)
+            except Empty:
+                pass
+            else:
+                if self._waiter is not None and self._waiter.queues:
+                    self._idle_done()  # busy again: posters need not notify
+                return
+            remaining = None if timeout is None else timeout - (monotonic() - started)
+            if remaining is not None and remaining <= 0:
+                raise TimeoutError()
+            pause = self.polling_interval
+            if remaining is not None:
+                pause = min(pause, remaining)
+            self._idle_wait(pause)
+
+    def _idle_wait(self, seconds: float) -> None:
+        """Register for the active queues' posts, look once more, then wait."""
+        waiter = self._waiter
+        if waiter is None:
+            waiter = self._waiter = _PostWaiter(self._dsn())
+        try:
+            with connection_errors():
+                fresh = bool(self._active_queues() - waiter.queues)
+                waiter.register(self._active_queues())
+            if fresh:
+                return  # a post may have committed before the registration: look again first
+            waiter.wait(seconds)
+        except (psycopg.Error, PgmbusError) as exc:
+            log.warning("waiting for posts failed (%s); polling instead", exc)
+            waiter.close()
+            sleep(seconds)
+
+    def _idle_done(self) -> None:
+        waiter = self._waiter
+        if waiter is None:
+            return
+        try:
+            with connection_errors():
+                waiter.unregister()
+        except (psycopg.Error, PgmbusError) as exc:
+            log.warning("could not stop waiting for posts: %s", exc)
+            waiter.close()
+
+    def close_connection(self, connection: Any) -> None:
+        try:
+            super().close_connection(connection)
+        finally:
+            with self._lock:
+                keeper, self._keeper = self._keeper, None
+                bus, self._bus = self._bus, None
+                waiter, self._waiter = self._waiter, None
+            if waiter is not None:
+                waiter.close()
+            if keeper is not None:
+                keeper.stop()
+            if bus is not None:
+                bus.close()
+
+    def driver_version(self) -> str:
+        from pgmbus import __version__
+
+        return __version__

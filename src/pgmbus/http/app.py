@@ -1,0 +1,105 @@
+"""The application factory of ``pgmbus serve``: every engine's router, /metrics, docs, UI."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request, Response
+from fastapi.security import HTTPAuthorizationCredentials
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.concurrency import run_in_threadpool
+
+from pgmbus import __version__
+from pgmbus.http import dashboard, docs, errors, ops, queues, streams, timers
+from pgmbus.http.auth import principal
+from pgmbus.http.config import ServiceConfig
+from pgmbus.http.limits import BodyLimit
+from pgmbus.http.metrics import fetch_snapshot, registry_for
+from pgmbus.http.state import AppState
+from pgmbus.timers import store
+from pgmbus.timers.dispatcher import Dispatcher
+
+DESCRIPTION = """\
+pgmbus over HTTP: queues, streams, timers (scheduled HTTP callbacks), operations reads, and
+`/metrics`. Every call but `/healthz` and `/metrics` needs a bearer API key
+(`pgmbus timers add-client`); scopes (`pgmbus key scopes`) say which queues, topics and groups
+a key may read, consume, post to or manage. Every 4xx answer is `{"error", "message"}`.
+"""
+
+
+def create_app(config: ServiceConfig) -> FastAPI:
+    """Build the HTTP application for ``config`` (pools open at startup)."""
+    state = AppState(config)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await state.open()
+        stop = asyncio.Event()
+        task: asyncio.Task[None] | None = None
+        if config.run_dispatcher:
+            dispatcher = Dispatcher(config.dsn, config.dispatcher, state.guard)
+            task = asyncio.create_task(dispatcher.run(stop))
+        try:
+            yield
+        finally:
+            stop.set()
+            if task is not None:
+                await task
+            await state.close()
+
+    app = FastAPI(
+        title="pgmbus",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.pgmbus = state
+    app.state.timers = state  # the name tests and tools used before the HTTP package
+    errors.install(app)
+    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
+
+    def snapshot() -> dict[str, Any]:
+        with state.sync_pool.connection() as conn:
+            return fetch_snapshot(
+                conn, late_after_s=config.late_after_s, window_s=config.recent_window_s
+            )
+
+    registry = registry_for(snapshot)
+
+    @app.get("/healthz", tags=["service"])
+    async def healthz() -> dict[str, str]:
+        """200 when the database answers."""
+        async with state.pool.connection() as conn:
+            await store.ping(conn)
+        return {"status": "ok"}
+
+    @app.get(
+        "/metrics",
+        tags=["service"],
+        response_class=Response,
+        responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text"}},
+    )
+    async def metrics(request: Request) -> Response:
+        """Prometheus metrics from one SQL snapshot (docs/operations.md lists the series)."""
+        if not config.metrics_public:
+            credentials = request.headers.get("authorization", "")
+            scheme, _, key = credentials.partition(" ")
+            if scheme.lower() != "bearer" or not key:
+                raise HTTPException(401, "missing bearer API key", {"WWW-Authenticate": "Bearer"})
+            await principal(request, HTTPAuthorizationCredentials(scheme=scheme, credentials=key))
+        body = await run_in_threadpool(generate_latest, registry)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    app.include_router(timers.router)
+    app.include_router(queues.router)
+    app.include_router(streams.router)
+    app.include_router(ops.router)
+    errors.document(app)
+    docs.install(app)
+    dashboard.install(app)
+    return app

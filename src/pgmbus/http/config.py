@@ -1,0 +1,81 @@
+"""Settings of the HTTP service (``pgmbus serve``)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from pgmbus.errors import ConfigurationError
+from pgmbus.timers.dispatcher import DispatcherConfig
+from pgmbus.timers.netguard import NetworkGuard
+
+
+@dataclass
+class ServiceConfig:
+    """Settings of ``pgmbus serve``.
+
+    Parameters
+    ----------
+    dsn:
+        The database.
+    pool_size:
+        Connections per pool at most (the service keeps one pool per access style).
+    batch_max_items, batch_max_wait_s:
+        Batching of timer creates.
+    run_dispatcher, dispatcher, guard:
+        Run a timers dispatcher in the process, its settings and its network guard. The guard
+        (default: one built from ``$PGMBUS_ALLOW_NETWORKS``) also checks timer URLs when a
+        callback or schedule is created or changed (422 ``refused_url``).
+    max_body_bytes:
+        Largest request body accepted (413 beyond); default ``$PGMBUS_MAX_BODY_BYTES``, else
+        1 MiB.
+    max_context_bytes:
+        Largest timer ``context`` accepted, in bytes of its JSON text (413 beyond). The
+        database's own limit is the setting ``timers.max_context_bytes`` (same default): raise
+        both.
+    max_url_length:
+        Longest timer ``url`` accepted, in bytes (422 beyond; database setting
+        ``timers.max_url_length``).
+    metrics_public:
+        Serve ``/metrics`` without a key (Prometheus' usual setup); otherwise any valid key.
+        Default ``$PGMBUS_METRICS_PUBLIC`` (``true``/``false``), else true.
+    late_after_s:
+        A pending callback due for longer than this counts as late in the metrics.
+    recent_window_s:
+        The window of the timers' recent-call metrics (calls by outcome, lateness histogram).
+    auth_cache_s:
+        How long a key's scopes are cached in the process.
+    """
+
+    dsn: str
+    pool_size: int = 10
+    batch_max_items: int = 200
+    batch_max_wait_s: float = 0.05
+    run_dispatcher: bool = True
+    dispatcher: DispatcherConfig | None = None
+    guard: NetworkGuard | None = None
+    max_body_bytes: int = field(default_factory=lambda: _env_int("PGMBUS_MAX_BODY_BYTES", 1 << 20))
+    max_context_bytes: int = 65536
+    max_url_length: int = 4096
+    metrics_public: bool = field(default_factory=lambda: _env_bool("PGMBUS_METRICS_PUBLIC", True))
+    late_after_s: float = 5.0
+    recent_window_s: float = 300.0
+    auth_cache_s: float = 60.0
+
+
+def _env_int(name: str, default: int) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < 1:
+        raise ConfigurationError(f"${name} must be a positive integer, not {text!r}")
+    return int(text)
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    text = os.environ.get(name, "").strip().lower()
+    if not text:
+        return default
+    if text not in ("true", "false", "1", "0", "yes", "no"):
+        raise ConfigurationError(f"${name} must be true or false, not {text!r}")
+    return text in ("true", "1", "yes")

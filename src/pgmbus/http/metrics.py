@@ -1,0 +1,243 @@
+"""``/metrics``: a Prometheus collector that reads one SQL snapshot per scrape.
+
+The snapshot is the named query ``snapshot`` of ``sql/http.sql``: one statement, one round
+trip, whatever the number of queues, groups or clients. docs/operations.md lists the series.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from pgmbus.sqlfiles import load_queries
+
+log = logging.getLogger("pgmbus.http.metrics")
+
+LATENESS_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+SAGA_STATES = ("running", "completed", "compensating", "compensated")
+TIMER_STATUSES = ("pending", "notified", "failed", "cancelled", "rejected")
+
+_QUEUE_GAUGES = {
+    "depth": ("pgmbus_queue_depth", "Deliveries waiting for the consumer (all states)."),
+    "ready": ("pgmbus_queue_ready", "Deliveries the consumer can claim now."),
+    "delayed": ("pgmbus_queue_delayed", "Deliveries not yet due (delayed or nacked with delay)."),
+    "leased": ("pgmbus_queue_leased", "Deliveries under a live lease."),
+    "expired": ("pgmbus_queue_expired", "Deliveries past their expiry, awaiting removal."),
+    "oldest_age": (
+        "pgmbus_queue_oldest_ready_age_seconds",
+        "Age of the oldest ready delivery (0 when none is ready).",
+    ),
+    "dmq": (
+        "pgmbus_queue_consumer_dead_messages",
+        "Dead messages of the queue that name this consumer.",
+    ),
+}
+_GROUP_GAUGES = {
+    "pending": ("pgmbus_stream_group_pending_events", "Committed events the slot has not read."),
+    "lag_seconds": (
+        "pgmbus_stream_group_lag_seconds",
+        "Age of the slot's oldest unread event (0 when caught up).",
+    ),
+    "committed_age": (
+        "pgmbus_stream_group_commit_age_seconds",
+        "Seconds since the slot's position last moved.",
+    ),
+}
+
+
+def fetch_snapshot(
+    conn: psycopg.Connection[Any], *, late_after_s: float, window_s: float
+) -> dict[str, Any]:
+    """Run the snapshot query on ``conn`` (one round trip) and return its JSON document."""
+    params = {"late_s": late_after_s, "window_s": window_s, "buckets": list(LATENESS_BUCKETS)}
+    row = conn.execute(load_queries("http.sql")["snapshot"], params).fetchone()
+    conn.rollback()
+    if row is None:
+        raise RuntimeError("the snapshot query returned no row")
+    snapshot: dict[str, Any] = row[0]
+    return snapshot
+
+
+class SnapshotCollector(Collector):
+    """Yield every pgmbus series from one snapshot taken by ``fetch`` at each scrape."""
+
+    def __init__(self, fetch: Callable[[], dict[str, Any]]) -> None:
+        self.fetch = fetch
+
+    def describe(self) -> list[Metric]:
+        """Nothing up front: describing would cost a snapshot at registration."""
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        """Take the snapshot and yield the families (``pgmbus_up`` 0 when it failed)."""
+        started = time.perf_counter()
+        up = GaugeMetricFamily("pgmbus_up", "1 when the last snapshot query succeeded.")
+        try:
+            snap = self.fetch()
+        except Exception as exc:  # a scrape must answer; the failure shows as pgmbus_up 0
+            log.warning("metrics snapshot failed: %s", exc)
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield up
+        yield from _queues(snap)
+        yield from _streams(snap)
+        yield from _timers(snap)
+        sagas = GaugeMetricFamily("pgmbus_sagas", "Sagas by state.", labels=["state"])
+        for state in SAGA_STATES:
+            sagas.add_metric([state], snap["sagas"].get(state, 0))
+        yield sagas
+        took = GaugeMetricFamily(
+            "pgmbus_scrape_duration_seconds", "Seconds the snapshot query and its encoding took."
+        )
+        took.add_metric([], time.perf_counter() - started)
+        yield took
+
+
+def _queues(snap: dict[str, Any]) -> Iterator[Metric]:
+    for key, (name, doc) in _QUEUE_GAUGES.items():
+        family = GaugeMetricFamily(name, doc, labels=["queue", "consumer"])
+        for row in snap["queues"]:
+            family.add_metric([row["queue"], row["consumer"]], row[key])
+        yield family
+    dmq = GaugeMetricFamily(
+        "pgmbus_queue_dead_messages",
+        "Messages of the queue in the dead-message queue.",
+        labels=["queue"],
+    )
+    for row in snap["dmq"]:
+        dmq.add_metric([row["queue"]], row["messages"])
+    yield dmq
+
+
+def _streams(snap: dict[str, Any]) -> Iterator[Metric]:
+    groups = snap["groups"]
+    for key, (name, doc) in _GROUP_GAUGES.items():
+        family = GaugeMetricFamily(name, doc, labels=["group", "slot"])
+        for row in groups:
+            family.add_metric([row["group"], str(row["slot"])], row[key])
+        yield family
+    retries = GaugeMetricFamily(
+        "pgmbus_stream_group_retries", "Events of the group on the retry path.", labels=["group"]
+    )
+    dead = GaugeMetricFamily(
+        "pgmbus_stream_group_dead_letters",
+        "Events of the group in its dead letters.",
+        labels=["group"],
+    )
+    expired = GaugeMetricFamily(
+        "pgmbus_stream_group_expired",
+        "1 when the group was expired for lagging past max_lag.",
+        labels=["group"],
+    )
+    seen: set[str] = set()
+    for row in groups:
+        if row["group"] in seen:
+            continue
+        seen.add(row["group"])
+        retries.add_metric([row["group"]], row["retries"])
+        dead.add_metric([row["group"]], row["dead_letters"])
+        expired.add_metric([row["group"]], 1 if row["state"] == "expired" else 0)
+    yield from (retries, dead, expired)
+    counters = CounterMetricFamily(
+        "pgmbus_streams_events",
+        "Noteworthy stream events by kind (mbus.stream_counters).",
+        labels=["kind"],
+    )
+    for kind, value in sorted(snap["stream_counters"].items()):
+        counters.add_metric([kind], value)
+    yield counters
+    parts = snap["partitions"]
+    partitions = GaugeMetricFamily(
+        "pgmbus_stream_partitions", "Partitions of mbus.events by state.", labels=["state"]
+    )
+    partitions.add_metric(["open"], parts["open"])
+    partitions.add_metric(["closed"], parts["total"] - parts["open"])
+    yield partitions
+    oldest = GaugeMetricFamily(
+        "pgmbus_stream_oldest_closed_partition_age_seconds",
+        "Seconds since the oldest kept closed partition closed (what retention holds).",
+    )
+    oldest.add_metric([], parts["oldest_closed_age"])
+    yield oldest
+
+
+def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, doc)
+    family.add_metric([], value)
+    return family
+
+
+def _timers(snap: dict[str, Any]) -> Iterator[Metric]:
+    t = snap["timers"]
+    by_status = GaugeMetricFamily(
+        "pgmbus_timer_callbacks", "Stored callbacks by status.", labels=["status"]
+    )
+    for status in TIMER_STATUSES:
+        by_status.add_metric([status], t["by_status"].get(status, 0))
+    yield by_status
+    yield _gauge("pgmbus_timer_due", "Pending callbacks whose run_at has passed.", t["due"])
+    yield _gauge(
+        "pgmbus_timer_late",
+        "Pending callbacks due for longer than the service's late_after_s.",
+        t["late"],
+    )
+    yield _gauge(
+        "pgmbus_timer_oldest_due_age_seconds",
+        "Seconds the oldest due pending callback has waited (0 when none).",
+        t["oldest_due_age"],
+    )
+    yield _gauge(
+        "pgmbus_timer_dispatchers",
+        "Dispatchers with a heartbeat in the last minute.",
+        t["dispatchers"],
+    )
+    yield _gauge("pgmbus_timer_buckets", "Buckets callbacks are spread over.", t["buckets"])
+    yield _gauge(
+        "pgmbus_timer_buckets_leased",
+        "Buckets under a live dispatcher lease.",
+        t["buckets_leased"],
+    )
+    schedules = GaugeMetricFamily("pgmbus_timer_schedules", "Schedules by state.", labels=["state"])
+    schedules.add_metric(["active"], t["schedules"] - t["schedules_paused"])
+    schedules.add_metric(["paused"], t["schedules_paused"])
+    yield schedules
+    recent = snap["recent"]
+    calls = GaugeMetricFamily(
+        "pgmbus_timer_recent_calls",
+        "HTTP calls made in the recent window, by outcome (ok, reject, error, refused).",
+        labels=["outcome"],
+    )
+    for outcome in ("ok", "reject", "error", "refused"):
+        calls.add_metric([outcome], recent["outcomes"].get(outcome, 0))
+    yield calls
+    late = recent["lateness"]
+    counts = late["buckets"] or [0] * len(LATENESS_BUCKETS)
+    buckets = [(str(le), float(n)) for le, n in zip(LATENESS_BUCKETS, counts, strict=True)]
+    buckets.append(("+Inf", float(late["count"])))
+    histogram = HistogramMetricFamily(
+        "pgmbus_timer_recent_lateness_seconds",
+        "First-call lateness (start minus originally_run_at) of callbacks in the recent window.",
+        buckets=buckets,
+        sum_value=float(late["sum"]),
+    )
+    yield histogram
+
+
+def registry_for(fetch: Callable[[], dict[str, Any]]) -> CollectorRegistry:
+    """A registry holding only the snapshot collector (no process or GC series)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(fetch))
+    return registry

@@ -1,0 +1,105 @@
+"""What the HTTP service holds while it runs: its pools, the queue bus, the timers batcher and
+network guard."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, LiteralString, TypeVar
+
+import psycopg
+from fastapi import Request
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from starlette.concurrency import run_in_threadpool
+
+from pgmbus.errors import translating
+from pgmbus.http.config import ServiceConfig
+from pgmbus.queues import AsyncBus
+from pgmbus.sqlfiles import load_queries
+from pgmbus.timers.batcher import CreateBatcher
+from pgmbus.timers.netguard import NetworkGuard, networks_from_env
+
+T = TypeVar("T")
+
+
+def query(name: str) -> LiteralString:
+    """A named query of ``sql/http.sql``."""
+    return load_queries("http.sql")[name]
+
+
+class AppState:
+    """Pools and helpers shared by the routers (``request.app.state.pgmbus``)."""
+
+    def __init__(self, config: ServiceConfig) -> None:
+        self.config = config
+        # transactions: timers store calls and the HTTP layer's own queries
+        self.pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            config.dsn,
+            min_size=1,
+            max_size=config.pool_size,
+            open=False,
+            kwargs={"autocommit": False},
+        )
+        # the streams client is synchronous: its calls run in worker threads
+        self.sync_pool: ConnectionPool[Any] = ConnectionPool(
+            config.dsn,
+            min_size=1,
+            max_size=max(2, config.pool_size // 2),
+            open=False,
+            kwargs={"autocommit": False},
+        )
+        self.bus = AsyncBus(config.dsn, max_size=config.pool_size)
+        self.batcher = CreateBatcher(
+            self.pool, max_items=config.batch_max_items, max_wait_s=config.batch_max_wait_s
+        )
+        self.auth: dict[str, tuple[Any, float]] = {}
+        # one guard for the create-time URL checks and the in-process dispatcher
+        self.guard = config.guard or NetworkGuard(networks_from_env())
+        self._has_scopes: bool | None = None
+
+    async def open(self) -> None:
+        """Open the pools."""
+        await self.pool.open(wait=True)
+        await run_in_threadpool(self.sync_pool.open, True)
+        await self.bus.open()
+
+    async def close(self) -> None:
+        """Flush the batcher and close the pools."""
+        await self.batcher.close()
+        await self.bus.close()
+        await run_in_threadpool(self.sync_pool.close)
+        await self.pool.close()
+
+    async def has_scopes(self) -> bool:
+        """Is the scopes DDL installed in the database (checked once)?"""
+        if self._has_scopes is None:
+            self._has_scopes = bool(await self.value(query("has_scopes"), {}))
+        return self._has_scopes
+
+    async def rows(self, sql: LiteralString, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """Run ``sql`` (a named query: ``query(name)``) in its own transaction; dict rows."""
+        async with self.pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            with translating():
+                await cur.execute(sql, params)
+                return [] if cur.description is None else await cur.fetchall()
+
+    async def value(self, sql: LiteralString, params: dict[str, Any]) -> Any:
+        """The first column of the first row of ``sql`` (None without rows)."""
+        rows = await self.rows(sql, params)
+        return next(iter(rows[0].values())) if rows else None
+
+    async def in_thread(self, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """Run ``fn(conn)`` in a worker thread on a pooled connection, committing after it."""
+
+        def run() -> T:
+            with self.sync_pool.connection() as conn:
+                return fn(conn)
+
+        return await run_in_threadpool(run)
+
+
+def state_of(request: Request) -> AppState:
+    """The service state of the application serving ``request``."""
+    state: AppState = request.app.state.pgmbus
+    return state

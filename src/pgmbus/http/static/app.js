@@ -1,0 +1,291 @@
+// pgmbus dashboard: plain JavaScript, no build step. Reads the JSON API with the API key kept
+// in this tab's sessionStorage; refreshes the visible page every few seconds.
+"use strict";
+
+const EVERY_MS = 3000;
+const state = { key: sessionStorage.getItem("pgmbus-key") || "", scopes: [], client: null,
+                page: "queues", prevDepth: new Map(), dmqOpen: null, cbOpen: null, timer: null };
+
+const $ = (sel) => document.querySelector(sel);
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") node.className = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else if (v !== null && v !== undefined && v !== false) node.setAttribute(k, v);
+  }
+  for (const c of children) {
+    if (c === null || c === undefined) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+
+function globMatch(glob, name) {
+  const re = "^" + glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*")
+    .replace(/\?/g, ".") + "$";
+  return new RegExp(re).test(name);
+}
+
+// Mirrors pgmbus.http.scopes: write covers everything; consume and post also cover read.
+function can(engine, action, name) {
+  return state.scopes.some((s) => {
+    const [e, a, ...rest] = s.split(":");
+    if (e !== engine || !globMatch(rest.join(":"), name)) return false;
+    return a === action || a === "write" || (action === "read" && (a === "consume" || a === "post"));
+  });
+}
+
+async function api(path, options) {
+  const opts = Object.assign({ headers: {} }, options || {});
+  opts.headers["authorization"] = "Bearer " + state.key;
+  if (opts.body && typeof opts.body !== "string") {
+    opts.headers["content-type"] = "application/json";
+    opts.body = JSON.stringify(opts.body);
+  }
+  const r = await fetch(path, opts);
+  if (r.status === 204) return null;
+  const body = await r.json().catch(() => ({ error: "BadResponse", message: r.statusText }));
+  if (!r.ok) throw new Error(`${r.status} ${body.error}: ${body.message}`);
+  return body;
+}
+
+function fmtTime(t) {
+  if (!t) return "";
+  const d = new Date(t);
+  return d.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+}
+const fmtNum = (x, digits) => (x === null || x === undefined ? "" :
+  Number(x).toFixed(digits === undefined ? 0 : digits));
+
+function fill(tableSel, rows) {
+  const body = $(tableSel + " tbody");
+  body.replaceChildren(...rows);
+  if (!rows.length) {
+    const cols = $(tableSel + " thead tr").children.length;
+    body.append(el("tr", {}, el("td", { colspan: cols, class: "muted" }, "none")));
+  }
+}
+
+function setStatus(text, isError) {
+  const s = $("#status");
+  s.textContent = text || "";
+  s.className = isError ? "error" : "";
+}
+
+// --- pages ---------------------------------------------------------------------------------
+
+async function loadQueues() {
+  const queues = await api("/v1/queues");
+  const stats = (await Promise.all(queues.map((q) => api(`/v1/queues/${q.qname}/stats`)))).flat();
+  const now = performance.now();
+  fill("#queues-table", stats.map((s) => {
+    const k = s.qname + "/" + s.cname;
+    const prev = state.prevDepth.get(k);
+    state.prevDepth.set(k, { depth: s.depth, at: now });
+    const rate = prev ? (s.depth - prev.depth) / ((now - prev.at) / 1000) : null;
+    return el("tr", { "data-queue": s.qname, "data-consumer": s.cname },
+      el("td", {}, s.qname), el("td", {}, s.cname),
+      el("td", { class: "n depth" }, s.depth), el("td", { class: "n ready" }, s.ready),
+      el("td", { class: "n delayed" }, s.delayed), el("td", { class: "n leased" }, s.leased),
+      el("td", { class: "n expired" }, s.expired),
+      el("td", { class: "n oldest" }, fmtNum(s.oldest_age_s, 1)),
+      el("td", { class: "n dead" + (s.dmq ? " bad" : "") }, s.dmq),
+      el("td", { class: "n rate" }, rate === null ? "" : fmtNum(rate, 1)));
+  }));
+}
+
+async function loadDmq() {
+  const page = await api("/v1/dmq?limit=500");
+  fill("#dmq-table", page.items.map((m) =>
+    el("tr", { class: "clickable", "data-dmq-id": m.dmq_id, onclick: () => openDmq(m) },
+      el("td", { class: "n" }, m.dmq_id), el("td", {}, m.qname), el("td", {}, m.cname || ""),
+      el("td", {}, m.iid), el("td", { class: "n" }, m.attempts), el("td", {}, m.reason),
+      el("td", {}, fmtTime(m.died_at)),
+      el("td", {}, el("button", { onclick: (ev) => { ev.stopPropagation(); openDmq(m); } },
+        "open")))));
+  if (state.dmqOpen && !page.items.some((m) => m.dmq_id === state.dmqOpen.dmq_id)) closeDmq();
+}
+
+function openDmq(m) {
+  state.dmqOpen = m;
+  $("#dmq-detail-id").textContent = `${m.dmq_id} (${m.iid})`;
+  $("#dmq-detail-body").textContent = JSON.stringify(
+    { data: m.data, headers: m.headers, properties: m.properties, reason: m.reason }, null, 2);
+  const writable = can("queues", "write", m.qname);
+  $("#dmq-replay").disabled = !writable;
+  $("#dmq-delete").disabled = !writable;
+  $("#dmq-detail").hidden = false;
+}
+
+function closeDmq() {
+  state.dmqOpen = null;
+  $("#dmq-detail").hidden = true;
+}
+
+async function dmqAction(kind) {
+  const m = state.dmqOpen;
+  if (!m) return;
+  if (kind === "delete" && !confirm(`Delete dead message ${m.dmq_id} for good?`)) return;
+  try {
+    if (kind === "replay") {
+      const r = await api(`/v1/queues/${m.qname}/dmq/${m.dmq_id}/replay`, { method: "POST" });
+      setStatus(`replayed dead message ${m.dmq_id} as ${r.iid}`);
+    } else {
+      await api(`/v1/queues/${m.qname}/dmq/${m.dmq_id}`, { method: "DELETE" });
+      setStatus(`deleted dead message ${m.dmq_id}`);
+    }
+    closeDmq();
+    await loadDmq();
+  } catch (e) { setStatus(e.message, true); }
+}
+
+async function loadStreams() {
+  const groups = await api("/v1/streams/groups");
+  const rows = [];
+  for (const g of groups) {
+    for (const s of g.slot_status) {
+      const lease = g.http_leases.find((l) => l.slot === s.slot);
+      const writable = can("streams", "write", g.name);
+      const input = el("input", { placeholder: "beginning | now | id | time", "data-seek": g.name });
+      const seek = el("form", { class: "seek", onsubmit: async (ev) => {
+        ev.preventDefault();
+        try {
+          await api(`/v1/streams/groups/${g.name}/seek`, { method: "POST", body: { start: input.value } });
+          setStatus(`group ${g.name} moved to ${input.value}`);
+          await loadStreams();
+        } catch (e) { setStatus(e.message, true); }
+      } }, input, el("button", { class: "write", disabled: !writable }, "seek"));
+      rows.push(el("tr", { "data-group": g.name, "data-slot": s.slot },
+        el("td", {}, g.name), el("td", { class: g.state === "expired" ? "bad" : "" }, g.state),
+        el("td", { class: "n" }, s.slot), el("td", { class: "n unread" }, s.pending_events),
+        el("td", { class: "n lag" }, fmtNum(s.lag_s, 1)), el("td", {}, fmtTime(s.committed_at)),
+        el("td", { class: "n retries" }, g.retries),
+        el("td", { class: "n dead" + (g.dead_letters ? " bad" : "") }, g.dead_letters),
+        el("td", {}, lease ? `${lease.events} events until ${fmtTime(lease.lease_until)}` : ""),
+        el("td", {}, seek)));
+    }
+  }
+  fill("#groups-table", rows);
+}
+
+async function loadTimers() {
+  const overview = await api("/v1/ops/timers");
+  fill("#timers-table", overview.map((t) => el("tr", { "data-client": t.client },
+    el("td", {}, t.client), el("td", { class: "n pending" }, t.pending),
+    el("td", { class: "n due" }, t.due), el("td", { class: "n late" + (t.late ? " warn" : "") }, t.late),
+    el("td", { class: "n notified" }, t.notified),
+    el("td", { class: "n failed" + (t.failed ? " bad" : "") }, t.failed),
+    el("td", { class: "n" }, t.cancelled), el("td", { class: "n" }, t.rejected))));
+  const f = $("#cb-filter").value;
+  const q = f === "due" ? "&due=true" : f ? `&status=${f}` : "";
+  const callbacks = await api(`/v1/ops/callbacks?limit=200${q}`);
+  fill("#callbacks-table", callbacks.map((r) => {
+    const c = r.callback;
+    return el("tr", { class: "clickable", "data-callback": `${r.client}/${c.group_key}/${c.event_key}`,
+                      onclick: () => openCallback(r.client, c) },
+      el("td", {}, r.client), el("td", {}, `${c.group_key} / ${c.event_key}`),
+      el("td", { class: c.status === "failed" ? "bad" : "" }, c.status),
+      el("td", {}, fmtTime(c.run_at)), el("td", { class: "n" }, c.attempts),
+      el("td", {}, r.last_error || (r.last_status_code ? `HTTP ${r.last_status_code}` : "")));
+  }));
+  if (state.cbOpen) await openCallback(state.cbOpen.client, state.cbOpen.c);
+}
+
+async function openCallback(client, c) {
+  state.cbOpen = { client, c };
+  const h = await api(`/v1/ops/callbacks/${encodeURIComponent(client)}/` +
+    `${encodeURIComponent(c.group_key)}/${encodeURIComponent(c.event_key)}/history`);
+  $("#cb-detail-id").textContent = `${client}: ${c.group_key} / ${c.event_key}`;
+  fill("#cb-attempts", h.attempts.map((a) => el("tr", {},
+    el("td", {}, a.attempt), el("td", {}, a.call), el("td", {}, fmtTime(a.started_at)),
+    el("td", { class: a.outcome === "ok" ? "" : "bad" }, a.outcome),
+    el("td", {}, a.status_code || ""), el("td", {}, a.error || ""))));
+  fill("#cb-changes", h.changes.map((x) => el("tr", {},
+    el("td", {}, fmtTime(x.at)), el("td", {}, x.action), el("td", {}, x.old_status || ""),
+    el("td", {}, x.new_status || ""))));
+  $("#cb-detail").hidden = false;
+}
+
+async function loadSagas() {
+  const sagas = await api("/v1/ops/sagas?limit=200");
+  fill("#sagas-table", sagas.map((s) => {
+    const steps = el("div", { class: "steps" });
+    for (const [name, st] of Object.entries(s.steps || {})) {
+      const comp = st.compensation ? `, undo ${st.compensation}` : "";
+      steps.append(el("span", { class: st.forward, title: `forward ${st.forward}${comp}` },
+        `${name}: ${st.forward}${comp}`));
+    }
+    return el("tr", { "data-saga": s.saga_id },
+      el("td", { class: "n" }, s.saga_id), el("td", {}, s.name),
+      el("td", { class: "saga-state" + (s.state.startsWith("compens") ? " warn" : "") }, s.state),
+      el("td", {}, steps), el("td", {}, s.reason || ""), el("td", {}, fmtTime(s.created_at)),
+      el("td", {}, fmtTime(s.finished_at)));
+  }));
+}
+
+async function loadSchedules() {
+  const rows = await api("/v1/ops/schedules");
+  fill("#schedules-table", rows.map((r) => {
+    const s = r.schedule;
+    const every = s.cron ? `cron ${s.cron} (${s.timezone})` : `every ${s.interval_s} s`;
+    return el("tr", { "data-schedule": `${r.client}/${s.schedule_key}` },
+      el("td", {}, r.client), el("td", {}, s.schedule_key), el("td", {}, every),
+      el("td", {}, s.url), el("td", { class: s.paused ? "warn" : "" }, s.paused ? "paused" : "active"),
+      el("td", {}, fmtTime(s.generated_until)));
+  }));
+}
+
+const LOADERS = { queues: loadQueues, dmq: loadDmq, streams: loadStreams, timers: loadTimers,
+                  sagas: loadSagas, schedules: loadSchedules };
+
+async function refresh() {
+  if (!state.key) { setStatus("enter an API key to start"); return; }
+  try {
+    await LOADERS[state.page]();
+    $("#updated").textContent = new Date().toLocaleTimeString();
+    document.body.dataset.loaded = state.page;
+    if ($("#status").className === "error") setStatus("");
+  } catch (e) { setStatus(e.message, true); }
+}
+
+function show(page) {
+  state.page = LOADERS[page] ? page : "queues";
+  for (const s of document.querySelectorAll(".page")) s.classList.toggle("active", s.id === "page-" + state.page);
+  for (const a of document.querySelectorAll("#tabs a")) a.classList.toggle("active", a.dataset.page === state.page);
+  delete document.body.dataset.loaded;
+  setStatus("");
+  refresh();
+}
+
+async function login(key) {
+  state.key = key;
+  sessionStorage.setItem("pgmbus-key", key);
+  try {
+    const me = await api("/v1/whoami");
+    state.scopes = me.scopes;
+    state.client = me.client;
+    const writes = me.scopes.filter((s) => s.split(":")[1] === "write").length;
+    $("#whoami").textContent = `${me.client} (${writes ? "write" : "read-only"})`;
+    setStatus("");
+    show(state.page);
+  } catch (e) { setStatus(e.message, true); }
+}
+
+function schedule() {
+  clearInterval(state.timer);
+  state.timer = setInterval(() => { if ($("#auto").checked) refresh(); }, EVERY_MS);
+}
+
+$("#every").textContent = EVERY_MS / 1000;
+$("#login").addEventListener("submit", (ev) => { ev.preventDefault(); login($("#key").value.trim()); });
+$("#dmq-replay").addEventListener("click", () => dmqAction("replay"));
+$("#dmq-delete").addEventListener("click", () => dmqAction("delete"));
+$("#dmq-close").addEventListener("click", closeDmq);
+$("#cb-close").addEventListener("click", () => { state.cbOpen = null; $("#cb-detail").hidden = true; });
+$("#cb-filter").addEventListener("change", refresh);
+window.addEventListener("hashchange", () => show(location.hash.slice(1)));
+state.page = location.hash.slice(1) || "queues";
+schedule();
+if (state.key) login(state.key); else show(state.page);

@@ -1,0 +1,169 @@
+"""The JSON shapes of the streams HTTP API."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+Group = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=48)]
+Topic = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+Start = Annotated[
+    str,
+    StringConstraints(
+        max_length=100,
+        pattern=r"^(beginning|now|[0-9]{1,18}"
+        r"|[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9:.]+)?(Z|[+-][0-9:]+)?)$",
+    ),
+]
+
+
+class PublishIn(BaseModel):
+    """``POST /v1/streams/events``: one event."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    topic: Topic
+    payload: Any
+    key: str | None = Field(default=None, max_length=1000)
+    headers: dict[str, Any] | None = None
+
+
+class BatchEvent(BaseModel):
+    """One event of a batch."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    payload: Any
+    key: str | None = Field(default=None, max_length=1000)
+    headers: dict[str, Any] | None = None
+
+
+class PublishBatchIn(BaseModel):
+    """``POST /v1/streams/events/batch``: events of one topic in one statement."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    topic: Topic
+    events: list[BatchEvent] = Field(min_length=1, max_length=1000)
+
+
+class Published(BaseModel):
+    """The ids of published events, in order."""
+
+    ids: list[int]
+
+
+class GroupCreate(BaseModel):
+    """``POST /v1/streams/groups``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    group: Group
+    start: Start = Field(default="now", description="beginning, now, an ISO time or an event id")
+    slots: int = Field(default=1, ge=1, le=256)
+
+
+class SlotStatus(BaseModel):
+    """A group's slot: position and what is unread."""
+
+    slot: int
+    group_position: str
+    committed_at: datetime
+    pending_events: int
+    lag_s: float = Field(description="age of the oldest unread event (0 when none)")
+
+
+class GroupOut(BaseModel):
+    """A consumer group with its options and slots."""
+
+    name: str
+    slots: int
+    topics: list[str] | None
+    state: str
+    expired_at: datetime | None
+    expired_why: str | None
+    created_at: datetime
+    retries: int
+    dead_letters: int
+    pending_events: int
+    lag_s: float
+    slot_status: list[SlotStatus]
+    http_leases: list[dict[str, Any]]
+
+
+class SeekIn(BaseModel):
+    """``POST /v1/streams/groups/{group}/seek``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: Start = Field(description="beginning, now, an ISO time or an event id")
+
+
+class ReadIn(BaseModel):
+    """``POST /v1/streams/groups/{group}/read``: lease the group's next batch."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_events: int = Field(default=100, ge=1, le=10000)
+    slot: int | None = Field(default=None, ge=0, le=255)
+    lease_s: float = Field(default=30, ge=0.001, le=3600)
+
+
+class EventOut(BaseModel):
+    """An event of the log."""
+
+    id: int
+    topic: str
+    key: str | None
+    payload: Any
+    headers: dict[str, Any] | None
+    published_at: datetime
+
+
+class ReadOut(BaseModel):
+    """A leased batch: commit ``token`` before ``lease_until`` to move the group past it.
+
+    No events (and no token) when the group has caught up.
+    """
+
+    token: UUID | None
+    lease_until: datetime | None
+    cursor: str | None
+    events: list[EventOut]
+
+
+class CommitIn(BaseModel):
+    """A lease token of ``read``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    token: UUID
+
+
+class ExtendIn(CommitIn):
+    """Make the read lease end ``lease_s`` from now."""
+
+    lease_s: float = Field(ge=0.001, le=3600)
+
+
+class Committed(BaseModel):
+    """The group's position after a commit."""
+
+    cursor: str
+
+
+class DeadLetter(BaseModel):
+    """An event that spent the group's attempts."""
+
+    event_id: int
+    topic: str
+    key: str | None
+    payload: Any
+    headers: dict[str, Any] | None
+    published_at: datetime
+    attempts: int
+    last_error: str | None
+    dead_at: datetime

@@ -1,0 +1,218 @@
+"""The streams HTTP API: publish, consumer groups, lag, seek, and lease-style reads."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request, Response
+from psycopg.rows import dict_row
+
+from pgmbus import streams
+from pgmbus.http.auth import Caller, require
+from pgmbus.http.errors import ERROR_RESPONSES
+from pgmbus.http.state import query, state_of
+from pgmbus.http.stream_models import (
+    CommitIn,
+    Committed,
+    DeadLetter,
+    ExtendIn,
+    Group,
+    GroupCreate,
+    GroupOut,
+    PublishBatchIn,
+    Published,
+    PublishIn,
+    ReadIn,
+    ReadOut,
+    SeekIn,
+)
+
+router = APIRouter(prefix="/v1/streams", tags=["streams"], responses=ERROR_RESPONSES)
+
+
+def _groups(conn: Any, group: str | None) -> list[dict[str, Any]]:
+    """Groups with their slots' status and live HTTP leases, from three reads."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        groups = cur.execute(query("stream_groups"), {"group": group}).fetchall()
+        leases = cur.execute(query("stream_leases"), {"group": group}).fetchall()
+    status = streams.group_status(conn)
+    now = datetime.now(UTC)
+    out = []
+    for g in groups:
+        slots = [s for s in status if s["group_name"] == g["name"]]
+        slot_status = [
+            {
+                "slot": s["slot"],
+                "group_position": s["group_position"],
+                "committed_at": s["committed_at"],
+                "pending_events": s["pending_events"],
+                "lag_s": _age(now, s["oldest_pending_at"]),
+            }
+            for s in slots
+        ]
+        out.append(
+            {
+                **g,
+                "retries": slots[0]["retries"] if slots else 0,
+                "dead_letters": slots[0]["dead_letters"] if slots else 0,
+                "pending_events": sum(s["pending_events"] for s in slot_status),
+                "lag_s": max((s["lag_s"] for s in slot_status), default=0.0),
+                "slot_status": slot_status,
+                "http_leases": [le for le in leases if le["group_name"] == g["name"]],
+            }
+        )
+    return out
+
+
+def _age(now: datetime, then: datetime | None) -> float:
+    return 0.0 if then is None else max((now - then).total_seconds(), 0.0)
+
+
+@router.post("/events", response_model=Published, status_code=201)
+async def publish(request: Request, body: PublishIn, who: Caller) -> Any:
+    """Publish one event; readable once the answer is sent."""
+    require(who, "streams", "post", body.topic)
+    event_id = await state_of(request).in_thread(
+        lambda conn: streams.publish(
+            conn, body.topic, body.payload, key=body.key, headers=body.headers
+        )
+    )
+    return {"ids": [event_id]}
+
+
+@router.post("/events/batch", response_model=Published, status_code=201)
+async def publish_batch(request: Request, body: PublishBatchIn, who: Caller) -> Any:
+    """Publish events of one topic in one statement; all or none."""
+    require(who, "streams", "post", body.topic)
+    ids = await state_of(request).in_thread(
+        lambda conn: streams.publish_batch(
+            conn,
+            body.topic,
+            [e.payload for e in body.events],
+            keys=[e.key for e in body.events],
+            headers=[e.headers for e in body.events],
+        )
+    )
+    return {"ids": ids}
+
+
+@router.get("/groups", response_model=list[GroupOut])
+async def list_groups(request: Request, who: Caller) -> Any:
+    """Consumer groups the key may read, with lag per slot."""
+    groups = await state_of(request).in_thread(lambda conn: _groups(conn, None))
+    return [g for g in groups if who.can("streams", "read", g["name"])]
+
+
+@router.post(
+    "/groups",
+    response_model=GroupOut,
+    status_code=201,
+    responses={200: {"model": GroupOut, "description": "the group existed"}},
+)
+async def create_group(request: Request, body: GroupCreate, who: Caller, response: Response) -> Any:
+    """Create a consumer group at ``start`` with ``slots`` parallel slots."""
+    require(who, "streams", "write", body.group)
+
+    def run(conn: Any) -> tuple[bool, list[dict[str, Any]]]:
+        existing = _groups(conn, body.group)
+        if existing:
+            return False, existing
+        streams.create_group(conn, body.group, start=body.start, slots=body.slots)
+        conn.commit()
+        return True, _groups(conn, body.group)
+
+    created, groups = await state_of(request).in_thread(run)
+    if not created:
+        response.status_code = 200
+    return groups[0]
+
+
+@router.get("/groups/{group}", response_model=GroupOut)
+async def get_group(request: Request, group: Group, who: Caller) -> Any:
+    """A group with its slots' positions, unread events and lag."""
+    require(who, "streams", "read", group)
+    groups = await state_of(request).in_thread(lambda conn: _groups(conn, group))
+    if not groups:
+        raise HTTPException(404, f"consumer group {group!r} does not exist")
+    return groups[0]
+
+
+@router.post("/groups/{group}/seek", response_model=GroupOut)
+async def seek(request: Request, group: Group, body: SeekIn, who: Caller) -> Any:
+    """Reposition the group ('beginning', 'now', a time, an event id); ends its HTTP leases."""
+    require(who, "streams", "write", group)
+
+    def run(conn: Any) -> list[dict[str, Any]]:
+        streams.seek(conn, group, body.start)
+        conn.execute(query("stream_leases_clear"), {"group": group})
+        conn.commit()
+        return _groups(conn, group)
+
+    return (await state_of(request).in_thread(run))[0]
+
+
+@router.post("/groups/{group}/read", response_model=ReadOut)
+async def read(request: Request, group: Group, body: ReadIn, who: Caller) -> Any:
+    """Lease the group's (slot's) next batch: events and a token for ``commit``.
+
+    At least once: if the token is not committed before ``lease_until``, the next read returns
+    the same events. While the lease lives, other reads of the slot get 409.
+    """
+    require(who, "streams", "consume", group)
+    params = {
+        "group": group,
+        "max_events": body.max_events,
+        "slot": body.slot,
+        "lease": timedelta(seconds=body.lease_s),
+        "client_id": who.client_id,
+    }
+    rows = await state_of(request).rows(query("stream_read"), params)
+    if not rows:
+        return {"token": None, "lease_until": None, "cursor": None, "events": []}
+    return {
+        "token": rows[0]["token"],
+        "lease_until": rows[0]["lease_until"],
+        "cursor": rows[0]["cursor"],
+        "events": rows,
+    }
+
+
+@router.post("/groups/{group}/commit", response_model=Committed)
+async def commit(request: Request, group: Group, body: CommitIn, who: Caller) -> Any:
+    """Acknowledge a leased batch: the group moves past it (409 when the lease was lost)."""
+    require(who, "streams", "consume", group)
+    cursor = await state_of(request).value(
+        query("stream_commit"), {"group": group, "token": body.token}
+    )
+    return {"cursor": cursor}
+
+
+@router.post("/groups/{group}/extend", response_model=ReadOut)
+async def extend(request: Request, group: Group, body: ExtendIn, who: Caller) -> Any:
+    """Make a live read lease end ``lease_s`` seconds from now (409 when it ended)."""
+    require(who, "streams", "consume", group)
+    params = {"group": group, "token": body.token, "lease": timedelta(seconds=body.lease_s)}
+    until = await state_of(request).value(query("stream_extend"), params)
+    return {"token": body.token, "lease_until": until, "cursor": None, "events": []}
+
+
+@router.get("/groups/{group}/dead-letters", response_model=list[DeadLetter])
+async def dead_letters(request: Request, group: Group, who: Caller) -> Any:
+    """The group's dead letters, oldest first."""
+    require(who, "streams", "read", group)
+    return await state_of(request).in_thread(lambda conn: streams.dead_letters(conn, group))
+
+
+@router.post("/groups/{group}/dead-letters/{event_id}/replay", status_code=204)
+async def replay_dead_letter(
+    request: Request, group: Group, event_id: int, who: Caller
+) -> Response:
+    """Give a dead event a fresh set of attempts (it comes back through the retry path)."""
+    require(who, "streams", "write", group)
+
+    def run(conn: Any) -> None:
+        streams.replay_dead_letter(conn, group, event_id)
+
+    await state_of(request).in_thread(run)
+    return Response(status_code=204)

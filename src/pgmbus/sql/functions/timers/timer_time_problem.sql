@@ -1,0 +1,20 @@
+-- Function: mbus.timer_time_problem(p_name, p_t)
+--
+-- Purpose:  Why a time is refused, or NULL: a timer time must be from 1970-01-01 to before
+--           9998-01-01 UTC. Infinities and far dates would overflow delays and deadlines, and
+--           clients (Python's datetime ends at 9999) could not read them back.
+-- Params:   p_name  the field's name, for the message
+--           p_t     the time (NULL = not given: fine)
+-- Returns:  text: the reason, or NULL
+-- Locks:    none (computes only)
+-- Callers:  mbus.timer_field_problem, mbus.timer_schedule_create
+CREATE OR REPLACE FUNCTION mbus.timer_time_problem(p_name text, p_t timestamptz)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog
+AS $$
+    SELECT CASE WHEN p_t IS NOT NULL
+                     AND NOT (p_t >= '1970-01-01 00:00:00+00' AND p_t < '9998-01-01 00:00:00+00')
+                THEN format('%s must be from 1970-01-01 to before 9998-01-01 (UTC)', p_name)
+           END;
+$$;

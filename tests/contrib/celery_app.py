@@ -1,0 +1,96 @@
+"""A Celery app on pgmbus for the Celery tests: tasks record what they did in a table."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import Any
+
+import psycopg
+from celery import Celery, Task
+from celery.exceptions import Reject
+from psycopg.types.json import Jsonb
+
+import pgmbus.contrib.kombu_transport  # noqa: F401  (registers pgmbus://)
+from pgmbus.contrib.kombu_transport import url_from_dsn
+
+DSN = os.environ["PGMBUS_CELERY_DSN"]
+RESULTS = os.environ["PGMBUS_CELERY_RESULTS"]
+
+app = Celery("tests.contrib.celery_app")
+app.conf.update(
+    broker_url=url_from_dsn(DSN),
+    broker_transport_options={
+        "visibility_timeout": float(os.environ.get("PGMBUS_CELERY_LEASE", "30")),
+        "polling_interval": float(os.environ.get("PGMBUS_CELERY_POLL", "1")),
+    },
+    broker_connection_retry_on_startup=True,
+    result_backend=f"file://{RESULTS}",
+    task_routes={"tests.contrib.celery_app.urgent": {"queue": "high"}},
+    worker_enable_remote_control=False,
+    worker_hijack_root_logger=False,
+    worker_prefetch_multiplier=1,
+    task_default_queue="celery",
+)
+
+
+def record(key: str, info: dict[str, Any]) -> int:
+    """Insert an effect row; returns how many rows ``key`` has now."""
+    with psycopg.connect(DSN, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO celery_effects (key, worker, info) VALUES (%s, %s, %s)",
+            (key, os.environ.get("PGMBUS_CELERY_WORKER", socket.gethostname()), Jsonb(info)),
+        )
+        row = conn.execute("SELECT count(*) FROM celery_effects WHERE key = %s", (key,)).fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+@app.task
+def add(x: int, y: int) -> int:
+    return x + y
+
+
+@app.task(bind=True)
+def stamp(self: Task, key: str) -> None:
+    record(key, {"queue": self.request.delivery_info.get("routing_key")})
+
+
+@app.task
+def urgent(key: str) -> str:
+    record(key, {})
+    return "urgent"
+
+
+@app.task(bind=True, max_retries=5)
+def flaky(self: Task, key: str, failures: int) -> int:
+    done = record(key, {})
+    if done <= failures:
+        raise self.retry(countdown=0.2, exc=RuntimeError(f"failure {done}"))
+    return done
+
+
+@app.task(bind=True, acks_late=True)
+def slow_once(self: Task, key: str) -> str:
+    """The first run blocks (its worker is killed); a redelivered run finishes at once."""
+    starts = record(key + ":start", {})
+    if starts == 1:
+        time.sleep(120)
+    record(key + ":done", {})
+    return "done"
+
+
+@app.task(bind=True, acks_late=True)
+def refuse(self: Task, key: str) -> None:
+    """Rejected without requeue: the message goes to the dmq."""
+    record(key, {"redelivered": bool(self.request.delivery_info.get("redelivered"))})
+    raise Reject("refused", requeue=False)
+
+
+@app.task(bind=True, acks_late=True)
+def requeue_once(self: Task, key: str) -> str:
+    """Rejected with requeue on its first delivery; done on the second."""
+    if record(key, {}) == 1:
+        raise Reject("again", requeue=True)
+    return "second time"

@@ -1,0 +1,1 @@
+"""A minimal Django project on PostgreSQL for the pgmbus Django tests."""

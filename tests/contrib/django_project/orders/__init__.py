@@ -1,0 +1,1 @@
+"""An app that places orders and posts them to pgmbus in the same transaction."""

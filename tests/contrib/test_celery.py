@@ -1,0 +1,264 @@
+"""Celery on pgmbus: real worker processes run real tasks through the Kombu transport."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import psycopg
+import pytest
+
+from pgmbus.contrib.kombu_transport import dsn_from_url, eta_of, queue_name, url_from_dsn
+from pgmbus.queues import Bus
+from pgmbus.testing.server import TestServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_queue_names_fold_into_the_naming_rule() -> None:
+    assert queue_name("celery") == "celery"
+    assert queue_name("Celery.pidbox").startswith("celery_pidbox_")
+    assert queue_name("a.b") != queue_name("a-b")
+    assert all(len(queue_name(n).encode()) <= 24 for n in ("x" * 60, "1st", "é"))
+
+
+def test_urls_and_dsns_round_trip() -> None:
+    url = url_from_dsn("host='/tmp/a b' port=5433 user=u password=p@ss dbname=d")
+    again = psycopg.conninfo.conninfo_to_dict(dsn_from_url(url))
+    assert again == {
+        "host": "/tmp/a b", "port": "5433", "user": "u", "password": "p@ss", "dbname": "d"
+    }
+    assert dsn_from_url("pgmbus://") is None
+    assert eta_of({"headers": {"eta": "2030-01-01T00:00:00"}}).tzinfo is not None  # type: ignore[union-attr]
+    assert eta_of({"headers": {"eta": None}}) is None
+
+
+@pytest.fixture(scope="module")
+def celery_env(pg_server: TestServer) -> Iterator[dict[str, str]]:
+    name = pg_server.create_database()
+    dsn = pg_server.dsn(name)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE celery_effects (key text, worker text, info jsonb,"
+            " at timestamptz DEFAULT clock_timestamp())"
+        )
+    results = tempfile.mkdtemp(prefix="pgmbus-celery-")
+    env = {"PGMBUS_CELERY_DSN": dsn, "PGMBUS_CELERY_RESULTS": results}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield env
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        pg_server.drop_database(name)
+
+
+@pytest.fixture(scope="module")
+def tasks(celery_env: dict[str, str]) -> ModuleType:
+    sys.modules.pop("tests.contrib.celery_app", None)
+    return importlib.import_module("tests.contrib.celery_app")
+
+
+Start = Callable[..., subprocess.Popen[bytes]]
+
+
+@pytest.fixture(scope="module")
+def start_worker(celery_env: dict[str, str]) -> Iterator[Start]:
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(
+        name: str, queues: str, *, pool: str = "threads", lease: float = 30, poll: float = 1
+    ) -> Any:
+        env = {
+            **os.environ,
+            **celery_env,
+            "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
+            "PGMBUS_CELERY_WORKER": name,
+            "PGMBUS_CELERY_LEASE": str(lease),
+            "PGMBUS_CELERY_POLL": str(poll),
+        }
+        cmd = [sys.executable, "-m", "celery", "-A", "tests.contrib.celery_app", "worker",
+               "--pool", pool, "-c", "2", "-Q", queues, "-n", f"{name}@%h", "--loglevel", "WARNING",
+               "--without-gossip", "--without-mingle", "--without-heartbeat"]
+        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, start_new_session=True)
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+@pytest.fixture(scope="module")
+def main_worker(start_worker: Start, tasks: ModuleType) -> subprocess.Popen[bytes]:
+    return start_worker("main", "celery,high")
+
+
+def effects(dsn: str, key: str) -> list[tuple[str, dict[str, Any], Any]]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT worker, info, at FROM celery_effects WHERE key = %s ORDER BY at", (key,)
+        ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def wait_for(check: Callable[[], bool], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.1)
+
+
+def test_delay_round_trip_with_a_result(tasks: ModuleType, main_worker: Any) -> None:
+    assert tasks.add.delay(2, 3).get(timeout=30) == 5
+
+
+def test_countdown_waits_in_postgresql_until_due(
+    tasks: ModuleType, main_worker: Any, celery_env: dict[str, str]
+) -> None:
+    dsn = celery_env["PGMBUS_CELERY_DSN"]
+    with psycopg.connect(dsn) as conn:
+        sent = conn.execute("SELECT clock_timestamp()").fetchone()[0]  # type: ignore[index]
+    tasks.stamp.apply_async(("countdown",), countdown=2)
+    with Bus(dsn) as bus:
+        [stats] = bus.stats("celery")
+        assert stats.delayed == 1  # the eta became delayed_until
+    wait_for(lambda: bool(effects(dsn, "countdown")))
+    [(_worker, _info, at)] = effects(dsn, "countdown")
+    assert (at - sent).total_seconds() >= 2.0
+
+
+def test_retries_run_again_until_success(
+    tasks: ModuleType, main_worker: Any, celery_env: dict[str, str]
+) -> None:
+    assert tasks.flaky.delay("flaky", 2).get(timeout=30) == 3
+    assert len(effects(celery_env["PGMBUS_CELERY_DSN"], "flaky")) == 3
+
+
+def test_routes_put_tasks_in_their_queues(
+    tasks: ModuleType, main_worker: Any, celery_env: dict[str, str]
+) -> None:
+    dsn = celery_env["PGMBUS_CELERY_DSN"]
+    assert tasks.urgent.delay("urgent").get(timeout=30) == "urgent"  # task_routes -> high
+    tasks.stamp.apply_async(("explicit",), queue="high")
+    tasks.stamp.apply_async(("nobody",), queue="low")  # no worker reads low
+    wait_for(lambda: bool(effects(dsn, "explicit")))
+    [(_w, info, _at)] = effects(dsn, "explicit")
+    assert info == {"queue": "high"}
+    with Bus(dsn) as bus:
+        depth = {s.qname: s.depth for s in bus.stats()}
+    assert depth["low"] == 1 and depth["high"] == 0
+    assert effects(dsn, "nobody") == []
+
+
+def test_acks_late_task_of_a_killed_worker_is_done_once_by_another(
+    tasks: ModuleType, start_worker: Start, celery_env: dict[str, str]
+) -> None:
+    dsn = celery_env["PGMBUS_CELERY_DSN"]
+    first = start_worker("first", "slow", pool="solo", lease=2)
+    tasks.slow_once.apply_async(("job",), queue="slow")
+    wait_for(lambda: bool(effects(dsn, "job:start")), timeout=30)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    start_worker("second", "slow", pool="solo", lease=2)
+    wait_for(lambda: bool(effects(dsn, "job:done")), timeout=30)
+    starts = effects(dsn, "job:start")
+    assert [w for w, _i, _a in starts] == ["first", "second"]
+    time.sleep(0.5)
+    assert [w for w, _i, _a in effects(dsn, "job:done")] == ["second"]
+    with Bus(dsn) as bus:
+        wait_for(lambda: bus.stats("slow")[0].depth == 0, timeout=10)  # acked
+
+
+def test_the_worker_survives_its_connections_being_terminated(
+    tasks: ModuleType, main_worker: Any, celery_env: dict[str, str]
+) -> None:
+    dsn = celery_env["PGMBUS_CELERY_DSN"]
+    assert tasks.add.delay(1, 1).get(timeout=30) == 2
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        killed = conn.execute(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert killed is not None and killed[0] >= 1
+    assert tasks.add.delay(2, 2).get(timeout=30) == 4
+    assert main_worker.poll() is None
+
+
+def test_reject_requeues_or_buries_in_the_dmq(
+    tasks: ModuleType, main_worker: Any, celery_env: dict[str, str]
+) -> None:
+    dsn = celery_env["PGMBUS_CELERY_DSN"]
+    assert tasks.requeue_once.delay("requeue").get(timeout=30) == "second time"
+    assert len(effects(dsn, "requeue")) == 2
+    tasks.refuse.delay("refuse")
+    with Bus(dsn) as bus:
+        wait_for(lambda: bool(bus.dmq("celery")))
+        [dead] = bus.dmq("celery")
+    assert dead.reason == "rejected by the consumer"
+    assert len(effects(dsn, "refuse")) == 1
+
+
+def test_kombu_channel_gives_unacked_messages_back_when_it_closes(db_dsn: str) -> None:
+    from kombu import Connection
+
+    with Connection(url_from_dsn(db_dsn)) as first:
+        channel = first.channel()
+        channel.queue_declare("jobs.v1")
+        for body in ("a", "b", "c"):
+            channel.basic_publish(channel.prepare_message(body), "", "jobs.v1")
+        assert channel.queue_declare("jobs.v1", passive=True).message_count == 3
+        held = channel.basic_get("jobs.v1")
+        assert held is not None and held.body == b"a" and not held.delivery_info["redelivered"]
+    # closing the connection nacked the unacked message: it is there again at once, redelivered
+    with Connection(url_from_dsn(db_dsn)) as second:
+        channel = second.channel()
+        got = [channel.basic_get("jobs.v1") for _ in range(3)]
+        assert all(m is not None for m in got)
+        assert sorted((m.body, m.delivery_info["redelivered"]) for m in got) == [
+            (b"a", True), (b"b", False), (b"c", False),
+        ]
+        got[0].ack()
+    with Connection(url_from_dsn(db_dsn)) as third:
+        channel = third.channel()
+        assert channel.queue_purge("jobs.v1") == 2  # the two unacked ones came back again
+        assert channel.basic_get("jobs.v1") is None
+    with Bus(db_dsn) as bus:
+        assert [s.depth for s in bus.stats(queue_name("jobs.v1"))] == [0]
+
+
+def test_an_idle_worker_wakes_on_the_post_not_the_poll(
+    tasks: ModuleType, start_worker: Start, celery_env: dict[str, str]
+) -> None:
+    dsn = celery_env["PGMBUS_CELERY_DSN"]
+    start_worker("idle", "fast", poll=30)  # only a NOTIFY can wake it within the test
+    tasks.stamp.apply_async(("warmup",), queue="fast")
+    wait_for(lambda: bool(effects(dsn, "warmup")), timeout=30)
+    for i in range(3):
+        time.sleep(0.5)  # idle again: waiting for posts
+        with psycopg.connect(dsn) as conn:
+            sent = conn.execute("SELECT clock_timestamp()").fetchone()[0]  # type: ignore[index]
+        tasks.stamp.apply_async((f"fast{i}",), queue="fast")
+        wait_for(lambda i=i: bool(effects(dsn, f"fast{i}")), timeout=10)  # type: ignore[misc]
+        [(_w, _info, at)] = effects(dsn, f"fast{i}")
+        assert (at - sent).total_seconds() < 3.0, at - sent

@@ -1,0 +1,201 @@
+"""The dashboard in a real browser (chromium via Playwright): pages, numbers, actions."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page
+
+from tests.ops import state
+from tests.ops.browser import cell, chromium, goto, login
+from tests.ops.conftest import ADMIN_SCOPES, Service, start
+
+
+@pytest.fixture
+def known(ops_dsn: str) -> Iterator[tuple[Service, dict[str, object]]]:
+    made = state.build(ops_dsn)
+    base, stop = start(ops_dsn, late_after_s=60)
+    svc = Service(ops_dsn, base)
+    svc.add_key("admin", ADMIN_SCOPES)
+    svc.add_key("viewer", ["queues:read:*", "streams:read:*", "timers:read:*"])
+    try:
+        yield svc, made
+    finally:
+        stop()
+
+
+@pytest.fixture
+def page() -> Iterator[Page]:
+    with chromium() as browser:
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        yield context.new_page()
+        context.close()
+
+
+def test_replay_from_the_page_moves_the_message(
+    known: tuple[Service, dict[str, object]], page: Page
+) -> None:
+    """Fast tier: one page load and one action."""
+    svc, _ = known
+    t0 = time.monotonic()
+    [(dmq_id, iid)] = svc.sql("SELECT dmq_id, iid FROM mbus.dmq WHERE qname = 'mail'")
+    login(page, svc.base, svc.keys["admin"], "dmq")
+    rows = page.locator("#dmq-table tbody tr[data-dmq-id]")
+    assert rows.count() == svc.value("SELECT count(*) FROM mbus.dmq") == 2
+    page.click(f"#dmq-table tr[data-dmq-id='{dmq_id}']")
+    assert '"to": "u0@example.org"' in page.inner_text("#dmq-detail-body")
+    page.click("#dmq-replay")
+    page.wait_for_selector(f"#dmq-table tr[data-dmq-id='{dmq_id}']", state="detached")
+    assert "replayed dead message" in page.inner_text("#status")
+    assert svc.value("SELECT count(*) FROM mbus.dmq WHERE dmq_id = %s", (dmq_id,)) == 0
+    assert page.inner_text("#status").endswith(f" as {iid}")
+    assert svc.value("SELECT mbus.peek('mail', %s)", (iid,)) is True
+    assert time.monotonic() - t0 < 20
+
+
+@pytest.mark.slow
+def test_every_page_shows_what_sql_says(
+    known: tuple[Service, dict[str, object]], page: Page, tmp_path: Path
+) -> None:
+    svc, made = known
+    shots = Path(os.environ.get("PGMBUS_SCREENSHOTS", str(tmp_path)))
+    shots.mkdir(parents=True, exist_ok=True)
+    login(page, svc.base, svc.keys["admin"], "queues")
+    assert "admin (write)" in page.inner_text("#whoami")
+    for q, c, depth, ready, delayed, leased, dmq in svc.sql(
+        "SELECT qname, cname, depth, ready, delayed, leased, dmq FROM mbus.queue_stats()"
+    ):
+        row = f"#queues-table tr[data-queue='{q}'][data-consumer='{c}']"
+        assert cell(page, f"{row} .depth") == str(depth)
+        assert cell(page, f"{row} .ready") == str(ready)
+        assert cell(page, f"{row} .delayed") == str(delayed)
+        assert cell(page, f"{row} .leased") == str(leased)
+        assert cell(page, f"{row} .dead") == str(dmq)
+    # it refreshes by itself: a post through SQL shows without a click
+    svc.sql("SELECT mbus.post('orders', '{\"n\": 1000}')")
+    page.wait_for_function(
+        "document.querySelector(\"#queues-table tr[data-queue='orders'][data-consumer='audit']"
+        " .depth\").textContent === '7'",
+        timeout=10_000,
+    )
+    page.screenshot(path=str(shots / "dashboard-queues.png"), full_page=True)
+
+    goto(page, "dmq")
+    page.click("#dmq-table tbody tr[data-dmq-id] >> nth=0")
+    page.screenshot(path=str(shots / "dashboard-dmq.png"), full_page=True)
+
+    goto(page, "streams")
+    for group, slot, pending, dead in svc.sql(
+        "SELECT group_name, slot, pending_events, dead_letters FROM mbus.group_status()"
+    ):
+        row = f"#groups-table tr[data-group='{group}'][data-slot='{slot}']"
+        assert cell(page, f"{row} .unread") == str(pending)
+        assert cell(page, f"{row} .dead") == str(dead)
+    page.fill("#groups-table input[data-seek='billing']", "now")
+    page.click("#groups-table tr[data-group='billing'] button")
+    page.wait_for_function(
+        "document.querySelector(\"#groups-table tr[data-group='billing'] .unread\")"
+        ".textContent === '0'",
+        timeout=10_000,
+    )
+    assert (
+        svc.value("SELECT pending_events FROM mbus.group_status() WHERE group_name = 'billing'")
+        == 0
+    )
+    page.screenshot(path=str(shots / "dashboard-streams.png"), full_page=True)
+
+    goto(page, "timers")
+    [(pending, due, late, failed)] = svc.sql(
+        "SELECT count(*) FILTER (WHERE status = 'pending'),"
+        " count(*) FILTER (WHERE status = 'pending' AND run_at <= now()),"
+        " count(*) FILTER (WHERE status = 'pending' AND run_at <= now() - interval '60 s'),"
+        " count(*) FILTER (WHERE status = 'failed') FROM mbus.timer_callbacks"
+    )
+    row = "#timers-table tr[data-client='shop']"
+    assert cell(page, f"{row} .pending") == str(pending) == "3"
+    assert cell(page, f"{row} .due") == str(due) == "2"
+    assert cell(page, f"{row} .late") == str(late) == "1"
+    assert cell(page, f"{row} .failed") == str(failed) == "1"
+    page.click("#callbacks-table tr[data-callback='shop/carts/broken']")
+    page.wait_for_selector("#cb-detail:not([hidden]) #cb-attempts tbody tr >> nth=1")
+    attempts = page.inner_text("#cb-attempts")
+    assert "error" in attempts and "reject" in attempts and "410" in attempts
+    page.screenshot(path=str(shots / "dashboard-timers.png"), full_page=True)
+
+    goto(page, "sagas")
+    first, second = made["sagas"]  # type: ignore[misc]
+    assert cell(page, f"#sagas-table tr[data-saga='{first}'] .saga-state") == "running"
+    assert cell(page, f"#sagas-table tr[data-saga='{second}'] .saga-state") == "compensating"
+    assert "room: cancelled" in page.inner_text(f"#sagas-table tr[data-saga='{second}']")
+    page.screenshot(path=str(shots / "dashboard-sagas.png"), full_page=True)
+
+    goto(page, "schedules")
+    assert "cron 0 3 * * *" in page.inner_text("#schedules-table tr[data-schedule='shop/nightly']")
+    page.screenshot(path=str(shots / "dashboard-schedules.png"), full_page=True)
+
+
+@pytest.mark.slow
+def test_read_only_key_sees_but_cannot_act(
+    known: tuple[Service, dict[str, object]], page: Page
+) -> None:
+    svc, _ = known
+    login(page, svc.base, svc.keys["viewer"], "dmq")
+    assert "viewer (read-only)" in page.inner_text("#whoami")
+    page.click("#dmq-table tbody tr[data-dmq-id] >> nth=0")
+    assert page.is_disabled("#dmq-replay") and page.is_disabled("#dmq-delete")
+    goto(page, "streams")
+    assert page.is_disabled("#groups-table tr[data-group='billing'] button")
+    # the server refuses too, whatever the page does
+    status = page.evaluate(
+        "fetch('/v1/queues/mail/dmq/1/replay', {method: 'POST', headers: {authorization: "
+        f"'Bearer {svc.keys['viewer']}'}}}}).then(r => r.status)"
+    )
+    assert status == 403
+    assert svc.value("SELECT count(*) FROM mbus.dmq") == 2
+
+
+@pytest.mark.slow
+def test_delete_from_the_page(known: tuple[Service, dict[str, object]], page: Page) -> None:
+    svc, _ = known
+    [(dmq_id,)] = svc.sql("SELECT dmq_id FROM mbus.dmq WHERE qname = 'orders'")
+    login(page, svc.base, svc.keys["admin"], "dmq")
+    page.on("dialog", lambda d: d.accept())
+    page.click(f"#dmq-table tr[data-dmq-id='{dmq_id}']")
+    page.click("#dmq-delete")
+    page.wait_for_selector(f"#dmq-table tr[data-dmq-id='{dmq_id}']", state="detached")
+    assert svc.value("SELECT count(*) FROM mbus.dmq WHERE dmq_id = %s", (dmq_id,)) == 0
+
+
+@pytest.mark.slow
+def test_bad_key_says_so(ops_dsn: str, page: Page) -> None:
+    base, stop = start(ops_dsn)
+    try:
+        page.goto(base + "/")
+        page.fill("#key", "pmk_wrong")
+        page.click("#login button[type=submit]")
+        page.wait_for_selector("#status.error")
+        assert "401 unauthorized: unknown API key" in page.inner_text("#status")
+    finally:
+        stop()
+
+
+@pytest.mark.slow
+def test_swagger_ui_and_redoc_render_offline(ops_dsn: str, page: Page) -> None:
+    base, stop = start(ops_dsn)
+    external: list[str] = []
+    local = (base, f"blob:{base}", "data:")
+    page.on("request", lambda r: None if r.url.startswith(local) else external.append(r.url))
+    try:
+        page.goto(base + "/docs")
+        page.wait_for_selector(".opblock", timeout=20_000)
+        assert page.locator(".opblock").count() > 40
+        assert page.locator(".opblock-tag", has_text="queues").count() == 1
+        page.goto(base + "/redoc")
+        page.wait_for_selector("text=Lease the group", timeout=20_000)
+        assert external == [], external
+    finally:
+        stop()
