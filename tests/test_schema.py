@@ -179,8 +179,10 @@ def test_a_function_changed_by_hand_is_reported_and_restored_by_upgrade(db_dsn: 
         result = schema.upgrade(conn)
         assert result.functions_applied and not result.migrations
         assert schema.check(conn).up_to_date
-        conn.execute("SELECT mbus.set_setting('probe', '1')")
-        assert conn.execute("SELECT mbus.get_setting('probe')").fetchone() == (1,)
+        conn.execute("SELECT mbus.set_setting('streams.partitions_ahead', '3')")
+        assert conn.execute("SELECT mbus.get_setting('streams.partitions_ahead')").fetchone() == (
+            3,
+        )
 
 
 def test_a_changed_function_set_is_applied_by_upgrade(db_dsn: str) -> None:

@@ -289,3 +289,50 @@ def test_reads_keep_their_connection_and_survive_it_going_stale(db_dsn: str) -> 
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
     assert ids() == expected  # the stale connection is replaced, the read succeeds
+
+
+def _stage_rows(conn: psycopg.Connection[tuple[object, ...]], write_id: str, n: int) -> None:
+    """What a task's staging transaction does, without Spark: the shared lock, then rows."""
+    conn.execute("SELECT mbus.spark_lock_stage(%s)", (write_id,))
+    conn.execute(
+        "INSERT INTO mbus.spark_staged (write_id, token, seq, payload) "
+        "SELECT %s, 'task-1', i, '{}' FROM generate_series(1, %s) AS i",
+        (write_id, n),
+    )
+
+
+def test_an_abort_waits_for_a_task_still_staging_and_leaves_nothing(db_dsn: str) -> None:
+    import threading
+
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        conn.execute("SELECT mbus.spark_begin_stage('w-abort')")
+    with psycopg.connect(db_dsn) as task, psycopg.connect(db_dsn, autocommit=True) as driver:
+        _stage_rows(task, "w-abort", 3)  # the task's transaction is still open
+        done = threading.Event()
+
+        def abort() -> None:
+            driver.execute("SELECT mbus.spark_discard_write('w-abort')")
+            done.set()
+
+        worker = threading.Thread(target=abort)
+        worker.start()
+        waited = not done.wait(0.5)
+        task.commit()
+        worker.join(10)
+    assert _staged(db_dsn) == {}  # the abort dropped the task's rows after they committed
+    assert waited
+
+
+def test_a_task_staging_after_an_abort_registers_its_write_again(db_dsn: str) -> None:
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        conn.execute("SELECT mbus.spark_begin_stage('w-late')")  # the task registered ...
+        conn.execute("SELECT mbus.spark_discard_write('w-late')")  # ... Spark aborted ...
+    with psycopg.connect(db_dsn) as task:  # ... and the task stages all the same
+        _stage_rows(task, "w-late", 2)
+        task.commit()
+    assert _staged(db_dsn) == {"w-late": 2}
+    future = dt.datetime.now(dt.UTC) + dt.timedelta(days=2)
+    with psycopg.connect(db_dsn) as conn:
+        row = conn.execute("SELECT mbus.spark_clean_staged(%s)", (future,)).fetchone()
+    assert row == (2,)  # the cleanup sees the write, so nothing is left behind for ever
+    assert _staged(db_dsn) == {}

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import psycopg
 
 from tests.timers.conftest import Env, Reply
 from tests.timers.test_timers_dispatcher import (
@@ -133,3 +137,86 @@ def test_a_change_to_a_callback_claimed_ahead_stops_its_call_at_the_old_time(
     assert moved.at >= moved_to.timestamp()
     assert moved.headers["pgmbus-attempt"] == "2"  # the dropped claim's number is not reused
     assert status_of(env, "cancelled") == "cancelled"
+
+
+def test_a_claim_never_locks_a_callback_it_does_not_claim(env: Env) -> None:
+    """FOUND_BUGS timers 1: a row updated and committed by another transaction while a claim
+    runs was locked (its new version) but not claimed, so nobody could claim it until the
+    claim's transaction ended. Here 2,000 callbacks due earlier are held by a third session, so
+    every claim walks over them (a wide window), while another session keeps updating the one
+    free callback; each claim must either return it or hold no lock on it."""
+    create(env, "x", "free", T0 - sec(1))
+    env.sql(
+        "SELECT mbus.timer_create(%s, 'g', 'e' || i, %s, %s, '{}', NULL, NULL, NULL, %s) "
+        "FROM generate_series(1, 2000) AS i",
+        (env.client.id, T0 - sec(60), "http://127.0.0.1:9/cb", T0),
+    )
+    [(free,)] = env.sql("SELECT id FROM mbus.timer_callbacks WHERE event_key = 'free'")
+    with psycopg.connect(env.dsn) as holder, psycopg.connect(env.dsn) as claimer:
+        holder.execute("SELECT id FROM mbus.timer_callbacks WHERE id <> %s FOR UPDATE", (free,))
+        stop = threading.Event()
+
+        def churn() -> None:
+            with psycopg.connect(env.dsn, autocommit=True) as w:
+                while not stop.is_set():
+                    w.execute(
+                        "UPDATE mbus.timer_callbacks SET context = context WHERE id = %s",
+                        (free,),
+                    )
+
+        worker = threading.Thread(target=churn)
+        worker.start()
+        claimed = stranded = 0
+        deadline = time.monotonic() + 4
+        try:
+            while time.monotonic() < deadline:
+                rows = claimer.execute(
+                    "SELECT id FROM mbus.timer_claim('d', %s, 1, 10, %s)", (ALL, T0)
+                ).fetchall()
+                if rows == [(free,)]:
+                    claimed += 1
+                else:
+                    assert rows == []
+                    mine = claimer.execute(
+                        "SELECT c.xmax::text = pg_current_xact_id_if_assigned()::xid::text "
+                        "FROM mbus.timer_callbacks AS c WHERE c.id = %s",
+                        (free,),
+                    ).fetchone()
+                    stranded += mine == (True,)
+                claimer.rollback()
+        finally:
+            stop.set()
+            worker.join()
+        assert claimed > 0
+        assert stranded == 0, f"{stranded} claims locked the free callback without claiming it"
+
+
+def test_the_claim_walks_the_due_index_and_updates_through_the_primary_key(env: Env) -> None:
+    env.sql(
+        "SELECT mbus.timer_create(%s, 'g', 'e' || i, %s, %s, '{}', NULL, NULL, NULL, %s) "
+        "FROM generate_series(1, 3000) AS i",
+        (env.client.id, T0 - sec(60), "http://127.0.0.1:9/cb", T0),
+    )
+    env.sql("ANALYZE mbus.timer_callbacks")
+    plans: list[str] = []
+    with psycopg.connect(env.dsn) as conn:
+        conn.add_notice_handler(lambda d: plans.append(str(d.message_primary)))
+        conn.execute("LOAD 'auto_explain'")
+        conn.execute("SET auto_explain.log_min_duration = 0")
+        conn.execute("SET auto_explain.log_nested_statements = on")
+        conn.execute("SET auto_explain.log_level = notice")
+        rows = conn.execute(
+            "SELECT id FROM mbus.timer_claim('d', %s, 10, 10, %s)", (ALL, T0)
+        ).fetchall()
+        conn.rollback()
+    assert len(rows) == 10
+    text = next(p for p in plans if "timer_callbacks_due on" in p)
+    plan = text[text.index("ORDER BY k.run_at, k.id") :]  # the plan, after the query text
+    assert "Index Scan using timer_callbacks_due on timer_callbacks" in plan, plan
+    assert "Index Scan using timer_callbacks_pkey on timer_callbacks" in plan, plan
+    assert "Seq Scan" not in plan and "Bitmap" not in plan, plan
+    # the only sort is of the claimed rows (at most p_limit), for the result's order
+    assert [line.strip() for line in plan.splitlines() if "Sort Key" in line] == [
+        "Sort Key: k.run_at, k.id"
+    ], plan
+

@@ -239,6 +239,8 @@ def maintain_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
         report: dict[str, Any] = streams.maintain(conn)
     if as_json:
         print_json(report)
+        if report.get("errors"):
+            raise typer.Exit(1)
         return
     console.print(f"partitions created: {', '.join(report['created']) or 'none'}")
     console.print(f"partitions dropped: {', '.join(report['dropped']) or 'none'}")
@@ -250,6 +252,10 @@ def maintain_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
     for group in report["expired_groups"]:
         console.print(f"[bold red]expired group {group}[/]: it lagged past its max_lag")
     console.print(f"subscriptions expired: {report['expired_subscriptions']}")
+    for part, why in report.get("errors", {}).items():
+        console.print(f"[bold red]failed[/] {part}: {why} (the other parts were done)")
+    if report.get("errors"):
+        raise typer.Exit(1)
 
 
 def register(root: typer.Typer) -> None:

@@ -339,7 +339,7 @@ async def subscribe(
             {
                 "group": group,
                 "condition": condition,
-                "params": Jsonb(params or {}),
+                "params": Jsonb({} if params is None else params),
                 "expires_after": expires_after,
             },
         )
@@ -370,7 +370,11 @@ async def stop_capture(conn: Conn, table: str) -> None:
 
 
 async def maintain(conn: Conn) -> dict[str, Any]:
-    """Run the streams maintenance (partitions, retention, lagging groups, subscriptions)."""
+    """Run the streams maintenance (partitions, retention, lagging groups, subscriptions).
+
+    Each part runs on its own: a part that fails is rolled back alone and named, with its
+    error, in the report's ``errors`` (``{}`` when all succeeded); the call itself does not raise.
+    """
     result: dict[str, Any] = await _one(conn, _q("maintain"), {})
     return result
 

@@ -341,7 +341,7 @@ def subscribe(
             {
                 "group": group,
                 "condition": condition,
-                "params": Jsonb(params or {}),
+                "params": Jsonb({} if params is None else params),
                 "expires_after": expires_after,
             },
         )
@@ -372,7 +372,11 @@ def stop_capture(conn: Conn, table: str) -> None:
 
 
 def maintain(conn: Conn) -> dict[str, Any]:
-    """Run the streams maintenance (partitions, retention, lagging groups, subscriptions)."""
+    """Run the streams maintenance (partitions, retention, lagging groups, subscriptions).
+
+    Each part runs on its own: a part that fails is rolled back alone and named, with its
+    error, in the report's ``errors`` (``{}`` when all succeeded); the call itself does not raise.
+    """
     result: dict[str, Any] = _one(conn, _q("maintain"), {})
     return result
 

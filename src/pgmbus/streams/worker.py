@@ -142,7 +142,9 @@ class StreamWorker:
             return
         self._last_maintain = now
         with conn.transaction():
-            client.maintain(conn)
+            report = client.maintain(conn)
+        for part, why in report.get("errors", {}).items():
+            log.warning("maintain: part %s failed (the others were done): %s", part, why)
         self.stats.maintained += 1
 
     def run(

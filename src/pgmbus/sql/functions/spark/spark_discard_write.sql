@@ -2,12 +2,17 @@
 --
 -- Purpose:  Drop every staged row of a write (all task attempts) and its mbus.spark_writes
 --           registration: after a commit has published them, on a replayed batch, or when
---           Spark aborts the write. Takes no advisory lock: rows a task is still staging are
---           not visible to it and stay.
+--           Spark aborts the write. Takes the write's advisory lock exclusively first, as
+--           spark_clean_staged and spark_commit_write do, so it waits for tasks still staging
+--           (they hold it shared) and then drops their rows too: an aborted write leaves no
+--           staged rows behind (FOUND_BUGS spark 2). A task that begins staging after it
+--           registers the write again (spark_lock_stage), so spark_clean_staged finds its rows.
 -- Params:   p_write_id  the write's id (text)
 -- Returns:  bigint: the number of staged rows dropped
--- Locks:    row locks of the mbus.spark_staged and mbus.spark_writes rows it deletes, held to
---           commit
+-- Locks:    pg_advisory_xact_lock(mbus._spark_write_lock(p_write_id)), held to commit (waits
+--           for tasks staging into the write; reentrant inside spark_commit_write, which holds
+--           it already); row locks of the mbus.spark_staged and mbus.spark_writes rows it
+--           deletes, held to commit
 -- Callers:  mbus.spark_commit_write; Python pgmbus.spark.writer.discard_write via
 --           sql/spark.sql 'discard_write' (PgmbusWriter.abort, PgmbusStreamWriter.abort);
 --           users directly (not a public entry point)
@@ -19,6 +24,7 @@ AS $$
 DECLARE
     v_n bigint;
 BEGIN
+    PERFORM pg_advisory_xact_lock(mbus._spark_write_lock(p_write_id));
     DELETE FROM mbus.spark_staged WHERE write_id = p_write_id;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     DELETE FROM mbus.spark_writes WHERE write_id = p_write_id;

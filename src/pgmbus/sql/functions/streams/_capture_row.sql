@@ -9,11 +9,14 @@
 --           "changed": [columns] (updates), "old_key": {...} (when an update changed the key)}.
 --           An update that changes no captured column appends nothing. The event key is the
 --           primary key's value (its JSON text when the key has several columns; NULL without a
---           primary key). "table" names the table the row is in: for a partitioned table, the
---           partition. SECURITY DEFINER (search_path pinned), so writers of the table need no
+--           primary key). "table" names the captured table (TG_ARGV[3], its oid, read as
+--           regclass so a rename shows): for a partitioned table the table that was captured,
+--           not the partition the row is in, as the truncate events do (FOUND_BUGS streams 6;
+--           triggers made before this argument existed name the trigger's table until the
+--           table is captured again). SECURITY DEFINER (search_path pinned), so writers of the table need no
 --           privilege on mbus.events. Notifies listeners of 'mbus_events'.
 -- Params:   none (trigger arguments: TG_ARGV[0] the topic, [1] the key columns as text[],
---           [2] the captured columns as text[] or '*' for all)
+--           [2] the captured columns as text[] or '*' for all, [3] the captured table's oid)
 -- Returns:  trigger: NULL (an AFTER trigger); MB009 when the log is not this cluster's
 -- Locks:    none beyond the INSERT into mbus.events (ROW EXCLUSIVE)
 -- Callers:  the trigger mbus_capture_row that mbus.capture_table creates on a captured table;
@@ -66,7 +69,10 @@ BEGIN
         WHERE k = ANY (v_cols) OR k = ANY (v_keys);
     END IF;
     v_payload := jsonb_build_object('op', lower(TG_OP),
-                                    'table', format('%I.%I', TG_TABLE_SCHEMA, TG_TABLE_NAME),
+                                    'table', CASE WHEN TG_NARGS > 3
+                                                  THEN TG_ARGV[3]::oid::regclass::text
+                                                  ELSE format('%I.%I', TG_TABLE_SCHEMA,
+                                                              TG_TABLE_NAME) END,
                                     'key', v_key, 'row', v_row);
     IF TG_OP = 'UPDATE' THEN
         v_payload := v_payload || jsonb_build_object('changed', to_jsonb(v_changed));

@@ -2,8 +2,9 @@
 --
 -- Purpose:  The TRUNCATE trigger of a captured table (AFTER TRUNCATE FOR EACH STATEMENT): appends
 --           one event {"op": "truncate", "table": ...} with no key, in the truncating
---           transaction. Unlike _capture_row it sends no notification: listeners find the event
---           at their next poll or with the next notification. SECURITY DEFINER (search_path
+--           transaction, and notifies listeners of 'mbus_events' as _capture_row does
+--           (FOUND_BUGS streams 5). A statement trigger is not cloned to partitions: a TRUNCATE
+--           of one partition of a captured partitioned table appends no event. SECURITY DEFINER (search_path
 --           pinned), so the truncating role needs no privilege on mbus.events.
 -- Params:   none (trigger argument: TG_ARGV[0] the topic)
 -- Returns:  trigger: NULL (an AFTER trigger); MB009 when the log is not this cluster's
@@ -20,6 +21,7 @@ BEGIN
     INSERT INTO mbus.events (topic, payload)
     VALUES (TG_ARGV[0], jsonb_build_object('op', 'truncate', 'table',
                                            format('%I.%I', TG_TABLE_SCHEMA, TG_TABLE_NAME)));
+    PERFORM pg_notify('mbus_events', '');
     RETURN NULL;
 END;
 $$;

@@ -1,35 +1,83 @@
 -- Function: mbus._check_condition(p_condition)
 --
--- Purpose:  Raise MB004 unless the text is one boolean SQL expression over e (the event:
---           mbus.events) and s (the subscription: mbus.subscriptions): not empty, no ';' and no
---           comments, and it plans as `SELECT (condition)::boolean FROM mbus.events AS e,
---           mbus.subscriptions AS s WHERE false` (run, it reads no row). The expression is later
---           pasted into mbus._match's query and runs with the reader's privileges.
+-- Purpose:  Raise MB004 unless the text is a valid subscription condition: one boolean SQL
+--           expression over e (the event: mbus.stream_row) and s (the subscription:
+--           mbus.subscriptions) that is static, i.e. free of subqueries, aggregates, window and
+--           set-returning functions and of VOLATILE functions (mbus.publish, nextval, random,
+--           set_config, pg_sleep, ...): it may call IMMUTABLE and STABLE functions only. Three
+--           tests, all inside a subtransaction that is always rolled back:
+--             1. PostgreSQL parses it alone, as the body `RETURN (condition)` of a temporary
+--                SQL function (e mbus.stream_row, s mbus.subscriptions) RETURNS boolean,
+--                declared STABLE: it must be of type boolean (no implicit cast: `1` and
+--                `e.topic` are refused) and be an expression (`true) LIMIT (1` is refused);
+--             2. the function must be inlined by the planner: PostgreSQL's own rule refuses to
+--                inline a STABLE SQL function whose body has a subquery, an aggregate, a
+--                window or set-returning function, or any VOLATILE function or operator, so
+--                inlining is exactly "static" here (EXPLAIN VERBOSE of a call must not show the
+--                function);
+--             3. it must run in mbus._match_query's text, the very text mbus._match runs (on no
+--                event), so parse, plan and constant-folding errors show here.
+--           Not empty, at most 8 kB, no ';', no comments and no positional parameters ($1: the
+--           run text has its own). The scratch function's name is random (md5), so no object of the caller
+--           can clash with it (unlike a fixed name such as `t`). Conditions may still fail on
+--           some events at read time (a cast of a payload field, a division): mbus._match
+--           isolates those. A STABLE user function is trusted to be what it says.
 -- Params:   p_condition  the condition (text)
 -- Returns:  void; MB004 (with an example in the hint) when it is not a valid condition
--- Locks:    ACCESS SHARE on mbus.events and mbus.subscriptions for the test query
+-- Locks:    none others see: a temporary function made and rolled back in a subtransaction
+--           (needs the TEMPORARY privilege on the database); ACCESS SHARE on
+--           mbus.subscriptions for the test query
 -- Callers:  mbus.subscribe
 CREATE OR REPLACE FUNCTION mbus._check_condition(p_condition text)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
+DECLARE
+    v_fn    text := 'mbus_condition_' || md5(random()::text || clock_timestamp()::text);
+    v_line  text;
+    v_state text;
+    v_msg   text;
 BEGIN
     IF p_condition IS NULL OR btrim(p_condition) = '' THEN
         RAISE EXCEPTION USING ERRCODE = 'MB004', MESSAGE = 'condition must not be empty';
     END IF;
-    IF p_condition ~ '(;|--|/\*)' THEN
+    IF octet_length(p_condition) > 8192 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB004',
-            MESSAGE = format('condition %L may not contain ";" or comments', p_condition);
+            MESSAGE = format('condition of %s bytes is too long (at most 8192)',
+                             octet_length(p_condition));
+    END IF;
+    IF p_condition ~ '(;|--|/\*|\$[0-9])' THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB004',
+            MESSAGE = format('condition %L may not contain ";", comments or $n parameters',
+                             p_condition);
     END IF;
     BEGIN
-        EXECUTE format('SELECT (%s)::boolean FROM mbus.events AS e, mbus.subscriptions AS s '
-                       'WHERE false', p_condition);
+        EXECUTE format('CREATE FUNCTION pg_temp.%I(e mbus.stream_row, s mbus.subscriptions) '
+                       'RETURNS boolean LANGUAGE sql STABLE RETURN (%s)', v_fn, p_condition);
+        FOR v_line IN
+            EXECUTE format('EXPLAIN (VERBOSE, COSTS OFF) SELECT pg_temp.%I(NULL, NULL)', v_fn)
+        LOOP
+            IF strpos(v_line, v_fn) > 0 THEN
+                RAISE EXCEPTION USING ERRCODE = 'MB004',
+                    MESSAGE = 'it is not static: it has a subquery, an aggregate, a window or '
+                              'set-returning function, or a VOLATILE function (only IMMUTABLE '
+                              'and STABLE functions may be called)';
+            END IF;
+        END LOOP;
+        EXECUTE mbus._match_query(p_condition)
+        USING '{}'::mbus.stream_row[], ''::text, p_condition;
+        RAISE EXCEPTION USING ERRCODE = 'MBOK0';  -- roll the scratch function back
     EXCEPTION WHEN OTHERS THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB004',
-            MESSAGE = format('invalid condition %L: %s', p_condition, SQLERRM),
-            HINT = 'a boolean SQL expression over e (the event) and s (the subscription), '
-                   'for example: s.params @> jsonb_build_object(''topic'', e.topic)';
+        GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+        IF v_state <> 'MBOK0' THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB004',
+                MESSAGE = format('invalid condition %L: %s', p_condition,
+                                 replace(v_msg, v_fn, 'condition')),
+                HINT = 'a static boolean SQL expression over e (the event) and s (the '
+                       'subscription), for example: '
+                       's.params @> jsonb_build_object(''topic'', e.topic)';
+        END IF;
     END;
 END;
 $$;

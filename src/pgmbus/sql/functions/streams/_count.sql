@@ -2,14 +2,15 @@
 --
 -- Purpose:  Add to one counter of noteworthy events in mbus.stream_counters (created at the first
 --           count). The counters are exported as metrics by the Python side (`pgmbus streams
---           metrics`). Counted today: 'dead_letters' (retry_event) and 'groups_expired'
---           (maintain).
+--           metrics`). Counted today: 'dead_letters' (retry_event), 'groups_expired'
+--           (maintain) and 'subscription_errors' (read_subscriptions: a condition that failed
+--           on some event of a batch).
 -- Params:   p_name  the counter's name, e.g. 'dead_letters'
 --           p_by    how much to add (bigint, 1 unless given)
 -- Returns:  void
 -- Locks:    the counter's row in mbus.stream_counters (INSERT ... ON CONFLICT DO UPDATE), held to
 --           commit: concurrent counts of the same name wait for each other
--- Callers:  mbus.retry_event, mbus.maintain (the counters are read by
+-- Callers:  mbus.retry_event, mbus.maintain, mbus.read_subscriptions (the counters are read by
 --           pgmbus.streams.client.counters via sql/streams.sql 'counters');
 --           tests/streams/test_streams_cli.py calls it directly
 CREATE OR REPLACE FUNCTION mbus._count(p_name text, p_by bigint DEFAULT 1)

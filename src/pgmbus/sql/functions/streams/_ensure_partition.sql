@@ -9,8 +9,10 @@
 -- Params:   p_no  the partition number n (integer)
 -- Returns:  boolean: true when it created the partition, false when it existed
 -- Locks:    CREATE TABLE ... PARTITION OF takes ACCESS EXCLUSIVE on mbus.events itself (the
---           parent) until commit: publishers and readers wait meanwhile; the new partition's
---           row in mbus.event_partitions
+--           parent) until commit: publishers and readers wait meanwhile (a known limit,
+--           FOUND_BUGS streams 4, not fixed: CREATE TABLE then ATTACH PARTITION would take only
+--           SHARE UPDATE EXCLUSIVE on the parent); the new partition's row in
+--           mbus.event_partitions
 -- Callers:  mbus.maintain (rollover and partitions ahead); the installer on a new log
 --           (sql/schema.sql 'first_partitions')
 CREATE OR REPLACE FUNCTION mbus._ensure_partition(p_no integer)

@@ -1,8 +1,9 @@
 -- Function: mbus._parse_position(p_text)
 --
 -- Purpose:  Read a cursor's text (the grammar is in mbus._format_position) into its slot and
---           position. Raises MB006 on anything malformed: a NULL, a wrong number of ';' parts, a
---           part that is not a pg_snapshot, xid8 or bigint, or a hi that does not contain lo.
+--           position. Raises MB006 on anything malformed: a NULL, a slot prefix that is not an
+--           integer ('99999999999@...'), a wrong number of ';' parts, a part that is not a
+--           pg_snapshot, xid8 or bigint, or a hi that does not contain lo.
 -- Params:   p_text  the cursor (text), as read_next, current_cursor or group_cursor return it
 -- Returns:  record (OUT slot integer: the '<slot>@' prefix or NULL; OUT pos
 --           mbus.stream_position); MB006 when malformed
@@ -20,12 +21,13 @@ BEGIN
     IF p_text IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'cursor must not be null';
     END IF;
-    IF v_body ~ '^[0-9]+@' THEN
-        slot := split_part(v_body, '@', 1)::integer;
-        v_body := substr(v_body, position('@' IN v_body) + 1);
-    END IF;
     v_parts := string_to_array(v_body, ';');
     BEGIN
+        IF v_body ~ '^[0-9]+@' THEN
+            slot := split_part(v_body, '@', 1)::integer;  -- out of range: MB006 below
+            v_body := substr(v_body, position('@' IN v_body) + 1);
+            v_parts := string_to_array(v_body, ';');
+        END IF;
         IF cardinality(v_parts) = 1 THEN
             pos := ROW(v_parts[1]::pg_snapshot, NULL, NULL, NULL)::mbus.stream_position;
         ELSIF cardinality(v_parts) = 4 THEN

@@ -62,8 +62,8 @@ BEGIN
     END IF;
     PERFORM mbus.stop_capture(tbl, missing_ok => true);
     EXECUTE format('CREATE TRIGGER mbus_capture_row AFTER INSERT OR UPDATE OR DELETE ON %s '
-                   'FOR EACH ROW EXECUTE FUNCTION mbus._capture_row(%L, %L, %L)',
-                   tbl, v_topic, v_keys::text, coalesce(columns::text, '*'));
+                   'FOR EACH ROW EXECUTE FUNCTION mbus._capture_row(%L, %L, %L, %L)',
+                   tbl, v_topic, v_keys::text, coalesce(columns::text, '*'), tbl::oid);
     EXECUTE format('CREATE TRIGGER mbus_capture_truncate AFTER TRUNCATE ON %s '
                    'FOR EACH STATEMENT EXECUTE FUNCTION mbus._capture_truncate(%L)',
                    tbl, v_topic);

@@ -2,7 +2,9 @@
 --
 -- Purpose:  Whether the log's transaction ids are this cluster's, for health checks: the system
 --           identifier stored in mbus.stream_state against this cluster's. It does not run
---           _check_log's second test (cursors holding transaction ids from the future).
+--           _check_log's second test (cursors holding transaction ids from the future), so a
+--           restore into the same cluster's older base backup reports consistent while every
+--           stream function raises MB009 (a known limit, FOUND_BUGS streams 8, not fixed).
 -- Params:   none
 -- Returns:  TABLE (consistent boolean, stored_system_identifier bigint, system_identifier bigint,
 --           repaired_at timestamptz): one row (repaired_at NULL until a repair)

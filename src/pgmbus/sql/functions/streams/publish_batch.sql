@@ -4,12 +4,13 @@
 --           keys and headers, when given, are arrays parallel to payloads. Notifies listeners of
 --           'mbus_events' (delivered at commit). Hot path: no SET (see mbus.publish).
 -- Params:   topic     the topic of every event (text, 1 to 200 bytes)
---           payloads  the events' bodies (jsonb[], no NULL element)
+--           payloads  the events' bodies (jsonb[], not NULL, no NULL element; '{}' = nothing)
 --           keys      the events' keys (text[] of the same length; NULL = no keys)
 --           headers   the events' headers (jsonb[] of the same length; NULL = none)
 -- Returns:  SETOF bigint: the event ids in array order; MB006 for a bad topic or arrays of
---           different lengths, MB005 for a NULL payload, MB009 when the log is not this
---           cluster's. Headers that are not objects fail the table's CHECK (not MB005)
+--           different lengths, MB005 for a NULL payloads array, a NULL payload or headers that
+--           are not JSON objects (NULL elements mean no headers), MB009 when the log is not this
+--           cluster's
 -- Locks:    none beyond the INSERT into mbus.events (ROW EXCLUSIVE)
 -- Callers:  pgmbus.streams.client.publish_batch (sql/streams.sql 'publish_batch'); users
 --           directly; tests under tests/streams
@@ -30,8 +31,16 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = 'keys and headers must have one element per payload';
     END IF;
+    IF payloads IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB005', MESSAGE = 'payloads must not be null';
+    END IF;
     IF array_position(payloads, NULL) IS NOT NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'MB005', MESSAGE = 'payloads must not contain null';
+    END IF;
+    IF headers IS NOT NULL AND EXISTS (SELECT 1 FROM unnest(headers) AS h (x)
+                                       WHERE h.x IS NOT NULL AND jsonb_typeof(h.x) <> 'object')
+    THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB005', MESSAGE = 'headers must be JSON objects';
     END IF;
     RETURN QUERY
     INSERT INTO mbus.events (topic, key, payload, headers)

@@ -5,7 +5,11 @@
 --           subscriptions it matched. Commit with commit(group, cursor) as usual. Batches in which
 --           nothing matched are committed here (in the caller's transaction) and reading goes on,
 --           so an empty result means the group has caught up (or, with on_busy 'skip', that
---           another reader holds it).
+--           another reader holds it). A condition that fails at read time on some events (a cast
+--           of a payload field, a division) is skipped for those events only, for its own
+--           subscriptions only (mbus._match: a WARNING names them), and counted in the counter
+--           'subscription_errors' (one per failing subscription and batch); every other
+--           subscription of the group gets its events as usual.
 -- Params:   "group"     the group's name
 --           max_events  the most events read per batch (integer >= 1; 1000 unless given)
 --           slot        the slot to read (NULL = the only slot of an unslotted group)
@@ -13,7 +17,9 @@
 --           published_at timestamptz, subscription_ids bigint[]), in the batch's order; the
 --           errors of read_next
 -- Locks:    read_next's: the reader's advisory lock on the group (slot) to the end of the
---           transaction; commit's row lock on the slot's cursor for batches without a match
+--           transaction; commit's row lock on the slot's cursor for batches without a match;
+--           the counter's row of mbus.stream_counters when a condition failed (its number
+--           comes from mbus._match through the transaction-local setting mbus.match_failed)
 -- Callers:  pgmbus.streams.client.read_subscriptions (sql/streams.sql 'read_subscriptions'),
 --           used by StreamWorker(subscriptions=True); tests
 --           tests/streams/test_streams_subscriptions.py, test_streams_wiki_pubsub.py
@@ -28,6 +34,8 @@ AS $$
 DECLARE
     v_batch  mbus.stream_row[];
     v_cursor text;
+    v_failed bigint;
+    v_found  boolean;
 BEGIN
     LOOP
         SELECT array_agg(ROW(NULL, r.id, r.topic, r.key, r.payload, r.headers,
@@ -38,6 +46,7 @@ BEGIN
         IF v_cursor IS NULL THEN
             RETURN;
         END IF;
+        PERFORM set_config('mbus.match_failed', '0', true);
         RETURN QUERY
         SELECT v_cursor, b.id, b.topic, b.key, b.payload, b.headers, b.published_at,
                m.subscription_ids
@@ -46,7 +55,12 @@ BEGIN
               FROM mbus._match("group", v_batch) AS mm, unnest(mm.subscription_ids) AS x
               GROUP BY mm.event_id) AS m ON m.event_id = b.id
         ORDER BY b.ordinality;
-        IF FOUND THEN
+        v_found := FOUND;
+        v_failed := current_setting('mbus.match_failed')::bigint;
+        IF v_failed > 0 THEN
+            PERFORM mbus._count('subscription_errors', v_failed);
+        END IF;
+        IF v_found THEN
             RETURN;
         END IF;
         PERFORM mbus.commit("group", v_cursor);

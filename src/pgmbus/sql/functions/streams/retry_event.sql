@@ -11,11 +11,12 @@
 -- Params:   "group"   the group's name
 --           event_id  the failed event's id
 --           error     what went wrong (text, kept as last_error; NULL = nothing said)
---           delay     when to try again (interval; NULL = the backoff above)
+--           delay     when to try again (interval from 0 to 100 years; NULL = the backoff
+--                     above, computed in seconds and capped before it can overflow)
 --           p_now     the clock (NULL = now()); tests move it
 -- Returns:  text: 'retry' (scheduled again) or 'dead' (moved to the dead letters); MB002/MB008
 --           for an unknown or expired group, MB002 for an event not in the log (past retention)
---           and not pending retry
+--           and not pending retry, MB006 for a delay out of range
 -- Locks:    the event's row of mbus.stream_retries FOR UPDATE (or the one it inserts), held to
 --           commit; for 'dead', the deleted retry row, the dead letter it inserts or updates and
 --           the 'dead_letters' row of mbus.stream_counters; the FK takes FOR KEY SHARE on the
@@ -31,9 +32,14 @@ AS $$
 DECLARE
     g     mbus.stream_groups;
     r     mbus.stream_retries;
-    v_now timestamptz := coalesce(p_now, now());
+    v_now  timestamptz := coalesce(p_now, now());
+    v_next timestamptz;
 BEGIN
     g := mbus._group("group");
+    IF delay IS NOT NULL AND (delay < interval '0' OR delay > interval '100 years') THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('delay must be between 0 and 100 years, not %s', delay);
+    END IF;
     SELECT * INTO r FROM mbus.stream_retries AS sr
     WHERE sr.group_name = g.name AND sr.event_id = retry_event.event_id
     FOR UPDATE;
@@ -63,10 +69,13 @@ BEGIN
         PERFORM mbus._count('dead_letters');
         RETURN 'dead';
     END IF;
+    -- the backoff is capped before it is multiplied out: retry_backoff * 2^(attempts - 1)
+    -- overflows an interval after about 50 attempts (FOUND_BUGS streams 1)
+    v_next := v_now + coalesce(delay, make_interval(secs => least(
+        extract(epoch FROM g.retry_backoff)::float8 * power(2::float8, least(r.attempts - 1, 40)),
+        3600)));
     UPDATE mbus.stream_retries AS sr
-    SET attempts = r.attempts, last_error = error,
-        next_at = v_now + coalesce(delay, least(g.retry_backoff * power(2, r.attempts - 1),
-                                                interval '1 hour'))
+    SET attempts = r.attempts, last_error = error, next_at = v_next
     WHERE sr.group_name = g.name AND sr.event_id = r.event_id;
     RETURN 'retry';
 END;

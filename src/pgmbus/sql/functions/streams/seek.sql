@@ -9,10 +9,16 @@
 --           start    'beginning', 'now', a timestamp or an event id (text)
 -- Returns:  void; MB002 when the group does not exist, MB006 for a bad start, MB009 when the
 --           log is not this cluster's
--- Locks:    the group's row of mbus.stream_groups FOR UPDATE (then UPDATE) and its rows of
---           mbus.stream_cursors (UPDATE), held to commit; waits for a commit in progress on the
---           group. It does not take the reader's advisory lock: a reader's later commit of a
---           cursor from before the seek is refused as behind, or moves the group past the target
+-- Locks:    first the reader's advisory lock of every slot (pg_advisory_xact_lock of
+--           mbus._reader_lock_key, in slot order, as read_next takes them), then the group's row
+--           of mbus.stream_groups FOR UPDATE (then UPDATE) and its rows of mbus.stream_cursors
+--           (UPDATE), all held to commit. So a seek waits for every reader that is reading the
+--           group in an open transaction, and a reader that starts after it waits for it: a
+--           commit of a cursor read before the seek can no longer undo the seek (FOUND_BUGS
+--           streams 2). Not covered: a cursor read in one transaction and committed in a later
+--           one (the Spark stream reader) after the seek committed; such a commit moves the
+--           group past the target if the cursor is ahead of it (do not seek under a running
+--           Spark query: docs/spark.md)
 -- Callers:  pgmbus.streams.client.seek (sql/streams.sql 'seek'), the CLI `pgmbus streams seek`;
 --           tests under tests/streams
 CREATE OR REPLACE FUNCTION mbus.seek("group" text, start text)
@@ -22,8 +28,15 @@ SET search_path = pg_catalog
 AS $$
 DECLARE
     v_snap pg_snapshot;
+    v_slot integer;
 BEGIN
     PERFORM mbus._check_log();
+    FOR v_slot IN
+        SELECT sc.slot FROM mbus.stream_cursors AS sc WHERE sc.group_name = "group"
+        ORDER BY sc.slot
+    LOOP
+        PERFORM pg_advisory_xact_lock(mbus._reader_lock_key("group", v_slot));
+    END LOOP;
     PERFORM 1 FROM mbus.stream_groups AS g WHERE g.name = "group" FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'MB002',

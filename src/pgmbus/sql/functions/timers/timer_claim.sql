@@ -20,8 +20,13 @@
 --           growing with the backlog, against 1-2 ms), or primary-key scans and sorts, or joins
 --           to a scan of the whole table with statistics from another phase (50 ms to 1 s);
 --           hence seq scan, bitmap scan and sort are off for the function, the update finds the
---           locked rows by their tuple ids (a TID scan), and JIT is off (compiling took ~300 ms
---           of a 2 ms claim).
+--           locked rows by id through the primary key (id = ANY of the locked ids), and JIT is
+--           off (compiling took ~300 ms of a 2 ms claim). Not by tuple id: a row updated and
+--           committed by another transaction after the statement's snapshot is locked in its
+--           new version, whose tuple id the statement's snapshot cannot see, so it stayed locked
+--           and unclaimed until the claim's transaction ended (FOUND_BUGS timers 1). By id, the
+--           UPDATE follows the row to the version it locked (READ COMMITTED re-check), so every
+--           row it locks it claims.
 -- Params:   p_dispatcher    the claiming dispatcher's id (text), stored in claimed_by
 --           p_buckets       the bucket ids whose callbacks it may claim (integer[]; its leases)
 --           p_limit         at most this many callbacks (integer)
@@ -34,8 +39,8 @@
 --           client_id, group_key, event_key, run_at, originally_run_at, url, context,
 --           fast_retries, the client's signing_secret, claimed_until; no row when none is due
 -- Locks:    row locks FOR UPDATE SKIP LOCKED on the due mbus.timer_callbacks rows it takes
---           (rows locked by others are skipped, never waited for), then UPDATE of them; held to
---           commit
+--           (rows locked by others are skipped, never waited for), then UPDATE of exactly those
+--           rows (each row it locks, it claims and returns); held to commit
 -- Callers:  Python pgmbus.timers.store.claim via sql/timers.sql 'claim', used by the dispatcher
 --           (pgmbus.timers.dispatcher, its claim loop); tests/timers/test_timers_store.py,
 --           test_timers_claim_ahead.py
@@ -59,7 +64,7 @@ DECLARE
 BEGIN
     RETURN QUERY
     WITH due AS (
-        SELECT c.ctid FROM mbus.timer_callbacks AS c
+        SELECT c.id FROM mbus.timer_callbacks AS c
         WHERE c.status = 'pending' AND c.run_at <= v_now + make_interval(secs => p_lookahead_s)
           AND (c.run_at, c.id) > (coalesce(p_after_run_at, '-infinity'), coalesce(p_after_id, 0))
           AND c.bucket_id = ANY (p_buckets)
@@ -72,9 +77,9 @@ BEGIN
         SET attempts = c.attempts + 1, claimed_by = p_dispatcher,
             claimed_until = greatest(v_now, c.run_at)
                             + make_interval(secs => p_lease_s * (c.fast_retries + 1))
-        -- the rows locked above, by their tuple ids (a TID scan, whatever the statistics
-        -- say; a locked row's tuple cannot move)
-        WHERE c.ctid = ANY (ARRAY(SELECT due.ctid FROM due))
+        -- the rows locked above, by id (a primary-key scan): the UPDATE follows each to the
+        -- version locked above, even one committed after this statement's snapshot
+        WHERE c.id = ANY (ARRAY(SELECT due.id FROM due))
         RETURNING c.*
     )
     SELECT k.id, k.attempts, k.webhook_id, k.client_id, k.group_key, k.event_key, k.run_at,
