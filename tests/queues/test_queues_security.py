@@ -33,6 +33,9 @@ PUBLIC_OK = {
     "ack",
     "nack",
     "extend",
+    "bury",
+    "consume_wait",
+    "clear_queue",  # dispatches to clear_queue_<q>, which stays the owner's
     "take_from",
     "peek",
     "get_iid",

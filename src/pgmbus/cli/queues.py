@@ -163,7 +163,7 @@ def stats_cmd(
     dsn: DsnOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Depth, ready, delayed, leased, expired, oldest age and dead messages per consumer."""
+    """Depth, ready, delayed, leased, expired, oldest age, dead messages, selector errors."""
     with open_bus(dsn) as bus:
         if name is not None:
             _require(bus, name)
@@ -178,7 +178,16 @@ def stats_cmd(
         )
         return
     table = make_table(
-        "queue", "consumer", "depth", "ready", "delayed", "leased", "expired", "oldest (s)", "dmq"
+        "queue",
+        "consumer",
+        "depth",
+        "ready",
+        "delayed",
+        "leased",
+        "expired",
+        "oldest (s)",
+        "dmq",
+        "selector errors",
     )
     for r in rows:
         age = "" if r.oldest_age is None else f"{r.oldest_age.total_seconds():.1f}"
@@ -192,6 +201,7 @@ def stats_cmd(
             str(r.expired),
             age,
             str(r.dmq),
+            str(r.selector_errors),
         )
     console.print(table)
 

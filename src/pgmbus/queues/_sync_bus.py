@@ -245,7 +245,7 @@ class Bus(Handlers):
         return [QueueInfo(**r) for r in self._rows(Q["list_queues"], {})]
 
     def stats(self, queue: str | None = None) -> list[ConsumerStats]:
-        """Depth, ready, delayed, leased, expired, oldest age and dead messages per consumer."""
+        """Depth, ready, delayed, leased, expired, oldest age, dead messages, selector errors."""
         if queue is not None:
             check_name("queue", queue)
         return [ConsumerStats(**r) for r in self._rows(Q["stats"], {"queue": queue})]
@@ -271,7 +271,11 @@ class Bus(Handlers):
         """Post one message; returns its iid.
 
         With ``conn`` the message joins that connection's transaction: it exists exactly when
-        the transaction commits.
+        the transaction commits. A given ``iid`` that is still pending in the queue makes the
+        post a no-op returning it (idempotent posts); an iid of the generated form
+        ``<queue>.<n>@<database>`` must come from :meth:`get_iid` (``InvalidArgument``
+        otherwise). Raises ``InvalidArgument`` when ``expires`` is not in the future or not
+        after ``delayed_until``, and ``InvalidState`` when the queue has no consumer.
         """
         params = {
             "data": _json(data, "data"),

@@ -104,3 +104,4 @@ class ConsumerStats:
     expired: int
     oldest_age: timedelta | None
     dmq: int
+    selector_errors: int = 0

@@ -27,7 +27,7 @@ SELECT qname, ncons, roles_security, created_at, consumers, triggers_to
 FROM mbus.queues ORDER BY qname;
 
 -- name: stats
-SELECT qname, cname, depth, ready, delayed, leased, expired, oldest_age, dmq
+SELECT qname, cname, depth, ready, delayed, leased, expired, oldest_age, dmq, selector_errors
 FROM mbus.queue_stats(%(queue)s);
 
 -- name: rotate_queue

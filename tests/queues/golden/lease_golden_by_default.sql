@@ -22,7 +22,7 @@ BEGIN
     IF v_closing IS NULL THEN
         RETURN QUERY
         WITH s AS MATERIALIZED (
-            SELECT s.tableoid AS rel, s.ctid AS tid,
+            SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
                    s.attempts >= coalesce(max_attempts, 2147483647) AS dead
             FROM mbus.q_golden AS s
             WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
@@ -56,27 +56,31 @@ BEGIN
         UPDATE mbus."q_golden$0" AS q
         SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
     u1 AS (
         UPDATE mbus."q_golden$1" AS q
         SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
     u2 AS (
         UPDATE mbus."q_golden$2" AS q
         SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
     u3 AS (
         UPDATE mbus."q_golden$3" AS q
         SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
-        SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u2 UNION ALL SELECT * FROM u3;
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel)
+        -- in claim order (the UPDATEs return their rows segment by segment)
+        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
+               d.consume_after, d.attempts, d.lease_token, d.vt
+        FROM (SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u2 UNION ALL SELECT * FROM u3) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
+        ORDER BY s.claim_vt, s.id;
     ELSIF v_closing = 1 THEN
         RETURN QUERY
         WITH s AS MATERIALIZED (
-            SELECT s.tableoid AS rel, s.ctid AS tid,
+            SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
                    s.attempts >= coalesce(max_attempts, 2147483647) AS dead
             FROM mbus.q_golden AS s
             WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
@@ -106,22 +110,26 @@ BEGIN
         UPDATE mbus."q_golden$0" AS q
         SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
     u2 AS (
         UPDATE mbus."q_golden$2" AS q
         SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
     u3 AS (
         UPDATE mbus."q_golden$3" AS q
         SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
-        SELECT * FROM u0 UNION ALL SELECT * FROM u2 UNION ALL SELECT * FROM u3;
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel)
+        -- in claim order (the UPDATEs return their rows segment by segment)
+        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
+               d.consume_after, d.attempts, d.lease_token, d.vt
+        FROM (SELECT * FROM u0 UNION ALL SELECT * FROM u2 UNION ALL SELECT * FROM u3) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
+        ORDER BY s.claim_vt, s.id;
     ELSIF v_closing = 2 THEN
         RETURN QUERY
         WITH s AS MATERIALIZED (
-            SELECT s.tableoid AS rel, s.ctid AS tid,
+            SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
                    s.attempts >= coalesce(max_attempts, 2147483647) AS dead
             FROM mbus.q_golden AS s
             WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
@@ -151,22 +159,26 @@ BEGIN
         UPDATE mbus."q_golden$0" AS q
         SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
     u1 AS (
         UPDATE mbus."q_golden$1" AS q
         SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
     u3 AS (
         UPDATE mbus."q_golden$3" AS q
         SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
-        SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u3;
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel)
+        -- in claim order (the UPDATEs return their rows segment by segment)
+        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
+               d.consume_after, d.attempts, d.lease_token, d.vt
+        FROM (SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u3) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
+        ORDER BY s.claim_vt, s.id;
     ELSE
         RETURN QUERY
         WITH s AS MATERIALIZED (
-            SELECT s.tableoid AS rel, s.ctid AS tid,
+            SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
                    s.attempts >= coalesce(max_attempts, 2147483647) AS dead
             FROM mbus.q_golden AS s
             WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
@@ -196,18 +208,22 @@ BEGIN
         UPDATE mbus."q_golden$0" AS q
         SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
     u1 AS (
         UPDATE mbus."q_golden$1" AS q
         SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
     u2 AS (
         UPDATE mbus."q_golden$2" AS q
         SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
-        SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u2;
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel)
+        -- in claim order (the UPDATEs return their rows segment by segment)
+        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
+               d.consume_after, d.attempts, d.lease_token, d.vt
+        FROM (SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u2) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
+        ORDER BY s.claim_vt, s.id;
     END IF;
 END;
 $function$

@@ -6,7 +6,14 @@ DECLARE
     t     mbus.qt_model;
     v_iid text;   -- stored iid: NULL when it is this queue's own '<q>.<id>@<db>'
     v_hdr jsonb;  -- stored headers: NULL when they are the default ones
+    v_c2 boolean;
+    v_t1 boolean;
 BEGIN
+    IF expires IS NOT NULL AND (expires <= now() OR delayed_until >= expires) THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = CASE WHEN expires <= now() THEN format('expires %s is in the past', expires)
+                ELSE format('delayed_until %s is not before expires', delayed_until) END;
+    END IF;
     IF data IS NULL OR jsonb_typeof(data) <> 'object' THEN
         PERFORM mbus.check_payload('data', data, false);
     END IF;
@@ -14,7 +21,19 @@ BEGIN
         PERFORM mbus.check_payload('headers', headers);
         PERFORM mbus.check_payload('properties', properties);
     END IF;
-    t.id := CASE WHEN iid IS NOT NULL THEN mbus.iid_id(iid, 'golden') END;
+    IF iid IS NOT NULL THEN
+        -- A client's iid (mbus.check_iid: never one the sequence has not handed out yet): one
+        -- post at a time per (queue, iid), and a post of an iid still pending here is a no-op.
+        t.id := mbus.check_iid(iid, 'golden');
+        PERFORM pg_advisory_xact_lock(hashtextextended('golden ' || iid, 0));
+        IF t.id IS NOT NULL THEN
+            IF EXISTS (SELECT 1 FROM mbus.q_golden AS q WHERE q.id = t.id AND q.iid IS NULL) THEN
+                RETURN iid;
+            END IF;
+        ELSIF EXISTS (SELECT 1 FROM mbus.q_golden AS q WHERE q.iid = post_golden.iid) THEN
+            RETURN iid;
+        END IF;
+    END IF;
     IF t.id IS NULL THEN
         t.id := nextval('mbus.msg_id_seq');
         v_iid := iid;
@@ -48,19 +67,38 @@ BEGIN
     -- Deliveries that will wait long go to the parking segment 0 (never truncated).
     v_seg := CASE WHEN v_vt > t.added + interval '1 minute' THEN 0
                   ELSE mbus.segment_of('golden') END;
+    -- Selectors, all in one block; when one raises, each again in its own: the copy of a
+    -- consumer or trigger whose selector raised goes to mbus.dmq, the others are delivered.
+    BEGIN
+        v_c2 := coalesce(((t.properties->>'tier') = 'gold'), false);
+        v_t1 := coalesce((t.data ? 'audit'), false);
+    EXCEPTION WHEN OTHERS THEN
+        BEGIN
+            v_c2 := coalesce(((t.properties->>'tier') = 'gold'), false);
+        EXCEPTION WHEN OTHERS THEN
+            v_c2 := false;
+            PERFORM mbus.selector_failed('golden', 'vip', NULL, t, SQLSTATE, SQLERRM);
+        END;
+        BEGIN
+            v_t1 := coalesce((t.data ? 'audit'), false);
+        EXCEPTION WHEN OTHERS THEN
+            v_t1 := false;
+            PERFORM mbus.selector_failed('golden', NULL, 'golden_audit', t, SQLSTATE, SQLERRM);
+        END;
+    END;
      INSERT INTO mbus.q_golden (c, vt, id, iid, added, delayed_until, expires, headers, properties, data,
                            consume_after, seg)
         VALUES (1, v_vt, t.id, v_iid, t.added, t.delayed_until,
                 t.expires, v_hdr, t.properties, t.data, t.consume_after, v_seg);
     
-    IF ((t.properties->>'tier') = 'gold') THEN INSERT INTO mbus.q_golden (c, vt, id, iid, added, delayed_until, expires, headers, properties, data,
+    IF v_c2 THEN INSERT INTO mbus.q_golden (c, vt, id, iid, added, delayed_until, expires, headers, properties, data,
                            consume_after, seg)
         VALUES (2, v_vt, t.id, v_iid, t.added, t.delayed_until,
                 t.expires, v_hdr, t.properties, t.data, t.consume_after, v_seg);
     END IF;
     END;
 
-    IF (t.data ? 'audit') THEN
+    IF v_t1 THEN
         PERFORM mbus.post_golden_audit(t.data, t.headers, t.properties, t.delayed_until, t.expires);
     END IF;
     IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = 'golden') THEN

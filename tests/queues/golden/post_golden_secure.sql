@@ -9,6 +9,11 @@ DECLARE
     v_iid text;   -- stored iid: NULL when it is this queue's own '<q>.<id>@<db>'
     v_hdr jsonb;  -- stored headers: NULL when they are the default ones
 BEGIN
+    IF expires IS NOT NULL AND (expires <= now() OR delayed_until >= expires) THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = CASE WHEN expires <= now() THEN format('expires %s is in the past', expires)
+                ELSE format('delayed_until %s is not before expires', delayed_until) END;
+    END IF;
     IF data IS NULL OR jsonb_typeof(data) <> 'object' THEN
         PERFORM mbus.check_payload('data', data, false);
     END IF;
@@ -16,7 +21,19 @@ BEGIN
         PERFORM mbus.check_payload('headers', headers);
         PERFORM mbus.check_payload('properties', properties);
     END IF;
-    t.id := CASE WHEN iid IS NOT NULL THEN mbus.iid_id(iid, 'golden_secure') END;
+    IF iid IS NOT NULL THEN
+        -- A client's iid (mbus.check_iid: never one the sequence has not handed out yet): one
+        -- post at a time per (queue, iid), and a post of an iid still pending here is a no-op.
+        t.id := mbus.check_iid(iid, 'golden_secure');
+        PERFORM pg_advisory_xact_lock(hashtextextended('golden_secure ' || iid, 0));
+        IF t.id IS NOT NULL THEN
+            IF EXISTS (SELECT 1 FROM mbus.q_golden_secure AS q WHERE q.id = t.id AND q.iid IS NULL) THEN
+                RETURN iid;
+            END IF;
+        ELSIF EXISTS (SELECT 1 FROM mbus.q_golden_secure AS q WHERE q.iid = post_golden_secure.iid) THEN
+            RETURN iid;
+        END IF;
+    END IF;
     IF t.id IS NULL THEN
         t.id := nextval('mbus.msg_id_seq');
         v_iid := iid;

@@ -3,13 +3,19 @@ CREATE OR REPLACE FUNCTION mbus.postn_golden(data jsonb[], headers jsonb[] DEFAU
  LANGUAGE plpgsql
 AS $function$
 DECLARE
-    v_now timestamptz := now();
-    v_db  text := current_database();
-    v_h   jsonb;
-    v_seg smallint;
+    v_now  timestamptz := now();
+    v_db   text := current_database();
+    v_h    jsonb;
+    v_seg  smallint;
+    v_iids text[];
 BEGIN
     IF data IS NULL OR cardinality(data) = 0 THEN
         RETURN;
+    END IF;
+    IF expires IS NOT NULL AND (expires <= now() OR delayed_until >= expires) THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = CASE WHEN expires <= now() THEN format('expires %s is in the past', expires)
+                ELSE format('delayed_until %s is not before expires', delayed_until) END;
     END IF;
     IF headers IS NOT NULL AND cardinality(headers) <> cardinality(data)
        OR properties IS NOT NULL AND cardinality(properties) <> cardinality(data) THEN
@@ -34,7 +40,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = 'golden') THEN
         PERFORM pg_notify('mbus_q_golden', 'golden');
     END IF;
-    RETURN QUERY
+    BEGIN
     WITH m AS MATERIALIZED (
         SELECT u.id, 'golden.' || u.id || '@' || v_db AS iid, v_now AS added,
                delayed_until AS delayed_until, expires AS expires,
@@ -59,6 +65,11 @@ BEGIN
     g_golden_audit AS (
         SELECT count(mbus.post_golden_audit(t.data, t.headers, t.properties, t.delayed_until, t.expires)) AS n
         FROM m AS t WHERE (t.data ? 'audit'))
-    SELECT m.iid FROM m, (SELECT 0 + (SELECT g_golden_audit.n FROM g_golden_audit) AS n) AS fired WHERE fired.n IS NOT NULL ORDER BY m.ord;
+    SELECT array_agg(m.iid ORDER BY m.ord) INTO v_iids FROM m, (SELECT 0 + (SELECT g_golden_audit.n FROM g_golden_audit) AS n) AS fired WHERE fired.n IS NOT NULL;
+    EXCEPTION WHEN OTHERS THEN
+        RETURN QUERY SELECT mbus.post_each('golden', data, headers, properties, delayed_until, expires);
+        RETURN;
+    END;
+    RETURN QUERY SELECT unnest(v_iids);
 END;
 $function$

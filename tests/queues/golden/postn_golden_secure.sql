@@ -5,13 +5,19 @@ CREATE OR REPLACE FUNCTION mbus.postn_golden_secure(data jsonb[], headers jsonb[
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
 DECLARE
-    v_now timestamptz := now();
-    v_db  text := current_database();
-    v_h   jsonb;
-    v_seg smallint;
+    v_now  timestamptz := now();
+    v_db   text := current_database();
+    v_h    jsonb;
+    v_seg  smallint;
+    v_iids text[];
 BEGIN
     IF data IS NULL OR cardinality(data) = 0 THEN
         RETURN;
+    END IF;
+    IF expires IS NOT NULL AND (expires <= now() OR delayed_until >= expires) THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = CASE WHEN expires <= now() THEN format('expires %s is in the past', expires)
+                ELSE format('delayed_until %s is not before expires', delayed_until) END;
     END IF;
     IF headers IS NOT NULL AND cardinality(headers) <> cardinality(data)
        OR properties IS NOT NULL AND cardinality(properties) <> cardinality(data) THEN

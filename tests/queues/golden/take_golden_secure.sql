@@ -20,6 +20,9 @@ BEGIN
         WITH d AS (
             DELETE FROM mbus.q_golden_secure AS q
             WHERE q.iid = msgid AND (q.expires IS NULL OR q.expires > v_now)
+              -- one message: should two pending ones share the iid, the oldest
+              AND q.id = (SELECT min(x.id) FROM mbus.q_golden_secure AS x
+                          WHERE x.iid = msgid AND (x.expires IS NULL OR x.expires > v_now))
             RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
         SELECT DISTINCT ON (d.id) d.*, NULL::uuid, NULL::timestamptz FROM d ORDER BY d.id;
     END IF;

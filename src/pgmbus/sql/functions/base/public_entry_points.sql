@@ -18,8 +18,11 @@ SET search_path = pg_catalog
 AS $$
     SELECT ARRAY[
         'mbus.ack(text,uuid,timestamp with time zone)',
+        'mbus.bury(text,uuid,text,timestamp with time zone)',
         'mbus.check_name(text,text,integer)',
+        'mbus.clear_queue(text,timestamp with time zone)',
         'mbus.consume(text,text,timestamp with time zone)',
+        'mbus.consume_wait(text,text,interval,interval)',
         'mbus.consume_lease(text,text,integer,interval,integer,timestamp with time zone)',
         'mbus.consumen(text,text,integer,timestamp with time zone)',
         'mbus.extend(text,uuid,interval,timestamp with time zone)',

@@ -13,7 +13,7 @@
 --           when the lease is no longer held
 -- Locks:    row lock of the leased delivery in mbus.q_<qname> (DELETE), held to commit; waits for a
 --           transaction that holds that row; inserts into mbus.dmq
--- Callers:  users directly (not in mbus.public_entry_points, unlike ack/nack/extend); pgmbus.queues
+-- Callers:  users directly (a public entry point, like ack/nack/extend); pgmbus.queues
 --           Bus.bury / AsyncBus.bury call bury_<qname> directly via sql/queues.sql 'bury' (the
 --           worker, after max attempts); tests tests/queues/test_queues_lease.py
 CREATE OR REPLACE FUNCTION mbus.bury(qname text, token uuid, reason text, p_now timestamptz DEFAULT NULL)

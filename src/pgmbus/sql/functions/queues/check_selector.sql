@@ -3,14 +3,16 @@
 -- Purpose:  Raise MB004 unless selector is a boolean SQL expression over t (of type mbus.qt_model)
 --           built from static values only; a selector is pasted into the generated post functions,
 --           so it must be evaluable at post time and exact then. The test is PostgreSQL's own rule
---           for index expressions, applied to a scratch table named t inside a subtransaction that
---           is always rolled back: it refuses subqueries, aggregates and anything not IMMUTABLE
---           (now(), current_user, random(), table reads), which is what "static" means here. NULL
---           passes (no selector); blank is an error.
+--           for index expressions, applied to the always empty table mbus.t (of mbus.qt_model)
+--           inside a subtransaction that is always rolled back: it refuses subqueries, aggregates
+--           and anything not IMMUTABLE (now(), current_user, random(), table reads), which is what
+--           "static" means here. A session's own table named t does not matter, and no TEMPORARY
+--           privilege is needed. It is pasted into generated code, so ';', '--' and '/*' are
+--           refused (even inside string literals). NULL passes (no selector); blank is an error.
 -- Params:   selector  the expression (text; NULL = none)
 -- Returns:  void; raises MB004 with the parser's or planner's message
--- Locks:    none others see: a temporary table and index made and rolled back in a subtransaction
---           (needs the TEMPORARY privilege on the database)
+-- Locks:    SHARE on mbus.t while an index on it is made and rolled back in a subtransaction
+--           (concurrent checks do not block each other)
 -- Callers:  mbus.create_consumer, mbus.create_trigger
 CREATE OR REPLACE FUNCTION mbus.check_selector(selector text)
 RETURNS void
@@ -27,9 +29,13 @@ BEGIN
     IF btrim(selector) = '' THEN
         RAISE EXCEPTION USING ERRCODE = 'MB004', MESSAGE = 'selector must not be empty';
     END IF;
+    -- It is pasted into generated code: one expression, nothing that ends or hides code.
+    IF strpos(selector, ';') > 0 OR strpos(selector, '--') > 0 OR strpos(selector, '/*') > 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB004',
+            MESSAGE = format('invalid selector %L: ";", "--" and "/*" are not allowed', selector);
+    END IF;
     BEGIN
-        CREATE TEMPORARY TABLE t OF mbus.qt_model;
-        EXECUTE format('CREATE INDEX ON pg_temp.t ((CAST((%s) AS boolean)))', selector);
+        EXECUTE format('CREATE INDEX ON mbus.t ((CAST((%s) AS boolean)))', selector);
         RAISE EXCEPTION USING ERRCODE = 'MBOK0';  -- roll the scratch objects back
     EXCEPTION WHEN OTHERS THEN
         GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;

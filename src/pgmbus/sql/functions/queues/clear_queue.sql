@@ -1,16 +1,16 @@
 -- Function: mbus.clear_queue(qname, p_now)
 --
--- Purpose:  Delete the queue's expired deliveries (expires <= now), for every consumer. Expired
---           deliveries are never claimed, but they stay in the table (and count as 'expired' in
---           mbus.queue_stats) until this runs. Checks the queue name, then dispatches to the
---           generated clear_queue_<qname>.
+-- Purpose:  Delete the queue's expired deliveries (expires <= now), for every consumer, now (with
+--           p_now, as of that time). Expired deliveries are never claimed; mbus.rotate_queue, the
+--           storage upkeep, deletes them too, so this is needed only where no upkeep runs. Checks
+--           the queue name, then dispatches to the generated clear_queue_<qname>.
 -- Params:   qname  the queue's name (text)
 --           p_now  the clock (NULL = clock_timestamp()); tests move it
 -- Returns:  bigint: how many deliveries were deleted; MB001/MB002 for a bad or unknown queue
 -- Locks:    row locks of the expired deliveries in mbus.q_<qname> (DELETE), held to commit; waits
 --           for transactions that hold any of them
 -- Callers:  pgmbus.queues Bus.clear_queue / AsyncBus.clear_queue via sql/queues.sql 'clear_queue';
---           users directly (not a public entry point: clear_queue_<q> is revoked from PUBLIC)
+--           users directly (a public entry point; clear_queue_<q> itself stays revoked from PUBLIC)
 CREATE OR REPLACE FUNCTION mbus.clear_queue(qname text, p_now timestamptz DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE

@@ -2,7 +2,10 @@
 --
 -- Purpose:  Drop the temporary queues and consumers whose session has ended (no backend with their
 --           pid and backend start; a backend whose start this role cannot see counts as alive).
---           Consumers go first, then queues. Returns at once, without the lock, when there is
+--           Consumers go first, then queues. Only what create_temporary_* made is dropped, and only
+--           while it is still that object (temp_object.obj_id: the delivery table's oid, the
+--           consumer's cid); a queue or consumer made since under the same name is left alone,
+--           only the record goes. Returns at once, without the lock, when there is
 --           nothing to drop. SECURITY DEFINER: it drops other sessions' objects and must see all of
 --           pg_stat_activity.
 -- Params:   none
@@ -13,7 +16,7 @@
 -- Callers:  mbus.maintain (step 6), mbus.create_temporary_queue, mbus.create_temporary_consumer (so
 --           a busy system collects without a scheduler); pgmbus.queues Bus.clear_tempq /
 --           AsyncBus.clear_tempq via sql/queues.sql 'clear_tempq' (CLI `pgmbus queue clear-temp`);
---           tests tests/queues/test_queues2_temp.py
+--           tests tests/queues/test_queues_temporary.py
 CREATE OR REPLACE FUNCTION mbus.clear_tempq()
 RETURNS integer
 LANGUAGE plpgsql VOLATILE
@@ -39,10 +42,12 @@ BEGIN
                                             OR a.backend_start IS NULL))
              ORDER BY t.kind DESC LOOP
         IF r.kind = 'consumer' THEN
-            IF EXISTS (SELECT 1 FROM mbus.consumer AS c WHERE c.qname = r.qname AND c.cname = r.cname) THEN
+            IF EXISTS (SELECT 1 FROM mbus.consumer AS c
+                       WHERE c.qname = r.qname AND c.cname = r.cname AND c.cid = r.obj_id) THEN
                 PERFORM mbus.drop_consumer(r.qname, r.cname);
             END IF;
-        ELSIF EXISTS (SELECT 1 FROM mbus.queue AS q WHERE q.qname = r.qname) THEN
+        ELSIF EXISTS (SELECT 1 FROM mbus.queue AS q WHERE q.qname = r.qname)
+              AND to_regclass(format('mbus.%I', 'q_' || r.qname))::oid::bigint = r.obj_id THEN
             PERFORM mbus.drop_queue(r.qname);
         END IF;
         DELETE FROM mbus.temp_object AS t

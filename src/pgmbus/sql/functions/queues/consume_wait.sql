@@ -14,7 +14,7 @@
 -- Locks:    those of mbus.consume for the message it returns (FOR UPDATE SKIP LOCKED, then DELETE,
 --           held to commit); none while it sleeps, but the caller's transaction stays open for up
 --           to timeout
--- Callers:  users directly (not a public entry point); tests tests/queues/test_queues2_temp.py only
+-- Callers:  users directly (a public entry point); tests tests/queues/test_queues_temporary.py
 --           (Python waits with LISTEN instead)
 CREATE OR REPLACE FUNCTION mbus.consume_wait(qname text, cname text DEFAULT 'default',
                                   timeout interval DEFAULT '10 seconds',

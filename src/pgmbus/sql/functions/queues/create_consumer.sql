@@ -11,7 +11,9 @@
 --           cname     the consumer's name (text; the name rule, at most 24 bytes)
 --           selector  a static boolean expression over t (mbus.check_selector; NULL = all)
 --           noindex   the original API's flag (boolean); only a NOTICE
--- Returns:  void; MB001/MB002 for bad names, MB003 when the name is taken, MB004 bad selector
+-- Returns:  void; MB001/MB002 for bad names, MB003 when the name or a name it would make is taken
+--           (mbus.name_clash: another queue's or consumer's, the mbus schema's), MB004 bad
+--           selector
 -- Locks:    pg_advisory_xact_lock(1835165041) (serializes every catalog change of queues:
 --           create/drop of queues, consumers, triggers, clear_tempq); the CREATE OR REPLACE of the
 --           queue's generated functions; ensure_role's CREATE ROLE
@@ -24,6 +26,8 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
+DECLARE
+    v_clash text;
 BEGIN
     PERFORM pg_advisory_xact_lock(1835165041);
     PERFORM mbus.require_queue(qname);
@@ -33,6 +37,10 @@ BEGIN
                  AND (c.cname <> 'default' OR c.qname = create_consumer.qname)) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB003',
             MESSAGE = format('consumer %L exists already (consumer names are unique)', cname);
+    END IF;
+    v_clash := mbus.name_clash(qname, cname);
+    IF v_clash IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB003', MESSAGE = v_clash;
     END IF;
     PERFORM mbus.check_selector(selector);
     INSERT INTO mbus.consumer (qname, cname, selector, noindex)

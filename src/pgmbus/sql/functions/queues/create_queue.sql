@@ -4,12 +4,16 @@
 --           LIST-partitioned on seg into the parking segment 0 and the rotating segments 1..3
 --           (mbus.create_segments; mbus.rotate_queue recycles them by TRUNCATE instead of VACUUM),
 --           its consumer 'default', the dependency trigger and roles (mbus.queue_created) and its
---           generated functions (mbus.regenerate_queue). For an existing queue it only updates
---           ncons and regenerates the functions; is_roles_security_model is then ignored.
+--           generated functions (mbus.regenerate_queue). The names it would make must be free
+--           (mbus.name_clash: no other queue's or consumer's, none of the mbus schema's). For an
+--           existing queue it updates ncons and regenerates the functions when
+--           is_roles_security_model is what the queue has, and refuses (MB003) otherwise: the
+--           model is never silently ignored; drop and create the queue again to change it.
 -- Params:   qname                    the queue's name (text; the name rule, at most 24 bytes)
 --           ncons                    the original API's part count (integer >= 1; stored, unused)
 --           is_roles_security_model  post/consume only through the queue's roles (boolean)
--- Returns:  void; MB001 for a bad name, MB006 for ncons < 1
+-- Returns:  void; MB001 for a bad name, MB006 for ncons < 1, MB003 when a generated name is
+--           taken or the queue exists with the other security model
 -- Locks:    pg_advisory_xact_lock(1835165041) (serializes every catalog change of queues:
 --           create/drop of queues, consumers, triggers, clear_tempq); CREATE TABLE of the new
 --           tables and indexes; ensure_role's CREATE ROLE; for an existing queue, a row lock on its
@@ -24,7 +28,8 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    tbl text := 'q_' || qname;
+    tbl     text := 'q_' || qname;
+    v_clash text;
 BEGIN
     PERFORM mbus.check_name('queue', qname, 24);
     IF ncons IS NULL OR ncons < 1 THEN
@@ -33,9 +38,20 @@ BEGIN
     -- Serialize catalog changes of queues (create/drop/consumers/triggers).
     PERFORM pg_advisory_xact_lock(1835165041);
     IF EXISTS (SELECT 1 FROM mbus.queue AS q WHERE q.qname = create_queue.qname) THEN
+        IF (SELECT q.roles_security FROM mbus.queue AS q WHERE q.qname = create_queue.qname)
+           IS DISTINCT FROM coalesce(is_roles_security_model, false) THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB003',
+                MESSAGE = format('queue %s exists with is_roles_security_model = %s; drop it and '
+                                 'create it again to change the security model', qname,
+                                 NOT coalesce(is_roles_security_model, false));
+        END IF;
         UPDATE mbus.queue AS q SET ncons = create_queue.ncons WHERE q.qname = create_queue.qname;
         PERFORM mbus.regenerate_queue(qname);
         RETURN;
+    END IF;
+    v_clash := mbus.name_clash(qname);
+    IF v_clash IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB003', MESSAGE = v_clash;
     END IF;
     INSERT INTO mbus.queue (qname, ncons, roles_security)
     VALUES (qname, ncons, coalesce(is_roles_security_model, false));

@@ -4,14 +4,18 @@
 --           mbus.view_insert, which runs as the owner): grants on the view are all an unprivileged
 --           role needs to post. Reading it lists the queue's pending messages, one row per message
 --           (DISTINCT ON id over all consumers' deliveries): id, iid, added, delayed_until,
---           expires, headers, properties, data. The view is recorded in mbus.queue_view and dropped
---           with the queue.
+--           expires, headers, properties, data, but only to roles with SELECT on the whole view
+--           (its owner, those granted SELECT). PUBLIC gets SELECT on the column iid alone, which
+--           `INSERT ... RETURNING iid` needs, so GRANT INSERT is all a poster needs; a role with
+--           only that column privilege reads no row. The view is recorded in mbus.queue_view and
+--           dropped with the queue.
 -- Params:   qname     the queue's name (text)
 --           viewname  [schema.]name of the view (text; NULL = public.<qname>_q)
 -- Returns:  text: the view's quoted qualified name; MB006 for a bad view name
--- Locks:    CREATE VIEW and CREATE TRIGGER on the new view; no queue lock
--- Callers:  pgmbus.cli.queues2.view_cmd via sql/queues.sql 'create_view' (CLI `pgmbus queue view`);
---           tests tests/queues/test_queues2_security.py, test_queues_segments.py
+-- Locks:    CREATE VIEW, CREATE TRIGGER and GRANT on the new view; no queue lock
+-- Callers:  pgmbus.cli.queue_workflow.view_cmd via sql/queues.sql 'create_view' (CLI `pgmbus
+--           queue view`); tests tests/queues/test_queues_security.py, test_queues_segments.py,
+--           test_queues_integrity.py
 CREATE OR REPLACE FUNCTION mbus.create_view(qname text, viewname text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql VOLATILE
@@ -33,11 +37,22 @@ BEGIN
     ELSE
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = format('bad view name %L', viewname);
     END IF;
-    EXECUTE format($t$
-CREATE VIEW %I.%I AS
+    -- Made twice: the second definition names the view itself (a regclass constant, which
+    -- survives a rename) in its row filter.
+    FOR i IN 1 .. 2 LOOP
+        EXECUTE format($t$
+%s VIEW %I.%I AS
 SELECT DISTINCT ON (q.id) q.id, coalesce(q.iid, %L || q.id || '@' || current_database()) AS iid,
        q.added, q.delayed_until, q.expires, q.headers, q.properties, q.data
-FROM mbus.%I AS q ORDER BY q.id$t$, v_schema, v_name, qname || '.', 'q_' || qname);
+FROM mbus.%I AS q
+WHERE %s
+ORDER BY q.id$t$, CASE WHEN i = 1 THEN 'CREATE' ELSE 'CREATE OR REPLACE' END, v_schema,
+            v_name, qname || '.', 'q_' || qname,
+            CASE WHEN i = 1 THEN 'false'
+                 ELSE format('pg_catalog.has_table_privilege(%L::regclass, ''SELECT'')',
+                             format('%I.%I', v_schema, v_name)) END);
+    END LOOP;
+    EXECUTE format('GRANT SELECT (iid) ON %I.%I TO PUBLIC', v_schema, v_name);
     EXECUTE format('CREATE TRIGGER post INSTEAD OF INSERT ON %I.%I FOR EACH ROW '
                    'EXECUTE FUNCTION mbus.view_insert(%L)', v_schema, v_name, qname);
     INSERT INTO mbus.queue_view (view_schema, view_name, qname) VALUES (v_schema, v_name, qname);

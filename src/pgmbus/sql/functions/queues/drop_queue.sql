@@ -36,9 +36,8 @@ BEGIN
             EXECUTE format('DROP FUNCTION IF EXISTS mbus.%I', f);
         END LOOP;
     END LOOP;
-    FOREACH f IN ARRAY ARRAY['post_', 'postn_', 'peek_', 'clear_queue_', 'take_', 'ack_', 'nack_',
-                             'extend_', 'bury_'] LOOP
-        EXECUTE format('DROP FUNCTION IF EXISTS mbus.%I', f || qname);
+    FOR f IN SELECT g.name FROM mbus.generated_names(qname) AS g WHERE g.kind = 'function' LOOP
+        EXECUTE format('DROP FUNCTION IF EXISTS mbus.%I', f);
     END LOOP;
     PERFORM mbus.queue_dropping(qname);
     EXECUTE format('DROP TABLE mbus.%I', 'q_' || qname);

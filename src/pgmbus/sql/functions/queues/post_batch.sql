@@ -11,7 +11,10 @@
 --           delayed_until  not claimable before this time (NULL = at once)
 --           expires        never claimed from this time on (NULL = never expires)
 -- Returns:  SETOF text: the iids, in the order of data; no row for NULL or empty data; MB005/MB006
---           for bad elements or lengths
+--           for bad elements or lengths, MB006 for expires not in the future or not after
+--           delayed_until, MB008 for a queue without consumers (and triggers); a consumer's
+--           selector that raises sends that consumer's copy to mbus.dmq (the batch then goes one
+--           by one through post_<qname>)
 -- Locks:    those of postn_<qname>: inserts into mbus.q_<qname> and the trigger destinations (ROW
 --           EXCLUSIVE on the segment written); a pg_notify only when a session waits
 -- Callers:  users directly (a public entry point); mbus.spark_commit_write; pgmbus.queues

@@ -2,20 +2,23 @@
 --
 -- Purpose:  Per queue and consumer: depth (deliveries waiting), ready (can be claimed now), delayed
 --           (not yet due and not leased; messages waiting on dependencies count here), leased
---           (under a live lease), expired (awaiting clear_queue), the age of the oldest ready
---           delivery, and dead messages of the queue in mbus.dmq (per consumer when the dmq row
---           names it). Reads the queue tables: cost grows with depth.
+--           (under a live lease), expired (until rotate_queue or clear_queue deletes them; an
+--           expired delivery counts only here, not as delayed), the age of the oldest ready
+--           delivery, dead messages of the queue in mbus.dmq (per consumer when the dmq row
+--           names it) and selector_errors (messages whose copy went to the dmq because the
+--           consumer's selector raised). Reads the queue tables: cost grows with depth.
 -- Params:   p_qname  one queue (text; NULL = every queue)
 --           p_now    the clock (NULL = clock_timestamp()); tests move it
 -- Returns:  TABLE (qname, cname, depth, ready, delayed, leased, expired bigint, oldest_age
---           interval, dmq bigint), one row per consumer; no row for an unknown queue
+--           interval, dmq, selector_errors bigint), one row per consumer; no row for an unknown
+--           queue
 -- Locks:    none (reads only)
 -- Callers:  the view mbus.queue_metrics; pgmbus.queues Bus.stats / AsyncBus.stats via
 --           sql/queues.sql 'stats' (CLI `pgmbus queue stats`); tests
---           tests/queues/test_queues_lease.py
+--           tests/queues/test_queues_lease.py, test_queues_integrity.py, test_queues_properties.py
 CREATE OR REPLACE FUNCTION mbus.queue_stats(p_qname text DEFAULT NULL, p_now timestamptz DEFAULT NULL)
 RETURNS TABLE (qname text, cname text, depth bigint, ready bigint, delayed bigint, leased bigint,
-               expired bigint, oldest_age interval, dmq bigint)
+               expired bigint, oldest_age interval, dmq bigint, selector_errors bigint)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog
 AS $$
@@ -29,14 +32,16 @@ BEGIN
             SELECT $1, c.cname,
                    count(d.c),
                    count(d.c) FILTER (WHERE d.vt <= $2 AND (d.expires IS NULL OR d.expires > $2)),
-                   count(d.c) FILTER (WHERE d.vt > $2 AND d.lease_token IS NULL),
+                   count(d.c) FILTER (WHERE d.vt > $2 AND d.lease_token IS NULL
+                                        AND (d.expires IS NULL OR d.expires > $2)),
                    count(d.c) FILTER (WHERE d.vt > $2 AND d.lease_token IS NOT NULL),
                    count(d.c) FILTER (WHERE d.expires <= $2),
                    $2 - min(d.vt) FILTER (WHERE d.vt <= $2 AND (d.expires IS NULL OR d.expires > $2)),
-                   (SELECT count(*) FROM mbus.dmq AS x WHERE x.qname = $1 AND x.cname = c.cname)
+                   (SELECT count(*) FROM mbus.dmq AS x WHERE x.qname = $1 AND x.cname = c.cname),
+                   c.selector_errors
             FROM mbus.consumer AS c LEFT JOIN mbus.%I AS d ON d.c = c.cid
             WHERE c.qname = $1
-            GROUP BY c.cid, c.cname ORDER BY c.cname$t$, 'q_' || r.q)
+            GROUP BY c.cid, c.cname, c.selector_errors ORDER BY c.cname$t$, 'q_' || r.q)
         USING r.q, v_now;
     END LOOP;
 END;

@@ -5,14 +5,27 @@
 --           selectors pasted as expressions over t). The generic entry points dispatch to them;
 --           fast clients call them directly. tests/queues/golden holds their text: a change here is
 --           a golden diff.
---             post_<q>: checks payloads, makes the id (a given iid of this queue's own form is not
---             stored), stamps the headers (stored only when not the defaults), then inserts one
---             delivery per consumer, each INSERT guarded by the consumer's selector, and calls
---             post_<dst> for each trigger. With headers.consume_after, mbus.await_deps decides
---             whether the message waits (vt = 'infinity'). Deliveries due in more than a minute go
---             to the parking segment 0, the others to mbus.segment_of(q).
+--             Every name comes from mbus.generated_names (the one list the collision check uses).
+--             post_<q>: refuses a post that could never be delivered (no consumer and no trigger:
+--             MB008; expires not after now and delayed_until: MB006), checks payloads, checks a
+--             given iid (mbus.check_iid) and, under pg_advisory_xact_lock on (queue, iid), returns
+--             at once when a message with that iid is pending (idempotent posts; only posts with
+--             an iid pay: the lock and one index lookup), makes the id (an iid of this queue's own
+--             form is not stored), stamps the headers (stored only when not the defaults), then
+--             inserts one delivery per consumer, each INSERT guarded by the consumer's selector,
+--             and calls post_<dst> for each trigger. Selectors are evaluated together in one
+--             exception block (queues without selectors have none); when that raises, each again
+--             in its own, and the copy whose selector raised goes to mbus.dmq
+--             (mbus.selector_failed) while the post and the other copies go on. With
+--             headers.consume_after, mbus.await_deps decides whether the message waits (vt =
+--             'infinity'). Deliveries due in more than a minute go to the parking segment 0, the
+--             others to mbus.segment_of(q).
 --             postn_<q>: many messages in one statement: data-modifying CTEs, one INSERT per
---             consumer over the same numbered messages m; with consume_after, mbus.post_each.
+--             consumer over the same numbered messages m; with consume_after, mbus.post_each. On a
+--             queue with selectors the statement runs in an exception block, and when it raises
+--             the messages are posted one by one through post_<q> (mbus.post_each).
+--             take_<q> removes one message (the oldest, should two pending share a client iid);
+--             lease_<q>_by_<c> returns its batch in claim order.
 --             peek_, clear_queue_, take_, ack_, nack_, extend_, bury_<q>; per consumer consume_,
 --             consumen_, lease_, take_from_<q>_by_<c>.
 --             Claims lock through the parent: FOR UPDATE SKIP LOCKED ordered by (vt, id) (one
@@ -52,6 +65,18 @@ DECLARE
     v_triggers text := '';
     v_trign    text := '';
     v_fire     text := '0';
+    -- Selectors: a selector that raises must not fail the post. v_sel evaluates every selector
+    -- of the message in one exception block, v_sel1 each one again in its own block when that
+    -- failed; v_vars declares their result variables.
+    v_sel      text := '';
+    v_sel1     text := '';
+    v_vars     text := '';
+    v_ncons    integer := 0;
+    v_fn       jsonb := (SELECT jsonb_object_agg(g.what, g.name)
+                         FROM mbus.generated_names(regenerate_queue.qname) AS g
+                         WHERE g.kind = 'function');
+    v_cfn      jsonb;
+    v_guard    text;  -- what post_ and postn_ check first: a consumer exists, expires is ahead
     -- Claim pieces per variant k (array index k + 1): k = 0 reads every segment, k = 1..3
     -- every segment but k, the one rotate_queue is closing (see rotate_queue).
     v_filter   text[] := ARRAY['', '', '', ''];  -- the seg condition that prunes segment k
@@ -102,7 +127,7 @@ BEGIN
         UPDATE %2$s AS q
         SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = %3$L::regclass))
-        RETURNING %4$s, q.lease_token, q.vt)$t$, n, v_seg, v_seg, ret_cols);
+        RETURNING %4$s, q.lease_token, q.vt, q.tableoid AS rel)$t$, n, v_seg, v_seg, ret_cols);
             v_dunion[k + 1] := v_dunion[k + 1] || CASE WHEN v_dunion[k + 1] = '' THEN ''
                                ELSE ' UNION ALL ' END || format('SELECT * FROM d%s', n);
             v_gunion[k + 1] := v_gunion[k + 1] || CASE WHEN v_gunion[k + 1] = '' THEN ''
@@ -113,15 +138,28 @@ BEGIN
     END LOOP;
 
     -- Fan-out: one INSERT per consumer, guarded by its selector (t is the message).
-    FOR r IN SELECT c.cid, c.selector FROM mbus.consumer AS c
+    FOR r IN SELECT c.cid, c.cname, c.selector FROM mbus.consumer AS c
              WHERE c.qname = q ORDER BY c.cid LOOP
+        v_ncons := v_ncons + 1;
+        IF r.selector IS NOT NULL THEN
+            v_vars := v_vars || format(E'\n    v_c%s boolean;', r.cid);
+            v_sel := v_sel || format(E'\n        v_c%s := coalesce((%s), false);', r.cid,
+                                     r.selector);
+            v_sel1 := v_sel1 || format($t$
+        BEGIN
+            v_c%1$s := coalesce((%2$s), false);
+        EXCEPTION WHEN OTHERS THEN
+            v_c%1$s := false;
+            PERFORM mbus.selector_failed(%3$L, %4$L, NULL, t, SQLSTATE, SQLERRM);
+        END;$t$, r.cid, r.selector, q, r.cname);
+        END IF;
         v_fanout := v_fanout || format($t$
     %s INSERT INTO mbus.%I (c, vt, id, iid, added, delayed_until, expires, headers, properties, data,
                            consume_after, seg)
         VALUES (%s, v_vt, t.id, v_iid, t.added, t.delayed_until,
                 t.expires, v_hdr, t.properties, t.data, t.consume_after, v_seg);
     %s$t$,
-            CASE WHEN r.selector IS NULL THEN '' ELSE format('IF (%s) THEN', r.selector) END,
+            CASE WHEN r.selector IS NULL THEN '' ELSE format('IF v_c%s THEN', r.cid) END,
             tbl, r.cid,
             CASE WHEN r.selector IS NULL THEN '' ELSE 'END IF;' END);
         v_fanoutn := v_fanoutn || format($t$,
@@ -135,17 +173,32 @@ BEGIN
     END LOOP;
 
     -- Triggers: copy to the destination queue through its own post function.
-    FOR r IN SELECT tr.dst, tr.selector FROM mbus.queue_trigger AS tr
+    FOR r IN SELECT tr.dst, tr.selector, row_number() OVER (ORDER BY tr.dst) AS k,
+                    (SELECT g.name FROM mbus.generated_names(tr.dst) AS g
+                     WHERE g.kind = 'function' AND g.what = 'post') AS post_fn
+             FROM mbus.queue_trigger AS tr
              WHERE tr.src = q ORDER BY tr.dst LOOP
+        IF r.selector IS NOT NULL THEN
+            v_vars := v_vars || format(E'\n    v_t%s boolean;', r.k);
+            v_sel := v_sel || format(E'\n        v_t%s := coalesce((%s), false);', r.k, r.selector);
+            v_sel1 := v_sel1 || format($t$
+        BEGIN
+            v_t%1$s := coalesce((%2$s), false);
+        EXCEPTION WHEN OTHERS THEN
+            v_t%1$s := false;
+            PERFORM mbus.selector_failed(%3$L, NULL, %4$L, t, SQLSTATE, SQLERRM);
+        END;$t$, r.k, r.selector, q, r.dst);
+        END IF;
         v_triggers := v_triggers || format($t$
-    IF (%s) THEN
+    %s
         PERFORM mbus.%I(t.data, t.headers, t.properties, t.delayed_until, t.expires);
-    END IF;$t$, coalesce(r.selector, 'true'), 'post_' || r.dst);
+    %s$t$, CASE WHEN r.selector IS NULL THEN '' ELSE format('IF v_t%s THEN', r.k) END, r.post_fn,
+            CASE WHEN r.selector IS NULL THEN '' ELSE 'END IF;' END);
         v_trign := v_trign || format($t$,
     %s AS (
         SELECT count(mbus.%I(t.data, t.headers, t.properties, t.delayed_until, t.expires)) AS n
         FROM m AS t WHERE %s)$t$,
-            'g_' || r.dst, 'post_' || r.dst, coalesce('(' || r.selector || ')', 'true'));
+            'g_' || r.dst, r.post_fn, coalesce('(' || r.selector || ')', 'true'));
         v_fire := v_fire || format(' + (SELECT %I.n FROM %I)', 'g_' || r.dst, 'g_' || r.dst);
     END LOOP;
 
@@ -164,8 +217,25 @@ BEGIN
     -- Deliveries that will wait long go to the parking segment 0 (never truncated).
     v_seg := CASE WHEN v_vt > t.added + interval '1 minute' THEN 0
                   ELSE mbus.segment_of(%L) END;$t$,
-        q, q) || v_fanout || $t$
+        q, q) || CASE WHEN v_sel = '' THEN '' ELSE format($t$
+    -- Selectors, all in one block; when one raises, each again in its own: the copy of a
+    -- consumer or trigger whose selector raised goes to mbus.dmq, the others are delivered.
+    BEGIN%s
+    EXCEPTION WHEN OTHERS THEN%s
+    END;$t$, v_sel, v_sel1) END || v_fanout || $t$
     END;$t$;
+
+    -- Posts that could never be delivered are refused: a queue without consumers (and without
+    -- triggers), expires not in the future, delayed_until not before expires.
+    v_guard := CASE WHEN v_ncons = 0 AND v_triggers = '' THEN format($t$
+    RAISE EXCEPTION USING ERRCODE = 'MB008',
+        MESSAGE = %L;$t$,
+        format('queue %s has no consumer to deliver to', q)) ELSE '' END || $t$
+    IF expires IS NOT NULL AND (expires <= now() OR delayed_until >= expires) THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = CASE WHEN expires <= now() THEN format('expires %s is in the past', expires)
+                ELSE format('delayed_until %s is not before expires', delayed_until) END;
+    END IF;$t$;
 
     -- post_<q>: the original mbus API's signature; returns the iid.
     EXECUTE format($f$
@@ -173,12 +243,12 @@ CREATE OR REPLACE FUNCTION mbus.%I(
     data jsonb, headers jsonb DEFAULT NULL, properties jsonb DEFAULT NULL,
     delayed_until timestamptz DEFAULT NULL, expires timestamptz DEFAULT NULL, iid text DEFAULT NULL)
 RETURNS text LANGUAGE plpgsql VOLATILE AS %L$f$,
-        'post_' || q, format($b$
+        v_fn->>'post', format($b$
 DECLARE
     t     mbus.qt_model;
     v_iid text;   -- stored iid: NULL when it is this queue's own '<q>.<id>@<db>'
-    v_hdr jsonb;  -- stored headers: NULL when they are the default ones
-BEGIN
+    v_hdr jsonb;  -- stored headers: NULL when they are the default ones%6$s
+BEGIN%7$s
     IF data IS NULL OR jsonb_typeof(data) <> 'object' THEN
         PERFORM mbus.check_payload('data', data, false);
     END IF;
@@ -186,34 +256,46 @@ BEGIN
         PERFORM mbus.check_payload('headers', headers);
         PERFORM mbus.check_payload('properties', properties);
     END IF;
-    t.id := CASE WHEN iid IS NOT NULL THEN mbus.iid_id(iid, %L) END;
+    IF iid IS NOT NULL THEN
+        -- A client's iid (mbus.check_iid: never one the sequence has not handed out yet): one
+        -- post at a time per (queue, iid), and a post of an iid still pending here is a no-op.
+        t.id := mbus.check_iid(iid, %1$L);
+        PERFORM pg_advisory_xact_lock(hashtextextended(%9$L || iid, 0));
+        IF t.id IS NOT NULL THEN
+            IF EXISTS (SELECT 1 FROM mbus.%8$I AS q WHERE q.id = t.id AND q.iid IS NULL) THEN
+                RETURN iid;
+            END IF;
+        ELSIF EXISTS (SELECT 1 FROM mbus.%8$I AS q WHERE q.iid = %10$I.iid) THEN
+            RETURN iid;
+        END IF;
+    END IF;
     IF t.id IS NULL THEN
         t.id := nextval('mbus.msg_id_seq');
         v_iid := iid;
     END IF;
-    t.iid := coalesce(v_iid, %L || t.id || '@' || current_database());
+    t.iid := coalesce(v_iid, %2$L || t.id || '@' || current_database());
     t.added := now();
     t.delayed_until := delayed_until;
     t.expires := expires;
     IF headers IS NULL THEN
         t.headers := jsonb_build_object('seenby', jsonb_build_array(current_database()),
-                                        'source_db', current_database(), 'destination', %L,
+                                        'source_db', current_database(), 'destination', %1$L,
                                         'enqueue_time', t.added);
     ELSE
-        t.headers := mbus.stamp_headers(headers, %L, t.added);
+        t.headers := mbus.stamp_headers(headers, %1$L, t.added);
         v_hdr := t.headers;
     END IF;
     t.properties := properties;
     t.data := data;
     t.attempts := 0;
-%s
-%s
-    IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = %L) THEN
-        PERFORM pg_notify(%L, %L);
+%3$s
+%4$s
+    IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = %1$L) THEN
+        PERFORM pg_notify(%5$L, %1$L);
     END IF;
     RETURN t.iid;
 END;
-$b$, q, q || '.', q, q, v_fanout, v_triggers, q, chan, q));
+$b$, q, q || '.', v_fanout, v_triggers, chan, v_vars, v_guard, tbl, q || ' ', v_fn->>'post'));
 
     -- postn_<q>: many messages in one statement (one INSERT per consumer in data-modifying
     -- CTEs over the same numbered messages m); returns their iids in the order of data.
@@ -222,16 +304,17 @@ CREATE OR REPLACE FUNCTION mbus.%I(
     data jsonb[], headers jsonb[] DEFAULT NULL, properties jsonb[] DEFAULT NULL,
     delayed_until timestamptz DEFAULT NULL, expires timestamptz DEFAULT NULL)
 RETURNS SETOF text LANGUAGE plpgsql VOLATILE AS %L$f$,
-        'postn_' || q, format($b$
+        v_fn->>'postn', format($b$
 DECLARE
-    v_now timestamptz := now();
-    v_db  text := current_database();
-    v_h   jsonb;
-    v_seg smallint;
+    v_now  timestamptz := now();
+    v_db   text := current_database();
+    v_h    jsonb;
+    v_seg  smallint;
+    v_iids text[];
 BEGIN
     IF data IS NULL OR cardinality(data) = 0 THEN
         RETURN;
-    END IF;
+    END IF;%s
     IF headers IS NOT NULL AND cardinality(headers) <> cardinality(data)
        OR properties IS NOT NULL AND cardinality(properties) <> cardinality(data) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
@@ -255,7 +338,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = %L) THEN
         PERFORM pg_notify(%L, %L);
     END IF;
-    RETURN QUERY
+%s
     WITH m AS MATERIALIZED (
         SELECT u.id, %L || u.id || '@' || v_db AS iid, v_now AS added,
                delayed_until AS delayed_until, expires AS expires,
@@ -265,15 +348,28 @@ BEGIN
         FROM (SELECT nextval('mbus.msg_id_seq') AS id, x.d, x.h, x.p, x.ord,
                      CASE WHEN x.h IS NOT NULL THEN mbus.stamp_headers(x.h, %L, v_now) END AS sh
               FROM unnest(data, headers, properties) WITH ORDINALITY AS x(d, h, p, ord)) AS u)%s%s
-    SELECT m.iid FROM m, (SELECT %s AS n) AS fired WHERE fired.n IS NOT NULL ORDER BY m.ord;
+    %s FROM m, (SELECT %s AS n) AS fired WHERE fired.n IS NOT NULL%s
 END;
-$b$, q, q, q, q, chan, q, q || '.', q, v_fanoutn, v_trign, v_fire));
+$b$, v_guard, q, q, q, q, chan, q,
+        -- With selectors: the whole batch in one exception block; when it fails (a selector
+        -- raised), one by one through post_<q>, which sends such copies to mbus.dmq.
+        CASE WHEN v_sel = '' THEN '    RETURN QUERY' ELSE '    BEGIN' END,
+        q || '.', q, v_fanoutn, v_trign,
+        CASE WHEN v_sel = '' THEN 'SELECT m.iid'
+             ELSE 'SELECT array_agg(m.iid ORDER BY m.ord) INTO v_iids' END,
+        v_fire,
+        CASE WHEN v_sel = '' THEN ' ORDER BY m.ord;' ELSE format($t$;
+    EXCEPTION WHEN OTHERS THEN
+        RETURN QUERY SELECT mbus.post_each(%L, data, headers, properties, delayed_until, expires);
+        RETURN;
+    END;
+    RETURN QUERY SELECT unnest(v_iids);$t$, q) END));
 
     -- peek_<q>(msgid): is there a message with that iid (any message when NULL)?
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(msgid text DEFAULT NULL)
 RETURNS boolean LANGUAGE plpgsql STABLE SET search_path = pg_catalog AS %L$f$,
-        'peek_' || q, format($b$
+        v_fn->>'peek', format($b$
 DECLARE
     v_id bigint := mbus.iid_id(msgid, %2$L);
 BEGIN
@@ -290,7 +386,7 @@ $b$, tbl, q));
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(p_now timestamptz DEFAULT NULL)
 RETURNS bigint LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
-        'clear_queue_' || q, format($b$
+        v_fn->>'clear_queue', format($b$
 DECLARE
     v_count bigint;
 BEGIN
@@ -304,7 +400,7 @@ $b$, tbl));
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(msgid text, p_now timestamptz DEFAULT NULL)
 RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
-        'take_' || q, format($b$
+        v_fn->>'take', format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
     v_db  text := current_database();
@@ -322,6 +418,9 @@ BEGIN
         WITH d AS (
             DELETE FROM mbus.%1$I AS q
             WHERE q.iid = msgid AND (q.expires IS NULL OR q.expires > v_now)
+              -- one message: should two pending ones share the iid, the oldest
+              AND q.id = (SELECT min(x.id) FROM mbus.%1$I AS x
+                          WHERE x.iid = msgid AND (x.expires IS NULL OR x.expires > v_now))
             RETURNING %2$s)
         SELECT DISTINCT ON (d.id) d.*, NULL::uuid, NULL::timestamptz FROM d ORDER BY d.id;
     END IF;
@@ -332,7 +431,7 @@ $b$, tbl, ret_cols, q));
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(token uuid, p_now timestamptz DEFAULT NULL)
 RETURNS void LANGUAGE plpgsql VOLATILE AS %L$f$,
-        'ack_' || q, format($b$
+        v_fn->>'ack', format($b$
 BEGIN
     DELETE FROM mbus.%I AS q
     WHERE q.lease_token = token AND q.vt > coalesce(p_now, clock_timestamp());
@@ -348,7 +447,7 @@ $b$, tbl, q));
 CREATE OR REPLACE FUNCTION mbus.%I(token uuid, delay interval DEFAULT '0'::interval,
                                    p_now timestamptz DEFAULT NULL)
 RETURNS void LANGUAGE plpgsql VOLATILE AS %L$f$,
-        'nack_' || q, format($b$
+        v_fn->>'nack', format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
     v_db  text := current_database();
@@ -369,7 +468,7 @@ $b$, tbl, q));
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(token uuid, lease interval, p_now timestamptz DEFAULT NULL)
 RETURNS timestamptz LANGUAGE plpgsql VOLATILE AS %L$f$,
-        'extend_' || q, format($b$
+        v_fn->>'extend', format($b$
 DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
     v_db  text := current_database();
@@ -393,7 +492,7 @@ $b$, tbl, q));
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(token uuid, reason text, p_now timestamptz DEFAULT NULL)
 RETURNS bigint LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
-        'bury_' || q, format($b$
+        v_fn->>'bury', format($b$
 DECLARE
     v_id bigint;
     v_db text := current_database();
@@ -423,6 +522,8 @@ $b$, tbl, ret_cols, q, q));
     -- condition prunes k at plan time: that plan does not name k, so new claims do not lock
     -- it and rotate_queue can truncate it although consumers' transactions overlap.
     FOR r IN SELECT c.cid, c.cname FROM mbus.consumer AS c WHERE c.qname = q LOOP
+        SELECT jsonb_object_agg(g.what, g.name) INTO v_cfn
+        FROM mbus.generated_names(q, r.cname) AS g WHERE g.kind = 'function';
         v_cn := '';
         v_c1 := '';
         v_cl := '';
@@ -461,7 +562,7 @@ $b$, tbl, ret_cols, q, q));
     %9$s
         RETURN QUERY
         WITH s AS MATERIALIZED (
-            SELECT s.tableoid AS rel, s.ctid AS tid,
+            SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
                    s.attempts >= coalesce(max_attempts, 2147483647) AS dead
             FROM mbus.%1$I AS s
             WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%10$s
@@ -475,7 +576,11 @@ $b$, tbl, ret_cols, q, q));
                    g.properties, g.data, g.consume_after, g.attempts,
                    format('max_attempts (%%s) exceeded', max_attempts)
             FROM (%6$s) AS g)%7$s
-        %8$s;$t$,
+        -- in claim order (the UPDATEs return their rows segment by segment)
+        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
+               d.consume_after, d.attempts, d.lease_token, d.vt
+        FROM (%8$s) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
+        ORDER BY s.claim_vt, s.id;$t$,
                 tbl, r.cid, v_gone[k + 1], q, r.cname, v_gunion[k + 1], v_ups[k + 1],
                 v_uunion[k + 1],
                 CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
@@ -486,7 +591,7 @@ $b$, tbl, ret_cols, q, q));
 CREATE OR REPLACE FUNCTION mbus.%I(amt integer, p_now timestamptz DEFAULT NULL)
 RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = off
     SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS %L$f$,
-            format('consumen_%s_by_%s', q, r.cname), format($b$
+            v_cfn->>'consumen', format($b$
 DECLARE
     v_now     timestamptz := coalesce(p_now, clock_timestamp());
     v_db      text := current_database();
@@ -504,7 +609,7 @@ $b$, v_cn, v_closing));
 CREATE OR REPLACE FUNCTION mbus.%I(p_now timestamptz DEFAULT NULL)
 RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = off
     SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS %L$f$,
-            format('consume_%s_by_%s', q, r.cname), format($b$
+            v_cfn->>'consume', format($b$
 DECLARE
     v_now     timestamptz := coalesce(p_now, clock_timestamp());
     v_db      text := current_database();
@@ -521,7 +626,7 @@ CREATE OR REPLACE FUNCTION mbus.%I(amt integer, lease interval, max_attempts int
                                    p_now timestamptz DEFAULT NULL)
 RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = off
     SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS %L$f$,
-            format('lease_%s_by_%s', q, r.cname), format($b$
+            v_cfn->>'lease', format($b$
 DECLARE
     v_now     timestamptz := coalesce(p_now, clock_timestamp());
     v_db      text := current_database();
@@ -543,7 +648,7 @@ $b$, v_cl, v_closing));
         EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(msgid text, p_now timestamptz DEFAULT NULL)
 RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
-            format('take_from_%s_by_%s', q, r.cname), format($b$
+            v_cfn->>'take_from', format($b$
 DECLARE
     v_id bigint := mbus.iid_id(msgid, %4$L);
     v_db text := current_database();

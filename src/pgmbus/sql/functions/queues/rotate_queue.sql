@@ -6,6 +6,12 @@
 --           the autovacuum settings (PgQ's rotating tables). Call it in a READ COMMITTED
 --           transaction of its own (autocommit), about once a second on a busy queue (Bus
 --           consumers, the worker and `pgmbus queue rotate --every` do). It
+--             0. deletes expired deliveries (expires <= now; the original API: an expired message
+--                is deleted), up to 10000 per segment and call, through the expires index
+--                (by ctid per segment), skipping rows
+--                another transaction holds; so an expired row never keeps a segment from being
+--                truncated, and clear_queue is not needed. Deleting a delivery others wait on
+--                releases them at commit (dep_gone), and its segment is truncated by the next call;
 --             1. TRUNCATEs every rotating segment that is not current and has no row left. The
 --                segment is looked at without a lock first; then LOCK ... ACCESS EXCLUSIVE NOWAIT:
 --                when any open transaction touched it (a consumer between claim and commit, a post
@@ -23,14 +29,16 @@
 --           The ACCESS EXCLUSIVE lock of a TRUNCATE is held to the end of the calling transaction,
 --           hence autocommit. It does nothing in a transaction that wrote already or that is not
 --           READ COMMITTED (under REPEATABLE READ or SERIALIZABLE the emptiness check could miss a
---           row committed after the snapshot). Concurrent calls for one queue: one works, the
+--           row committed after the snapshot), except inside mbus.rotate_queues, which rotates
+--           every queue in its one transaction. Concurrent calls for one queue: one works, the
 --           others return at once.
 -- Params:   qname    the queue's name (text)
 --           p_tries  lock attempts per busy segment, 1 ms apart (integer; default 100)
--- Returns:  jsonb: {current, rotated, truncated: [n], busy: [n], kept: [n], closing}, or {skipped:
---           why}; MB001/MB002 for a bad or unknown queue
--- Locks:    pg_try_advisory_xact_lock(1835165043, hashtext(qname)) (no wait); ACCESS SHARE on the
---           segments it measures and reads; LOCK TABLE segment IN ACCESS EXCLUSIVE MODE NOWAIT then
+-- Returns:  jsonb: {current, rotated, truncated: [n], busy: [n], kept: [n], closing, expired: the
+--           deliveries deleted}, or {skipped: why}; MB001/MB002 for a bad or unknown queue
+-- Locks:    pg_try_advisory_xact_lock(1835165043, hashtext(qname)) (no wait); row locks of the
+--           expired deliveries it deletes (FOR UPDATE SKIP LOCKED: never waits); ACCESS SHARE on
+--           the segments it measures and reads; LOCK TABLE segment IN ACCESS EXCLUSIVE MODE NOWAIT then
 --           TRUNCATE, held to commit (released at once, by a rolled-back subtransaction, when the
 --           segment has rows); a row lock on its mbus.queue_segment row (UPDATE). SECURITY DEFINER,
 --           so roles that only consume can run it
@@ -54,12 +62,15 @@ DECLARE
     v_kept      integer[] := '{}';
     v_next      integer;
     v_closing   integer;
+    v_expired   bigint;
+    v_count     bigint;
 BEGIN
     PERFORM mbus.require_queue(qname);
     -- A transaction that wrote already is not one of its own; under REPEATABLE READ or
     -- SERIALIZABLE the emptiness check could miss a row committed after the snapshot.
     IF current_setting('transaction_isolation') <> 'read committed'
-       OR pg_current_xact_id_if_assigned() IS NOT NULL THEN
+       OR pg_current_xact_id_if_assigned() IS NOT NULL
+          AND current_setting('mbus.rotating_all', true) IS DISTINCT FROM 'on' THEN
         RETURN jsonb_build_object('skipped',
             'rotate_queue works only in a READ COMMITTED transaction of its own (autocommit)');
     END IF;
@@ -67,6 +78,18 @@ BEGIN
         RETURN jsonb_build_object('skipped', 'another rotate_queue of this queue is running');
     END IF;
     SELECT * INTO st FROM mbus.queue_segment AS s WHERE s.qname = rotate_queue.qname;
+    -- 0: expired deliveries go, segment by segment (a TID scan of the rows the expires index
+    -- found), never waiting for a row another transaction holds.
+    v_expired := 0;
+    FOR n IN 0 .. 3 LOOP
+        EXECUTE format($t$
+            DELETE FROM mbus.%1$I AS q
+            WHERE q.ctid = ANY (ARRAY(SELECT x.ctid FROM mbus.%1$I AS x WHERE x.expires <= $1
+                                      LIMIT 10000 FOR UPDATE SKIP LOCKED))$t$, tbl || '$' || n)
+        USING clock_timestamp();
+        GET DIAGNOSTICS v_count = ROW_COUNT;
+        v_expired := v_expired + v_count;
+    END LOOP;
     FOR n IN 1 .. 3 LOOP
         CONTINUE WHEN n = st.cur;
         v_seg := format('mbus.%I', tbl || '$' || n)::regclass;
@@ -99,6 +122,9 @@ BEGIN
                 WHEN SQLSTATE 'MBOK0' THEN
                     v_kept := v_kept || n;
                     EXIT;
+                WHEN object_in_use THEN  -- deleted above a delivery others wait on: next call
+                    v_busy := v_busy || n;
+                    EXIT;
             END;
         END LOOP;
     END LOOP;
@@ -127,6 +153,7 @@ BEGIN
     END IF;
     RETURN jsonb_build_object('current', coalesce(v_next, st.cur), 'rotated', v_next IS NOT NULL,
                               'truncated', to_jsonb(v_truncated), 'busy', to_jsonb(v_busy),
-                              'kept', to_jsonb(v_kept), 'closing', v_closing);
+                              'kept', to_jsonb(v_kept), 'closing', v_closing,
+                              'expired', v_expired);
 END;
 $$;

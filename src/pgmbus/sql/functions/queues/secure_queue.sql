@@ -29,9 +29,8 @@ BEGIN
     FOR v_fn IN
         SELECT p.oid::regprocedure FROM pg_proc AS p
         WHERE p.pronamespace = 'mbus'::regnamespace
-          AND (p.proname = ANY (SELECT unnest(ARRAY['post_', 'postn_', 'peek_', 'clear_queue_',
-                                                    'take_', 'ack_', 'nack_', 'extend_', 'bury_'])
-                                       || secure_queue.qname)
+          AND (p.proname = ANY (SELECT g.name FROM mbus.generated_names(secure_queue.qname) AS g
+                                WHERE g.kind = 'function')
                OR p.proname = ANY (SELECT unnest(mbus.consumer_functions(secure_queue.qname, c.cname))
                                    FROM mbus.consumer AS c WHERE c.qname = secure_queue.qname))
           AND (p.proacl IS NULL OR 0 = ANY (SELECT a.grantee FROM aclexplode(p.proacl) AS a))

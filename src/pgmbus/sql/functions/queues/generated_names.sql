@@ -1,0 +1,53 @@
+-- Function: mbus.generated_names(qname, cname)
+--
+-- Purpose:  The one list of the names made for a queue (cname NULL) or for one of its consumers:
+--           functions, relations (the delivery table, its segments and indexes) and roles. The
+--           generator (mbus.regenerate_queue), drop_queue, drop_consumer, secure_queue and the
+--           collision check (mbus.name_clash) all read it, so the mapping (queue, consumer) ->
+--           names is computed in one place and checked one-to-one.
+--             queue:    functions post_, postn_, peek_, clear_queue_, take_, ack_, nack_, extend_,
+--                       bury_<q>; relations q_<q>, q_<q>$0..3, q_<q>_claim, _id, _iid, _expires
+--                       (parent indexes) and _claim$n, _id$n, _iid$n, _lease$n, _expires$n;
+--                       role mbus_<db>_post_<q>
+--             consumer: functions consume_, consumen_, lease_, take_from_<q>_by_<c>; role
+--                       mbus_<db>_consume_<q>_by_<c>
+-- Params:   qname  the queue's name (text)
+--           cname  the consumer's name (text; NULL = the queue's own names)
+-- Returns:  TABLE (kind text: 'function', 'relation' or 'role'; what text: the part, e.g. 'post',
+--           'consumen', 'table', 'segment1'; name text)
+-- Locks:    none
+-- Callers:  mbus.regenerate_queue, mbus.consumer_functions, mbus.drop_queue, mbus.secure_queue,
+--           mbus.name_clash;
+--           tests tests/queues/test_queues_integrity.py
+CREATE OR REPLACE FUNCTION mbus.generated_names(qname text, cname text DEFAULT NULL)
+RETURNS TABLE (kind text, what text, name text)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog
+AS $$
+    SELECT 'function', f, format('%s_%s', f, qname)
+    FROM unnest(ARRAY['post', 'postn', 'peek', 'clear_queue', 'take', 'ack', 'nack', 'extend',
+                      'bury']) AS f
+    WHERE cname IS NULL
+    UNION ALL
+    SELECT 'relation', r.what, r.name
+    FROM (VALUES ('table', 'q_' || qname), ('claim', 'q_' || qname || '_claim'),
+                 ('id', 'q_' || qname || '_id'), ('iid', 'q_' || qname || '_iid'),
+                 ('expires', 'q_' || qname || '_expires')) AS r(what, name)
+    WHERE cname IS NULL
+    UNION ALL
+    SELECT 'relation', p || n, format('q_%s%s$%s', qname, CASE p WHEN 'segment' THEN ''
+                                                               ELSE '_' || p END, n)
+    FROM unnest(ARRAY['segment', 'claim', 'id', 'iid', 'lease', 'expires']) AS p,
+         generate_series(0, 3) AS n
+    WHERE cname IS NULL
+    UNION ALL
+    SELECT 'role', 'post', mbus.queue_role('post', qname)
+    WHERE cname IS NULL
+    UNION ALL
+    SELECT 'function', f, format('%s_%s_by_%s', f, qname, cname)
+    FROM unnest(ARRAY['consume', 'consumen', 'lease', 'take_from']) AS f
+    WHERE cname IS NOT NULL
+    UNION ALL
+    SELECT 'role', 'consume', mbus.queue_role('consume', qname, cname)
+    WHERE cname IS NOT NULL;
+$$;
