@@ -2,6 +2,7 @@
 # Prepare this machine for pgmbus: PostgreSQL server binaries (Debian's packages when none are
 # present) and a virtualenv in .venv with pgmbus installed in editable mode with its extras.
 # Idempotent: a second run only checks. Usage: scripts/bootstrap.sh [extras, default "test"]
+# "bench" also installs the Debian packages the pgbench scenarios measure against (PgQ).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-test}"
@@ -28,6 +29,16 @@ if [ ! -f /usr/share/java/postgresql.jar ] && command -v apt-get >/dev/null 2>&1
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libpostgresql-jdbc-java \
         >/dev/null 2>&1 || echo "bootstrap: could not install it; the Spark JDBC baseline is off" >&2
+fi
+
+# The pgbench scenarios (python -m bench sql_streams) compare with PgQ; only in bench mode.
+if [ "$extras" = "bench" ] && [ ! -f /usr/share/postgresql/15/extension/pgq.control ] &&
+    command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing Debian's postgresql-15-pgq3 (PgQ, a sql_streams peer)" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql-15-pgq3 \
+        >/dev/null 2>&1 || echo "bootstrap: could not install it; PgQ rows will be skipped" >&2
 fi
 
 python=""
