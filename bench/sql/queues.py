@@ -96,6 +96,6 @@ PATHS: tuple[PathSpec, ...] = (
             _take(_PGQUEUER, "consume100", 100, "pgqueuer_fill", "pgqueuer_backlog"),
         ),
         sync=(True,),
-        guess_per_client=80_000,
+        guess_per_client=40_000,
     ),
 )
