@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench.__main__ import _sql_options
-from bench.sql import pgbench, queues, runner, streams, timers
+from bench.sql import pgbench, queues, report, runner, streams, timers
 from bench.sql.model import Options, PathSpec
 from bench.sql.server import BenchServer
 
@@ -113,3 +113,35 @@ def test_cli_options_reach_the_runner() -> None:
     assert opts.clients == (1, 4) and opts.sync == (False,) and opts.rounds == 2
     assert opts.seconds == 7.0 and opts.paths == ("pop", "lease")
     assert opts.pgmq_sql == Path("/x/pgmq.sql")
+
+
+def test_markdown_tables_have_a_row_per_side() -> None:
+    data = {
+        "rows": [
+            {
+                "path": "pop",
+                "side": "raw",
+                "clients": 1,
+                "synchronous_commit": "off",
+                "messages_per_s": 1000.0,
+                "ratios": {"pgmbus": 2.0},
+                "server_cpu_us_per_msg": 50.0,
+                "wal_bytes_per_msg": 300.0,
+            },
+            {
+                "path": "pop",
+                "side": "pgmbus",
+                "clients": 1,
+                "synchronous_commit": "off",
+                "messages_per_s": 500.0,
+                "ratios": {"raw": 0.5},
+                "server_cpu_us_per_msg": 99.0,
+                "wal_bytes_per_msg": 340.0,
+            },
+            {"path": "pop", "side": "pgmq", "skipped": "no --pgmq-sql"},
+        ]
+    }
+    text = report.markdown(data)
+    assert "| 1 | off | raw | 1,000 |  | 0.50 | 50.0 | 300 |" in text
+    assert "| 1 | off | pgmbus | 500 | 0.50 |  | 99.0 | 340 |" in text
+    assert "skipped: no --pgmq-sql" in text

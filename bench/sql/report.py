@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from itertools import groupby
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -50,3 +51,33 @@ def render(report: SqlReport, console: Console | None = None) -> None:
                 f"{row.latency_ms:.2f}",
             )
         console.print(table)
+
+
+def markdown(data: dict[str, Any]) -> str:
+    """A report's JSON (``SqlReport.as_dict()``) as one Markdown table per path."""
+    lines: list[str] = []
+    rows = data["rows"]
+    for path in dict.fromkeys(r["path"] for r in rows):
+        mine = [r for r in rows if r["path"] == path]
+        lines += [
+            f"**{path}**",
+            "",
+            "| clients | sync commit | side | msg/s | ÷ raw | pgmbus ÷ side "
+            "| server CPU µs/msg | WAL B/msg |",
+            "|---|---|---|---:|---:|---:|---:|---:|",
+        ]
+        for r in mine:
+            if "skipped" in r:
+                lines.append(f"| | | {r['side']} | skipped: {r['skipped']} | | | | |")
+                continue
+            vs_raw = r["ratios"].get("raw")
+            vs_mbus = r["ratios"].get("pgmbus")
+            lines.append(
+                f"| {r['clients']} | {r['synchronous_commit']} | {r['side']} "
+                f"| {r['messages_per_s']:,.0f} | {f'{vs_raw:.2f}' if vs_raw else ''} "
+                f"| {f'{1 / vs_mbus:.2f}' if vs_mbus else ''} "
+                f"| {r['server_cpu_us_per_msg']:.1f} | {r['wal_bytes_per_msg']:.0f} |"
+                + (" (drained)" if r.get("drained") else "")
+            )
+        lines.append("")
+    return "\n".join(lines)
