@@ -262,6 +262,7 @@ class Runner:
         ] or [1]
         modes = [m for m in path.sync if self.opts.sync is None or m in self.opts.sync]
         modes = modes or list(path.sync[:1])  # a path measured in one mode only keeps it
+        failed: dict[str, str] = {}
         try:
             for clients in clients_list:
                 for sync in modes:
@@ -269,7 +270,15 @@ class Runner:
                     for r in range(self.opts.rounds):
                         order = states if r % 2 == 0 else list(reversed(states))
                         for st in order:
-                            sample = self._run_once(path, st, clients, sync)
+                            if st.side.name in failed:
+                                continue
+                            try:
+                                sample = self._run_once(path, st, clients, sync)
+                            except pgbench.PgbenchError as exc:
+                                # one side's failure is its row's, not the whole report's
+                                failed[st.side.name] = str(exc).splitlines()[0]
+                                self.progress(f"{path.name}/{st.side.name}: FAILED {exc}")
+                                continue
                             got[st.side.name].append(sample)
                             self.progress(
                                 f"{path.name} c={clients} sync={'on' if sync else 'off'} "
@@ -287,6 +296,7 @@ class Runner:
                             clients,
                             sync,
                             st.side.note,
+                            skipped=None if got[st.side.name] else failed.get(st.side.name),
                             samples=got[st.side.name],
                         )
                         for st in states
