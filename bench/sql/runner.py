@@ -66,7 +66,7 @@ class Row:
     def cpu_us_per_msg(self) -> float:
         return (
             statistics.median(s.cpu_seconds * 1e6 / s.messages for s in self.samples if s.messages)
-            if self.samples
+            if any(s.messages for s in self.samples)
             else 0.0
         )
 
@@ -74,7 +74,7 @@ class Row:
     def wal_bytes_per_msg(self) -> float:
         return (
             statistics.median(s.wal_bytes / s.messages for s in self.samples if s.messages)
-            if self.samples
+            if any(s.messages for s in self.samples)
             else 0.0
         )
 

@@ -8,6 +8,8 @@ WITH c AS (
           AND (claimed_until IS NULL OR claimed_until <= now())
         ORDER BY run_at, id LIMIT 100 FOR UPDATE SKIP LOCKED))
     RETURNING id, url, context)
-SELECT array_agg(id) AS ids, array_agg(url) AS urls, array_agg(context) AS contexts FROM c
+SELECT coalesce(array_agg(id), '{}') AS ids, array_agg(url) AS urls,
+       array_agg(context) AS contexts
+FROM c
 \gset got_
 UPDATE raw_timers SET status = 'notified', claimed_until = NULL WHERE id = ANY (:got_ids::bigint[]);

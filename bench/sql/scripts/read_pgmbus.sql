@@ -3,4 +3,4 @@
 -- the cursor is committed only when rows came back.
 WITH r AS MATERIALIZED (SELECT * FROM mbus.read_next('bench', 1000)),
      c AS (SELECT mbus.commit('bench', min(r.cursor)) FROM r HAVING count(*) > 0)
-SELECT r.id, r.payload FROM r LEFT JOIN (SELECT count(*) AS n FROM c) AS x ON true;
+SELECT r.id, r.payload, x.n FROM r CROSS JOIN (SELECT count(*) AS n FROM c) AS x;
