@@ -66,6 +66,6 @@ PATHS: tuple[PathSpec, ...] = (
         ),
         sync=(True,),
         max_clients=1,
-        guess_per_client=300_000,
+        guess_per_client=700_000,
     ),
 )
