@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from psycopg.conninfo import make_conninfo
 from rich.console import Console
 from rich.table import Table
 
 from bench import harness
+from bench.sql.model import Options
+from bench.sql.report import render
 from pgmbus.dsn import resolve_dsn
 
 
@@ -26,6 +30,13 @@ def main(argv: list[str] | None = None) -> int:
         help="rounds per side (median of these; default 5, or the scenario's default_rounds)",
     )
     parser.add_argument("--json", type=Path, help="also write the JSON report to this file")
+    sql = parser.add_argument_group("pgbench scenarios (sql_*)")
+    sql.add_argument("--clients", default="1,4,8", help="pgbench client counts (default 1,4,8)")
+    sql.add_argument("--seconds", type=float, default=5.0, help="seconds per pgbench run")
+    sql.add_argument("--transactions", type=int, help="pgbench -t per client instead of -T")
+    sql.add_argument("--sync", help="on, off or on,off (default: each path's own modes)")
+    sql.add_argument("--paths", help="comma-separated paths to run (default: all)")
+    sql.add_argument("--pgmq-sql", type=Path, help="PGMQ's install script (pgmq.sql); else skipped")
     args = parser.parse_args(argv)
 
     console = Console(stderr=True)
@@ -34,10 +45,23 @@ def main(argv: list[str] | None = None) -> int:
             module = harness.load(name)
             print(f"{name:24} {module.goal}")
         return 0
+    modules = [harness.load(name) for name in args.scenarios]
+    sql_reports = [
+        m.run_report(_sql_options(args), console.print) for m in modules if _is_pgbench(m)
+    ]
+    for report in sql_reports:
+        render(report)
+    modules = [m for m in modules if not _is_pgbench(m)]
+    if not modules:
+        text = json.dumps([r.as_dict() for r in sql_reports], indent=2)
+        print(text)
+        if args.json:
+            args.json.write_text(text)
+        return 0
     admin_dsn = make_conninfo(resolve_dsn(args.dsn), dbname="postgres")
     reports = []
-    for name in args.scenarios:
-        module = harness.load(name)
+    for module in modules:
+        name = module.name
         size = args.size or module.default_size
         rounds = args.rounds or getattr(module, "default_rounds", 5)
         console.print(f"[bold]{name}[/]: {module.goal} (size {size}, {rounds} rounds)")
@@ -57,10 +81,33 @@ def main(argv: list[str] | None = None) -> int:
         )
     Console().print(table)
     text = harness.to_json(reports)
+    if sql_reports:
+        text = json.dumps(
+            json.loads(text) + [r.as_dict() for r in sql_reports], indent=2
+        )
     print(text)
     if args.json:
         args.json.write_text(text)
     return 0
+
+
+def _is_pgbench(module: Any) -> bool:
+    return bool(getattr(module, "pgbench", False))
+
+
+def _sql_options(args: argparse.Namespace) -> Options:
+    sync = None
+    if args.sync:
+        sync = tuple({"on": True, "off": False}[s.strip()] for s in args.sync.split(","))
+    return Options(
+        clients=tuple(int(c) for c in args.clients.split(",")),
+        sync=sync,
+        rounds=args.rounds or 3,
+        seconds=args.seconds,
+        transactions=args.transactions,
+        paths=tuple(p.strip() for p in args.paths.split(",")) if args.paths else None,
+        pgmq_sql=args.pgmq_sql,
+    )
 
 
 if __name__ == "__main__":

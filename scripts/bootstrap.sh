@@ -3,6 +3,7 @@
 # present) and a virtualenv in .venv with pgmbus installed in editable mode with its extras, at
 # the exact versions of constraints.txt (pyproject.toml holds the ranges).
 # Idempotent: a second run only checks. Usage: scripts/bootstrap.sh [extras, default "test"]
+# "bench" also installs the Debian packages the pgbench scenarios measure against (PgQ).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-test}"
@@ -41,6 +42,16 @@ if [[ "$extras" == *test* ]] && ! command -v chromium >/dev/null 2>&1 &&
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null 2>&1 ||
         echo "bootstrap: could not install chromium; the dashboard browser tests will skip" >&2
+fi
+
+# The pgbench scenarios (python -m bench sql_streams) compare with PgQ; only in bench mode.
+if [ "$extras" = "bench" ] && [ ! -f /usr/share/postgresql/15/extension/pgq.control ] &&
+    command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing Debian's postgresql-15-pgq3 (PgQ, a sql_streams peer)" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql-15-pgq3 \
+        >/dev/null 2>&1 || echo "bootstrap: could not install it; PgQ rows will be skipped" >&2
 fi
 
 python=""

@@ -64,9 +64,12 @@ BEGIN
             v_vt := 'infinity';
         END IF;
     END IF;
-    -- Deliveries that will wait long go to the parking segment 0 (never truncated).
+    -- Deliveries that will wait long go to the parking segment 0 (never truncated). The
+    -- current segment is looked up inline: mbus.segment_of (the column default) has SET
+    -- search_path, so it is never inlined and cost ~85 us of CPU per post (pgbench profile).
     v_seg := CASE WHEN v_vt > t.added + interval '1 minute' THEN 0
-                  ELSE mbus.segment_of('golden') END;
+                  ELSE coalesce((SELECT s.cur FROM mbus.queue_segment AS s WHERE s.qname = 'golden'),
+                                1::smallint) END;
     -- Selectors, all in one block; when one raises, each again in its own: the copy of a
     -- consumer or trigger whose selector raised goes to mbus.dmq, the others are delivered.
     BEGIN

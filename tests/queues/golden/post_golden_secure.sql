@@ -64,9 +64,12 @@ BEGIN
             v_vt := 'infinity';
         END IF;
     END IF;
-    -- Deliveries that will wait long go to the parking segment 0 (never truncated).
+    -- Deliveries that will wait long go to the parking segment 0 (never truncated). The
+    -- current segment is looked up inline: mbus.segment_of (the column default) has SET
+    -- search_path, so it is never inlined and cost ~85 us of CPU per post (pgbench profile).
     v_seg := CASE WHEN v_vt > t.added + interval '1 minute' THEN 0
-                  ELSE mbus.segment_of('golden_secure') END;
+                  ELSE coalesce((SELECT s.cur FROM mbus.queue_segment AS s WHERE s.qname = 'golden_secure'),
+                                1::smallint) END;
      INSERT INTO mbus.q_golden_secure (c, vt, id, iid, added, delayed_until, expires, headers, properties, data,
                            consume_after, seg)
         VALUES (4, v_vt, t.id, v_iid, t.added, t.delayed_until,

@@ -36,7 +36,8 @@ BEGIN
     v_h := jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db,
                               'destination', 'golden', 'enqueue_time', v_now);
     v_seg := CASE WHEN delayed_until > v_now + interval '1 minute' THEN 0
-                  ELSE mbus.segment_of('golden') END;
+                  ELSE coalesce((SELECT s.cur FROM mbus.queue_segment AS s WHERE s.qname = 'golden'),
+                                1::smallint) END;
     IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = 'golden') THEN
         PERFORM pg_notify('mbus_q_golden', 'golden');
     END IF;

@@ -38,7 +38,8 @@ BEGIN
     v_h := jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db,
                               'destination', 'golden_secure', 'enqueue_time', v_now);
     v_seg := CASE WHEN delayed_until > v_now + interval '1 minute' THEN 0
-                  ELSE mbus.segment_of('golden_secure') END;
+                  ELSE coalesce((SELECT s.cur FROM mbus.queue_segment AS s WHERE s.qname = 'golden_secure'),
+                                1::smallint) END;
     IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = 'golden_secure') THEN
         PERFORM pg_notify('mbus_q_golden_secure', 'golden_secure');
     END IF;

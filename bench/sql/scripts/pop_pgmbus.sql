@@ -1,0 +1,2 @@
+-- consume 1 message per transaction: pgmbus (the consumer's generated consume function)
+SELECT * FROM mbus.consume_bench_by_default();

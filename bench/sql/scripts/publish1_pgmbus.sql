@@ -1,0 +1,2 @@
+-- publish 1 event per transaction: pgmbus
+SELECT mbus.publish('bench', :payload::jsonb);
