@@ -45,6 +45,19 @@ def known(ops_dsn: str) -> Iterator[tuple[Service, dict[str, object]]]:
         stop()
 
 
+def test_selector_errors_are_exported(known: tuple[Service, dict[str, object]]) -> None:
+    """A selector that raises on a message counts against its consumer (issue 12, item 4)."""
+    svc, _ = known
+    svc.sql("SELECT mbus.create_queue('picky', 1)")
+    svc.sql("SELECT mbus.create_consumer('picky', 'strict', $$(t.data->>'n')::int > 0$$)")
+    svc.sql("""SELECT mbus.post_picky('{"n": "not a number"}')""")
+    svc.sql("""SELECT mbus.post_picky('{"n": 5}')""")
+    m = scrape(svc.base + "/metrics")
+    assert get(m, "pgmbus_queue_selector_errors", queue="picky", consumer="strict") == 1
+    assert get(m, "pgmbus_queue_selector_errors", queue="picky", consumer="default") == 0
+    assert get(m, "pgmbus_queue_consumer_dead_messages", queue="picky", consumer="strict") == 1
+
+
 def test_metrics_equal_sql(known: tuple[Service, dict[str, object]]) -> None:
     svc, _ = known
     m = scrape(svc.base + "/metrics")

@@ -29,9 +29,10 @@ def bridge_cmd(
     ] = False,
 ) -> None:
     """Move the messages of this database's routes to the linked databases (exactly once)."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     # checked first: a bad DSN or a missing schema fails at once, in one line
-    mover = Bridge(database(dsn), routes=route, batch=batch, poll=poll)
+    target = database(dsn)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    mover = Bridge(target, routes=route, batch=batch, poll=poll)
     if once:
         try:
             moved = mover.drain()

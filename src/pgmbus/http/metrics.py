@@ -42,6 +42,10 @@ _QUEUE_GAUGES = {
         "pgmbus_queue_consumer_dead_messages",
         "Dead messages of the queue that name this consumer.",
     ),
+    "selector_errors": (
+        "pgmbus_queue_selector_errors",
+        "Copies for this consumer sent to the dead-message queue because its selector raised.",
+    ),
 }
 _GROUP_GAUGES = {
     "pending": ("pgmbus_stream_group_pending_events", "Committed events the slot has not read."),

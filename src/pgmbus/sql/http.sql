@@ -101,7 +101,8 @@ SELECT jsonb_build_object(
     'queues', (SELECT coalesce(jsonb_agg(jsonb_build_object(
                    'queue', s.qname, 'consumer', s.cname, 'depth', s.depth, 'ready', s.ready,
                    'delayed', s.delayed, 'leased', s.leased, 'expired', s.expired,
-                   'oldest_age', coalesce(extract(epoch FROM s.oldest_age), 0), 'dmq', s.dmq)
+                   'oldest_age', coalesce(extract(epoch FROM s.oldest_age), 0), 'dmq', s.dmq,
+                   'selector_errors', s.selector_errors)
                    ORDER BY s.qname, s.cname), '[]')
                FROM mbus.queue_stats() AS s),
     'dmq', (SELECT coalesce(jsonb_agg(jsonb_build_object('queue', d.qname, 'messages', d.n)
