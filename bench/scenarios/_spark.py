@@ -112,11 +112,12 @@ def postmaster_pid(dsn: str) -> int:
 
     with psycopg.connect(dsn) as conn:
         row = conn.execute("SELECT pg_backend_pid()").fetchone()
-    assert row is not None
-    try:
-        fields = Path(f"/proc/{row[0]}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return -1  # a remote server: its CPU is not counted
+        assert row is not None
+        # read while the backend lives: once the connection closes, its /proc entry goes
+        try:
+            fields = Path(f"/proc/{row[0]}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return -1  # a remote server: its CPU is not counted
     return int(fields[1])
 
 

@@ -162,7 +162,8 @@ def server_pids(dsn: str) -> list[int]:
     """The postmaster of ``dsn``'s server and all its children (backends, walwriter...)."""
     with psycopg.connect(dsn) as conn:
         backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]  # type: ignore[index]
-    postmaster = _parent_of(backend)
+        # read while the backend lives: once the connection closes, its /proc entry goes
+        postmaster = _parent_of(backend)
     pids = [postmaster]
     for entry in os.listdir("/proc"):
         if entry.isdigit():
