@@ -50,8 +50,23 @@ def _activity(dsn: str) -> None:
                   "and 2,000 order events from 3 days ago")
 
 
+def _home(dsn: str) -> Path:
+    """The demo's Spark files (checkpoints, archive) for this cluster and database.
+
+    Checkpoints name offsets of consumer groups in one database: a run against another
+    cluster (after `pgmbus dev destroy`) must not resume from them.
+    """
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT system_identifier::text || '-' || current_database() FROM pg_control_system()"
+        ).fetchone()
+    assert row is not None
+    return HOME / str(row[0])
+
+
 def run(dsn: str) -> None:
     started = time.monotonic()
+    home = _home(dsn)
     _activity(dsn)
     from pyspark.sql import functions as F
 
@@ -80,7 +95,7 @@ def run(dsn: str) -> None:
 
     console.print("[bold]pipeline stats[/]: captured edits -> mbus.stats_* (exactly once)")
     job = StatsJob(dsn, table="public.demo_spark_edits", group="spark_demo_stats",
-                   checkpoint=str(HOME / "stats-checkpoint"))
+                   checkpoint=str(home / "stats-checkpoint"))
     report = job.run(spark)
     console.print(f"  processed {report.rows} change events in {report.batches} batch(es)")
     with psycopg.connect(dsn) as conn:
@@ -100,7 +115,7 @@ def run(dsn: str) -> None:
         console.print(f"  object {obj}: {edits} edits in the hour from {start:%H:%M}")
 
     console.print("[bold]pipeline archive[/]: events older than 1 day -> Parquet")
-    path = str(HOME / "archive")
+    path = str(home / "archive")
     horizon = dt.datetime.now(dt.UTC) - dt.timedelta(days=1)
     done = archive(spark, dsn, path, before=horizon, topics="demo.orders")
     held = read_archive(spark, path).agg(
