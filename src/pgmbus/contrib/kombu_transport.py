@@ -114,8 +114,8 @@ def connection_errors() -> Iterator[None]:
     try:
         yield
     except DatabaseError as exc:
-        # the SQLSTATE the server raised (named sqlstate_raised before the errors rework)
-        state = getattr(exc, "sqlstate_raised", None) or exc.sqlstate
+        # the SQLSTATE the server raised (pgmbus errors keep it in .sqlstate)
+        state = exc.sqlstate
         if state is not None and state.startswith(_LOST):
             raise psycopg.OperationalError(str(exc)) from exc
         raise
