@@ -217,7 +217,7 @@ def test_top_refreshes_and_stops_cleanly_on_ctrl_c(dsn: str, tmp_path: Path) -> 
             time.sleep(0.6)  # a few refreshes
             assert out.read_text().count("pgmbus top") > first.count("pgmbus top")
             proc.send_signal(signal.SIGINT)
-            assert proc.wait(10) == 0
+            assert proc.wait(30) == 0  # generous: a loaded CI box starves the child
         finally:
             proc.kill()
     assert "Traceback" not in err.read_text()
