@@ -23,7 +23,7 @@ def test_publish_read_commit_at_least_once(service: Service) -> None:
         g = c.get("/v1/streams/groups/billing").json()
         assert g["pending_events"] == 5 and g["lag_s"] >= 0
 
-        first = c.post("/v1/streams/groups/billing/read", json={"max_events": 3}).json()
+        first = c.post("/v1/streams/groups/billing/read", json={"limit": 3}).json()
         assert [e["id"] for e in first["events"]] == ids[:3]
         # the slot is leased: another HTTP reader is refused until commit or lease end
         r = c.post("/v1/streams/groups/billing/read", json={})
@@ -95,11 +95,11 @@ def test_slots_dead_letters_and_lag(service: Service) -> None:
         event_id = b0["events"][0]["id"]
         service.sql("UPDATE mbus.stream_groups SET max_attempts = 1 WHERE name = 'par'")
         service.sql("SELECT mbus.retry_event('par', %s, 'boom')", (event_id,))
-        [dead] = c.get("/v1/streams/groups/par/dead-letters").json()
+        [dead] = c.get("/v1/streams/groups/par/dmq").json()
         assert (dead["event_id"], dead["last_error"]) == (event_id, "boom")
-        r = c.post(f"/v1/streams/groups/par/dead-letters/{event_id}/replay")
+        r = c.post(f"/v1/streams/groups/par/dmq/{event_id}/replay")
         assert r.status_code == 204
-        assert c.get("/v1/streams/groups/par/dead-letters").json() == []
+        assert c.get("/v1/streams/groups/par/dmq").json() == []
         assert c.get("/v1/streams/groups/par").json()["retries"] == 1
 
 
@@ -138,7 +138,7 @@ def test_concurrent_http_readers_get_one_lease(service: Service) -> None:
 
     def read(_: int) -> tuple[int, int]:
         with service.client() as c:
-            r = c.post("/v1/streams/groups/race/read", json={"max_events": 100})
+            r = c.post("/v1/streams/groups/race/read", json={"limit": 100})
             return r.status_code, len(r.json().get("events", []))
 
     with ThreadPoolExecutor(8) as pool:
