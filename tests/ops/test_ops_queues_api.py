@@ -61,6 +61,13 @@ def test_lease_ack_nack_extend_bury(service: Service) -> None:
         again = c.post("/v1/queues/jobs/lease", json={"limit": 10}).json()["messages"]
         assert [m["data"]["n"] for m in again] == [1]  # the nacked one; 2 is still leased
         assert again[0]["attempts"] == 2
+        # amount is the old spelling of limit (still accepted); both at once is refused
+        c.post("/v1/queues/jobs/messages", json={"data": {"n": 5}})
+        c.post("/v1/queues/jobs/messages", json={"data": {"n": 6}})
+        old = c.post("/v1/queues/jobs/lease", json={"amount": 1}).json()["messages"]
+        assert [m["data"]["n"] for m in old] == [5]
+        both = c.post("/v1/queues/jobs/lease", json={"amount": 1, "limit": 1})
+        assert both.status_code == 422 and "amount" in _error(both)["message"]
 
 
 def test_dmq_browse_replay_delete(service: Service) -> None:
