@@ -42,7 +42,7 @@ def run(dsn: str) -> None:
             (m,) = bus.consume("demo_orders", conn=conn)
             conn.commit()
             show("claimed and committed", f"{m.data}, headers {m.headers}")
-        big = bus.consume("demo_orders", "demo_big", amount=10)
+        big = bus.consume("demo_orders", "demo_big", limit=10)
         show("demo_big got only its matches", [x.data for x in big])
 
         # Lease style: a failing message is retried, then buried in the dmq with its reason.
@@ -53,7 +53,7 @@ def run(dsn: str) -> None:
         show("replayed", bus.dmq_replay(dead[0].dmq_id))
 
         # Wake-up: a consumer blocked in consume() is woken by the post's NOTIFY.
-        bus.consume("demo_orders", amount=100)
+        bus.consume("demo_orders", limit=100)
 
         def post_later() -> None:
             time.sleep(0.5)
@@ -62,7 +62,7 @@ def run(dsn: str) -> None:
 
         threading.Thread(target=post_later).start()
         started = time.monotonic()
-        (woken,) = bus.consume("demo_orders", timeout=10)
+        (woken,) = bus.consume("demo_orders", wait=10)
         waited = time.monotonic() - started
         show("blocking consume woke for", f"{woken.data} after {waited:.2f}s (post at 0.50s)")
 
@@ -74,8 +74,8 @@ def run(dsn: str) -> None:
             )
         bus.post_batch("demo_orders", [{"order": 200 + i, "pad": "x" * 200} for i in range(60)])
         show("rotate (segment full)", bus.rotate("demo_orders"))
-        bus.consume("demo_orders", amount=1000)
-        bus.consume("demo_orders", "demo_big", amount=1000)
+        bus.consume("demo_orders", limit=1000)
+        bus.consume("demo_orders", "demo_big", limit=1000)
         show("rotate (old segment drained)", bus.rotate("demo_orders"))
 
         bus.post("demo_orders", {"order": 100, "amount": 500})

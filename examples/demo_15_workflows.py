@@ -52,7 +52,7 @@ def run(dsn: str) -> None:
 
         def responder() -> None:
             with Bus(dsn, poll_interval=0.2) as other:
-                for m in other.consume("demo_calc", timeout=10):
+                for m in other.consume("demo_calc", wait=10):
                     other.reply(m, {"sum": m.data["a"] + m.data["b"]})
 
         t = threading.Thread(target=responder)

@@ -89,7 +89,7 @@ def run(dsn: str) -> None:
                 streams.retry_event(conn, "demo_retry", e.id, error="cannot parse again")
         assert b.cursor
         streams.commit(conn, "demo_retry", b.cursor)
-        dead = [d["event_id"] for d in streams.dead_letters(conn, "demo_retry")]
+        dead = [d["event_id"] for d in streams.dmq(conn, "demo_retry")]
         console.print(f"   batch {ids} committed; dead letters: {dead}")
 
         console.print("[bold]4. Groups and maintenance[/]")

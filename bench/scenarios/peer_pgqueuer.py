@@ -1,7 +1,7 @@
 """The same post + consume work through PgQueuer (PyPI, the ``bench`` extra), same server and run.
 
 Work: post ``size`` messages one per transaction from one producer, then drain them with one
-consumer taking batches of 10. Candidate: ``AsyncBus.post`` and ``AsyncBus.consume(amount=10)``
+consumer taking batches of 10. Candidate: ``AsyncBus.post`` and ``AsyncBus.consume(limit=10)``
 inside a transaction per batch (a message is gone exactly when its batch commits). Baseline:
 ``Queries.enqueue`` and a ``QueueManager`` in drain mode with ``batch_size=10`` and a no-op
 entrypoint. The goal is the candidate at >= 2x PgQueuer.
@@ -48,7 +48,7 @@ async def _pgmbus(dsn: str, size: int) -> float:
         got = 0
         async with await psycopg.AsyncConnection.connect(dsn) as conn:
             while got < size:
-                batch = await bus.consume("peer", amount=10, conn=conn)
+                batch = await bus.consume("peer", limit=10, conn=conn)
                 await conn.commit()
                 got += len(batch)
         return time.perf_counter() - start

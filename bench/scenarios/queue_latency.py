@@ -1,6 +1,6 @@
 """Post-commit to consumer-receipt latency at a steady 500 messages/s.
 
-Candidate: a ``Bus.consume(timeout=...)`` loop that sleeps on LISTEN and is woken by the post's
+Candidate: a ``Bus.consume(wait=...)`` loop that sleeps on LISTEN and is woken by the post's
 NOTIFY (the poll interval is 1 s, so a wake-up that failed would show as ~1 s latency).
 Baseline: a raw table polled every 100 ms (what polling queues do). ``extra`` carries p50/p99
 in milliseconds; the rate is the delivered messages/s (both keep up, so the ratio is ~1).
@@ -77,7 +77,7 @@ def candidate(dsn: str, size: int) -> Measurement:
             conn.execute("SELECT mbus.post_lat(%s)", (Jsonb({"n": n}),))
 
         def receive() -> list[int]:
-            return [m.data["n"] for m in bus.consume("lat", amount=50, timeout=1.0)]
+            return [m.data["n"] for m in bus.consume("lat", limit=50, wait=1.0)]
 
         return _run(dsn, size, post, receive)
 

@@ -53,7 +53,7 @@ def _drain(dsn: str, size: int, *, sync: bool) -> Measurement:
         def drain() -> None:
             nonlocal got
             while True:
-                batch = streams.read_next(conn, "bench", max_events=BATCH)
+                batch = streams.read_next(conn, "bench", limit=BATCH)
                 if not batch:
                     conn.commit()
                     return

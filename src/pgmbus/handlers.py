@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pgmbus.renamed import renamed_keywords
+
 if TYPE_CHECKING:
     from pgmbus.queues.model import Message
 
@@ -211,12 +213,13 @@ class Handlers:
 
         return declare
 
+    @renamed_keywords(max_events="batch")
     def stream_handler(
         self,
         group: str,
         *,
         slots: Iterable[int] | None = None,
-        max_events: int = 100,
+        batch: int = 100,
         subscriptions: bool = False,
         idle_wait: float = 1.0,
     ) -> Callable[[F], F]:
@@ -234,8 +237,8 @@ class Handlers:
         slots:
             For a slotted group, the slots this process consumes, one thread each (None: the
             group is not slotted).
-        max_events:
-            Batch size.
+        batch:
+            Events read per batch (``max_events`` is the deprecated spelling).
         subscriptions:
             Read with ``read_subscriptions`` (events carry ``subscription_ids``).
         idle_wait:
@@ -253,7 +256,7 @@ class Handlers:
                     fn=fn,
                     group=group,
                     slots=chosen,
-                    max_events=max_events,
+                    max_events=batch,
                     subscriptions=subscriptions,
                     idle_wait=idle_wait,
                 )

@@ -214,7 +214,7 @@ def _dead(dsn: str, queue: str) -> list[str]:
 
 def _stream_dead(dsn: str) -> list[str]:
     with psycopg.connect(dsn) as conn:
-        return [str(r["payload"]["v"]) for r in streams.dead_letters(conn, GROUP)]
+        return [str(r["payload"]["v"]) for r in streams.dmq(conn, GROUP)]
 
 
 def _queue_depth(dsn: str, queue: str) -> int:

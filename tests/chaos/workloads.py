@@ -176,7 +176,7 @@ class TxQueueConsumer(Workload):
                 try:
                     with psycopg.connect(self.dsn) as conn:
                         while not self.stop_event.is_set():
-                            got = bus.consume(self.queue, amount=self.batch, timeout=0.5, conn=conn)
+                            got = bus.consume(self.queue, limit=self.batch, wait=0.5, conn=conn)
                             for m in got:
                                 conn.execute(INSERT_RESULT, (self.workload, m.data["v"], str(m.id)))
                             conn.commit()
@@ -302,7 +302,7 @@ class StreamGroupWorker(Workload):
         def handler(conn: psycopg.Connection[Any], event: streams.Event) -> None:
             conn.execute(INSERT_RESULT, (self.workload, event.payload["v"], str(event.id)))
 
-        self.worker = StreamWorker(dsn, group, handler, max_events=50, maintain_every=None)
+        self.worker = StreamWorker(dsn, group, handler, batch=50, maintain_every=None)
 
     def body(self) -> None:
         self.worker.run(stop=self.stop_event.is_set, idle_wait=0.5, backoff=Backoff(cap=1.0))

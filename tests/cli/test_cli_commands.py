@@ -127,7 +127,9 @@ def test_one_vocabulary_with_the_old_spellings_as_hidden_aliases(dsn: str) -> No
     assert not re.search(r"│ consumer\s", queue_help)
     streams_help = run("streams", "--help").stdout
     assert "dmq-replay" in streams_help and "dead-letters" not in streams_help
-    assert "--max" in run("queue", "consume", "--help").stdout
+    consume_help = run("queue", "consume", "--help").stdout
+    assert "--limit" in consume_help and "--amount" not in consume_help
+    assert "--max-events" not in run("streams", "read", "--help").stdout
     # the old spellings still work
     assert run("queue", "consumer", "q", "old", "--dsn", dsn).exit_code == 0
     assert run("queue", "drop-consumer", "q", "old", "--dsn", dsn).exit_code == 0
@@ -137,16 +139,25 @@ def test_one_vocabulary_with_the_old_spellings_as_hidden_aliases(dsn: str) -> No
         run("queue", "post", "q", '{"k": 1}', "--dsn", dsn)
     old = run("queue", "consume", "q", "--amount", "2", "--dsn", dsn)
     assert len(old.stdout.splitlines()) == 2
-    new = run("queue", "consume", "q", "--max", "5", "--dsn", dsn)
-    assert len(new.stdout.splitlines()) == 1
+    run("queue", "post", "q", '{"k": 2}', "--dsn", dsn)
+    older = run("queue", "consume", "q", "--max", "5", "--dsn", dsn)
+    assert len(older.stdout.splitlines()) == 2
+    new = run("queue", "consume", "q", "--limit", "5", "--dsn", dsn)
+    assert new.exit_code == 0 and "no message" in new.output and "iid" not in new.output
     assert json.loads(run("streams", "dead-letters", "g", "--dsn", dsn).stdout) == []
     read = run("streams", "read", "g", "--max-events", "1", "--dsn", dsn)
     assert read.exit_code == 0 and len(read.stdout.splitlines()) == 1
+    read = run("streams", "read", "g", "--max", "1", "--dsn", dsn)
+    assert read.exit_code == 0 and len(read.stdout.splitlines()) == 1
 
 
-def test_post_with_delay_or_at(dsn: str) -> None:
+def test_post_with_delay_or_delayed_until(dsn: str) -> None:
     run("queue", "create", "later", "--dsn", dsn)
-    for when in (["--at", "2999-01-01T00:00:00"], ["--delay", "3600"], ["--at", "2000-01-01"]):
+    for when in (
+        ["--delayed-until", "2999-01-01T00:00:00"],
+        ["--delay", "3600"],
+        ["--at", "2000-01-01"],  # the short spelling of --delayed-until
+    ):
         assert run("queue", "post", "later", "{}", *when, "--dsn", dsn).exit_code == 0
     [row] = json.loads(run("queue", "stats", "later", "--json", "--dsn", dsn).stdout)
     assert (row["delayed"], row["ready"]) == (2, 1)

@@ -60,7 +60,7 @@ def state(dsn: str) -> tuple[list[str], list[dict[str, object]]]:
     with psycopg.connect(dsn) as conn:
         items = [r[0] for r in conn.execute("SELECT item FROM orders ORDER BY id").fetchall()]
     with Bus(dsn) as bus:
-        messages = [m.data for m in bus.consume("orders", amount=10)]
+        messages = [m.data for m in bus.consume("orders", limit=10)]
     return items, messages
 
 

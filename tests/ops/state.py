@@ -23,10 +23,10 @@ def build(dsn: str) -> dict[str, Any]:
         bus.create_queue("mail")
         bus.post_batch("orders", [{"n": i} for i in range(5)])
         bus.post("orders", {"n": 99}, delayed_until=now + timedelta(hours=1))
-        leased = bus.lease("orders", amount=2, lease=600)
+        leased = bus.lease("orders", limit=2, lease=600)
         bus.bury(leased[0], "card declined")
         bus.post_batch("mail", [{"to": f"u{i}@example.org"} for i in range(3)])
-        [m] = bus.lease("mail", amount=1, lease=600)
+        [m] = bus.lease("mail", limit=1, lease=600)
         bus.bury(m, "smtp 550 mailbox unavailable")
         for q in ("trip_rooms", "trip_undo_rooms", "trip_tickets"):
             bus.create_queue(q)

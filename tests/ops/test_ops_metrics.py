@@ -94,11 +94,11 @@ def test_metrics_equal_sql(known: tuple[Service, dict[str, object]]) -> None:
     ):
         assert get(m, "pgmbus_stream_group_pending_events", group=group, slot=str(slot)) == pending
         assert get(m, "pgmbus_stream_group_retries", group=group) == retries
-        assert get(m, "pgmbus_stream_group_dead_letters", group=group) == dead
+        assert get(m, "pgmbus_stream_group_dead_messages", group=group) == dead
     assert get(m, "pgmbus_stream_group_pending_events", group="billing", slot="0") == 6
     assert get(m, "pgmbus_stream_group_lag_seconds", group="billing", slot="0") > 0
     assert get(m, "pgmbus_stream_group_retries", group="billing") == 1
-    assert get(m, "pgmbus_stream_group_dead_letters", group="billing") == 1
+    assert get(m, "pgmbus_stream_group_dead_messages", group="billing") == 1
     search = [
         get(m, "pgmbus_stream_group_pending_events", group="search", slot=s) for s in ("0", "1")
     ]
@@ -150,7 +150,7 @@ def test_metrics_follow_changes_and_need_a_key_when_private(ops_dsn: str) -> Non
             c.post("/v1/queues/q/messages/batch", json={"messages": [{"data": {}}] * 7})
             first = c.get("/metrics").text
             assert 'pgmbus_queue_ready{consumer="default",queue="q"} 7.0' in first
-            c.post("/v1/queues/q/lease", json={"amount": 3})
+            c.post("/v1/queues/q/lease", json={"limit": 3})
             second = c.get("/metrics").text
             assert 'pgmbus_queue_ready{consumer="default",queue="q"} 4.0' in second
             assert 'pgmbus_queue_leased{consumer="default",queue="q"} 3.0' in second

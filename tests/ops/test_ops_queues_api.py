@@ -43,7 +43,7 @@ def test_lease_ack_nack_extend_bury(service: Service) -> None:
             "/v1/queues/jobs/messages/batch",
             json={"messages": [{"data": {"n": i}} for i in range(4)]},
         )
-        r = c.post("/v1/queues/jobs/lease", json={"amount": 4, "lease_s": 60})
+        r = c.post("/v1/queues/jobs/lease", json={"limit": 4, "lease_s": 60})
         msgs = r.json()["messages"]
         assert [m["data"]["n"] for m in msgs] == [0, 1, 2, 3]
         assert all(m["token"] and m["attempts"] == 1 for m in msgs)
@@ -58,9 +58,16 @@ def test_lease_ack_nack_extend_bury(service: Service) -> None:
         assert r.status_code == 200, r.text
         dead = r.json()
         assert (dead["qname"], dead["reason"], dead["data"]) == ("jobs", "bad", {"n": 3})
-        again = c.post("/v1/queues/jobs/lease", json={"amount": 10}).json()["messages"]
+        again = c.post("/v1/queues/jobs/lease", json={"limit": 10}).json()["messages"]
         assert [m["data"]["n"] for m in again] == [1]  # the nacked one; 2 is still leased
         assert again[0]["attempts"] == 2
+        # amount is the old spelling of limit (still accepted); both at once is refused
+        c.post("/v1/queues/jobs/messages", json={"data": {"n": 5}})
+        c.post("/v1/queues/jobs/messages", json={"data": {"n": 6}})
+        old = c.post("/v1/queues/jobs/lease", json={"amount": 1}).json()["messages"]
+        assert [m["data"]["n"] for m in old] == [5]
+        both = c.post("/v1/queues/jobs/lease", json={"amount": 1, "limit": 1})
+        assert both.status_code == 422 and "amount" in _error(both)["message"]
 
 
 def test_dmq_browse_replay_delete(service: Service) -> None:
@@ -70,7 +77,7 @@ def test_dmq_browse_replay_delete(service: Service) -> None:
             "/v1/queues/mail/messages/batch",
             json={"messages": [{"data": {"n": 1}}, {"data": {"n": 2}}]},
         )
-        for m in c.post("/v1/queues/mail/lease", json={"amount": 2}).json()["messages"]:
+        for m in c.post("/v1/queues/mail/lease", json={"limit": 2}).json()["messages"]:
             c.post("/v1/queues/mail/bury", json={"token": m["token"], "reason": "smtp down"})
         page = c.get("/v1/queues/mail/dmq").json()
         first, second = page["items"]

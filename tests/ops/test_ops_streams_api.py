@@ -23,7 +23,7 @@ def test_publish_read_commit_at_least_once(service: Service) -> None:
         g = c.get("/v1/streams/groups/billing").json()
         assert g["pending_events"] == 5 and g["lag_s"] >= 0
 
-        first = c.post("/v1/streams/groups/billing/read", json={"max_events": 3}).json()
+        first = c.post("/v1/streams/groups/billing/read", json={"limit": 3}).json()
         assert [e["id"] for e in first["events"]] == ids[:3]
         # the slot is leased: another HTTP reader is refused until commit or lease end
         r = c.post("/v1/streams/groups/billing/read", json={})
@@ -40,13 +40,17 @@ def test_publish_read_commit_at_least_once(service: Service) -> None:
         time.sleep(0.4)
         r = c.post("/v1/streams/groups/billing/commit", json={"token": second["token"]})
         assert r.status_code == 409
-        third = c.post("/v1/streams/groups/billing/read", json={}).json()
-        assert [e["id"] for e in third["events"]] == ids[3:]
+        # max_events: the old spelling of limit, still accepted
+        third = c.post("/v1/streams/groups/billing/read", json={"max_events": 1}).json()
+        assert [e["id"] for e in third["events"]] == ids[3:4]
         r = c.post(
             "/v1/streams/groups/billing/extend", json={"token": third["token"], "lease_s": 60}
         )
         assert r.status_code == 200 and r.json()["lease_until"] > third["lease_until"]
         c.post("/v1/streams/groups/billing/commit", json={"token": third["token"]})
+        rest = c.post("/v1/streams/groups/billing/read", json={"limit": 10}).json()
+        assert [e["id"] for e in rest["events"]] == ids[4:]
+        c.post("/v1/streams/groups/billing/commit", json={"token": rest["token"]})
         empty = c.post("/v1/streams/groups/billing/read", json={}).json()
         assert empty == {"token": None, "lease_until": None, "cursor": None, "events": []}
         assert c.get("/v1/streams/groups/billing").json()["pending_events"] == 0
@@ -95,11 +99,19 @@ def test_slots_dead_letters_and_lag(service: Service) -> None:
         event_id = b0["events"][0]["id"]
         service.sql("UPDATE mbus.stream_groups SET max_attempts = 1 WHERE name = 'par'")
         service.sql("SELECT mbus.retry_event('par', %s, 'boom')", (event_id,))
-        [dead] = c.get("/v1/streams/groups/par/dead-letters").json()
+        [dead] = c.get("/v1/streams/groups/par/dmq").json()
         assert (dead["event_id"], dead["last_error"]) == (event_id, "boom")
-        r = c.post(f"/v1/streams/groups/par/dead-letters/{event_id}/replay")
+        group = c.get("/v1/streams/groups/par").json()
+        assert group["dmq"] == group["dead_letters"] == 1  # dead_letters: the old spelling
+        # the old path (deprecated) answers the same
+        assert c.get("/v1/streams/groups/par/dead-letters").json() == [dead]
+        r = c.post(f"/v1/streams/groups/par/dmq/{event_id}/replay")
         assert r.status_code == 204
-        assert c.get("/v1/streams/groups/par/dead-letters").json() == []
+        assert c.get("/v1/streams/groups/par/dmq").json() == []
+        service.sql("SELECT mbus.retry_event('par', %s, 'boom again')", (event_id,))
+        assert len(c.get("/v1/streams/groups/par/dmq").json()) == 1
+        assert c.post(f"/v1/streams/groups/par/dead-letters/{event_id}/replay").status_code == 204
+        assert c.get("/v1/streams/groups/par/dmq").json() == []
         assert c.get("/v1/streams/groups/par").json()["retries"] == 1
 
 
@@ -138,7 +150,7 @@ def test_concurrent_http_readers_get_one_lease(service: Service) -> None:
 
     def read(_: int) -> tuple[int, int]:
         with service.client() as c:
-            r = c.post("/v1/streams/groups/race/read", json={"max_events": 100})
+            r = c.post("/v1/streams/groups/race/read", json={"limit": 100})
             return r.status_code, len(r.json().get("events", []))
 
     with ThreadPoolExecutor(8) as pool:

@@ -92,7 +92,7 @@ def test_post_joins_callers_transaction(autodb: str) -> None:
         conn.rollback()
         bus.post("jobs", {"n": 2}, conn=conn)
         conn.commit()
-        assert [m.data for m in bus.consume("jobs", amount=5)] == [{"n": 2}]
+        assert [m.data for m in bus.consume("jobs", limit=5)] == [{"n": 2}]
 
 
 def test_consume_in_callers_transaction_rollback_returns(autodb: str) -> None:
@@ -114,9 +114,9 @@ def test_batch_post_and_consume(make_bus: Callable[..., Any]) -> None:
     """A batch post and consumen(amount)."""
     bus = make_bus()
     iids = bus.post_batch("jobs", [{"n": i} for i in range(10)], properties=[{}] * 10)
-    got = bus.consume("jobs", amount=4)
+    got = bus.consume("jobs", limit=4)
     assert [m.iid for m in got] == iids[:4]
-    assert len(bus.consume("jobs", amount=100)) == 6
+    assert len(bus.consume("jobs", limit=100)) == 6
 
 
 def test_blocking_consume_wakes_on_notify(make_bus: Callable[..., Any], autodb: str) -> None:
@@ -130,7 +130,7 @@ def test_blocking_consume_wakes_on_notify(make_bus: Callable[..., Any], autodb: 
 
     threading.Thread(target=later).start()
     started = time.monotonic()
-    got = bus.consume("jobs", timeout=30)
+    got = bus.consume("jobs", wait=30)
     assert [m.data for m in got] == [{"late": 1}]
     assert time.monotonic() - started < 30  # woken, not timed out (poll interval is 60 s)
 
@@ -149,14 +149,14 @@ def test_blocking_consume_falls_back_to_polling(make_bus: Callable[..., Any], au
             )
 
     threading.Thread(target=later).start()
-    got = bus.consume("jobs", timeout=20)
+    got = bus.consume("jobs", wait=20)
     assert [m.data for m in got] == [{"quiet": 1}]
 
 
 def test_blocking_consume_times_out_empty(make_bus: Callable[..., Any]) -> None:
     """A blocking consume returns [] when the timeout passes."""
     bus = make_bus(poll_interval=0.05)
-    assert bus.consume("jobs", timeout=0.2) == []
+    assert bus.consume("jobs", wait=0.2) == []
 
 
 def test_lease_ack_nack_extend_stale(make_bus: Callable[..., Any]) -> None:

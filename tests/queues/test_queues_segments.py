@@ -301,7 +301,7 @@ def test_bus_consumers_keep_the_storage_flat(ac: Conn, autodb: str) -> None:
     with Bus(autodb, rotate_every=0.0) as bus:
         for k in range(3):
             post_many(ac, 200, start=200 * k)
-            got = bus.consume("jobs", amount=1000)
+            got = bus.consume("jobs", limit=1000)
             assert len(got) == 200
         bus.consume("jobs")
         assert bus.rotate("jobs")["current"] in (1, 2, 3)

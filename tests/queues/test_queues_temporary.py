@@ -113,7 +113,7 @@ import sys
 from pgmbus.queues import Bus
 with Bus(sys.argv[1], poll_interval=0.2) as bus:
     for _ in range(2):
-        for m in bus.consume("calc", timeout=30):
+        for m in bus.consume("calc", wait=30):
             bus.reply(m, {"sum": m.data["a"] + m.data["b"]})
 """
 

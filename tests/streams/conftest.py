@@ -35,7 +35,7 @@ def drain(
     seen: list[streams.Event] = []
     while True:
         with conn.transaction():
-            batch = streams.read_next(conn, group, max_events=max_events, slot=slot)
+            batch = streams.read_next(conn, group, limit=max_events, slot=slot)
             if not batch:
                 return seen
             assert batch.cursor is not None

@@ -108,9 +108,9 @@ def test_retries_dead_letters_and_status_rows(db_dsn: str) -> None:
         assert [e.id for e in batch.events] == [eid] and batch.cursor
         assert await aclient.retry_event(conn, "g", eid, error="boom") == "dead"
         await aclient.commit(conn, "g", batch.cursor)
-        dead = await aclient.dead_letters(conn, "g")
+        dead = await aclient.dmq(conn, "g")
         assert [(d["event_id"], d["last_error"]) for d in dead] == [(eid, "boom")]
-        await aclient.replay_dead_letter(conn, "g", eid)
+        await aclient.dmq_replay(conn, "g", eid)
         back = await aclient.read_retries(conn, "g")
         assert [r.id for r in back] == [eid] and back[0].attempts == 0
         await aclient.ack_retry(conn, "g", eid)

@@ -55,7 +55,7 @@ def test_reader_crash_between_read_and_commit_rereads(connect: Connect, db_dsn: 
     ids = streams.publish_batch(setup, "t", [{"i": i} for i in range(10)])
     setup.commit()
     victim = psycopg.connect(db_dsn)
-    batch = streams.read_next(victim, "g", max_events=4)
+    batch = streams.read_next(victim, "g", limit=4)
     assert [e.id for e in batch.events] == ids[:4]
     pid = victim.info.backend_pid
     setup.execute("SELECT pg_terminate_backend(%s)", (pid,))  # dies before commit
@@ -75,7 +75,7 @@ def test_exactly_once_results_committed_with_the_cursor(connect: Connect) -> Non
     while True:
         attempt += 1
         with conn.transaction(force_rollback=attempt % 2 == 1):  # every other try "crashes"
-            batch = streams.read_next(conn, "g", max_events=10)
+            batch = streams.read_next(conn, "g", limit=10)
             if not batch:
                 break
             for e in batch.events:
@@ -293,7 +293,7 @@ def test_read_next_scans_the_index_in_order_even_with_stale_statistics(connect: 
     conn.execute("SET auto_explain.log_min_duration = 0")
     conn.execute("SET auto_explain.log_nested_statements = on")
     conn.execute("SET auto_explain.log_level = notice")
-    assert len(streams.read_next(conn, "g", max_events=10)) == 10
+    assert len(streams.read_next(conn, "g", limit=10)) == 10
     batch_plans = [p for p in plans if "events_txid_id" in p or "txid_id_idx" in p]
     assert batch_plans, plans
     assert not any("Bitmap Heap Scan" in p or "Seq Scan on events" in p for p in batch_plans)

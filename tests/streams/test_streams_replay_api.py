@@ -49,7 +49,7 @@ def test_partial_group_cursor_works_in_read_between(connect: Connect) -> None:
     conn = connect(autocommit=True)
     streams.create_group(conn, "g", start="beginning")
     ids = streams.publish_batch(conn, "t", [{"i": i} for i in range(10)])
-    batch = streams.read_next(conn, "g", max_events=4)
+    batch = streams.read_next(conn, "g", limit=4)
     assert batch.cursor and ";" in batch.cursor  # a position inside a batch
     streams.commit(conn, "g", batch.cursor)
     mid = streams.group_cursor(conn, "g")

@@ -71,8 +71,8 @@ def test_dump_restore_into_another_cluster_is_detected_and_repaired(
         assert conn.execute("SELECT consistent FROM mbus.log_status()").fetchone() == (False,)
         redelivered = streams.repair_after_restore(conn)
         assert redelivered == {"done_half": len(all_ids) - len(consumed), "fresh": len(all_ids)}
-        assert [r.id for r in streams.read_retries(conn, "fresh", max_events=100)] == all_ids
-        half = [r.id for r in streams.read_retries(conn, "done_half", max_events=100)]
+        assert [r.id for r in streams.read_retries(conn, "fresh", limit=100)] == all_ids
+        half = [r.id for r in streams.read_retries(conn, "done_half", limit=100)]
         assert half == [i for i in all_ids if i not in consumed]
         assert drain(conn, "fresh") == []  # the old events are not delivered a second time
         new = streams.publish(conn, "t", {"after": "repair"})

@@ -27,7 +27,7 @@ def test_slots_split_a_group_by_key_and_read_in_parallel(connect: Connect, db_ds
     holders = [psycopg.connect(db_dsn) for _ in range(4)]
     try:
         batches = [
-            streams.read_next(h, "par", max_events=1000, slot=s) for s, h in enumerate(holders)
+            streams.read_next(h, "par", limit=1000, slot=s) for s, h in enumerate(holders)
         ]  # all four hold their slot's lock at the same time
         for s, (h, b) in enumerate(zip(holders, batches, strict=True)):
             assert b.cursor is not None and b.cursor.startswith(f"{s}@")
@@ -74,16 +74,16 @@ def test_one_bad_event_does_not_stop_the_stream(connect: Connect) -> None:
             outcome = streams.retry_event(conn, "g", ids[2], error=f"boom {attempt}")
         assert outcome == ("retry" if attempt < 3 else "dead")
     assert streams.read_retries(conn, "g") == []
-    dead = streams.dead_letters(conn, "g")
+    dead = streams.dmq(conn, "g")
     assert [(d["event_id"], d["attempts"], d["last_error"]) for d in dead] == [
         (ids[2], 3, "boom 3")
     ]
-    streams.replay_dead_letter(conn, "g", ids[2])
+    streams.dmq_replay(conn, "g", ids[2])
     back = streams.read_retries(conn, "g")
     assert [r.id for r in back] == [ids[2]] and back[0].attempts == 0
     streams.ack_retry(conn, "g", ids[2])
     conn.commit()
-    assert streams.read_retries(conn, "g") == [] and streams.dead_letters(conn, "g") == []
+    assert streams.read_retries(conn, "g") == [] and streams.dmq(conn, "g") == []
     with pytest.raises(NotFound):
         streams.ack_retry(conn, "g", ids[2])
 

@@ -40,7 +40,7 @@ def _consume(conn: psycopg.Connection[Any], consumer: str, branch: int) -> int:
     """One consumer step: results and cursor in one transaction (exactly once)."""
     group = f"{consumer}_branch_{branch}"
     with conn.transaction():
-        batch = streams.read_subscriptions(conn, group, max_events=7)
+        batch = streams.read_subscriptions(conn, group, limit=7)
         for e in batch.events:
             row = e.payload["row"]
             if consumer == "notify":

@@ -29,13 +29,13 @@ def test_worker_handles_retries_and_dead_letters(connect: Connect, db_dsn: str) 
             flaky[e.id] -= 1
             raise RuntimeError("transient")
 
-    worker = streams.StreamWorker(db_dsn, "w", handler, max_events=6, maintain_every=None)
+    worker = streams.StreamWorker(db_dsn, "w", handler, batch=6, maintain_every=None)
     with psycopg.connect(db_dsn) as wconn:
         for _ in range(10):
             worker.step(wconn)
     done = [r[0] for r in conn.execute("SELECT event_id FROM done ORDER BY 1")]
     assert done == [i for i in ids if i != ids[7]]
-    assert [d["event_id"] for d in streams.dead_letters(conn, "w")] == [ids[7]]
+    assert [d["event_id"] for d in streams.dmq(conn, "w")] == [ids[7]]
     assert worker.stats.dead == 1 and worker.stats.retried == 3
 
 

@@ -80,7 +80,7 @@ async def long(message: Message) -> None:
     await _arecord("long", message)
 
 
-@bus.stream_handler("audit", max_events=10, idle_wait=0.2)
+@bus.stream_handler("audit", batch=10, idle_wait=0.2)
 def audit(conn: psycopg.Connection[Any], event: Event) -> None:
     """In the batch's transaction: one row per event, exactly once."""
     conn.execute("INSERT INTO audited (event_id) VALUES (%s)", (event.id,))
@@ -95,4 +95,4 @@ def nowhere(message: Message) -> None:
 
 
 auditors = App()  # only the stream handler, for several processes on one group
-auditors.stream_handler("audit", max_events=7, idle_wait=0.2)(audit)
+auditors.stream_handler("audit", batch=7, idle_wait=0.2)(audit)

@@ -243,7 +243,10 @@ def post_cmd(
     at: Annotated[
         datetime | None,
         typer.Option(
-            "--at", parser=timestamp, help="Deliver at this ISO 8601 time (UTC if no zone)."
+            "--delayed-until",
+            "--at",
+            parser=timestamp,
+            help="Deliver at this ISO 8601 time (UTC if no zone).",
         ),
     ] = None,
     ttl: Annotated[float | None, typer.Option(help="Expire after this many seconds.")] = None,
@@ -253,7 +256,9 @@ def post_cmd(
     payload = _object(data, "data") or {}
     now = datetime.now(UTC)
     if delay is not None and at is not None:
-        raise typer.BadParameter("give --delay or --at, not both", param_hint="--at")
+        raise typer.BadParameter(
+            "give --delay or --delayed-until, not both", param_hint="--delayed-until"
+        )
     with open_bus(dsn) as bus:
         _require(bus, name)
         iid = bus.post(
@@ -271,14 +276,16 @@ def post_cmd(
 def consume_cmd(
     name: str,
     consumer: ConsumerOption = "default",
-    max_: Annotated[int, typer.Option("--max", "-n", min=1, help="At most this many.")] = 1,
-    amount: Annotated[int | None, typer.Option("--amount", hidden=True, min=1)] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many.")] = 1,
+    old_limit: Annotated[
+        int | None, typer.Option("--max", "--amount", hidden=True, min=1)  # old spellings
+    ] = None,
     wait: Annotated[float, typer.Option(help="Seconds to wait for a message.")] = 0.0,
     dsn: DsnOption = None,
 ) -> None:
     """Consume (remove) messages and print them as JSON lines."""
     with open_bus(dsn) as bus:
-        messages = bus.consume(name, consumer, amount=amount or max_, timeout=wait)
+        messages = bus.consume(name, consumer, limit=old_limit or limit, wait=wait)
     for m in messages:
         typer.echo(json.dumps(_message_dict(m), default=str))
     if not messages:

@@ -127,16 +127,19 @@ def groups_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
 @reports_errors
 def read_cmd(
     group: GroupArg,
-    max_events: Annotated[
-        int, typer.Option("--max", "--max-events", "-n", min=1, help="Batch size.")
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, help="At most this many events.")
     ] = 100,
+    old_limit: Annotated[
+        int | None, typer.Option("--max", "--max-events", hidden=True, min=1)  # old spellings
+    ] = None,
     slot: Annotated[int | None, typer.Option(help="Slot of a slotted group.")] = None,
     commit: Annotated[bool, typer.Option(help="Commit the batch after printing it.")] = False,
     dsn: DsnOption = None,
 ) -> None:
     """Print the group's next batch as JSON lines (and commit it with --commit)."""
     with connect(dsn) as conn, conn.transaction():
-        batch = streams.read_next(conn, group, max_events=max_events, slot=slot)
+        batch = streams.read_next(conn, group, limit=old_limit or limit, slot=slot)
         for e in batch.events:
             typer.echo(
                 json.dumps(
@@ -171,7 +174,7 @@ def dead_letters_cmd(group: GroupArg, dsn: DsnOption = None) -> None:
     """Print the group's dead messages (events that used up their attempts) as JSON."""
     with connect(dsn) as conn:
         require_group(conn, group)
-        print_json(streams.dead_letters(conn, group))
+        print_json(streams.dmq(conn, group))
 
 
 @app.command("dmq-replay")
@@ -183,7 +186,7 @@ def replay_dead_letter_cmd(
 ) -> None:
     """Give a dead event a fresh set of attempts (it leaves the group's dmq)."""
     with connect(dsn) as conn:
-        streams.replay_dead_letter(conn, group, event_id)
+        streams.dmq_replay(conn, group, event_id)
     console.print(f"event {event_id} is back on group {group}'s retry path")
 
 

@@ -236,7 +236,7 @@ class Channel(virtual.Channel):
         # Removes what is ready now (delayed and leased messages stay).
         name = queue_name(queue)
         removed = 0
-        while got := self.bus.consume(name, amount=1000):
+        while got := self.bus.consume(name, limit=1000):
             removed += len(got)
         return removed
 

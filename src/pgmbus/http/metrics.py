@@ -137,8 +137,13 @@ def _streams(snap: dict[str, Any]) -> Iterator[Metric]:
         "pgmbus_stream_group_retries", "Events of the group on the retry path.", labels=["group"]
     )
     dead = GaugeMetricFamily(
+        "pgmbus_stream_group_dead_messages",
+        "Events of the group in its dead-message queue (dmq).",
+        labels=["group"],
+    )
+    old_dead = GaugeMetricFamily(
         "pgmbus_stream_group_dead_letters",
-        "Events of the group in its dead letters.",
+        "Deprecated name of pgmbus_stream_group_dead_messages.",
         labels=["group"],
     )
     expired = GaugeMetricFamily(
@@ -153,8 +158,9 @@ def _streams(snap: dict[str, Any]) -> Iterator[Metric]:
         seen.add(row["group"])
         retries.add_metric([row["group"]], row["retries"])
         dead.add_metric([row["group"]], row["dead_letters"])
+        old_dead.add_metric([row["group"]], row["dead_letters"])
         expired.add_metric([row["group"]], 1 if row["state"] == "expired" else 0)
-    yield from (retries, dead, expired)
+    yield from (retries, dead, old_dead, expired)
     counters = CounterMetricFamily(
         "pgmbus_streams_events",
         "Noteworthy stream events by kind (mbus.stream_counters).",

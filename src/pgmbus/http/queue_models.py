@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AliasChoices, AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
 
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=24)]
 
@@ -89,7 +89,13 @@ class LeaseIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     consumer: Name = "default"
-    amount: int = Field(default=1, ge=1, le=1000)
+    limit: int = Field(
+        default=1,
+        ge=1,
+        le=1000,
+        validation_alias=AliasChoices("limit", "amount"),
+        description="at most this many messages (`amount` is the deprecated spelling)",
+    )
     lease_s: float = Field(default=30, ge=0.001, le=43200, description="seconds the lease lasts")
     max_attempts: int | None = Field(default=None, ge=1, le=1000)
     wait_s: float = Field(default=0, ge=0, le=30, description="wait this long for a message")

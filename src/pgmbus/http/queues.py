@@ -133,15 +133,15 @@ async def post_batch(request: Request, queue: Name, body: BatchIn, who: Caller) 
 
 @router.post("/queues/{queue}/lease", response_model=Leased)
 async def lease(request: Request, queue: Name, body: LeaseIn, who: Caller) -> Any:
-    """Claim up to ``amount`` messages under a lease; finish each with its token."""
+    """Claim up to ``limit`` messages under a lease; finish each with its token."""
     require(who, "queues", "consume", queue)
     messages = await state_of(request).bus.lease(
         queue,
         body.consumer,
-        amount=body.amount,
+        limit=body.limit,
         lease=body.lease_s,
         max_attempts=body.max_attempts,
-        timeout=body.wait_s,
+        wait=body.wait_s,
     )
     return {"messages": [_message(m) for m in messages]}
 

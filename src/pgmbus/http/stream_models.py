@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints
 
 Group = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=48)]
 Topic = Annotated[str, StringConstraints(min_length=1, max_length=200)]
@@ -87,7 +87,10 @@ class GroupOut(BaseModel):
     expired_why: str | None
     created_at: datetime
     retries: int
-    dead_letters: int
+    dmq: int = Field(description="events of the group in its dead-message queue")
+    dead_letters: int = Field(
+        description="deprecated: the same as `dmq`", json_schema_extra={"deprecated": True}
+    )
     pending_events: int
     lag_s: float
     slot_status: list[SlotStatus]
@@ -107,7 +110,13 @@ class ReadIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_events: int = Field(default=100, ge=1, le=10000)
+    limit: int = Field(
+        default=100,
+        ge=1,
+        le=10000,
+        validation_alias=AliasChoices("limit", "max_events"),
+        description="at most this many events (`max_events` is the deprecated spelling)",
+    )
     slot: int | None = Field(default=None, ge=0, le=255)
     lease_s: float = Field(default=30, ge=0.001, le=3600)
 

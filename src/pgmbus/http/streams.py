@@ -55,7 +55,8 @@ def _groups(conn: Any, group: str | None) -> list[dict[str, Any]]:
             {
                 **g,
                 "retries": slots[0]["retries"] if slots else 0,
-                "dead_letters": slots[0]["dead_letters"] if slots else 0,
+                "dmq": slots[0]["dead_letters"] if slots else 0,
+                "dead_letters": slots[0]["dead_letters"] if slots else 0,  # deprecated
                 "pending_events": sum(s["pending_events"] for s in slot_status),
                 "lag_s": max((s["lag_s"] for s in slot_status), default=0.0),
                 "slot_status": slot_status,
@@ -162,7 +163,7 @@ async def read(request: Request, group: Group, body: ReadIn, who: Caller) -> Any
     require(who, "streams", "consume", group)
     params = {
         "group": group,
-        "max_events": body.max_events,
+        "max_events": body.limit,
         "slot": body.slot,
         "lease": timedelta(seconds=body.lease_s),
         "client_id": who.client_id,
@@ -197,22 +198,32 @@ async def extend(request: Request, group: Group, body: ExtendIn, who: Caller) ->
     return {"token": body.token, "lease_until": until, "cursor": None, "events": []}
 
 
-@router.get("/groups/{group}/dead-letters", response_model=list[DeadLetter])
-async def dead_letters(request: Request, group: Group, who: Caller) -> Any:
-    """The group's dead letters, oldest first."""
+@router.get("/groups/{group}/dmq", response_model=list[DeadLetter])
+@router.get(
+    "/groups/{group}/dead-letters",
+    response_model=list[DeadLetter],
+    deprecated=True,
+    summary="Deprecated spelling of GET /v1/streams/groups/{group}/dmq",
+)
+async def dmq(request: Request, group: Group, who: Caller) -> Any:
+    """The group's dead messages (events that used up their attempts), oldest first."""
     require(who, "streams", "read", group)
-    return await state_of(request).in_thread(lambda conn: streams.dead_letters(conn, group))
+    return await state_of(request).in_thread(lambda conn: streams.dmq(conn, group))
 
 
-@router.post("/groups/{group}/dead-letters/{event_id}/replay", status_code=204)
-async def replay_dead_letter(
-    request: Request, group: Group, event_id: int, who: Caller
-) -> Response:
+@router.post("/groups/{group}/dmq/{event_id}/replay", status_code=204)
+@router.post(
+    "/groups/{group}/dead-letters/{event_id}/replay",
+    status_code=204,
+    deprecated=True,
+    summary="Deprecated spelling of POST /v1/streams/groups/{group}/dmq/{event_id}/replay",
+)
+async def dmq_replay(request: Request, group: Group, event_id: int, who: Caller) -> Response:
     """Give a dead event a fresh set of attempts (it comes back through the retry path)."""
     require(who, "streams", "write", group)
 
     def run(conn: Any) -> None:
-        streams.replay_dead_letter(conn, group, event_id)
+        streams.dmq_replay(conn, group, event_id)
 
     await state_of(request).in_thread(run)
     return Response(status_code=204)

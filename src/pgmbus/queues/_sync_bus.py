@@ -30,6 +30,7 @@ from pgmbus.errors import (
 from pgmbus.handlers import Handlers
 from pgmbus.queues.model import ConsumerStats, DeadMessage, Message, QueueInfo, check_name
 from pgmbus.reconnect import is_transient
+from pgmbus.renamed import renamed_keywords
 from pgmbus.sqlfiles import load_queries
 
 Q = load_queries("queues.sql")
@@ -384,74 +385,78 @@ class Bus(Handlers):
         for _note in listener.notifies(timeout=seconds, stop_after=1):
             pass
 
+    @renamed_keywords(amount="limit", timeout="wait")
     def consume(
         self,
         queue: str,
         consumer: str = "default",
         *,
-        amount: int = 1,
-        timeout: float = 0.0,
+        limit: int = 1,
+        wait: float = 0.0,
         conn: Connection[Any] | None = None,
         now: datetime | None = None,
     ) -> list[Message]:
-        """Claim up to ``amount`` messages for ``consumer`` (transactional style).
+        """Claim up to ``limit`` messages for ``consumer`` (transactional style).
 
         The messages are removed when the transaction of ``conn`` commits and come back at once
-        on rollback; without ``conn`` they are removed at once (autocommit). With ``timeout``
+        on rollback; without ``conn`` they are removed at once (autocommit). With ``wait``
         > 0 the call waits up to that many seconds for a message, woken by the queue's NOTIFY
         and polling every ``poll_interval`` seconds. Returns [] when nothing is available.
+        The old spellings ``amount=`` and ``timeout=`` still work (deprecated).
         """
-        if amount < 0:
-            raise InvalidArgument("amount must be >= 0", sqlstate="MB006")
+        if limit < 0:
+            raise InvalidArgument("limit must be >= 0", sqlstate="MB006")
         self._check_consumer(queue, consumer)
         self._upkeep(queue)
-        got = self._consume_once(queue, consumer, amount, conn, now)
-        if got or timeout <= 0:
+        got = self._consume_once(queue, consumer, limit, conn, now)
+        if got or wait <= 0:
             return got
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + wait
         with self._listening(queue) as listener:
             # Without a caller's connection, claim on the listener's: no pool round trip
             # between the wake-up and the claim.
             claim_conn = conn if conn is not None else listener
             while True:
                 self._upkeep(queue)
-                got = self._consume_once(queue, consumer, amount, claim_conn, now)
+                got = self._consume_once(queue, consumer, limit, claim_conn, now)
                 remaining = deadline - time.monotonic()
                 if got or remaining <= 0:
                     return got
                 self._wait(listener, min(remaining, self.poll_interval))
 
+    @renamed_keywords(amount="limit", timeout="wait")
     def lease(
         self,
         queue: str,
         consumer: str = "default",
         *,
-        amount: int = 1,
+        limit: int = 1,
         lease: float | timedelta = 30.0,
         max_attempts: int | None = None,
-        timeout: float = 0.0,
+        wait: float = 0.0,
         now: datetime | None = None,
     ) -> list[Message]:
-        """Claim up to ``amount`` messages under a lease (visibility timeout) of ``lease``
+        """Claim up to ``limit`` messages under a lease (visibility timeout) of ``lease``
         seconds; finish each with ``ack``, ``nack``, ``extend`` or ``bury``.
 
         An unfinished message is delivered again when its lease ends, with ``attempts`` one
         higher; a message already delivered ``max_attempts`` times goes to the dmq instead.
-        ``timeout`` waits as in ``consume``.
+        ``wait`` waits as in ``consume``. The old spellings ``amount=`` and ``timeout=`` still
+        work (deprecated).
         """
-        if amount < 0:
-            raise InvalidArgument("amount must be >= 0", sqlstate="MB006")
+        if limit < 0:
+            raise InvalidArgument("limit must be >= 0", sqlstate="MB006")
         self._check_consumer(queue, consumer)
         span = _seconds(lease)
         self._upkeep(queue)
-        got = self._lease_once(queue, consumer, amount, span, max_attempts, now)
-        if got or timeout <= 0:
+        got = self._lease_once(queue, consumer, limit, span, max_attempts, now)
+        if got or wait <= 0:
             return got
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + wait
         with self._listening(queue) as listener:
             while True:
                 self._upkeep(queue)
-                got = self._lease_once(queue, consumer, amount, span, max_attempts, now)
+                got = self._lease_once(queue, consumer, limit, span, max_attempts, now)
                 remaining = deadline - time.monotonic()
                 if got or remaining <= 0:
                     return got
@@ -525,10 +530,10 @@ class Bus(Handlers):
                 messages = self.lease(
                     queue,
                     consumer,
-                    amount=batch,
+                    limit=batch,
                     lease=lease,
                     max_attempts=max_attempts,
-                    timeout=self.poll_interval,
+                    wait=self.poll_interval,
                 )
             except Exception as exc:
                 if not is_transient(exc):
@@ -664,7 +669,7 @@ class Bus(Handlers):
             deadline = time.monotonic() + timeout
             while True:
                 remaining = deadline - time.monotonic()
-                got = self.consume(reply_to, timeout=max(remaining, 0.0))
+                got = self.consume(reply_to, wait=max(remaining, 0.0))
                 for message in got:
                     if message.headers.get("correlation_id") == correlation:
                         return message

@@ -195,10 +195,10 @@ async def run_worker(
                 messages = await bus.lease(
                     config.queue,
                     config.consumer,
-                    amount=1,
+                    limit=1,
                     lease=config.lease,
                     max_attempts=config.max_attempts,
-                    timeout=config.poll_interval,
+                    wait=config.poll_interval,
                 )
                 for message in messages:
                     await _process(bus, handler, config, message, stats)

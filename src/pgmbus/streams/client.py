@@ -19,6 +19,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from pgmbus.errors import translate, translating
+from pgmbus.renamed import renamed_keywords, warn_renamed
 from pgmbus.sqlfiles import load_queries
 from pgmbus.streams.events import Batch, Event, RetryEvent
 
@@ -35,6 +36,8 @@ __all__ = [
     "create_group",
     "current_cursor",
     "dead_letters",
+    "dmq",
+    "dmq_replay",
     "drop_group",
     "group_cursor",
     "group_status",
@@ -196,25 +199,28 @@ def configure_group(
     )
 
 
+@renamed_keywords(max_events="limit")
 def read_next(
-    conn: Conn, group: str, *, max_events: int = 1000, slot: int | None = None
+    conn: Conn, group: str, *, limit: int = 1000, slot: int | None = None
 ) -> Batch:
-    """Read the group's next batch without moving it; ``commit(batch.cursor)`` acknowledges it.
+    """Read the group's next batch (at most ``limit`` events) without moving it;
+    ``commit(batch.cursor)`` acknowledges it (``max_events=`` is the deprecated spelling).
 
     The group's cursor row stays locked until the connection's transaction ends, so reading,
     writing results and committing in one transaction handles each event exactly once.
     """
     with translating():
         rows = conn.execute(
-            _q("read_next"), {"group": group, "max_events": max_events, "slot": slot}
+            _q("read_next"), {"group": group, "max_events": limit, "slot": slot}
         ).fetchall()
     if not rows:
         return Batch(group, None, [])
     return Batch(group, rows[0][0], [Event(*r[1:]) for r in rows])
 
 
+@renamed_keywords(max_events="limit")
 def read_subscriptions(
-    conn: Conn, group: str, *, max_events: int = 1000, slot: int | None = None
+    conn: Conn, group: str, *, limit: int = 1000, slot: int | None = None
 ) -> Batch:
     """Like ``read_next`` for a group of subscriptions: matching events with their subscriptions.
 
@@ -223,7 +229,7 @@ def read_subscriptions(
     """
     with translating():
         rows = conn.execute(
-            _q("read_subscriptions"), {"group": group, "max_events": max_events, "slot": slot}
+            _q("read_subscriptions"), {"group": group, "max_events": limit, "slot": slot}
         ).fetchall()
     if not rows:
         return Batch(group, None, [])
@@ -298,13 +304,15 @@ def retry_event(
     return str(_one(conn, _q("retry_event"), params))
 
 
+@renamed_keywords(max_events="limit")
 def read_retries(
-    conn: Conn, group: str, *, max_events: int = 100, lease: timedelta = timedelta(minutes=1)
+    conn: Conn, group: str, *, limit: int = 100, lease: timedelta = timedelta(minutes=1)
 ) -> list[RetryEvent]:
-    """Claim the group's events whose retry is due (each hidden for ``lease``)."""
+    """Claim up to ``limit`` of the group's events whose retry is due (each hidden for
+    ``lease``)."""
     with translating():
         rows = conn.execute(
-            _q("read_retries"), {"group": group, "max_events": max_events, "lease": lease}
+            _q("read_retries"), {"group": group, "max_events": limit, "lease": lease}
         ).fetchall()
     return [RetryEvent(*r) for r in rows]
 
@@ -314,15 +322,27 @@ def ack_retry(conn: Conn, group: str, event_id: int) -> None:
     _one(conn, _q("ack_retry"), {"group": group, "event_id": event_id})
 
 
-def dead_letters(conn: Conn, group: str) -> list[dict[str, Any]]:
-    """The group's dead letters, oldest first."""
+def dmq(conn: Conn, group: str) -> list[dict[str, Any]]:
+    """The group's dead messages (events that used up their attempts), oldest first."""
     with translating(), conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
         return list(cur.execute(_q("dead_letters"), {"group": group}).fetchall())
 
 
-def replay_dead_letter(conn: Conn, group: str, event_id: int) -> None:
-    """Give a dead event a fresh set of attempts."""
+def dmq_replay(conn: Conn, group: str, event_id: int) -> None:
+    """Give a dead event a fresh set of attempts (it leaves the group's dmq)."""
     _one(conn, _q("replay_dead_letter"), {"group": group, "event_id": event_id})
+
+
+def dead_letters(conn: Conn, group: str) -> list[dict[str, Any]]:
+    """Deprecated spelling of :func:`dmq`."""
+    warn_renamed("dead_letters()", "dmq()")
+    return dmq(conn, group)
+
+
+def replay_dead_letter(conn: Conn, group: str, event_id: int) -> None:
+    """Deprecated spelling of :func:`dmq_replay`."""
+    warn_renamed("replay_dead_letter()", "dmq_replay()")
+    dmq_replay(conn, group, event_id)
 
 
 def subscribe(

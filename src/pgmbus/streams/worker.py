@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 
 from pgmbus.reconnect import Backoff, is_transient
+from pgmbus.renamed import renamed_keywords
 from pgmbus.sqlfiles import load_queries
 from pgmbus.streams import client
 from pgmbus.streams.client import Event
@@ -57,8 +58,8 @@ class StreamWorker:
         The group (and slot, for a slotted group) to consume.
     handler:
         Called once per event, in the batch's transaction.
-    max_events:
-        Batch size.
+    batch:
+        Events read per batch (``max_events`` is the deprecated spelling).
     subscriptions:
         Read with ``read_subscriptions`` (events carry ``subscription_ids``).
     maintain_every:
@@ -70,6 +71,7 @@ class StreamWorker:
         handled again. Turn it off when the handler's writes must be durable at commit.
     """
 
+    @renamed_keywords(max_events="batch")
     def __init__(
         self,
         dsn: str,
@@ -77,7 +79,7 @@ class StreamWorker:
         handler: Handler,
         *,
         slot: int | None = None,
-        max_events: int = 1000,
+        batch: int = 1000,
         subscriptions: bool = False,
         maintain_every: timedelta | None = timedelta(minutes=1),
         retry_lease: timedelta = timedelta(minutes=1),
@@ -87,7 +89,7 @@ class StreamWorker:
         self.group = group
         self.handler = handler
         self.slot = slot
-        self.max_events = max_events
+        self.batch = batch
         self.subscriptions = subscriptions
         self.maintain_every = maintain_every
         self.retry_lease = retry_lease
@@ -118,7 +120,7 @@ class StreamWorker:
             self._async_sessions.add(conn.info.backend_pid)
         read = client.read_subscriptions if self.subscriptions else client.read_next
         try:
-            batch = read(conn, self.group, max_events=self.max_events, slot=self.slot)
+            batch = read(conn, self.group, limit=self.batch, slot=self.slot)
             for event in batch.events:
                 self._handle(conn, event)
             if batch.cursor is not None:
@@ -132,7 +134,7 @@ class StreamWorker:
             self.stats.batches += 1
         with conn.transaction():
             retries = client.read_retries(
-                conn, self.group, max_events=self.max_events, lease=self.retry_lease
+                conn, self.group, limit=self.batch, lease=self.retry_lease
             )
             for r in retries:
                 event = Event(r.id, r.topic, r.key, r.payload, r.headers, r.published_at)

@@ -141,10 +141,10 @@ class QueueLoop:
             self.bus.lease(
                 self.spec.queue,
                 self.spec.consumer,
-                amount=1,
+                limit=1,
                 lease=self.spec.lease,
                 max_attempts=self.spec.retry.max_attempts,
-                timeout=0.0 if drain else self.spec.poll_interval,
+                wait=0.0 if drain else self.spec.poll_interval,
             )
         )
         stopping = asyncio.ensure_future(stop.wait())

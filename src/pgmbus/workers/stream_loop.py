@@ -33,7 +33,7 @@ class StreamLoop:
                 spec.group,
                 self._logged,
                 slot=slot,
-                max_events=spec.max_events,
+                batch=spec.max_events,
                 subscriptions=spec.subscriptions,
             )
             for slot in (spec.slots if spec.slots is not None else (None,))

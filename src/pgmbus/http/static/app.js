@@ -162,7 +162,7 @@ async function loadStreams() {
         el("td", { class: "n" }, s.slot), el("td", { class: "n unread" }, s.pending_events),
         el("td", { class: "n lag" }, fmtNum(s.lag_s, 1)), el("td", {}, fmtTime(s.committed_at)),
         el("td", { class: "n retries" }, g.retries),
-        el("td", { class: "n dead" + (g.dead_letters ? " bad" : "") }, g.dead_letters),
+        el("td", { class: "n dead" + (g.dmq ? " bad" : "") }, g.dmq),
         el("td", {}, lease ? `${lease.events} events until ${fmtTime(lease.lease_until)}` : ""),
         el("td", {}, seek)));
     }
