@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import os
@@ -32,6 +33,8 @@ from tests.chaos.workloads import (
 log = logging.getLogger("pgmbus.chaos")
 
 TX_QUEUE, LEASE_QUEUE, TOPIC, GROUP = "chaos_tx", "chaos_lease", "chaos", "chaos_g"
+SLOTS_GROUP, SUBS_GROUP = "chaos_slots", "chaos_subs"  # a slotted group; one of subscriptions
+SUBS_KEY = "s0"  # the subscription matches the events of this key only
 XMIN_HOLD_S = float(os.environ.get("CHAOS_XMIN_HOLD_S", "15"))
 
 
@@ -195,6 +198,9 @@ def _setup(dsn: str) -> None:
         bus.create_queue(LEASE_QUEUE)
     with psycopg.connect(dsn, autocommit=True) as conn:
         streams.create_group(conn, GROUP, start="now")
+        streams.create_group(conn, SLOTS_GROUP, start="now", slots=2)
+        streams.create_group(conn, SUBS_GROUP, start="now")
+        streams.subscribe(conn, SUBS_GROUP, "e.key = s.params->>'key'", {"key": SUBS_KEY})
 
 
 def _deliveries(dsn: str, workload: str) -> list[Delivery]:
@@ -212,9 +218,9 @@ def _dead(dsn: str, queue: str) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-def _stream_dead(dsn: str) -> list[str]:
+def _stream_dead(dsn: str, group: str = GROUP) -> list[str]:
     with psycopg.connect(dsn) as conn:
-        return [str(r["payload"]["v"]) for r in streams.dead_letters(conn, GROUP)]
+        return [str(r["payload"]["v"]) for r in streams.dead_letters(conn, group)]
 
 
 def _queue_depth(dsn: str, queue: str) -> int:
@@ -274,14 +280,52 @@ def _reachable(dsn: str) -> bool:
     return True
 
 
+STREAM_CAUGHT_UP = """
+SELECT (SELECT count(*) FROM mbus.events WHERE topic = %(topic)s) = ALL (
+           SELECT (SELECT count(DISTINCT value) FROM chaos_results AS r WHERE r.workload = w)
+           FROM unnest(ARRAY['stream', 'stream-slots']) AS w)
+   AND (SELECT count(*) FROM mbus.events WHERE topic = %(topic)s AND key = %(key)s)
+       = (SELECT count(DISTINCT value) FROM chaos_results WHERE workload = 'stream-subs')
+"""
+
+
 def _stream_caught_up(dsn: str) -> bool:
     with psycopg.connect(dsn) as conn:
-        row = conn.execute(
-            "SELECT (SELECT count(*) FROM mbus.events WHERE topic = %s)"
-            " = (SELECT count(DISTINCT value) FROM chaos_results WHERE workload = 'stream')",
-            (TOPIC,),
-        ).fetchone()
+        row = conn.execute(STREAM_CAUGHT_UP, {"topic": TOPIC, "key": SUBS_KEY}).fetchone()
     return bool(row and row[0])
+
+
+def _stream_reports(dsn: str, history: History, fault: str, injected: int) -> list[Report]:
+    """The three stream groups: plain, slotted (2 slots), subscriptions (events of one key)."""
+    ops = history.ops("stream")
+    subs_ops = [
+        dataclasses.replace(o, workload="stream-subs")
+        for o in ops
+        if o.value.startswith(SUBS_KEY + "/")
+    ]
+    reports = []
+    for workload, group, recorded in (
+        ("stream", GROUP, ops),
+        (
+            "stream-slots",
+            SLOTS_GROUP,
+            [dataclasses.replace(o, workload="stream-slots") for o in ops],
+        ),
+        ("stream-subs", SUBS_GROUP, subs_ops),
+    ):
+        reports.append(
+            check(
+                workload,
+                recorded,
+                _deliveries(dsn, workload),
+                dead=_stream_dead(dsn, group),
+                exactly_once=True,
+                ordered=True,
+                fault=fault,
+                faults_injected=injected,
+            )
+        )
+    return reports
 
 
 def run_scenario(
@@ -339,7 +383,12 @@ def run_scenario(
             )
             for i in range(2)
         ]
-        consumers = [StreamGroupWorker("stream", via, GROUP)]
+        consumers = [
+            StreamGroupWorker("stream", via, GROUP),
+            StreamGroupWorker("stream-slots", via, SLOTS_GROUP, slot=0),
+            StreamGroupWorker("stream-slots", via, SLOTS_GROUP, slot=1),
+            StreamGroupWorker("stream-subs", via, SUBS_GROUP, subscriptions=True),
+        ]
     elif engine == "timers":
         receiver = Receiver()
         client_id = add_client(dsn)
@@ -498,23 +547,13 @@ def run_scenario(
         procs = next(c for c in consumers if isinstance(c, WorkerProcesses))
         notes["worker"] = {"processes_started": procs.started}
     else:
-        reports.append(
-            check(
-                "stream",
-                history.ops(),
-                _deliveries(dsn, "stream"),
-                dead=_stream_dead(dsn),
-                exactly_once=True,
-                ordered=True,
-                fault=fault_name,
-                faults_injected=injected,
-            )
-        )
-        group = next(c for c in consumers if isinstance(c, StreamGroupWorker))
+        reports += _stream_reports(dsn, history, fault_name, injected)
+        groups = [c for c in consumers if isinstance(c, StreamGroupWorker)]
         notes["worker"] = {
-            "reconnects": group.worker.stats.reconnects,
-            "handled": group.worker.stats.handled,
+            "reconnects": groups[0].worker.stats.reconnects,
+            "handled": groups[0].worker.stats.handled,
         }
+        notes["slots"] = {g.name: g.worker.stats.handled for g in groups[1:]}
     if cluster.proxy is not None:
         cluster.proxy.stats.__init__()  # type: ignore[misc]
     cluster.drop_database(dsn)

@@ -293,16 +293,35 @@ class StreamPublisher(Workload):
 
 
 class StreamGroupWorker(Workload):
-    """A StreamWorker whose handler writes each event's result in the batch's transaction."""
+    """A StreamWorker whose handler writes each event's result in the batch's transaction (one
+    slot of a slotted group, or a group of subscriptions, when asked)."""
 
-    def __init__(self, workload: str, dsn: str, group: str) -> None:
-        super().__init__(f"{workload}-group")
+    def __init__(
+        self,
+        workload: str,
+        dsn: str,
+        group: str,
+        *,
+        slot: int | None = None,
+        subscriptions: bool = False,
+    ) -> None:
+        super().__init__(f"{workload}-group" + ("" if slot is None else f"-{slot}"))
         self.workload = workload
 
         def handler(conn: psycopg.Connection[Any], event: streams.Event) -> None:
+            if subscriptions and not event.subscription_ids:
+                raise AssertionError(f"event {event.id} matched no subscription")
             conn.execute(INSERT_RESULT, (self.workload, event.payload["v"], str(event.id)))
 
-        self.worker = StreamWorker(dsn, group, handler, max_events=50, maintain_every=None)
+        self.worker = StreamWorker(
+            dsn,
+            group,
+            handler,
+            slot=slot,
+            subscriptions=subscriptions,
+            max_events=50,
+            maintain_every=None,
+        )
 
     def body(self) -> None:
         self.worker.run(stop=self.stop_event.is_set, idle_wait=0.5, backoff=Backoff(cap=1.0))
