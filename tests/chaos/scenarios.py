@@ -18,6 +18,7 @@ from pgmbus import streams
 from pgmbus.queues import Bus
 from pgmbus.testing.chaos import Delivery, History, Report, check
 from tests.chaos.harness import ChaosCluster, Periodic
+from tests.chaos.spark_workload import SPARK_GROUP, SparkQuery
 from tests.chaos.timers_workloads import DispatcherThread, Receiver, TimerCreator, add_client
 from tests.chaos.workloads import (
     LeaseQueueWorker,
@@ -289,6 +290,18 @@ SELECT (SELECT count(*) FROM mbus.events WHERE topic = %(topic)s) = ALL (
 """
 
 
+SPARK_CAUGHT_UP = """
+SELECT (SELECT count(*) FROM mbus.events WHERE topic = %s)
+     = (SELECT count(DISTINCT value) FROM chaos_results WHERE workload = 'spark')
+"""
+
+
+def _spark_caught_up(dsn: str) -> bool:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(SPARK_CAUGHT_UP, (TOPIC,)).fetchone()
+    return bool(row and row[0])
+
+
 def _stream_caught_up(dsn: str) -> bool:
     with psycopg.connect(dsn) as conn:
         row = conn.execute(STREAM_CAUGHT_UP, {"topic": TOPIC, "key": SUBS_KEY}).fetchone()
@@ -337,6 +350,7 @@ def run_scenario(
     ops_per_producer: int = 100_000,
     rate: float = 60.0,
     drain_timeout: float = 60.0,
+    spark: Any = None,
 ) -> Outcome:
     """Run ``engine``'s workloads ("queue" or "stream") for ``duration`` seconds under the
     fault, heal, wait for the consumers to drain (bounded), stop everything and check."""
@@ -389,6 +403,16 @@ def run_scenario(
             StreamGroupWorker("stream-slots", via, SLOTS_GROUP, slot=1),
             StreamGroupWorker("stream-subs", via, SUBS_GROUP, subscriptions=True),
         ]
+    elif engine == "spark":
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            streams.create_group(conn, SPARK_GROUP, start="now")
+        workloads += [
+            StreamPublisher(
+                history, "spark", f"s{i}", via, TOPIC, max_ops=ops_per_producer, rate=rate
+            )
+            for i in range(2)
+        ]
+        consumers = [SparkQuery("spark", via, TOPIC, spark)]
     elif engine == "timers":
         receiver = Receiver()
         client_id = add_client(dsn)
@@ -463,6 +487,8 @@ def run_scenario(
             drain_timeout,
         )
         time.sleep(0.5)  # acks in flight
+    elif engine == "spark":
+        drained = wait_until(lambda: _spark_caught_up(dsn), drain_timeout)
     else:
         drained = wait_until(lambda: _stream_caught_up(dsn), drain_timeout)
     drain_s = time.monotonic() - started
@@ -532,6 +558,19 @@ def run_scenario(
                 "recorded": st.recorded,
                 "expired": st.expired,
             }
+    elif engine == "spark":
+        reports.append(
+            check(
+                "spark",
+                history.ops(),
+                _deliveries(dsn, "spark"),
+                exactly_once=True,
+                fault=fault_name,
+                faults_injected=injected,
+            )
+        )
+        query = next(c for c in consumers if isinstance(c, SparkQuery))
+        notes["worker"] = {"restarts": query.restarts, "errors": query.errors[:3]}
     elif engine == "worker":
         reports.append(
             check(
