@@ -6,18 +6,28 @@ import dataclasses
 import itertools
 import logging
 import os
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 import psycopg
 
 from pgmbus import streams
 from pgmbus.queues import Bus
 from pgmbus.testing.chaos import Delivery, History, Report, check
 from tests.chaos.harness import ChaosCluster, Periodic
+from tests.chaos.http_workloads import HttpConsumer, HttpProducer, api_key
+from tests.chaos.processes import (
+    AppProcesses,
+    DispatcherProcesses,
+    Processes,
+    ServeProcess,
+    WorkerProcesses,
+)
 from tests.chaos.spark_workload import SPARK_GROUP, SparkQuery
 from tests.chaos.timers_workloads import DispatcherThread, Receiver, TimerCreator, add_client
 from tests.chaos.workloads import (
@@ -26,7 +36,6 @@ from tests.chaos.workloads import (
     StreamGroupWorker,
     StreamPublisher,
     TxQueueConsumer,
-    WorkerProcesses,
     Workload,
     wait_until,
 )
@@ -36,7 +45,7 @@ log = logging.getLogger("pgmbus.chaos")
 TX_QUEUE, LEASE_QUEUE, TOPIC, GROUP = "chaos_tx", "chaos_lease", "chaos", "chaos_g"
 SLOTS_GROUP, SUBS_GROUP = "chaos_slots", "chaos_subs"  # a slotted group; one of subscriptions
 SUBS_KEY = "s0"  # the subscription matches the events of this key only
-XMIN_HOLD_S = float(os.environ.get("CHAOS_XMIN_HOLD_S", "15"))
+XMIN_HOLD_S = float(os.environ.get("CHAOS_XMIN_HOLD_S", "60"))
 
 
 @dataclass
@@ -110,8 +119,11 @@ WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle
 
 def _terminate_listeners(c: ChaosCluster, dsn: str, _w: list[Workload]) -> list[Periodic]:
     def terminate() -> int:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            row = conn.execute(TERMINATE_LISTENERS).fetchone()
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                row = conn.execute(TERMINATE_LISTENERS).fetchone()
+        except psycopg.OperationalError:
+            return 0  # the server is down (mixed faults): no listener to terminate
         return int(row[0]) if row else 0
 
     p = Periodic("terminate-listeners", 0.7, terminate)
@@ -123,13 +135,19 @@ def _hold_xmin(
     seconds: float,
 ) -> Callable[[ChaosCluster, str, list[Workload]], list[Periodic]]:
     def start(c: ChaosCluster, dsn: str, _w: list[Workload]) -> list[Periodic]:
-        def hold() -> None:
+        held: list[float] = []
+
+        def hold() -> int:
+            if held:
+                return 0
             with psycopg.connect(dsn) as conn:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 conn.execute("SELECT txid_current()")  # an xid and a snapshot, held
+                held.append(seconds)
                 time.sleep(seconds)
+            return 1
 
-        p = Periodic("hold-xmin", 0.01, hold)  # runs back to back: xmin held the whole time
+        p = Periodic("hold-xmin", 0.01, hold)  # once, at the start: xmin held `seconds`
         p.start()
         return [p]
 
@@ -152,10 +170,10 @@ def _lock_holder(c: ChaosCluster, dsn: str, _w: list[Workload]) -> list[Periodic
     return [p]
 
 
-def _processes(workloads: list[Workload]) -> WorkerProcesses:
-    found = [w for w in workloads if isinstance(w, WorkerProcesses)]
+def _processes(workloads: list[Workload]) -> Processes:
+    found = [w for w in workloads if isinstance(w, Processes)]
     if not found:
-        raise ValueError("this fault needs worker processes (engine 'worker')")
+        raise ValueError("this fault needs processes (engine 'worker', 'app' or 'dispatcher')")
     return found[0]
 
 
@@ -172,6 +190,21 @@ def _stop_worker(_c: ChaosCluster, _dsn: str, workloads: list[Workload]) -> list
     return [p]
 
 
+def _mixed(c: ChaosCluster, dsn: str, workloads: list[Workload]) -> list[Periodic]:
+    """Several faults at once: proxy cuts, ambiguous commits, terminated listeners, a
+    ``kill -9`` of the postmaster every 4 s and, with processes, a ``kill -9`` of one every 2 s."""
+    assert c.proxy is not None
+    c.proxy.settings.ambiguous_commit = 0.05
+    injectors = _proxy_cuts(c, dsn, workloads)
+    injectors += _terminate_listeners(c, dsn, workloads)
+    injectors += _kill9(4.0)(c, dsn, workloads)
+    if any(isinstance(w, Processes) for w in workloads):
+        p = Periodic("kill-process", 2.0, _processes(workloads).kill_one)
+        p.start()
+        injectors.append(p)
+    return injectors
+
+
 FAULTS: dict[str, Fault] = {
     "none": Fault("none", _none),
     "kill-9": Fault("kill-9", _kill9(3.0)),
@@ -185,6 +218,7 @@ FAULTS: dict[str, Fault] = {
         _lock_holder,
         client_options={"statement_timeout": "300", "lock_timeout": "100"},
     ),
+    "mixed": Fault("mixed", _mixed),
 }
 # faults of worker processes (engine "worker": `pgmbus worker` subprocesses)
 PROCESS_FAULTS: dict[str, Fault] = {
@@ -302,6 +336,32 @@ def _spark_caught_up(dsn: str) -> bool:
     return bool(row and row[0])
 
 
+APP_CAUGHT_UP = """
+SELECT (SELECT count(*) FROM mbus.events WHERE topic = %s) = ALL (
+           SELECT (SELECT count(DISTINCT value) FROM chaos_results AS r WHERE r.workload = w)
+           FROM unnest(ARRAY['app-stream', 'app-slots']) AS w)
+"""
+
+
+def _app_caught_up(dsn: str) -> bool:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(APP_CAUGHT_UP, (TOPIC,)).fetchone()
+    return bool(row and row[0])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _healthy(base: str) -> bool:
+    try:
+        return httpx.get(base + "/healthz", timeout=2.0).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
 def _stream_caught_up(dsn: str) -> bool:
     with psycopg.connect(dsn) as conn:
         row = conn.execute(STREAM_CAUGHT_UP, {"topic": TOPIC, "key": SUBS_KEY}).fetchone()
@@ -355,6 +415,8 @@ def run_scenario(
     """Run ``engine``'s workloads ("queue" or "stream") for ``duration`` seconds under the
     fault, heal, wait for the consumers to drain (bounded), stop everything and check."""
     fault = FAULTS.get(fault_name) or PROCESS_FAULTS[fault_name]
+    if fault_name == "hold-xmin":  # the workloads run while the transaction holds xmin
+        duration = max(duration, XMIN_HOLD_S + 1.0)
     dsn = cluster.new_database()
     _setup(dsn)
     via = cluster.via_proxy(dsn, **fault.client_options)
@@ -430,6 +492,67 @@ def run_scenario(
             for i in range(2)
         ]
         consumers = [DispatcherThread("timers", via)]
+    elif engine == "app":
+        for name, tx in (("auto", False), ("tx", True)):
+            workloads.append(
+                QueueProducer(
+                    history,
+                    "app-queue",
+                    f"qa-{name}",
+                    via,
+                    LEASE_QUEUE,
+                    transactional=tx,
+                    max_ops=ops_per_producer,
+                    rate=rate,
+                )
+            )
+        workloads += [
+            StreamPublisher(
+                history, "app-stream", f"s{i}", via, TOPIC, max_ops=ops_per_producer, rate=rate
+            )
+            for i in range(2)
+        ]
+        consumers = [AppProcesses("app", via)]
+    elif engine == "dispatcher":
+        receiver = Receiver()
+        client_id = add_client(dsn)
+        workloads += [
+            TimerCreator(
+                history,
+                "dispatcher",
+                f"t{i}",
+                via,
+                client_id,
+                receiver.url,
+                max_ops=ops_per_producer,
+                rate=rate,
+            )
+            for i in range(2)
+        ]
+        consumers = [DispatcherProcesses("dispatcher", via)]
+    elif engine == "serve":
+        key = api_key(dsn)
+        port = _free_port()
+        base = f"http://127.0.0.1:{port}"
+        server = ServeProcess("serve", via, port)
+        server.start()
+        if not wait_until(lambda: _healthy(base), 30):
+            server.stop()
+            raise RuntimeError("pgmbus serve did not start")
+        workloads += [
+            HttpProducer(
+                history,
+                "serve",
+                f"h{i}",
+                base,
+                key,
+                LEASE_QUEUE,
+                max_ops=ops_per_producer,
+                rate=rate,
+            )
+            for i in range(2)
+        ]
+        consumers = [server, HttpConsumer("serve", base, key, dsn, LEASE_QUEUE)]
     elif engine == "worker":
         for name, tx in (("auto", False), ("tx", True)):
             workloads.append(
@@ -450,7 +573,8 @@ def run_scenario(
     injectors: list[Periodic] = []
     try:
         for w in consumers + workloads:
-            w.start()
+            if not w.is_alive() and w.ident is None:
+                w.start()
         injectors = fault.start(cluster, dsn, consumers)
         time.sleep(duration)
         end_of_faults = datetime.now(UTC)
@@ -468,7 +592,7 @@ def run_scenario(
         if not wait_until(lambda: _reachable(dsn), 30):
             for w in consumers:
                 w.stop()
-    if fault_name in ("proxy-cuts", "ambiguous-commit"):
+    if fault_name in ("proxy-cuts", "ambiguous-commit", "mixed"):
         injected = (
             proxy_stats.get("random_cuts", 0)
             + proxy_stats.get("ambiguous_commits", 0)
@@ -476,10 +600,15 @@ def run_scenario(
             + injected
         )
     started = time.monotonic()
-    if engine == "timers":
+    if engine in ("timers", "dispatcher"):
         drained = wait_until(lambda: _timers_done(dsn, receiver), drain_timeout)
-    elif engine == "worker":
+    elif engine in ("worker", "serve"):
         drained = wait_until(lambda: _queue_depth(dsn, LEASE_QUEUE) == 0, drain_timeout)
+        time.sleep(0.5)
+    elif engine == "app":
+        drained = wait_until(
+            lambda: _queue_depth(dsn, LEASE_QUEUE) == 0 and _app_caught_up(dsn), drain_timeout
+        )
         time.sleep(0.5)
     elif engine == "queue":
         drained = wait_until(
@@ -535,13 +664,13 @@ def run_scenario(
                 "unfinished": lease.stats.unfinished,
                 "failed": lease.stats.failed,
             }
-    elif engine == "timers":
+    elif engine in ("timers", "dispatcher"):
         receiver.close()
-        notes["max_gap_s"] = {"timers": round(receiver.max_gap(end_of_faults_mono), 2)}
+        notes["max_gap_s"] = {engine: round(receiver.max_gap(end_of_faults_mono), 2)}
         calls = [Delivery(v, v) for v in receiver.calls]
         reports.append(
             check(
-                "timers",
+                engine,
                 history.ops(),
                 calls,
                 dead=_timers_failed(dsn),
@@ -550,14 +679,67 @@ def run_scenario(
                 faults_injected=injected,
             )
         )
-        dispatcher = next(c for c in consumers if isinstance(c, DispatcherThread))
-        if dispatcher.dispatcher is not None:
+        dispatcher = next((c for c in consumers if isinstance(c, DispatcherThread)), None)
+        if isinstance(consumers[0], Processes):
+            notes["worker"] = {"processes_started": consumers[0].started}
+        if dispatcher is not None and dispatcher.dispatcher is not None:
             st = dispatcher.dispatcher.stats
             notes["worker"] = {
                 "delivered": st.delivered,
                 "recorded": st.recorded,
                 "expired": st.expired,
             }
+    elif engine == "app":
+        reports.append(
+            check(
+                "app-queue",
+                history.ops(),
+                _deliveries(dsn, "app-queue"),
+                dead=_dead(dsn, LEASE_QUEUE),
+                exactly_once=False,
+                fault=fault_name,
+                faults_injected=injected,
+            )
+        )
+        ops = stream_ops = history.ops("app-stream")
+        for workload, group, recorded in (
+            ("app-stream", GROUP, stream_ops),
+            ("app-slots", SLOTS_GROUP, [dataclasses.replace(o, workload="app-slots") for o in ops]),
+        ):
+            reports.append(
+                check(
+                    workload,
+                    recorded,
+                    _deliveries(dsn, workload),
+                    dead=_stream_dead(dsn, group),
+                    exactly_once=True,
+                    ordered=True,
+                    fault=fault_name,
+                    faults_injected=injected,
+                )
+            )
+        notes["worker"] = {"processes_started": consumers[0].started}  # type: ignore[attr-defined]
+    elif engine == "serve":
+        reports.append(
+            check(
+                "serve",
+                history.ops(),
+                _deliveries(dsn, "serve"),
+                dead=_dead(dsn, LEASE_QUEUE),
+                exactly_once=False,
+                fault=fault_name,
+                faults_injected=injected,
+            )
+        )
+        server = next(c for c in consumers if isinstance(c, ServeProcess))
+        http = next(c for c in consumers if isinstance(c, HttpConsumer))
+        producers = [w for w in workloads if isinstance(w, HttpProducer)]
+        notes["worker"] = {
+            "processes_started": server.started,
+            "consumer_errors": http.errors,
+            "lost_acks": http.lost_acks,
+            "post_statuses": [p.statuses for p in producers],
+        }
     elif engine == "spark":
         reports.append(
             check(

@@ -1,4 +1,4 @@
-"""Clients recover by themselves: Bus.listen and a Bus's pool after connections are cut."""
+"""Clients recover by themselves: Bus.listen, a Bus's pool and `pgmbus serve` after cuts."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ import threading
 import time
 from collections.abc import Iterator
 
+import httpx
 import psycopg
 import pytest
+import uvicorn
 from psycopg.conninfo import conninfo_to_dict
 
+from pgmbus.http import ServiceConfig, create_app
 from pgmbus.queues import Bus
 from pgmbus.testing.chaos import ChaosProxy
 
@@ -63,3 +66,42 @@ def test_a_cut_costs_one_call_not_one_per_pooled_connection(proxy: ChaosProxy, d
             bus.post("jobs", {"n": 2})
         bus.post("jobs", {"n": 3})  # the broken idle connections were dropped
         assert bus.peek("jobs")
+
+
+@pytest.mark.timeout(60)
+def test_serve_answers_503_while_the_database_is_cut_and_recovers(
+    proxy: ChaosProxy, db_dsn: str
+) -> None:
+    """A cut database connection is a 503 with Retry-After (the client retries a post with
+    its iid), not an opaque 500; the next request works without a restart."""
+    with psycopg.connect(db_dsn, autocommit=True) as c:
+        row = c.execute("SELECT api_key FROM mbus.timer_add_client('chaos_503')").fetchone()
+        c.execute("SELECT mbus.api_set_scopes('chaos_503', ARRAY['queues:write:*'])")
+    assert row is not None
+    config = ServiceConfig(dsn=proxy.dsn(db_dsn), run_dispatcher=False)
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(config), host="127.0.0.1", port=0, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    headers = {"authorization": f"Bearer {row[0]}"}
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers) as http:
+
+            def post(n: int) -> httpx.Response:
+                return http.post("/v1/queues/jobs/messages", json={"data": {"n": n}})
+
+            assert post(1).status_code == 201
+            proxy.cut_all()
+            answers = [post(n) for n in (2, 3)]
+            assert answers[0].status_code == 503, answers[0].text
+            assert answers[0].headers["retry-after"] == "1"
+            assert answers[0].json()["error"] == "unavailable"
+            assert answers[1].status_code == 201, "the service recovered by itself"
+    finally:
+        server.should_exit = True
+        thread.join(10)
