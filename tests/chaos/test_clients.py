@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import psycopg
@@ -105,3 +107,45 @@ def test_serve_answers_503_while_the_database_is_cut_and_recovers(
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+@pytest.mark.timeout(60)
+def test_a_handler_outlives_lock_timeouts_while_claiming(db_dsn: str) -> None:
+    """`pgmbus worker`'s queue loop retries a lock timeout (a typed LockNotAvailable, not a
+    psycopg OperationalError) with backoff: it used to end the handler's slots for good."""
+    from psycopg.conninfo import make_conninfo
+
+    from pgmbus.handlers import App
+    from pgmbus.queues import AsyncBus
+    from pgmbus.workers.queue_loop import QueueLoop
+
+    with psycopg.connect(db_dsn, autocommit=True) as c:
+        c.execute("SELECT mbus.create_queue('jobs', 1)")
+    seen: list[int] = []
+    app = App(db_dsn)
+
+    @app.handler("jobs", poll_interval=0.1)
+    def handle(message: Any) -> None:
+        seen.append(int(message.data["n"]))
+
+    async def main() -> QueueLoop:
+        dsn = make_conninfo(db_dsn, options="-c lock_timeout=50")
+        async with AsyncBus(dsn, max_size=3, poll_interval=0.1) as bus:
+            loop = QueueLoop(bus, app.queue_handlers[0])
+            stop, abort = asyncio.Event(), asyncio.Event()
+            task = asyncio.ensure_future(loop.run(stop, abort))
+            with psycopg.connect(db_dsn) as locker:
+                locker.execute("LOCK TABLE mbus.q_jobs IN ACCESS EXCLUSIVE MODE")
+                await asyncio.sleep(1.0)  # every claim meets the lock meanwhile
+            await bus.post("jobs", {"n": 1})
+            for _ in range(100):
+                if seen or task.done():
+                    break
+                await asyncio.sleep(0.05)
+            stop.set()
+            await asyncio.wait_for(task, 10)  # raises if the slot died
+            return loop
+
+    loop = asyncio.run(main())
+    assert seen == [1]
+    assert loop.stats.reconnects >= 1, "the lock timeouts were met and retried"

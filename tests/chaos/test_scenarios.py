@@ -36,6 +36,7 @@ def test_engine_under_fault(chaos_cluster: ChaosCluster, engine: str, fault: str
         ("app", "kill-worker"),
         ("app", "stop-worker"),
         ("app", "mixed"),
+        ("app", "timeouts"),
         ("dispatcher", "kill-worker"),
         ("dispatcher", "stop-worker"),
     ],
