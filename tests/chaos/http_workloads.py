@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -23,7 +24,8 @@ from tests.chaos.workloads import INSERT_RESULT, Workload, _pause
 log = logging.getLogger("pgmbus.chaos")
 
 ADD_CLIENT = "SELECT api_key FROM mbus.timer_add_client(%s)"
-SET_SCOPES = "SELECT mbus.api_set_scopes(%s, ARRAY['queues:write:*'])"
+SET_SCOPES = "SELECT mbus.api_set_scopes(%s, ARRAY['queues:write:*', 'timers:write:*'])"
+RETRY = {"kind": "constant", "delay_s": 0.2}
 
 
 def api_key(dsn: str, name: str = "chaos_http") -> str:
@@ -87,6 +89,73 @@ class HttpProducer(Workload):
                     try:
                         with self.history.op(self.workload, self.name, "enqueue", value):
                             self._post(http, value, iid)
+                        backoff.reset()
+                        break
+                    except httpx.ConnectError:
+                        pass
+                    _pause(self.stop_event, backoff)
+                    if self.stop_event.is_set():
+                        break
+                time.sleep(1.0 / self.rate)
+
+
+class HttpTimerCreator(Workload):
+    """POST ``/v1/callbacks`` due now (event key ``<name>-<n>``, context ``{"v": "<name>/<n>"}``)
+    to the service, whose embedded dispatcher calls ``url``; an unknown outcome is retried with
+    the same key (creation is idempotent on it: 201 created, 200 it existed)."""
+
+    def __init__(
+        self,
+        history: History,
+        workload: str,
+        name: str,
+        base: str,
+        key: str,
+        url: str,
+        *,
+        max_ops: int,
+        rate: float = 60.0,
+        tries: int = 30,
+    ) -> None:
+        super().__init__(name)
+        self.history, self.workload, self.base, self.url = history, workload, base, url
+        self.headers = {"authorization": f"Bearer {key}"}
+        self.max_ops, self.rate, self.tries = max_ops, rate, tries
+        self.statuses: dict[int, int] = {}
+
+    def _create(self, http: httpx.Client, value: str) -> None:
+        body = {
+            "group_key": "chaos",
+            "event_key": value.replace("/", "-"),
+            "run_at": datetime.now(UTC).isoformat(),
+            "url": self.url,
+            "context": {"v": value},
+            "retry": RETRY,
+        }
+        try:
+            r = http.post("/v1/callbacks", json=body, headers=self.headers)
+        except httpx.ConnectError:
+            raise
+        except httpx.TransportError as exc:
+            raise Unknown("http create") from exc
+        self.statuses[r.status_code] = self.statuses.get(r.status_code, 0) + 1
+        if r.status_code in (200, 201):
+            return
+        if r.status_code >= 500:
+            raise Unknown(f"http {r.status_code}: {r.text[:200]}")
+        raise AssertionError(f"unexpected answer {r.status_code}: {r.text[:300]}")
+
+    def body(self) -> None:
+        backoff = Backoff(cap=1.0)
+        with httpx.Client(base_url=self.base, timeout=5.0) as http:
+            for seq in range(1, self.max_ops + 1):
+                if self.stop_event.is_set():
+                    break
+                value = f"{self.name}/{seq}"
+                for _ in range(self.tries):
+                    try:
+                        with self.history.op(self.workload, self.name, "enqueue", value):
+                            self._create(http, value)
                         backoff.reset()
                         break
                     except httpx.ConnectError:

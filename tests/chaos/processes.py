@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -27,8 +29,13 @@ class Processes(Workload):
         self.workload, self.dsn, self.count = workload, dsn, count
         self.procs: list[subprocess.Popen[bytes]] = []
         self.started = 0
-        logs = os.environ.get("CHAOS_LOGS")  # a folder: keep what the processes print
-        self.logs = Path(logs) if logs else None
+        self.warnings = 0
+        # what the processes print: kept under $CHAOS_LOGS when set, else in a temporary folder
+        # removed at the end (after it was scanned for threads that died)
+        kept = os.environ.get("CHAOS_LOGS")
+        self.keep_logs = bool(kept)
+        self.logs = Path(kept) if kept else Path(tempfile.mkdtemp(prefix="pgmbus-chaos-logs-"))
+        self.log_files: list[Path] = []
         self._lock = threading.Lock()
         self._rng = random.Random(5)
 
@@ -42,11 +49,9 @@ class Processes(Workload):
         env["CHAOS_WORKLOAD"] = self.workload
         self.started += 1
         argv = [sys.executable, "-m", "pgmbus", *self.argv(index)]
-        if self.logs is None:
-            return subprocess.Popen(
-                argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-            )
-        with (self.logs / f"{self.name}-{self.started}.log").open("ab") as out:
+        path = self.logs / f"{self.name}-{os.getpid()}-{id(self)}-{self.started}.log"
+        self.log_files.append(path)
+        with path.open("ab") as out:
             return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
 
     def body(self) -> None:
@@ -89,6 +94,29 @@ class Processes(Workload):
                     proc.kill()
                     proc.wait(5)
                     self.crashed = self.crashed or f"process {proc.pid} ignored SIGTERM"
+        self._scan_logs()
+
+    def _scan_logs(self) -> None:
+        """Threads that died silently (Python's 'Exception in thread') make the workload
+        fail; ``warnings`` counts the lines the processes logged at WARNING or above."""
+        self.warnings = 0
+        for path in self.log_files:
+            text = path.read_text(errors="replace") if path.exists() else ""
+            self.warnings += sum(
+                1
+                for line in text.splitlines()
+                if " WARNING " in line
+                or " ERROR " in line
+                or '"level": "WARNING"' in line
+                or '"level": "ERROR"' in line
+            )
+            if "Exception in thread" in text:
+                at = text.index("Exception in thread")
+                self.crashed = (
+                    self.crashed or f"a thread died in {path.name}: {text[at : at + 500]}"
+                )
+        if not self.keep_logs:
+            shutil.rmtree(self.logs, ignore_errors=True)
 
 
 class WorkerProcesses(Processes):
@@ -149,7 +177,8 @@ class DispatcherProcesses(Processes):
 
 
 class ServeProcess(Processes):
-    """One `pgmbus serve --no-dispatcher` on ``port``; it must never need a restart."""
+    """One `pgmbus serve` on ``port``, with its embedded dispatcher (2 s bucket lease) calling
+    127.0.0.1; it must never need a restart."""
 
     def __init__(self, workload: str, dsn: str, port: int) -> None:
         super().__init__(workload, dsn, count=1)
@@ -164,5 +193,14 @@ class ServeProcess(Processes):
             "127.0.0.1",
             "--port",
             str(self.port),
-            "--no-dispatcher",
+            "--allow-network",
+            "127.0.0.1/32",
+            "--concurrency",
+            "8",
+            "--timeout",
+            "2",
+            "--bucket-lease",
+            "2",
+            "--claim-slack",
+            "1",
         ]

@@ -20,7 +20,7 @@ from pgmbus import streams
 from pgmbus.queues import Bus
 from pgmbus.testing.chaos import Delivery, History, Report, check
 from tests.chaos.harness import ChaosCluster, Periodic
-from tests.chaos.http_workloads import HttpConsumer, HttpProducer, api_key
+from tests.chaos.http_workloads import HttpConsumer, HttpProducer, HttpTimerCreator, api_key
 from tests.chaos.processes import (
     AppProcesses,
     DispatcherProcesses,
@@ -349,6 +349,11 @@ def _app_caught_up(dsn: str) -> bool:
     return bool(row and row[0])
 
 
+def _process_notes(w: Workload) -> dict[str, int]:
+    assert isinstance(w, Processes)
+    return {"processes_started": w.started, "logged_warnings": w.warnings}
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -531,6 +536,7 @@ def run_scenario(
         ]
         consumers = [DispatcherProcesses("dispatcher", via)]
     elif engine == "serve":
+        receiver = Receiver()
         key = api_key(dsn)
         port = _free_port()
         base = f"http://127.0.0.1:{port}"
@@ -539,6 +545,19 @@ def run_scenario(
         if not wait_until(lambda: _healthy(base), 30):
             server.stop()
             raise RuntimeError("pgmbus serve did not start")
+        workloads += [
+            HttpTimerCreator(
+                history,
+                "serve-timers",
+                f"ht{i}",
+                base,
+                key,
+                receiver.url,
+                max_ops=ops_per_producer,
+                rate=rate / 2,
+            )
+            for i in range(2)
+        ]
         workloads += [
             HttpProducer(
                 history,
@@ -602,7 +621,13 @@ def run_scenario(
     started = time.monotonic()
     if engine in ("timers", "dispatcher"):
         drained = wait_until(lambda: _timers_done(dsn, receiver), drain_timeout)
-    elif engine in ("worker", "serve"):
+    elif engine == "serve":
+        drained = wait_until(
+            lambda: _queue_depth(dsn, LEASE_QUEUE) == 0 and _timers_done(dsn, receiver),
+            drain_timeout,
+        )
+        time.sleep(0.5)
+    elif engine == "worker":
         drained = wait_until(lambda: _queue_depth(dsn, LEASE_QUEUE) == 0, drain_timeout)
         time.sleep(0.5)
     elif engine == "app":
@@ -681,7 +706,7 @@ def run_scenario(
         )
         dispatcher = next((c for c in consumers if isinstance(c, DispatcherThread)), None)
         if isinstance(consumers[0], Processes):
-            notes["worker"] = {"processes_started": consumers[0].started}
+            notes["worker"] = _process_notes(consumers[0])
         if dispatcher is not None and dispatcher.dispatcher is not None:
             st = dispatcher.dispatcher.stats
             notes["worker"] = {
@@ -718,7 +743,7 @@ def run_scenario(
                     faults_injected=injected,
                 )
             )
-        notes["worker"] = {"processes_started": consumers[0].started}  # type: ignore[attr-defined]
+        notes["worker"] = _process_notes(consumers[0])
     elif engine == "serve":
         reports.append(
             check(
@@ -731,14 +756,27 @@ def run_scenario(
                 faults_injected=injected,
             )
         )
+        receiver.close()
+        reports.append(
+            check(
+                "serve-timers",
+                history.ops(),
+                [Delivery(v, v) for v in receiver.calls],
+                dead=_timers_failed(dsn),
+                exactly_once=False,
+                fault=fault_name,
+                faults_injected=injected,
+            )
+        )
         server = next(c for c in consumers if isinstance(c, ServeProcess))
         http = next(c for c in consumers if isinstance(c, HttpConsumer))
         producers = [w for w in workloads if isinstance(w, HttpProducer)]
         notes["worker"] = {
-            "processes_started": server.started,
+            **_process_notes(server),
             "consumer_errors": http.errors,
             "lost_acks": http.lost_acks,
             "post_statuses": [p.statuses for p in producers],
+            "create_statuses": [w.statuses for w in workloads if isinstance(w, HttpTimerCreator)],
         }
     elif engine == "spark":
         reports.append(
@@ -766,7 +804,7 @@ def run_scenario(
             )
         )
         procs = next(c for c in consumers if isinstance(c, WorkerProcesses))
-        notes["worker"] = {"processes_started": procs.started}
+        notes["worker"] = _process_notes(procs)
     else:
         reports += _stream_reports(dsn, history, fault_name, injected)
         groups = [c for c in consumers if isinstance(c, StreamGroupWorker)]

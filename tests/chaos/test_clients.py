@@ -149,3 +149,57 @@ def test_a_handler_outlives_lock_timeouts_while_claiming(db_dsn: str) -> None:
     loop = asyncio.run(main())
     assert seen == [1]
     assert loop.stats.reconnects >= 1, "the lock timeouts were met and retried"
+
+
+@pytest.mark.timeout(60)
+def test_a_dispatcher_started_while_the_database_is_unreachable_waits_for_it(
+    proxy: ChaosProxy, db_dsn: str
+) -> None:
+    """The first heartbeat is retried with backoff: it used to end `Dispatcher.run` (and
+    silently the dispatcher inside `pgmbus serve`) when the database was restarting."""
+    from pgmbus.timers.dispatcher import Dispatcher, DispatcherConfig
+    from pgmbus.timers.netguard import NetworkGuard, parse_networks
+
+    config = DispatcherConfig(bucket_lease_s=2.0, claim_slack_s=1.0, name="chaos-first-beat")
+    guard = NetworkGuard(parse_networks(["127.0.0.1/32"]))
+
+    def registered() -> bool:
+        with psycopg.connect(db_dsn) as c:
+            row = c.execute(
+                "SELECT count(*) FROM mbus.timer_dispatchers WHERE id = %s", (config.name,)
+            ).fetchone()
+        return bool(row and row[0])
+
+    async def main() -> None:
+        proxy.settings.refuse = True
+        stop = asyncio.Event()
+        task = asyncio.ensure_future(Dispatcher(proxy.dsn(db_dsn), config, guard).run(stop))
+        await asyncio.sleep(1.0)
+        assert not task.done(), task.exception() if task.done() else None
+        assert not registered()
+        proxy.settings.refuse = False
+        for _ in range(100):
+            if registered():
+                break
+            await asyncio.sleep(0.05)
+        assert registered(), "the dispatcher started once the database answered"
+        stop.set()
+        await asyncio.wait_for(task, 20)
+
+    asyncio.run(main())
+
+
+def test_stream_reads_that_disable_scans_also_disable_jit(db_dsn: str) -> None:
+    """A function run with enable_seqscan/enable_bitmapscan off must run with jit off: the
+    disabled scans' cost lifts plans past jit_above_cost, and read_next on a slotted group was
+    JIT-compiled on every call (240 ms on a new session), past the chaos suite's 300 ms
+    statement timeout: a stream worker could not read again until the timeout was lifted."""
+    with psycopg.connect(db_dsn) as c:
+        rows = c.execute(
+            "SELECT p.proname, p.proconfig FROM pg_proc AS p"
+            " JOIN pg_namespace AS n ON n.oid = p.pronamespace"
+            " WHERE n.nspname = 'mbus' AND p.proname IN ('read_next', 'read_between')"
+        ).fetchall()
+    assert len(rows) == 2
+    for name, config in rows:
+        assert "jit=off" in (config or []), (name, config)

@@ -39,6 +39,7 @@ def test_engine_under_fault(chaos_cluster: ChaosCluster, engine: str, fault: str
         ("app", "timeouts"),
         ("dispatcher", "kill-worker"),
         ("dispatcher", "stop-worker"),
+        ("dispatcher", "mixed"),
     ],
 )
 def test_processes_under_fault(chaos_cluster: ChaosCluster, engine: str, fault: str) -> None:
@@ -49,8 +50,13 @@ def test_processes_under_fault(chaos_cluster: ChaosCluster, engine: str, fault: 
     outcome = run_scenario(chaos_cluster, engine, fault, duration=DURATION)
     record_and_check(outcome)
     assert outcome.reports[0].faults_injected > 0
+    started = outcome.notes["worker"]["processes_started"]
     if fault in ("kill-worker", "mixed"):
-        assert outcome.notes["worker"]["processes_started"] > 2, "killed processes restarted"
+        assert started > 2, "killed processes were restarted"
+    else:
+        assert started == 2, "no process died: each one recovered by itself"
+    if fault in ("mixed", "timeouts"):
+        assert outcome.notes["worker"]["logged_warnings"] > 0, "the processes logged the faults"
 
 
 @pytest.mark.timeout(180)
@@ -63,3 +69,4 @@ def test_serve_under_fault(chaos_cluster: ChaosCluster, fault: str) -> None:
     record_and_check(outcome)
     assert outcome.reports[0].faults_injected > 0
     assert outcome.notes["worker"]["processes_started"] == 1, "serve never needed a restart"
+    assert outcome.notes["worker"]["logged_warnings"] > 0, "serve logged what happened"

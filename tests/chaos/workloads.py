@@ -8,6 +8,7 @@ kept in ``crashed`` so the scenario fails loudly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -227,7 +228,8 @@ class LeaseQueueWorker(Workload):
 
     def stop(self, timeout: float = 30.0) -> None:
         if self._loop is not None and self._stop_async is not None:
-            self._loop.call_soon_threadsafe(self._stop_async.set)
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the thread has ended
+                self._loop.call_soon_threadsafe(self._stop_async.set)
         super().stop(timeout)
 
 
