@@ -32,7 +32,8 @@ screenshots: bootstrap
 	PGMBUS_SCREENSHOTS=docs/img $(BIN)/pytest -q tests/ops/test_ops_dashboard.py -k every_page
 
 # The fault-injection suite (minutes): every engine under every fault, a summary table at the
-# end (also in .chaos/summary.md). CHAOS_DURATION_S and CHAOS_SEED tune it.
+# end (also in .chaos/summary.md). CHAOS_DURATION_S, CHAOS_SEED and CHAOS_XMIN_HOLD_S (60) tune
+# it; CHAOS_LOGS=folder keeps what the worker/dispatcher/serve processes logged.
 chaos: bootstrap
 	$(BIN)/pytest tests/chaos -m "chaos or not chaos" -p no:cacheprovider
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -9,7 +10,19 @@ import pytest
 
 from pgmbus.testing.chaos import format_table
 from tests.chaos.harness import ChaosCluster
-from tests.chaos.summary import NOTES, REPORTS, SUMMARY
+from tests.chaos.summary import NOTES, REPORTS, SUMMARY, THREAD_DEATHS
+
+_default_hook = threading.excepthook
+
+
+def _record_thread_death(args: threading.ExceptHookArgs) -> None:
+    """No thread dies silently: a thread ended by an exception fails the next scenario."""
+    name = args.thread.name if args.thread is not None else "?"
+    THREAD_DEATHS.append(f"{name}: {args.exc_type.__name__}: {args.exc_value}")
+    _default_hook(args)
+
+
+threading.excepthook = _record_thread_death
 
 
 @pytest.fixture(scope="session")

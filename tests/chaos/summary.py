@@ -8,6 +8,7 @@ from pgmbus.testing.chaos import Report
 from tests.chaos.scenarios import Outcome
 
 REPORTS: list[Report] = []
+THREAD_DEATHS: list[str] = []  # threads of the test process that died of an exception
 NOTES: list[str] = []
 SUMMARY = Path(".chaos") / "summary.md"
 
@@ -17,6 +18,7 @@ def record_and_check(outcome: Outcome) -> None:
     REPORTS.extend(outcome.reports)
     NOTES.append(f"{outcome.notes['engine']} under {outcome.reports[0].fault}: {outcome.notes}")
     assert not outcome.crashed, f"workload threads died: {outcome.crashed}"
+    assert not THREAD_DEATHS, f"threads died silently: {THREAD_DEATHS}"
     assert not outcome.fault_errors, f"the fault injector failed: {outcome.fault_errors}"
     assert outcome.notes["drained"], f"consumers did not drain: {outcome.notes}"
     for report in outcome.reports:

@@ -133,3 +133,20 @@ def test_table_has_a_verdict_per_row() -> None:
     table = format_table([good, bad]).splitlines()
     assert table[0].startswith("| workload") and "verdict" in table[0]
     assert table[2].rstrip(" |").endswith("ok") and table[3].rstrip(" |").endswith("FAIL")
+
+
+def test_table_says_what_each_path_promises_and_counts_duplicates() -> None:
+    history = History()
+    for v in ("k/1", "k/2"):
+        history.record("w", "p", "invoke", "enqueue", v)
+        history.record("w", "p", "ok", "enqueue", v)
+    deliveries = [Delivery("k/2", "m2"), Delivery("k/1", "m1"), Delivery("k/1", "m1")]
+    lease = check("w", history.ops(), deliveries, exactly_once=False)
+    stream = check("w", history.ops(), deliveries[:2], ordered=True)
+    header, _, lease_row, stream_row = format_table([lease, stream]).splitlines()
+    cells = [c.strip() for c in header.split("|")]
+    row = dict(zip(cells, (c.strip() for c in lease_row.split("|")), strict=True))
+    assert (row["promise"], row["duplicated"], row["redelivered"]) == (">=1x", "1", "1")
+    assert row["verdict"] == "ok"
+    row = dict(zip(cells, (c.strip() for c in stream_row.split("|")), strict=True))
+    assert (row["promise"], row["reordered"], row["verdict"]) == ("1x+order", "1", "FAIL")

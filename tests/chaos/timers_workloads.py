@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import threading
@@ -173,5 +174,6 @@ class DispatcherThread(Workload):
 
     def stop(self, timeout: float = 30.0) -> None:
         if self._loop is not None and self._stop_async is not None:
-            self._loop.call_soon_threadsafe(self._stop_async.set)
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the thread has ended
+                self._loop.call_soon_threadsafe(self._stop_async.set)
         super().stop(timeout)

@@ -8,16 +8,11 @@ kept in ``crashed`` so the scenario fails loudly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import os
-import random
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -233,7 +228,8 @@ class LeaseQueueWorker(Workload):
 
     def stop(self, timeout: float = 30.0) -> None:
         if self._loop is not None and self._stop_async is not None:
-            self._loop.call_soon_threadsafe(self._stop_async.set)
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the thread has ended
+                self._loop.call_soon_threadsafe(self._stop_async.set)
         super().stop(timeout)
 
 
@@ -293,16 +289,35 @@ class StreamPublisher(Workload):
 
 
 class StreamGroupWorker(Workload):
-    """A StreamWorker whose handler writes each event's result in the batch's transaction."""
+    """A StreamWorker whose handler writes each event's result in the batch's transaction (one
+    slot of a slotted group, or a group of subscriptions, when asked)."""
 
-    def __init__(self, workload: str, dsn: str, group: str) -> None:
-        super().__init__(f"{workload}-group")
+    def __init__(
+        self,
+        workload: str,
+        dsn: str,
+        group: str,
+        *,
+        slot: int | None = None,
+        subscriptions: bool = False,
+    ) -> None:
+        super().__init__(f"{workload}-group" + ("" if slot is None else f"-{slot}"))
         self.workload = workload
 
         def handler(conn: psycopg.Connection[Any], event: streams.Event) -> None:
+            if subscriptions and not event.subscription_ids:
+                raise AssertionError(f"event {event.id} matched no subscription")
             conn.execute(INSERT_RESULT, (self.workload, event.payload["v"], str(event.id)))
 
-        self.worker = StreamWorker(dsn, group, handler, batch=50, maintain_every=None)
+        self.worker = StreamWorker(
+            dsn,
+            group,
+            handler,
+            slot=slot,
+            subscriptions=subscriptions,
+            batch=50,
+            maintain_every=None,
+        )
 
     def body(self) -> None:
         self.worker.run(stop=self.stop_event.is_set, idle_wait=0.5, backoff=Backoff(cap=1.0))
@@ -319,89 +334,3 @@ def wait_until(done: Callable[[], bool], timeout: float, every: float = 0.2) -> 
             pass
         time.sleep(every)
     return False
-
-
-class WorkerProcesses(Workload):
-    """``count`` ``pgmbus worker`` processes on a queue, restarted when one dies (a kill -9);
-    faults reach them by pid: :meth:`kill_one`, :meth:`freeze_one`."""
-
-    def __init__(self, workload: str, dsn: str, queue: str, *, count: int = 2) -> None:
-        super().__init__(f"{workload}-processes")
-        self.workload, self.dsn, self.queue, self.count = workload, dsn, queue, count
-        self.procs: list[subprocess.Popen[bytes]] = []
-        self.started = 0
-        self._lock = threading.Lock()
-        self._rng = random.Random(5)
-
-    def _spawn(self) -> subprocess.Popen[bytes]:
-        root = Path(__file__).resolve().parents[2]
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(root / "src"), str(root)])
-        env["CHAOS_RESULTS_DSN"] = self.dsn
-        env["CHAOS_WORKLOAD"] = self.workload
-        argv = [
-            sys.executable,
-            "-m",
-            "pgmbus",
-            "worker",
-            "tests.chaos.handlers:record",
-            "--queue",
-            self.queue,
-            "--dsn",
-            self.dsn,
-            "--lease",
-            "3",
-            "--poll",
-            "0.5",
-            "--backoff",
-            "0.05",
-            "--max-attempts",
-            "1000",
-            "--concurrency",
-            "2",
-        ]
-        self.started += 1
-        return subprocess.Popen(
-            argv, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-
-    def body(self) -> None:
-        with self._lock:
-            self.procs = [self._spawn() for _ in range(self.count)]
-        while not self.stop_event.wait(0.2):
-            with self._lock:
-                for i, proc in enumerate(self.procs):
-                    if proc.poll() is not None:
-                        self.procs[i] = self._spawn()
-
-    def kill_one(self) -> int:
-        """SIGKILL a random worker (it is restarted); returns 1."""
-        with self._lock:
-            proc = self._rng.choice(self.procs)
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGKILL)
-                proc.wait(10)
-        return 1
-
-    def freeze_one(self, seconds: float) -> int:
-        """SIGSTOP a random worker for ``seconds`` (longer than its lease), then SIGCONT."""
-        with self._lock:
-            proc = self._rng.choice(self.procs)
-        proc.send_signal(signal.SIGSTOP)
-        time.sleep(seconds)
-        proc.send_signal(signal.SIGCONT)
-        return 1
-
-    def stop(self, timeout: float = 30.0) -> None:
-        super().stop(timeout)
-        with self._lock:
-            for proc in self.procs:
-                proc.send_signal(signal.SIGCONT)
-                proc.send_signal(signal.SIGTERM)
-            for proc in self.procs:
-                try:
-                    proc.wait(15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(5)
-                    self.crashed = self.crashed or f"worker {proc.pid} ignored SIGTERM"

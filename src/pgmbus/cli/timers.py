@@ -31,6 +31,7 @@ def _require_server_extra() -> None:
     except ImportError as exc:
         raise PgmbusError(f"{SERVER_EXTRA_HINT} ({exc.name} is missing)") from exc
 
+
 app = typer.Typer(help="Scheduled HTTP callbacks: clients and maintenance.", no_args_is_help=True)
 
 AllowOption = Annotated[
@@ -110,7 +111,7 @@ def dispatcher_cmd(
     _require_server_extra()
     from pgmbus.timers.dispatcher import Dispatcher
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     config = _config(concurrency, timeout, bucket_lease, claim_slack)
     dispatcher = Dispatcher(database(dsn), config, _guard(allow_network))
     typer.echo(f"dispatcher {dispatcher.name} started", err=True)
@@ -195,6 +196,9 @@ def serve_cmd(
                     f"OpenAPI {url}/docs, metrics {url}/metrics)"
                 )
 
+    logging.basicConfig(  # what the service and its dispatcher log (a lost database, ...)
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
     server = Server(uvicorn.Config(create_app(config), log_level="warning"))
     server.run(sockets=[sock])
 

@@ -21,6 +21,7 @@ from pgmbus.http.metrics import fetch_snapshot, registry_for
 from pgmbus.http.state import AppState
 from pgmbus.timers import store
 from pgmbus.timers.dispatcher import Dispatcher
+from pgmbus.timers.supervised import keep_dispatching
 
 DESCRIPTION = """\
 pgmbus over HTTP: queues, streams, timers (scheduled HTTP callbacks), operations reads, and
@@ -40,8 +41,11 @@ def create_app(config: ServiceConfig) -> FastAPI:
         stop = asyncio.Event()
         task: asyncio.Task[None] | None = None
         if config.run_dispatcher:
-            dispatcher = Dispatcher(config.dsn, config.dispatcher, state.guard)
-            task = asyncio.create_task(dispatcher.run(stop))
+            task = asyncio.create_task(
+                keep_dispatching(
+                    lambda: Dispatcher(config.dsn, config.dispatcher, state.guard), stop
+                )
+            )
         try:
             yield
         finally:

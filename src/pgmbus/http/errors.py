@@ -33,6 +33,7 @@ from pgmbus.errors import (
     PgmbusError,
     StaleLease,
 )
+from pgmbus.reconnect import is_transient
 from pgmbus.timers.netguard import RefusedURL
 
 STATUS_OF: list[tuple[type[PgmbusError], int]] = [
@@ -58,6 +59,7 @@ CODE_OF_STATUS = {
     413: "too_large",
     415: "unsupported_media_type",
     422: "invalid_request",
+    503: "unavailable",
 }
 
 log = logging.getLogger("pgmbus.http")
@@ -108,6 +110,18 @@ def validation_message(exc: RequestValidationError) -> str:
     return "; ".join(parts) or "invalid request"
 
 
+def _unavailable(request: Request, exc: BaseException) -> JSONResponse:
+    """503 for a database that cannot answer now (a restart, a cut connection, a timeout):
+    the client may retry; a write's outcome is unknown (retry a post with its iid)."""
+    log.warning("%s %s: database unavailable: %s", request.method, request.url.path, exc)
+    return error_response(
+        503,
+        "unavailable",
+        "the database is unavailable right now; retry (a write may or may not have happened)",
+        {"Retry-After": "1"},
+    )
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers that turn every error into the one shape."""
 
@@ -121,6 +135,8 @@ def install(app: FastAPI) -> None:
             # a data exception or a violated constraint (a NUL in jsonb text, a number out of
             # range, a CHECK on a name): the input's fault, not the server's
             return error_response(422, "invalid_payload", exc.message)
+        if status == 500 and is_transient(exc):
+            return _unavailable(request, exc)
         if status == 500:
             log.error("%s %s failed: %s", request.method, request.url.path, exc)
             return error_response(500, "internal_error", "the database call failed")
@@ -137,6 +153,13 @@ def install(app: FastAPI) -> None:
         return error_response(
             422, "invalid_payload", "text must be valid Unicode (a lone surrogate)"
         )
+
+    @app.exception_handler(psycopg.Error)
+    async def _database(request: Request, exc: psycopg.Error) -> JSONResponse:
+        if is_transient(exc):
+            return _unavailable(request, exc)
+        log.error("%s %s failed: %s", request.method, request.url.path, exc)
+        return error_response(500, "internal_error", "the database call failed")
 
     @app.exception_handler(psycopg.DataError)
     async def _data(_request: Request, exc: psycopg.DataError) -> JSONResponse:

@@ -42,6 +42,7 @@ import httpx
 import psycopg
 
 from pgmbus.errors import DatabaseError
+from pgmbus.reconnect import Backoff, is_transient
 from pgmbus.timers import scheduler, store
 from pgmbus.timers.delivery import Claimed, Delivery, deliver
 from pgmbus.timers.netguard import NetworkGuard
@@ -171,7 +172,8 @@ class Dispatcher:
                 )
                 for _ in range(cfg.concurrency)
             ]
-            await self._heartbeat(await side_link.get())
+            if not await self._first_heartbeat(side_link, stop):
+                return  # stopped before the database could be reached
             # listening before the first claim, so no change to a claim of ours goes unheard
             listening = await self._listen(listen_link)
             helpers = [
@@ -449,6 +451,25 @@ class Dispatcher:
     # -- heartbeat, schedules, cleanup --------------------------------------------------------
     async def _heartbeat(self, conn: psycopg.AsyncConnection[Any]) -> None:
         self.buckets = await store.heartbeat(conn, self.name, self.config.bucket_lease_s)
+
+    async def _first_heartbeat(self, link: _Link, stop: asyncio.Event) -> bool:
+        """Register and learn our buckets, retried with backoff while the database cannot be
+        reached (a start during a restart, a cut connection); False when ``stop`` came first."""
+        backoff = Backoff(cap=min(5.0, self.config.bucket_lease_s))
+        while not stop.is_set():
+            try:
+                await self._heartbeat(await link.get())
+                return True
+            except DB_ERRORS as exc:
+                if not is_transient(exc):
+                    raise
+                delay = backoff.next()
+                log.warning(
+                    "dispatcher %s cannot start yet, retrying in %.2fs: %s", self.name, delay, exc
+                )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+        return False
 
     async def _heartbeat_loop(self, link: _Link, stop: asyncio.Event) -> None:
         cfg = self.config

@@ -10,14 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import psycopg
-from psycopg_pool import PoolTimeout
-
 from pgmbus.errors import StaleLease
 from pgmbus.handlers import HandlerTimeout, QueueHandler
 from pgmbus.queues._async_bus import AsyncBus
 from pgmbus.queues.model import Message
 from pgmbus.queues.worker import WorkerConfig, _keep_leased
+from pgmbus.reconnect import Backoff, is_transient
 
 
 @dataclass
@@ -30,6 +28,7 @@ class HandlerStats:
     lost: int = 0
     timed_out: int = 0
     given_back: int = 0
+    reconnects: int = 0
 
     def summary(self) -> str:
         """``N done, R retried, D dead, L lost, T timed out, G given back``."""
@@ -106,16 +105,23 @@ class QueueLoop:
         await asyncio.gather(*slots)
 
     async def _slot(self, stop: asyncio.Event, abort: asyncio.Event, drain: bool) -> None:
-        failures = 0
+        backoff = Backoff()
         while not stop.is_set():
             try:
                 messages = await self._claim(stop, drain)
-            except (psycopg.OperationalError, PoolTimeout) as exc:
-                failures += 1
+            except Exception as exc:
+                if not is_transient(exc):
+                    self.log.exception(
+                        "claiming from %s/%s failed; the handler stops",
+                        self.spec.queue,
+                        self.spec.consumer,
+                    )
+                    raise
                 self.healthy = False
-                wait = min(5.0, 0.1 * 2**failures)
+                self.stats.reconnects += 1
+                wait = backoff.next()
                 self.log.warning(
-                    "cannot claim from %s/%s, retrying in %.1fs: %s",
+                    "cannot claim from %s/%s, retrying in %.2fs: %s",
                     self.spec.queue,
                     self.spec.consumer,
                     wait,
@@ -124,7 +130,7 @@ class QueueLoop:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), wait)
                 continue
-            failures = 0
+            backoff.reset()
             self.healthy = True
             if messages is None or (not messages and drain):
                 return
@@ -261,7 +267,9 @@ class QueueLoop:
         except StaleLease:
             self.stats.lost += 1
             self.log.warning("message %s: lease lost before %s", message.iid, how, extra=extra)
-        except (psycopg.OperationalError, PoolTimeout) as exc:
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
             self.stats.lost += 1
             self.log.warning(
                 "message %s: %s did not reach the database (%s); it comes back when its lease ends",

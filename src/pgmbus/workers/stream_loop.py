@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 
 from pgmbus.handlers import StreamHandler
+from pgmbus.reconnect import Backoff, is_transient
 from pgmbus.streams.client import Event
 from pgmbus.streams.worker import StreamWorker, WorkerStats
 
@@ -49,6 +50,7 @@ class StreamLoop:
             total.handled += w.stats.handled
             total.retried += w.stats.retried
             total.dead += w.stats.dead
+            total.reconnects += w.stats.reconnects
         return total
 
     @property
@@ -94,24 +96,24 @@ class StreamLoop:
         self, index: int, stop: threading.Event, on_fatal: Callable[[BaseException], None]
     ) -> None:
         worker = self.workers[index]
-        failures = 0
+        backoff = Backoff()
         while not stop.is_set():
             try:
-                if failures:
-                    self._failing.discard(index)  # restarting; marked again if it fails again
-                worker.run(stop=stop.is_set, idle_wait=self.spec.idle_wait)
-            except psycopg.OperationalError as exc:
-                failures += 1
-                self._failing.add(index)
-                wait = min(5.0, 0.1 * 2**failures)
-                self.log.warning(
-                    "stream loop of group %s lost the database, restarting in %.1fs: %s",
-                    self.spec.group,
-                    wait,
-                    exc,
-                )
-                stop.wait(wait)
+                self._failing.discard(index)  # (re)starting; marked again if it fails again
+                # the worker itself reconnects (with this backoff) after transient errors
+                worker.run(stop=stop.is_set, idle_wait=self.spec.idle_wait, backoff=backoff)
             except Exception as exc:
+                if is_transient(exc):  # raised outside the worker's own retry loop
+                    self._failing.add(index)
+                    wait = backoff.next()
+                    self.log.warning(
+                        "stream loop of group %s lost the database, restarting in %.2fs: %s",
+                        self.spec.group,
+                        wait,
+                        exc,
+                    )
+                    stop.wait(wait)
+                    continue
                 self._failing.add(index)
                 self.log.exception("stream loop of group %s failed", self.spec.group)
                 on_fatal(exc)

@@ -60,6 +60,12 @@ class Report:
     examples: dict[str, list[str]] = field(default_factory=dict)
 
     @property
+    def promise(self) -> str:
+        """What the path promises: ``1x`` (exactly once) or ``>=1x`` (at least once), with
+        ``+order`` when per-key order is promised too."""
+        return ("1x" if self.exactly_once else ">=1x") + ("+order" if self.ordered else "")
+
+    @property
     def valid(self) -> bool:
         """Nothing lost or invented; no redelivery on an exactly-once path; no reordering on
         an ordered one. Producer duplicates (stored twice) are reported, not judged here."""
@@ -182,6 +188,7 @@ def check(
 COLUMNS = (
     ("workload", "workload"),
     ("fault", "fault"),
+    ("promise", "promise"),
     ("faults_injected", "faults"),
     ("attempted", "attempted"),
     ("acknowledged", "acked"),
@@ -190,6 +197,7 @@ COLUMNS = (
     ("delivered", "delivered"),
     ("lost", "lost"),
     ("phantom", "phantom"),
+    ("duplicated", "duplicated"),
     ("stored_twice", "stored 2x"),
     ("redelivered", "redelivered"),
     ("recovered", "recovered"),

@@ -26,6 +26,7 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog
 -- an index scan of the (txid, id) ranges whatever the (always stale at the head) statistics say
 SET enable_seqscan = off
+SET jit = off  -- see read_next: disabled scans inflate the estimate past jit_above_cost
 AS $$
 #variable_conflict use_column
 DECLARE

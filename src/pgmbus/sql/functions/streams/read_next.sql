@@ -40,6 +40,11 @@ SET search_path = pg_catalog
 -- plus sort chosen from a low estimate would read the whole backlog for every batch.
 SET enable_bitmapscan = off
 SET enable_seqscan = off
+-- Disabled scans add their disable_cost to any plan that still has one (a small table), which
+-- lifts the estimate past jit_above_cost: every call JIT-compiled its queries (240 ms on a new
+-- session, 70 ms after, for a 20-event batch of a slotted group: past a 300 ms statement_timeout
+-- under load, found by the chaos suite). The batch is an index range scan: nothing to compile.
+SET jit = off
 AS $$
 #variable_conflict use_column
 DECLARE
