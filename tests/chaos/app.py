@@ -30,14 +30,14 @@ def queue_record(message: Message) -> None:
     handlers.record_as(message, f"{WORKLOAD}-queue")
 
 
-@app.stream_handler("chaos_g", max_events=20, idle_wait=0.5)
+@app.stream_handler("chaos_g", batch=20, idle_wait=0.5)
 def stream_record(conn: psycopg.Connection[Any], event: Event) -> None:
     """Exactly once: the result in the batch's transaction."""
     conn.execute(INSERT_RESULT, (f"{WORKLOAD}-stream", event.payload["v"], str(event.id)))
     time.sleep(0.002)
 
 
-@app.stream_handler("chaos_slots", slots=[0, 1], max_events=20, idle_wait=0.5)
+@app.stream_handler("chaos_slots", slots=[0, 1], batch=20, idle_wait=0.5)
 def slots_record(conn: psycopg.Connection[Any], event: Event) -> None:
     """Exactly once, per slot."""
     conn.execute(INSERT_RESULT, (f"{WORKLOAD}-slots", event.payload["v"], str(event.id)))
