@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both prepare the machine first.
-.PHONY: demo test lint typecheck pytest bench bootstrap clean generate screenshots chaos
+.PHONY: demo test lint typecheck pytest bench bootstrap clean generate screenshots chaos cluster
 
 VENV := .venv
 BIN := $(VENV)/bin
@@ -36,6 +36,12 @@ screenshots: bootstrap
 # it; CHAOS_LOGS=folder keeps what the worker/dispatcher/serve processes logged.
 chaos: bootstrap
 	$(BIN)/pytest tests/chaos -m "chaos or not chaos" -p no:cacheprovider
+	$(MAKE) cluster
+
+# Spark distributed (1-2 min): a standalone master and two workers on 127.0.0.1 started from
+# the pyspark package, the data source and the jobs on spark://, checked against SQL.
+cluster: bootstrap
+	$(BIN)/pytest tests/spark/test_spark_cluster.py -m "chaos or not chaos" -p no:cacheprovider
 
 bench: bootstrap
 	$(BIN)/python -m pgmbus dev start >/dev/null

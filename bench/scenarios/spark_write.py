@@ -1,9 +1,10 @@
 """Rows published from Spark: ``write.format("pgmbus")`` vs Spark's JDBC sink, same rows.
 
 The same DataFrame (``size`` rows of key and JSON payload, two partitions) is written by the
-candidate as stream events, exactly once (tasks stage rows with ``COPY``, the driver's commit
-publishes them with ``publish_batch`` and records the write in the ledger), and by the baseline
-with Spark's JDBC sink into a table shaped like ``mbus.events`` (batched INSERTs, no exactly-once).
+candidate as stream events, exactly once (each task ``COPY``s its rows into ``mbus.events`` in
+parallel, hidden from readers by its ``mbus.spark_pending`` row; the driver's commit records the
+write in the ledger and flips the pending rows, O(tasks)), and by the baseline with Spark's JDBC
+sink into a table shaped like ``mbus.events`` (batched INSERTs, no exactly-once).
 """
 
 from __future__ import annotations

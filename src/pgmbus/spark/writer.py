@@ -2,11 +2,15 @@
 
 Exactly once per write (a batch ``df.write`` or one micro-batch of ``writeStream``):
 
-1. each task stages its rows in ``mbus.spark_staged`` under a token of its own (a retried task
-   stages again under a new token) and reports ``(write id, token, row count)``;
+1. each task attempt writes its rows under a token of its own (a retried task writes again
+   under a new token) and reports ``(write id, token, row count)``. To topics it copies them
+   straight into ``mbus.events`` and records its transaction in ``mbus.spark_pending`` in the
+   same transaction: readers' snapshots count that transaction as in progress, so the events
+   stay invisible. To queues it stages them in ``mbus.spark_staged``;
 2. the driver's commit calls ``mbus.spark_commit_write``, which in one transaction records
-   ``(sink, query id, batch id)`` in the ledger, publishes only the rows of the tokens Spark
-   reported (the successful attempts) and drops every staged row of the write.
+   ``(sink, query id, batch id)`` in the ledger and publishes only the attempts Spark reported:
+   for topics by deleting their pending rows (the flip, O(tasks): the events of unreported
+   attempts are deleted first), for queues by posting the staged rows.
 
 A batch re-run after a driver crash finds its ledger row and publishes nothing again; rows of
 failed attempts are never published. A streaming write's id is ``<query id>:<batch id>``, read
@@ -83,41 +87,57 @@ def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
     return batch.column(index)
 
 
+def _target(options: WriteOptions, batch: pa.RecordBatch) -> pa.Array:
+    if options.queue is None and options.topic is None:
+        return _column(batch, "topic")
+    return pa.array([options.queue or options.topic] * batch.num_rows, pa.string())
+
+
 def stage(options: WriteOptions, write_id: str, batches: Iterator[pa.RecordBatch]) -> StagedWrite:
-    """Stage every row of a task under a fresh token (one transaction, ``COPY`` of CSV)."""
+    """Write every row of a task under a fresh token, in one transaction (``COPY`` of CSV):
+    into the log, pending, for topics; into ``mbus.spark_staged`` for queues."""
     token = _task_token()
     rows = 0
-    target_default = options.queue or options.topic
+    to_log = options.queue is None
     queries = load_queries("spark.sql")
     with psycopg.connect(options.dsn) as conn, translating():
         # registered in a transaction of its own (tasks of a write never wait for each other),
-        # then staged holding the write's lock shared (the cleanup leaves the rows alone)
+        # then written holding the write's lock shared (the cleanup leaves the rows alone)
         conn.execute(queries["begin_stage"], {"write_id": write_id})
         conn.commit()
         conn.execute(queries["lock_stage"], {"write_id": write_id})
-        with conn.cursor() as cur, cur.copy(queries["stage_copy"]) as copy:
+        if to_log:
+            conn.execute(queries["check_log"])
+        statement = queries["events_copy"] if to_log else queries["stage_copy"]
+        with conn.cursor() as cur, cur.copy(statement) as copy:
             for batch in batches:
                 n = batch.num_rows
                 if n == 0:
                     continue
-                if options.queue is None and options.topic is None:
-                    target = _column(batch, "topic")
+                columns = [
+                    _target(options, batch),
+                    _column(batch, "key"),
+                    _column(batch, "payload"),
+                    _column(batch, "headers"),
+                ]
+                if to_log:
+                    table = pa.table(columns, names=["topic", "key", "payload", "headers"])
                 else:
-                    target = pa.array([target_default] * n, pa.string())
-                table = pa.table(
-                    [
-                        pa.array([write_id] * n, pa.string()),
-                        pa.array([token] * n, pa.string()),
-                        pa.array(range(rows, rows + n), pa.int64()),
-                        target,
-                        _column(batch, "key"),
-                        _column(batch, "payload"),
-                        _column(batch, "headers"),
-                    ],
-                    names=list(_STAGED_COLUMNS),
-                )
+                    table = pa.table(
+                        [
+                            pa.array([write_id] * n, pa.string()),
+                            pa.array([token] * n, pa.string()),
+                            pa.array(range(rows, rows + n), pa.int64()),
+                            *columns,
+                        ],
+                        names=list(_STAGED_COLUMNS),
+                    )
                 copy.write(csv_bytes(table))
                 rows += n
+        if to_log:
+            conn.execute(
+                queries["mark_pending"], {"write_id": write_id, "token": token, "rows": rows}
+            )
         conn.commit()
     return StagedWrite(write_id, token, rows)
 

@@ -10,6 +10,17 @@ SELECT mbus.spark_lock_stage(%(write_id)s)
 COPY mbus.spark_staged (write_id, token, seq, target, key, payload, headers)
 FROM STDIN (FORMAT csv)
 
+-- name: events_copy
+-- A task's rows of a write to topics, straight into the log (hidden from readers until the
+-- driver's commit: mbus.spark_mark_pending in the same transaction).
+COPY mbus.events (topic, key, payload, headers) FROM STDIN (FORMAT csv)
+
+-- name: check_log
+SELECT mbus._check_log()
+
+-- name: mark_pending
+SELECT mbus.spark_mark_pending(%(write_id)s, %(token)s, %(rows)s)
+
 -- name: commit_write
 SELECT mbus.spark_commit_write(%(sink)s, %(query_id)s, %(batch_id)s, %(write_id)s,
                                %(tokens)s, %(expected)s, %(kind)s)

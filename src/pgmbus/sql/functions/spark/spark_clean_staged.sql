@@ -1,6 +1,8 @@
 -- Function: mbus.spark_clean_staged(p_now, p_ttl)
 --
--- Purpose:  Drop the staged rows of every write no task began staging into for p_ttl, skipping
+-- Purpose:  Drop the staged rows, and the pending events (mbus._spark_settle), of every write
+--           no task began staging into for p_ttl (or, for a write whose registration a server
+--           crash emptied, whose last pending attempt is that old), skipping
 --           writes that a task is staging or a commit is publishing right now (their advisory
 --           lock is taken with a try, never waited for; the age is re-checked under it). Such
 --           rows belong to writes whose driver died before committing: a committed write's
@@ -11,10 +13,10 @@
 -- Params:   p_now  the clock (NULL = now()); tests move it
 --           p_ttl  the age after which a write is abandoned (NULL = setting spark.staged_ttl,
 --                  default 1 day)
--- Returns:  bigint: the number of staged rows dropped
+-- Returns:  bigint: the number of staged rows and pending events dropped
 -- Locks:    pg_try_advisory_xact_lock(mbus._spark_write_lock(write)) per abandoned write (skips
 --           the write when held), held to commit; row locks of the mbus.spark_writes and
---           mbus.spark_staged rows it deletes
+--           mbus.spark_staged rows it deletes, and those of mbus._spark_settle
 -- Callers:  mbus.spark_commit_write, mbus.maintain (report key spark_staged_dropped); users
 --           directly (not a public entry point); tests/spark/test_spark_sql.py
 CREATE OR REPLACE FUNCTION mbus.spark_clean_staged(
@@ -32,16 +34,29 @@ DECLARE
 BEGIN
     FOR v_write IN
         SELECT w.write_id FROM mbus.spark_writes AS w
-        WHERE w.last_staged_at < v_cutoff ORDER BY w.write_id
+        WHERE w.last_staged_at < v_cutoff
+        UNION
+        -- pending attempts of writes no longer registered (mbus.spark_writes is unlogged: a
+        -- server crash empties it, while the logged pending rows and their events remain)
+        SELECT p.write_id FROM mbus.spark_pending AS p
+        WHERE NOT EXISTS (SELECT 1 FROM mbus.spark_writes AS w WHERE w.write_id = p.write_id)
+        GROUP BY p.write_id HAVING max(p.staged_at) < v_cutoff
+        ORDER BY 1
     LOOP
         CONTINUE WHEN NOT pg_try_advisory_xact_lock(mbus._spark_write_lock(v_write));
         -- re-checked under the lock: a task may have begun staging since the loop's snapshot
         DELETE FROM mbus.spark_writes AS w
         WHERE w.write_id = v_write AND w.last_staged_at < v_cutoff;
-        CONTINUE WHEN NOT FOUND;
+        IF NOT FOUND THEN
+            CONTINUE WHEN EXISTS (SELECT 1 FROM mbus.spark_writes AS w
+                                  WHERE w.write_id = v_write);
+            CONTINUE WHEN NOT EXISTS (SELECT 1 FROM mbus.spark_pending AS p
+                                      WHERE p.write_id = v_write
+                                      HAVING max(p.staged_at) < v_cutoff);
+        END IF;
         DELETE FROM mbus.spark_staged AS s WHERE s.write_id = v_write;
         GET DIAGNOSTICS v_n = ROW_COUNT;
-        v_total := v_total + v_n;
+        v_total := v_total + v_n + mbus._spark_settle(v_write, NULL);
     END LOOP;
     RETURN v_total;
 END;

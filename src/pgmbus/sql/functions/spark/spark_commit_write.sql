@@ -7,17 +7,19 @@
 --             2. claims (sink, query_id, batch_id) in the ledger (mbus.spark_claim_batch);
 --                when the batch was committed before (a replay after a driver crash) it drops
 --                the write's staged rows and returns -1: nothing is published again;
---             3. publishes the staged rows of the successful task attempts (p_tokens): kind
---                'topic' as stream events (target = topic), one INSERT per token in token then
---                seq order, read in that order from the index (write_id, token, seq) with
---                sorting off (allowed a sort, the planner chose a sequential scan and an
---                on-disk sort of the whole write), counting the rows from the INSERTs (no count
---                scan); kind 'queue' counts them, then posts them per target queue
---                (mbus.post_batch) in token, seq order;
---             4. raises MB008 when fewer or more rows are found than the tasks reported (rows
---                lost in a server crash, the staged table being unlogged, or dropped by the
---                cleanup after spark.staged_ttl), rolling back the inserts and the ledger row:
---                Spark re-runs the batch;
+--             3. kind 'topic' (issue 14): the tasks copied their events straight into
+--                mbus.events, each attempt in a transaction of its own recorded in
+--                mbus.spark_pending, which hides it from every reader (mbus._snapshot_now).
+--                The commit checks the reported attempts' pending rows (p_tokens; one row
+--                per task, no scan of the events) and flips them (mbus._spark_settle deletes
+--                the events of unreported attempts, then every pending row of the write): the
+--                next snapshot of every reader sees the events. O(tasks), not O(rows).
+--                Kind 'queue': the tasks staged rows in mbus.spark_staged; it counts them,
+--                then posts them per target queue (mbus.post_batch) in token, seq order;
+--             4. raises MB008 when fewer or more rows are found than the tasks reported (an
+--                attempt's pending row or staged rows gone: dropped by the cleanup after
+--                spark.staged_ttl, or lost in a server crash, the staged table being
+--                unlogged), rolling back the ledger row: Spark re-runs the batch;
 --             5. wakes stream listeners (mbus.notify, kind 'topic'), drops every staged row of
 --                the write, including those of failed or duplicate attempts, and runs
 --                mbus.spark_clean_staged, so abandoned writes go away as long as anything
@@ -32,7 +34,7 @@
 -- Returns:  bigint: the number of rows published; -1 when the batch was committed before
 -- Locks:    pg_advisory_xact_lock(mbus._spark_write_lock(p_write_id)), held to commit (waits
 --           for staging tasks); the ledger row (waits for a concurrent commit of the same
---           batch); inserts into mbus.events, or the locks of mbus.post_batch on each target
+--           batch); those of mbus._spark_settle, or the locks of mbus.post_batch on each target
 --           queue; row locks of the staged and spark_writes rows it deletes; those of
 --           mbus.spark_clean_staged; a pg_notify at commit for topics
 -- Callers:  Python pgmbus.spark.writer.commit_write via sql/spark.sql 'commit_write'
@@ -48,9 +50,7 @@ SET search_path = pg_catalog
 AS $$
 DECLARE
     v_found  bigint;
-    v_n      bigint;
-    v_token  text;
-    v_sort   text;
+    v_tokens bigint;
     v_target text;
 BEGIN
     IF p_kind NOT IN ('topic', 'queue') THEN
@@ -59,28 +59,19 @@ BEGIN
     END IF;
     PERFORM pg_advisory_xact_lock(mbus._spark_write_lock(p_write_id));
     IF NOT mbus.spark_claim_batch(p_sink, p_query_id, p_batch_id, p_expected) THEN
-        PERFORM mbus.spark_discard_write(p_write_id);
+        PERFORM mbus.spark_discard_write(p_write_id);  -- drops pending events too
         RETURN -1;
     END IF;
     IF p_kind = 'topic' THEN
-        -- One set-based INSERT per task attempt, in task then row order, read in that order
-        -- from the index (no sort: with sorting allowed, the planner prefers a sequential scan
-        -- and an on-disk sort of the whole write). mbus.events' constraints check the topic
-        -- and headers; listeners are woken as publish() wakes them.
-        PERFORM mbus._check_log();
-        v_found := 0;
-        v_sort := current_setting('enable_sort');
-        PERFORM set_config('enable_sort', 'off', true);
-        FOR v_token IN SELECT DISTINCT t FROM unnest(p_tokens) AS t ORDER BY t LOOP
-            INSERT INTO mbus.events (topic, key, payload, headers)
-            SELECT s.target, s.key, s.payload, s.headers
-            FROM mbus.spark_staged AS s
-            WHERE s.write_id = p_write_id AND s.token = v_token
-            ORDER BY s.seq;
-            GET DIAGNOSTICS v_n = ROW_COUNT;
-            v_found := v_found + v_n;
-        END LOOP;
-        PERFORM set_config('enable_sort', v_sort, true);
+        -- The tasks copied their events into mbus.events already, each attempt in its own
+        -- transaction recorded in mbus.spark_pending. Check the reported attempts are all
+        -- there with the rows they reported (no scan of the rows: one pending row per task).
+        SELECT count(*), coalesce(sum(p.row_count), 0) INTO v_tokens, v_found
+        FROM mbus.spark_pending AS p
+        WHERE p.write_id = p_write_id AND p.token = ANY (p_tokens);
+        IF v_tokens <> (SELECT count(DISTINCT t) FROM unnest(p_tokens) AS t) THEN
+            v_found := -v_found - 1;  -- an attempt is missing: refused below, whatever the sum
+        END IF;
     ELSE
         SELECT count(*) INTO v_found
         FROM mbus.spark_staged WHERE write_id = p_write_id AND token = ANY (p_tokens);
@@ -88,11 +79,14 @@ BEGIN
     IF v_found <> p_expected THEN
         RAISE EXCEPTION USING ERRCODE = 'MB008',
             MESSAGE = format('write %s: %s staged rows found, the tasks reported %s',
-                             p_write_id, v_found, p_expected),
+                             p_write_id, greatest(v_found, 0), p_expected),
             HINT = 'staged rows were lost (server crash, or dropped by spark_clean_staged '
                    'after spark.staged_ttl); Spark must re-run the batch';
     END IF;
     IF p_kind = 'topic' THEN
+        -- The flip: the reported attempts' events become visible to the next snapshot of every
+        -- reader; other attempts' events are deleted first.
+        PERFORM mbus._spark_settle(p_write_id, p_tokens);
         PERFORM mbus.notify();
     ELSE
         FOR v_target IN
