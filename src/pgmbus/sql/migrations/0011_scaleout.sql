@@ -49,3 +49,29 @@ CREATE TABLE mbus.move_received (
 
 COMMENT ON TABLE mbus.move_received IS
     'iids a queue move has posted here (same transaction as the post): a re-sent one is skipped.';
+
+-- Topic routes (issue 17, exchange): a topic of this database (optionally only the keys in
+-- [key_lo, key_hi)) forwarded to a topic of the link's database by `pgmbus bridge`. Each route
+-- owns the stream consumer group 'xt_<route>' (reading its source topic from the route's
+-- creation on); the group's position is committed in the source transaction that the mover
+-- commits only after the destination has committed the batch. Events carry no iid: the
+-- exchange names an event '<source_db>:<id>' (headers.eid, kept on later hops) and the
+-- destination records it in mbus.exchange_received, as it does the iids of queue routes.
+CREATE TABLE mbus.exchange_topic_route (
+    name       text PRIMARY KEY
+               CHECK (name ~ '^[a-z][a-z0-9_]*$' AND octet_length(name) <= 45),
+    link       text NOT NULL REFERENCES mbus.exchange_link (name),
+    src_topic  text NOT NULL CHECK (src_topic <> '' AND octet_length(src_topic) <= 200),
+    dst_topic  text NOT NULL CHECK (dst_topic <> '' AND octet_length(dst_topic) <= 200),
+    key_lo     text,
+    key_hi     text,
+    grp        text NOT NULL UNIQUE,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    CHECK (grp = 'xt_' || name),
+    CHECK (key_lo IS NULL OR key_hi IS NULL OR key_lo < key_hi)
+);
+
+COMMENT ON TABLE mbus.exchange_topic_route IS
+    'Topics forwarded (optionally a key range) to a topic of a linked database through group xt_<route>.';
+
+CREATE INDEX exchange_topic_route_link ON mbus.exchange_topic_route (link);
