@@ -61,6 +61,12 @@ def test_a_topic_is_spread_over_its_servers_by_key_hash(make_db: Callable[..., s
     assert all(where[k] == servers[f"s{key_slot(k, 3) + 1}"] for k in keys)  # stable, documented
     assert cluster.topic_dsns("events") == [servers["s1"], servers["s2"], servers["s3"]]
     assert key_slot("customer-7", 3) == key_slot(b"customer-7", 3)
+    for key in keys[:30]:
+        cluster.publish("events", {"k": key}, key=key)
+    for dsn in servers.values():  # each event on its key's server, nowhere else
+        with psycopg.connect(dsn) as conn:
+            found = conn.execute("SELECT key FROM mbus.events WHERE topic = 'events'").fetchall()
+        assert sorted(k for (k,) in found) == sorted(k for k in keys[:30] if where[k] == dsn)
 
 
 def test_hostile_map_edits_raise_typed_errors_and_change_nothing(

@@ -14,6 +14,7 @@ from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import InvalidState, NotFound, translating
 from pgmbus.queues import AsyncBus, Bus
 from pgmbus.sqlfiles import load_queries
+from pgmbus.streams import publish
 
 _Q = load_queries("scaleout.sql")
 
@@ -147,6 +148,16 @@ class Cluster:
     def post(self, queue: str, data: dict[str, Any], **options: Any) -> str:
         """Post to ``queue`` on its server (:meth:`pgmbus.queues.Bus.post`); returns the iid."""
         return self.bus(queue).post(queue, data, **options)
+
+    def publish(
+        self, topic: str, payload: Any, *, key: str, headers: dict[str, Any] | None = None
+    ) -> int:
+        """Publish one event on the server of ``key`` (:meth:`dsn_for_key`); returns its id.
+
+        Event ids are per server: (server, id) names an event of a topic spread over several.
+        """
+        with translating(), psycopg.connect(self.dsn_for_key(topic, key)) as conn:
+            return publish(conn, topic, payload, key=key, headers=headers)
 
     def close(self) -> None:
         """Close the buses the cluster opened."""
