@@ -10,6 +10,7 @@ from pgmbus import __version__
 from pgmbus.cli import dev, queues, sagas, schema_cmds, timers, top
 from pgmbus.cli import exchange as exchange_cli
 from pgmbus.cli import ops as ops_cli
+from pgmbus.cli import placement as placement_cli
 from pgmbus.cli import spark as spark_cli
 from pgmbus.cli import streams as streams_cli
 from pgmbus.cli.errors import OneLineErrors
@@ -53,6 +54,7 @@ spark_cli.register(app)
 ops_cli.register(app)
 top.register(app)
 exchange_cli.register(app)
+placement_cli.register(app)
 
 
 def main() -> None:

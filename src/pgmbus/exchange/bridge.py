@@ -1,5 +1,7 @@
 """The mover of ``pgmbus bridge``: batched, exactly-once transfers along the routes of a database.
 
+Queue routes and topic routes (``mbus.exchange_take_topic``/``exchange_receive_topic``: the
+group ``xt_<route>`` is moved past the batch in the source transaction) move the same way.
 One transfer of a route: in a transaction on the source, ``mbus.exchange_take`` consumes a batch
 from the route's consumer; in a transaction on the destination, ``mbus.exchange_receive`` posts
 it and records its iids; the destination commits, then the source. A crash anywhere before the
@@ -32,9 +34,10 @@ class Route:
 
     name: str
     link: str
-    src_queue: str
-    dst_queue: str
+    src_queue: str  # the source topic of a topic route
+    dst_queue: str  # the destination topic of a topic route
     conninfo: str
+    kind: str = "queue"  # or "topic" (mbus.create_topic_route)
 
 
 @dataclass
@@ -145,7 +148,7 @@ class Bridge:
 
     def _sleep(self, stop: threading.Event) -> None:
         """Wait for a post to a source queue, at most ``poll`` seconds."""
-        queues = {route.src_queue for route in self._routes if route.name in self._held}
+        queues = {r.src_queue for r in self._routes if r.name in self._held and r.kind == "queue"}
         if not queues or self._listener is None:
             stop.wait(self.poll)
             return
@@ -177,19 +180,37 @@ class Bridge:
 
     # --- one transfer -----------------------------------------------------------------------
     def transfer(self, route: Route) -> int:
-        """Move one batch of ``route``; return how many messages left the source."""
+        """Move one batch of ``route``; return how many messages (events) left the source."""
         src = self._source()
         try:
-            row = src.execute(_Q["take"], {"route": route.name, "amt": self.batch}).fetchone()
-            messages = str(row[0]) if row else "[]"
-            if messages == "[]":
-                src.rollback()
-                return 0
+            if route.kind == "topic":
+                row = src.execute(
+                    _Q["take_topic"], {"route": route.name, "amt": self.batch}
+                ).fetchone()
+                read: dict[str, Any] = json.loads(str(row[0])) if row else {"read": 0}
+                if not read["read"]:
+                    src.rollback()
+                    return 0
+                if not read["events"]:  # all outside the key range: just move the group on
+                    src.commit()
+                    return int(read["read"])
+                receive, params = (
+                    "receive_topic",
+                    {
+                        "topic": route.dst_queue,
+                        "events": json.dumps(read["events"]),
+                    },
+                )
+            else:
+                row = src.execute(_Q["take"], {"route": route.name, "amt": self.batch}).fetchone()
+                messages = str(row[0]) if row else "[]"
+                if messages == "[]":
+                    src.rollback()
+                    return 0
+                receive, params = "receive", {"qname": route.dst_queue, "messages": messages}
             dst = self._destination(route)
             try:
-                got = dst.execute(
-                    _Q["receive"], {"qname": route.dst_queue, "messages": messages}
-                ).fetchone()
+                got = dst.execute(_Q[receive], params).fetchone()
                 dst.commit()
             except BaseException:
                 if not dst.closed:
@@ -247,7 +268,11 @@ class Bridge:
                 if moved:
                     self._unlisten()
                 else:
-                    queues = {r.src_queue for r in self._routes if r.name in self._held}
+                    queues = {
+                        r.src_queue
+                        for r in self._routes
+                        if r.name in self._held and r.kind == "queue"
+                    }
                     # registered now: look once more before sleeping, so no post slips between
                     if not self._listen(queues):
                         self._sleep(stop)

@@ -6,9 +6,13 @@
 SET synchronous_commit = on
 
 -- name: routes
-SELECT r.name, r.link, r.src_queue, r.dst_queue, l.conninfo
+-- Queue routes, then topic routes (kind 'topic'; their names are unique among both).
+SELECT r.name, r.link, r.src_queue, r.dst_queue, l.conninfo, 'queue' AS kind
 FROM mbus.exchange_route AS r JOIN mbus.exchange_link AS l ON l.name = r.link
-ORDER BY r.name
+UNION ALL
+SELECT t.name, t.link, t.src_topic, t.dst_topic, l.conninfo, 'topic'
+FROM mbus.exchange_topic_route AS t JOIN mbus.exchange_link AS l ON l.name = t.link
+ORDER BY 1
 
 -- name: try_route_lock
 SELECT pg_try_advisory_lock(hashtext('mbus.exchange_route'), hashtext(%(route)s))
@@ -24,3 +28,9 @@ SELECT mbus.await_queue(%(queue)s)
 
 -- name: await_done
 SELECT mbus.await_done(%(queue)s)
+
+-- name: take_topic
+SELECT mbus.exchange_take_topic(%(route)s, %(amt)s)::text
+
+-- name: receive_topic
+SELECT mbus.exchange_receive_topic(%(topic)s, %(events)s::jsonb)::text

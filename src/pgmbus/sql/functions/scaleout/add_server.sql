@@ -1,0 +1,34 @@
+-- Function: mbus.add_server(name, conninfo)
+--
+-- Purpose:  Add a server to the placement map of a bus spread over several PostgreSQL servers
+--           (issue 17, scale-out; docs/scale-out.md). The conninfo must carry no password
+--           (clients find it in ~/.pgpass, PGPASSFILE or a service file).
+-- Params:   name      the server's name in the map (the name rule, at most 32 bytes)
+--           conninfo  how to reach the server's database (text, no password)
+-- Returns:  void; MB001 for a bad name, MB003 when the server is in the map already, MB006 for
+--           an empty conninfo or one that holds a password
+-- Locks:    a row insert into mbus.placement_server
+-- Callers:  pgmbus.scaleout.Cluster.add_server (`pgmbus placement add-server`); tests
+--           tests/scaleout
+CREATE OR REPLACE FUNCTION mbus.add_server(name text, conninfo text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+    PERFORM mbus.check_name('server', name, 32);
+    IF conninfo IS NULL OR btrim(conninfo) = '' THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'a server needs a conninfo';
+    END IF;
+    IF conninfo ~* '(^|[[:space:]])password[[:space:]]*='
+       OR conninfo ~* '^postgres(ql)?://[^/@]*:[^/@]*@' OR conninfo ~* '[?&]password=' THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('the conninfo of server %L must not hold a password', name),
+            HINT = 'put the password in ~/.pgpass (or PGPASSFILE) or use a service';
+    END IF;
+    IF EXISTS (SELECT 1 FROM mbus.placement_server AS s WHERE s.name = add_server.name) THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB003', MESSAGE = format('server %L exists already', name);
+    END IF;
+    INSERT INTO mbus.placement_server (name, conninfo) VALUES (name, conninfo);
+END;
+$$;
