@@ -12,7 +12,7 @@ Generated from ``src/pgmbus/streams/aclient.py`` by ``tools/async_to_sync.py``; 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, LiteralString
 
 import psycopg
@@ -47,6 +47,7 @@ __all__ = [
     "read_next",
     "read_retries",
     "read_subscriptions",
+    "release_scheduled",
     "repair_after_restore",
     "replay_dead_letter",
     "retry_event",
@@ -81,11 +82,38 @@ def publish(
     *,
     key: str | None = None,
     headers: dict[str, Any] | None = None,
+    subscription_id: int | None = None,
+    visible_at: datetime | None = None,
 ) -> int:
     """Publish one event in the connection's transaction; return its id.
 
     The event is readable exactly when the transaction commits; a rollback removes it.
+
+    Parameters
+    ----------
+    conn:
+        The connection (its transaction).
+    topic, payload, key, headers:
+        The event.
+    subscription_id:
+        Send the event to this subscription only: the group that owns it reads it, with
+        ``subscription_ids == [subscription_id]``; every other group and subscription never
+        sees it (``NotFound`` when there is no such subscription).
+    visible_at:
+        Readers see the event from this time on (an aware datetime; ``None`` or a past time:
+        at commit). It waits outside the log until :func:`release_scheduled` moves it in, which
+        ``StreamWorker`` and the SSE listeners of ``pgmbus serve`` do before they read.
     """
+    if subscription_id is not None or visible_at is not None:
+        special = {
+            "topic": topic,
+            "payload": Jsonb(payload),
+            "key": key,
+            "headers": _json(headers),
+            "subscription_id": subscription_id,
+            "visible_at": visible_at,
+        }
+        return int(_one(conn, _q("publish_special"), special))
     # the hot path: positional parameters and no context manager (measurably cheaper)
     params = (topic, Jsonb(payload), key, None if headers is None else Jsonb(headers))
     try:
@@ -102,13 +130,20 @@ def publish_batch(
     *,
     keys: Sequence[str | None] | None = None,
     headers: Sequence[dict[str, Any] | None] | None = None,
+    subscription_id: int | None = None,
+    visible_at: datetime | None = None,
 ) -> list[int]:
-    """Publish several events of one topic with one statement; return their ids in order."""
+    """Publish several events of one topic with one statement; return their ids in order.
+
+    ``subscription_id`` and ``visible_at`` apply to every event, as in :func:`publish`.
+    """
     params = {
         "topic": topic,
         "payloads": [Jsonb(p) for p in payloads],
         "keys": list(keys) if keys is not None else None,
         "headers": [_json(h) for h in headers] if headers is not None else None,
+        "subscription_id": subscription_id,
+        "visible_at": visible_at,
     }
     with translating():
         rows = conn.execute(_q("publish_batch"), params).fetchall()
@@ -369,6 +404,16 @@ def capture_table(
 def stop_capture(conn: Conn, table: str) -> None:
     """Stop publishing the table's changes."""
     _one(conn, _q("stop_capture"), {"tbl": table})
+
+
+def release_scheduled(conn: Conn, *, max_events: int = 1000) -> int:
+    """Move the future-dated events whose time has come into the log; return how many.
+
+    Run it in a transaction of its own (commit right after): the events become readable, as
+    one new transaction, when it commits. Each event moves exactly once, also with several
+    callers at a time.
+    """
+    return int(_one(conn, _q("release_scheduled"), {"max_events": max_events}))
 
 
 def maintain(conn: Conn) -> dict[str, Any]:

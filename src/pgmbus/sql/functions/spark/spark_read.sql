@@ -5,7 +5,8 @@
 --           of p_nparts by id (id % p_nparts, so a single big transaction splits evenly too)
 --           and to the filters Spark pushed down (NULL: no condition). A pure function of its
 --           arguments while the events are retained: a replayed micro-batch reads exactly the
---           same events (in no particular order).
+--           same events (in no particular order). Events sent directly to one subscription
+--           are left out, as in read_between.
 --           Written so that the planner inlines it into the caller's COPY (a single SELECT,
 --           LANGUAGE sql, no SET clause, every name qualified): rows stream out while the scan
 --           runs instead of being collected in a tuplestore first, no function is called per
@@ -70,6 +71,7 @@ AS $$
                                 <= (mbus._spark_after_txid(p_from),
                                     mbus._spark_after_id(p_from))))))
       AND (p_topics IS NULL OR e.topic = ANY (p_topics))
+      AND e.subscription_id IS NULL  -- directed events: only their subscription's group
       AND (p_nparts <= 1 OR e.id % p_nparts = p_part)
       AND (p_keys IS NULL OR e.key = ANY (p_keys))
       AND (p_id_min IS NULL OR e.id >= p_id_min)
