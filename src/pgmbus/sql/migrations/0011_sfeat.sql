@@ -10,8 +10,9 @@
 --     transaction: every group's snapshot cursor sees it as not yet consumed (never skipped),
 --     and it holds nothing back while it waits (it is not in the log, so it blocks no cursor).
 --   * mbus._batch gains the group (to filter directed events), mbus.publish and publish_batch
---     gain the named parameters subscription_id and visible_at: their old signatures are
---     dropped here and made again by their function files.
+--     gain the named parameters subscription_id and visible_at, mbus.spark_read the parameter
+--     p_subscription: their old signatures are dropped here and made again by their function
+--     files.
 
 ALTER TABLE mbus.events ADD COLUMN subscription_id bigint;
 
@@ -46,3 +47,6 @@ DROP FUNCTION IF EXISTS mbus.publish(text, jsonb, text, jsonb);
 DROP FUNCTION IF EXISTS mbus.publish_batch(text, jsonb[], text[], jsonb[]);
 DROP FUNCTION IF EXISTS mbus._batch(xid8[], xid8, bigint, xid8, xid8, pg_snapshot, text[],
                                     integer, integer, integer);
+DROP FUNCTION IF EXISTS mbus.spark_read(text, text, text[], integer, integer, text[], bigint,
+                                        bigint, timestamptz, timestamptz, timestamptz,
+                                        timestamptz);
