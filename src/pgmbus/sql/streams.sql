@@ -116,3 +116,12 @@ SELECT mbus.notify();
 
 -- name: async_commit
 SET synchronous_commit = off;
+
+-- name: subscribe_queue
+SELECT mbus.subscribe_queue(%(group)s, %(queue)s, %(condition)s, %(params)s);
+
+-- name: unsubscribe_queue
+SELECT mbus.unsubscribe_queue(%(subscription_id)s, %(queue)s);
+
+-- name: move_routed
+SELECT mbus.move_routed(%(group)s, %(max_events)s);

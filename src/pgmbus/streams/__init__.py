@@ -21,6 +21,7 @@ from pgmbus.streams.client import (
     group_cursor,
     group_status,
     maintain,
+    move_routed,
     publish,
     publish_batch,
     publish_copy,
@@ -36,8 +37,10 @@ from pgmbus.streams.client import (
     seek,
     stop_capture,
     subscribe,
+    subscribe_queue,
     touch_subscription,
     unsubscribe,
+    unsubscribe_queue,
 )
 from pgmbus.streams.worker import StreamWorker, WorkerStats
 
@@ -61,6 +64,7 @@ __all__ = [
     "group_cursor",
     "group_status",
     "maintain",
+    "move_routed",
     "publish",
     "publish_batch",
     "publish_copy",
@@ -76,6 +80,8 @@ __all__ = [
     "seek",
     "stop_capture",
     "subscribe",
+    "subscribe_queue",
     "touch_subscription",
     "unsubscribe",
+    "unsubscribe_queue",
 ]

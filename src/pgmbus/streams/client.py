@@ -39,6 +39,7 @@ __all__ = [
     "group_cursor",
     "group_status",
     "maintain",
+    "move_routed",
     "publish",
     "publish_batch",
     "publish_copy",
@@ -54,8 +55,10 @@ __all__ = [
     "seek",
     "stop_capture",
     "subscribe",
+    "subscribe_queue",
     "touch_subscription",
     "unsubscribe",
+    "unsubscribe_queue",
 ]
 
 Conn = psycopg.Connection[Any]
@@ -391,6 +394,43 @@ def touch_subscription(conn: Conn, subscription_id: int) -> None:
 def unsubscribe(conn: Conn, subscription_id: int) -> None:
     """Remove a subscription."""
     _one(conn, _q("unsubscribe"), {"id": subscription_id})
+
+
+def subscribe_queue(
+    conn: Conn,
+    group: str,
+    queue: str,
+    condition: str,
+    params: dict[str, Any] | None = None,
+) -> int:
+    """A subscription that routes its events into ``queue``; return its id.
+
+    :func:`move_routed` (or a :class:`~pgmbus.streams.routes.RouteMover`) posts every event the
+    subscription matches to the queue exactly once, in the transaction that moves ``group``'s
+    cursor. Read ``group`` with the mover only.
+    """
+    params_ = {
+        "group": group,
+        "queue": queue,
+        "condition": condition,
+        "params": Jsonb({} if params is None else params),
+    }
+    return int(_one(conn, _q("subscribe_queue"), params_))
+
+
+def unsubscribe_queue(conn: Conn, subscription_id: int, queue: str) -> bool:
+    """Remove a subscription's route to ``queue``; True when there was one."""
+    params = {"subscription_id": subscription_id, "queue": queue}
+    return bool(_one(conn, _q("unsubscribe_queue"), params))
+
+
+def move_routed(conn: Conn, group: str, *, max_events: int = 1000) -> int:
+    """Post ``group``'s next batch to its routes' queues and move the group past it.
+
+    In the connection's transaction: commit it to make both happen (exactly once). Returns
+    the events read (0 when the group has caught up).
+    """
+    return int(_one(conn, _q("move_routed"), {"group": group, "max_events": max_events}))
 
 
 def capture_table(

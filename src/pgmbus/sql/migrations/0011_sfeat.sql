@@ -9,6 +9,10 @@
 --     its time has come, in a transaction of its own. It thus enters the log as a new
 --     transaction: every group's snapshot cursor sees it as not yet consumed (never skipped),
 --     and it holds nothing back while it waits (it is not in the log, so it blocks no cursor).
+--   * mbus.subscription_queues: subscriptions that route their events into a queue (issue 16):
+--     mbus.move_routed reads the subscription's group and posts each matched event to the
+--     queue in the transaction that moves the group's cursor, so each event is posted exactly
+--     once. Dropping the queue or the subscription drops the route.
 --   * mbus._batch gains the group (to filter directed events), mbus.publish and publish_batch
 --     gain the named parameters subscription_id and visible_at, mbus.spark_read the parameter
 --     p_subscription: their old signatures are dropped here and made again by their function
@@ -42,6 +46,18 @@ COMMENT ON TABLE mbus.stream_scheduled IS
     'Future-dated events (id reserved from mbus.event_seq) until release_scheduled logs them.';
 
 CREATE INDEX stream_scheduled_due ON mbus.stream_scheduled (visible_at, id);
+
+CREATE TABLE mbus.subscription_queues (
+    subscription_id bigint      NOT NULL REFERENCES mbus.subscriptions ON DELETE CASCADE,
+    qname           text        NOT NULL REFERENCES mbus.queue (qname) ON DELETE CASCADE,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (subscription_id, qname)
+);
+
+COMMENT ON TABLE mbus.subscription_queues IS
+    'Routes: the events a subscription matches are posted to the queue by mbus.move_routed.';
+
+CREATE INDEX subscription_queues_qname ON mbus.subscription_queues (qname);
 
 DROP FUNCTION IF EXISTS mbus.publish(text, jsonb, text, jsonb);
 DROP FUNCTION IF EXISTS mbus.publish_batch(text, jsonb[], text[], jsonb[]);
