@@ -28,6 +28,12 @@ def _read_subs(conn: psycopg.Connection[Any], group: str) -> list[streams.Event]
         seen.extend(batch.events)
 
 
+def _scalar(conn: psycopg.Connection[Any], query: str, params: Any = None) -> Any:
+    row = conn.execute(query, params).fetchone()
+    assert row is not None
+    return row[0]
+
+
 def _count(conn: psycopg.Connection[Any], table: str) -> int:
     row = conn.execute(
         "SELECT count(*) FROM mbus.events"
@@ -211,3 +217,21 @@ def test_the_stream_worker_releases_due_events_before_it_reads(
         time.sleep(0.05)
     assert seen == [later]
     assert datetime.now(UTC) >= due
+
+
+def test_retention_keeps_the_partition_a_future_event_will_be_logged_into(
+    connect: Connect,
+) -> None:
+    conn = connect(autocommit=True)
+    now = _scalar(conn, "SELECT now()")
+    streams.create_group(conn, "g", start="now")
+    later = streams.publish(conn, "t", {"n": 1}, visible_at=now + timedelta(days=30))
+    conn.execute("SELECT mbus.maintain(%s)", (now + timedelta(days=1, hours=1),))  # 1 closes
+    report = _scalar(conn, "SELECT mbus.maintain(%s)", (now + timedelta(days=9),))
+    assert report["dropped"] == []
+    assert report["kept"] == [
+        {"partition": "events_0000001", "groups": ["mbus.stream_scheduled"]}
+    ]
+    conn.execute("UPDATE mbus.stream_scheduled SET visible_at = now()")  # its time has come
+    assert streams.release_scheduled(conn) == 1
+    assert [e.id for e in drain(conn, "g")] == [later]
