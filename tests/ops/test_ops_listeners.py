@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -328,3 +331,60 @@ def test_careless_input_gets_typed_errors_and_changes_nothing(live: Live) -> Non
             c.post("/v1/streams/groups/chat/subscriptions", json={"condition": "true"}).status_code
             == 403
         )
+
+
+def test_pgmbus_serve_stops_on_sigterm_with_listeners_connected(db_dsn: str) -> None:
+    """A real ``pgmbus serve`` process: SIGTERM ends the open SSE streams (``event: end``)
+    and the server exits instead of waiting for them forever."""
+    svc = Service(db_dsn, "")
+    key = svc.add_key("admin", ADMIN_SCOPES)
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        streams.create_group(conn, "chat", start="now")
+        sid = streams.subscribe(conn, "chat", "true")
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pgmbus",
+            "serve",
+            "--dsn",
+            db_dsn,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--no-dispatcher",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_until(lambda: _answers(base + "/healthz"), timeout=30)
+        with socket.create_connection(("127.0.0.1", port), timeout=15) as listener:
+            listener.sendall(
+                f"GET /v1/streams/subscriptions/{sid}/events HTTP/1.1\r\nhost: x\r\n"
+                f"authorization: Bearer {key}\r\n\r\n".encode()
+            )
+            received = b""
+            while b": subscription" not in received:
+                received += listener.recv(4096)
+            started = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            while chunk := listener.recv(4096):
+                received += chunk
+            assert b"event: end" in received
+        proc.wait(15)
+        assert time.monotonic() - started < 10
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url).status_code == 200
+    except httpx.TransportError:
+        return False
