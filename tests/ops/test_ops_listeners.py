@@ -286,13 +286,24 @@ def test_directed_and_future_events_over_http(live: Live) -> None:
             )
             assert r.status_code == 201, r.text
             [later] = r.json()["ids"]
+            r = await client.post(
+                "/v1/streams/events/batch",
+                json={
+                    "topic": "dm",
+                    "events": [{"payload": {"i": 1}}, {"payload": {"i": 2}}],
+                    "subscription_id": room_b,
+                },
+            )
+            assert r.status_code == 201, r.text
+            to_b = r.json()["ids"]
             now = _publish(live.dsn, [("chat", {"room": "a"}, {})])
             await _until(lambda: len(a.events) == 1)
             assert [e["id"] for e in a.events] == now
             await _until(lambda: len(a.events) == 2, within=5)
             assert datetime.now(UTC) >= due
             assert [e["id"] for e in a.events] == [*now, later]
-            assert b.events == []
+            await _until(lambda: len(b.events) == 2)
+            assert [e["id"] for e in b.events] == to_b  # the batch, to room b only
             await a.close()
             await b.close()
 
@@ -320,6 +331,11 @@ def test_careless_input_gets_typed_errors_and_changes_nothing(live: Live) -> Non
         )
         assert unknown.status_code == 404 and unknown.json()["error"] == "not_found"
         assert c.get("/v1/streams/subscriptions/99999/events").status_code == 404
+        batch = c.post(
+            "/v1/streams/events/batch",
+            json={"topic": "t", "events": [{"payload": {}}] * 3, "subscription_id": 99999},
+        )
+        assert batch.status_code == 404 and batch.json()["error"] == "not_found"
     assert live.value("SELECT count(*) FROM mbus.subscriptions") == 0
     assert live.value("SELECT count(*) FROM mbus.events WHERE topic = 't'") == 0
     reader = live.add_key("reader", ["streams:read:other"])

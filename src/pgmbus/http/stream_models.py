@@ -54,6 +54,12 @@ class PublishBatchIn(BaseModel):
 
     topic: Topic
     events: list[BatchEvent] = Field(min_length=1, max_length=1000)
+    subscription_id: int | None = Field(
+        default=None, ge=1, description="send every event to this one subscription only"
+    )
+    visible_at: AwareDatetime | None = Field(
+        default=None, description="readers see the events from this time on (with a time zone)"
+    )
 
 
 class Published(BaseModel):

@@ -102,6 +102,8 @@ async def publish_batch(request: Request, body: PublishBatchIn, who: Caller) -> 
             [e.payload for e in body.events],
             keys=[e.key for e in body.events],
             headers=[e.headers for e in body.events],
+            subscription_id=body.subscription_id,
+            visible_at=body.visible_at,
         )
     )
     return {"ids": ids}
