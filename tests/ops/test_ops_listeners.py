@@ -257,7 +257,7 @@ def test_inactive_subscriptions_expire_and_their_listeners_end(live: Live) -> No
             r = await client.get(f"/v1/streams/subscriptions/{room}/events")
             assert r.status_code == 404 and r.json()["error"] == "not_found"
             # a subscription removed while listened to ends its listeners' streams
-            again = _subscribe(live, "c")
+            again = _subscribe(live, "c", expires_after_s=0.6)  # (touched every 0.2 s)
             sse = Sse(client, again)
             await asyncio.wait_for(sse.ready.wait(), 10)
             live.sql("SELECT mbus.unsubscribe(%s)", (again,))
