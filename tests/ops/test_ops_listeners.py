@@ -281,7 +281,7 @@ def test_directed_and_future_events_over_http(live: Live) -> None:
                     "topic": "dm",
                     "payload": {"room": "b"},
                     "subscription_id": room_a,
-                    "visible_at": due.isoformat(),
+                    "delayed_until": due.isoformat(),
                 },
             )
             assert r.status_code == 201, r.text
@@ -323,7 +323,7 @@ def test_careless_input_gets_typed_errors_and_changes_nothing(live: Live) -> Non
         )
         naive = c.post(
             "/v1/streams/events",
-            json={"topic": "t", "payload": {}, "visible_at": "2030-01-01T00:00:00"},
+            json={"topic": "t", "payload": {}, "delayed_until": "2030-01-01T00:00:00"},
         )
         assert naive.status_code == 422
         unknown = c.post(

@@ -27,7 +27,7 @@ def test_spark_reads_directed_events_per_subscription_and_future_ones_when_due(
         plain = streams.publish(conn, "t", {"n": "plain"})
         direct = streams.publish(conn, "t", {"n": "direct"}, subscription_id=sub)
         due = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
-        later = streams.publish(conn, "t", {"n": "later"}, visible_at=due)
+        later = streams.publish(conn, "t", {"n": "later"}, delayed_until=due)
         conn.commit()
 
     def load(**options: Any) -> Any:
@@ -39,7 +39,7 @@ def test_spark_reads_directed_events_per_subscription_and_future_ones_when_due(
     assert _ids(load()) == [(plain, {"n": "plain"})]
     assert _ids(load(subscriptionId=sub)) == [(direct, {"n": "direct"})]
     with psycopg.connect(db_dsn) as conn:  # its time comes (Spark jobs take seconds here)
-        conn.execute("UPDATE mbus.stream_scheduled SET visible_at = now() - interval '1 ms'")
+        conn.execute("UPDATE mbus.stream_scheduled SET delayed_until = now() - interval '1 ms'")
     # the reader's "latest" cursor first moves the due event into the log
     assert _ids(load()) == [(plain, {"n": "plain"}), (later, {"n": "later"})]
     assert _ids(load()) == [(plain, {"n": "plain"}), (later, {"n": "later"})]

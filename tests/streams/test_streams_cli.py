@@ -72,7 +72,7 @@ def test_metrics_command_exposes_counters_and_group_gauges(db_dsn: str) -> None:
 
 
 def test_publish_to_one_subscription_and_for_later(db_dsn: str) -> None:
-    """Issue 17 (PGMB seed rows) from the command line: ``--subscription-id``, ``--visible-at``."""
+    """Issue 17 (PGMB seed rows) on the command line: ``--subscription-id``, ``--delayed-until``."""
     _ok("streams", "create-group", "cli", "--dsn", db_dsn)
     with psycopg.connect(db_dsn, autocommit=True) as conn:
         row = conn.execute("SELECT mbus.subscribe('cli', 'false')").fetchone()
@@ -87,7 +87,7 @@ def test_publish_to_one_subscription_and_for_later(db_dsn: str) -> None:
             "publish",
             "t",
             "{}",
-            "--visible-at",
+            "--delayed-until",
             "2999-01-01T00:00:00+00:00",
             "--dsn",
             db_dsn,
@@ -99,7 +99,8 @@ def test_publish_to_one_subscription_and_for_later(db_dsn: str) -> None:
         waiting = conn.execute("SELECT id FROM mbus.stream_scheduled").fetchall()
         assert waiting == [(later,)]
     naive = runner.invoke(
-        app, ["streams", "publish", "t", "{}", "--visible-at", "2999-01-01T00:00", "--dsn", db_dsn]
+        app,
+        ["streams", "publish", "t", "{}", "--delayed-until", "2999-01-01T00:00", "--dsn", db_dsn],
     )
     assert naive.exit_code == 2 and "time zone" in naive.output
     unknown = runner.invoke(

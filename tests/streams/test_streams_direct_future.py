@@ -20,7 +20,7 @@ def _read_subs(conn: psycopg.Connection[Any], group: str) -> list[streams.Event]
     seen: list[streams.Event] = []
     while True:
         with conn.transaction():
-            batch = streams.read_subscriptions(conn, group, max_events=50)
+            batch = streams.read_subscriptions(conn, group)
             if not batch:
                 return seen
             assert batch.cursor is not None
@@ -116,10 +116,10 @@ def test_a_bad_subscription_or_time_is_a_typed_error_and_publishes_nothing(
         streams.publish_batch(conn, "t", [{}, {}], subscription_id=-1)
     conn.rollback()
     with pytest.raises(InvalidArgument, match="finite"), translating():
-        conn.execute("SELECT mbus.publish('t', '{}', visible_at => 'infinity')")
+        conn.execute("SELECT mbus.publish('t', '{}', delayed_until => 'infinity')")
     conn.rollback()
     with pytest.raises(InvalidArgument, match="max_events"):
-        streams.release_scheduled(conn, max_events=0)
+        streams.release_scheduled(conn, limit=0)
     conn.rollback()
     assert (_count(conn, "events"), _count(conn, "scheduled")) == (events, scheduled)
     assert drain(conn, "g") == []
@@ -134,7 +134,7 @@ def test_a_future_event_is_neither_skipped_nor_blocking(connect: Connect) -> Non
         streams.create_group(conn, g, start="now")
     conn.commit()
     due = datetime.now(UTC) + timedelta(seconds=1.2)
-    future = streams.publish(conn, "t", {"n": "future"}, key="k", visible_at=due)
+    future = streams.publish(conn, "t", {"n": "future"}, key="k", delayed_until=due)
     conn.commit()
     now1 = streams.publish(conn, "t", {"n": 1}, key="k")
     conn.commit()
@@ -165,10 +165,10 @@ def test_a_past_time_publishes_at_once_and_a_rollback_schedules_nothing(
     conn = connect()
     streams.create_group(conn, "g", start="now")
     conn.commit()
-    past = streams.publish(conn, "t", {}, visible_at=datetime.now(UTC) - timedelta(hours=1))
+    past = streams.publish(conn, "t", {}, delayed_until=datetime.now(UTC) - timedelta(hours=1))
     conn.commit()
     assert [e.id for e in drain(conn, "g")] == [past]
-    streams.publish_batch(conn, "t", [{}, {}], visible_at=datetime.now(UTC) + timedelta(0, 60))
+    streams.publish_batch(conn, "t", [{}, {}], delayed_until=datetime.now(UTC) + timedelta(0, 60))
     conn.rollback()
     assert _count(conn, "scheduled") == 0
 
@@ -180,11 +180,11 @@ def test_two_releasers_move_each_event_exactly_once(connect: Connect) -> None:
     conn.commit()
     due = datetime.now(UTC) + timedelta(seconds=0.3)
     ids = streams.publish_batch(
-        conn, "t", [{"i": i} for i in range(3)], visible_at=due, subscription_id=sub
+        conn, "t", [{"i": i} for i in range(3)], delayed_until=due, subscription_id=sub
     )
     conn.commit()
     time.sleep(0.4)
-    assert streams.release_scheduled(a, max_events=2) == 2  # holds two rows, not committed
+    assert streams.release_scheduled(a, limit=2) == 2  # holds two rows, not committed
     assert streams.release_scheduled(b) == 1  # skips the held rows
     b.commit()
     a.rollback()  # the two go back ...
@@ -203,7 +203,7 @@ def test_the_stream_worker_releases_due_events_before_it_reads(
     streams.create_group(conn, "w", start="now")
     conn.commit()
     due = datetime.now(UTC) + timedelta(seconds=0.5)
-    later = streams.publish(conn, "t", {"n": 1}, visible_at=due)
+    later = streams.publish(conn, "t", {"n": 1}, delayed_until=due)
     conn.commit()
     seen: list[int] = []
     worker = streams.StreamWorker(
@@ -225,13 +225,13 @@ def test_retention_keeps_the_partition_a_future_event_will_be_logged_into(
     conn = connect(autocommit=True)
     now = _scalar(conn, "SELECT now()")
     streams.create_group(conn, "g", start="now")
-    later = streams.publish(conn, "t", {"n": 1}, visible_at=now + timedelta(days=30))
+    later = streams.publish(conn, "t", {"n": 1}, delayed_until=now + timedelta(days=30))
     conn.execute("SELECT mbus.maintain(%s)", (now + timedelta(days=1, hours=1),))  # 1 closes
     report = _scalar(conn, "SELECT mbus.maintain(%s)", (now + timedelta(days=9),))
     assert report["dropped"] == []
     assert report["kept"] == [
         {"partition": "events_0000001", "groups": ["mbus.stream_scheduled"]}
     ]
-    conn.execute("UPDATE mbus.stream_scheduled SET visible_at = now()")  # its time has come
+    conn.execute("UPDATE mbus.stream_scheduled SET delayed_until = now()")  # its time has come
     assert streams.release_scheduled(conn) == 1
     assert [e.id for e in drain(conn, "g")] == [later]

@@ -49,7 +49,7 @@ def test_routed_events_reach_their_queues_once_in_order(connect: Connect) -> Non
         streams.publish(conn, "chat", {"room": "a", "n": 3}, headers={"h": 1}),
     ]
     conn.commit()
-    assert streams.move_routed(conn, "routes", max_events=3) == 3
+    assert streams.move_routed(conn, "routes", limit=3) == 3
     conn.commit()
     assert streams.move_routed(conn, "routes") == 1
     conn.commit()
@@ -91,12 +91,16 @@ def test_the_route_mover_releases_future_events_when_due(connect: Connect) -> No
     conn = connect()
     mail, _ = _setup(conn)
     later = streams.publish(
-        conn, "dm", {"n": 1}, subscription_id=mail, visible_at=datetime.now(UTC) + timedelta(0, 60)
+        conn,
+        "dm",
+        {"n": 1},
+        subscription_id=mail,
+        delayed_until=datetime.now(UTC) + timedelta(0, 60),
     )
     conn.commit()
     mover = RouteMover(conn.info.dsn, "routes")
     assert mover.drain() == 0
-    conn.execute("UPDATE mbus.stream_scheduled SET visible_at = now() - interval '1 ms'")
+    conn.execute("UPDATE mbus.stream_scheduled SET delayed_until = now() - interval '1 ms'")
     conn.commit()
     assert mover.drain() == 1
     assert [p["event_id"] for _, p in _drain_queue(conn, "mail")] == [later]

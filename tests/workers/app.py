@@ -111,4 +111,4 @@ async def aaudit(conn: psycopg.AsyncConnection[Any], event: Event) -> None:
 
 
 aauditors = App()  # the async stream handler only, for several processes on one group
-aauditors.stream_handler("audit", max_events=7, idle_wait=0.2)(aaudit)
+aauditors.stream_handler("audit", idle_wait=0.2)(aaudit)

@@ -175,7 +175,7 @@ def test_drain_runs_async_stream_handlers_in_the_batch_transaction(db_dsn: str) 
     app = App(db_dsn)
     calls: list[int] = []
 
-    @app.stream_handler("audit", max_events=4)
+    @app.stream_handler("audit")
     async def audit(conn: psycopg.AsyncConnection[Any], event: streams.Event) -> None:
         calls.append(event.id)
         await conn.execute("INSERT INTO audited VALUES (%s)", (event.id,))

@@ -43,14 +43,14 @@ def publish_cmd(
     subscription_id: Annotated[
         int | None, typer.Option(help="Send the event to this one subscription only.")
     ] = None,
-    visible_at: Annotated[
+    delayed_until: Annotated[
         str | None,
         typer.Option(help="Readers see the event from this ISO time on (with a time zone)."),
     ] = None,
     dsn: DsnOption = None,
 ) -> None:
     """Publish one event; prints its id."""
-    when = _aware_time(visible_at, "--visible-at") if visible_at else None
+    when = _aware_time(delayed_until, "--delayed-until") if delayed_until else None
     with connect(dsn) as conn:
         hdrs = json_object(headers, "--headers") if headers else None
         eid = streams.publish(
@@ -60,7 +60,7 @@ def publish_cmd(
             key=key,
             headers=hdrs,
             subscription_id=subscription_id,
-            visible_at=when,
+            delayed_until=when,
         )
     typer.echo(eid)
 

@@ -32,7 +32,7 @@ class PublishIn(BaseModel):
     subscription_id: int | None = Field(
         default=None, ge=1, description="send the event to this one subscription only"
     )
-    visible_at: AwareDatetime | None = Field(
+    delayed_until: AwareDatetime | None = Field(
         default=None, description="readers see the event from this time on (with a time zone)"
     )
 
@@ -57,7 +57,7 @@ class PublishBatchIn(BaseModel):
     subscription_id: int | None = Field(
         default=None, ge=1, description="send every event to this one subscription only"
     )
-    visible_at: AwareDatetime | None = Field(
+    delayed_until: AwareDatetime | None = Field(
         default=None, description="readers see the events from this time on (with a time zone)"
     )
 

@@ -85,7 +85,7 @@ async def publish(request: Request, body: PublishIn, who: Caller) -> Any:
             key=body.key,
             headers=body.headers,
             subscription_id=body.subscription_id,
-            visible_at=body.visible_at,
+            delayed_until=body.delayed_until,
         )
     )
     return {"ids": [event_id]}
@@ -103,7 +103,7 @@ async def publish_batch(request: Request, body: PublishBatchIn, who: Caller) -> 
             keys=[e.key for e in body.events],
             headers=[e.headers for e in body.events],
             subscription_id=body.subscription_id,
-            visible_at=body.visible_at,
+            delayed_until=body.delayed_until,
         )
     )
     return {"ids": ids}

@@ -6,12 +6,12 @@ SELECT mbus.publish(%s, %s, %s, %s);
 -- name: publish_special
 SELECT mbus.publish(%(topic)s, %(payload)s, %(key)s, %(headers)s,
                     subscription_id => %(subscription_id)s::bigint,
-                    visible_at => %(visible_at)s::timestamptz);
+                    delayed_until => %(delayed_until)s::timestamptz);
 
 -- name: publish_batch
 SELECT mbus.publish_batch(%(topic)s, %(payloads)s::jsonb[], %(keys)s::text[], %(headers)s::jsonb[],
                           subscription_id => %(subscription_id)s::bigint,
-                          visible_at => %(visible_at)s::timestamptz);
+                          delayed_until => %(delayed_until)s::timestamptz);
 
 -- name: release_scheduled
 SELECT mbus.release_scheduled(%(max_events)s);

@@ -84,7 +84,7 @@ async def publish(
     key: str | None = None,
     headers: dict[str, Any] | None = None,
     subscription_id: int | None = None,
-    visible_at: datetime | None = None,
+    delayed_until: datetime | None = None,
 ) -> int:
     """Publish one event in the connection's transaction; return its id.
 
@@ -100,19 +100,19 @@ async def publish(
         Send the event to this subscription only: the group that owns it reads it, with
         ``subscription_ids == [subscription_id]``; every other group and subscription never
         sees it (``NotFound`` when there is no such subscription).
-    visible_at:
+    delayed_until:
         Readers see the event from this time on (an aware datetime; ``None`` or a past time:
         at commit). It waits outside the log until :func:`release_scheduled` moves it in, which
         ``StreamWorker`` and the SSE listeners of ``pgmbus serve`` do before they read.
     """
-    if subscription_id is not None or visible_at is not None:
+    if subscription_id is not None or delayed_until is not None:
         special = {
             "topic": topic,
             "payload": Jsonb(payload),
             "key": key,
             "headers": _json(headers),
             "subscription_id": subscription_id,
-            "visible_at": visible_at,
+            "delayed_until": delayed_until,
         }
         return int(await _one(conn, _q("publish_special"), special))
     # the hot path: positional parameters and no context manager (measurably cheaper)
@@ -132,11 +132,11 @@ async def publish_batch(
     keys: Sequence[str | None] | None = None,
     headers: Sequence[dict[str, Any] | None] | None = None,
     subscription_id: int | None = None,
-    visible_at: datetime | None = None,
+    delayed_until: datetime | None = None,
 ) -> list[int]:
     """Publish several events of one topic with one statement; return their ids in order.
 
-    ``subscription_id`` and ``visible_at`` apply to every event, as in :func:`publish`.
+    ``subscription_id`` and ``delayed_until`` apply to every event, as in :func:`publish`.
     """
     params = {
         "topic": topic,
@@ -144,7 +144,7 @@ async def publish_batch(
         "keys": list(keys) if keys is not None else None,
         "headers": [_json(h) for h in headers] if headers is not None else None,
         "subscription_id": subscription_id,
-        "visible_at": visible_at,
+        "delayed_until": delayed_until,
     }
     with translating():
         rows = await (await conn.execute(_q("publish_batch"), params)).fetchall()
@@ -422,13 +422,13 @@ async def unsubscribe_queue(conn: Conn, subscription_id: int, queue: str) -> boo
     return bool(await _one(conn, _q("unsubscribe_queue"), params))
 
 
-async def move_routed(conn: Conn, group: str, *, max_events: int = 1000) -> int:
+async def move_routed(conn: Conn, group: str, *, limit: int = 1000) -> int:
     """Post ``group``'s next batch to its routes' queues and move the group past it.
 
     In the connection's transaction: commit it to make both happen (exactly once). Returns
-    the events read (0 when the group has caught up).
+    the events read (at most ``limit``; 0 when the group has caught up).
     """
-    return int(await _one(conn, _q("move_routed"), {"group": group, "max_events": max_events}))
+    return int(await _one(conn, _q("move_routed"), {"group": group, "max_events": limit}))
 
 
 async def capture_table(
@@ -444,14 +444,14 @@ async def stop_capture(conn: Conn, table: str) -> None:
     await _one(conn, _q("stop_capture"), {"tbl": table})
 
 
-async def release_scheduled(conn: Conn, *, max_events: int = 1000) -> int:
-    """Move the future-dated events whose time has come into the log; return how many.
+async def release_scheduled(conn: Conn, *, limit: int = 1000) -> int:
+    """Move at most ``limit`` future-dated events whose time has come into the log; return how many.
 
     Run it in a transaction of its own (commit right after): the events become readable, as
     one new transaction, when it commits. Each event moves exactly once, also with several
     callers at a time.
     """
-    return int(await _one(conn, _q("release_scheduled"), {"max_events": max_events}))
+    return int(await _one(conn, _q("release_scheduled"), {"max_events": limit}))
 
 
 async def maintain(conn: Conn) -> dict[str, Any]:

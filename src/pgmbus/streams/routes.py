@@ -27,14 +27,14 @@ class RouteMover:
         The database.
     group:
         The group that holds the routed subscriptions (read by this mover only).
-    max_events:
+    batch:
         Events per transaction.
     """
 
-    def __init__(self, dsn: str, group: str, *, max_events: int = 1000) -> None:
+    def __init__(self, dsn: str, group: str, *, batch: int = 1000) -> None:
         self.dsn = dsn
         self.group = group
-        self.max_events = max_events
+        self.batch = batch
         self.moved = 0
 
     def step(self, conn: psycopg.Connection[Any]) -> int:
@@ -42,7 +42,7 @@ class RouteMover:
         with conn.transaction():
             client.release_scheduled(conn)
         with conn.transaction():
-            n = client.move_routed(conn, self.group, max_events=self.max_events)
+            n = client.move_routed(conn, self.group, limit=self.batch)
         self.moved += n
         return n
 

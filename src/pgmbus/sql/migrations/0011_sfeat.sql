@@ -4,7 +4,7 @@
 --     group that owns that subscription (mbus._batch filters it out for every other group,
 --     read_between and spark_read leave it out unless asked for that subscription), and
 --     read_subscriptions hands it to that subscription only, whatever the conditions say.
---   * mbus.stream_scheduled: an event published with visible_at in the future waits here, its id
+--   * mbus.stream_scheduled: an event published with delayed_until in the future waits here, its id
 --     already taken from mbus.event_seq, and mbus.release_scheduled moves it into the log once
 --     its time has come, in a transaction of its own. It thus enters the log as a new
 --     transaction: every group's snapshot cursor sees it as not yet consumed (never skipped),
@@ -14,7 +14,7 @@
 --     queue in the transaction that moves the group's cursor, so each event is posted exactly
 --     once. Dropping the queue or the subscription drops the route.
 --   * mbus._batch gains the group (to filter directed events), mbus.publish and publish_batch
---     gain the named parameters subscription_id and visible_at, mbus.spark_read the parameter
+--     gain the named parameters subscription_id and delayed_until, mbus.spark_read the parameter
 --     p_subscription: their old signatures are dropped here and made again by their function
 --     files.
 
@@ -29,7 +29,7 @@ CREATE INDEX events_directed ON mbus.events (id) WHERE subscription_id IS NOT NU
 
 CREATE TABLE mbus.stream_scheduled (
     id              bigint      PRIMARY KEY,
-    visible_at      timestamptz NOT NULL,
+    delayed_until      timestamptz NOT NULL,
     topic           text        NOT NULL,
     key             text,
     payload         jsonb       NOT NULL,
@@ -39,13 +39,13 @@ CREATE TABLE mbus.stream_scheduled (
     CONSTRAINT stream_scheduled_topic_ok CHECK (topic <> '' AND octet_length(topic) <= 200),
     CONSTRAINT stream_scheduled_headers_ok
         CHECK (headers IS NULL OR jsonb_typeof(headers) = 'object'),
-    CONSTRAINT stream_scheduled_finite CHECK (isfinite(visible_at))
+    CONSTRAINT stream_scheduled_finite CHECK (isfinite(delayed_until))
 );
 
 COMMENT ON TABLE mbus.stream_scheduled IS
     'Future-dated events (id reserved from mbus.event_seq) until release_scheduled logs them.';
 
-CREATE INDEX stream_scheduled_due ON mbus.stream_scheduled (visible_at, id);
+CREATE INDEX stream_scheduled_due ON mbus.stream_scheduled (delayed_until, id);
 
 CREATE TABLE mbus.subscription_queues (
     subscription_id bigint      NOT NULL REFERENCES mbus.subscriptions ON DELETE CASCADE,

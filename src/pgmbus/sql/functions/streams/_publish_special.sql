@@ -1,38 +1,38 @@
 -- Function: mbus._publish_special(p_topic, p_payloads, p_keys, p_headers, p_subscription,
---                                  p_visible_at)
+--                                  p_delayed_until)
 --
 -- Purpose:  The rarer half of publish and publish_batch (their arguments already checked):
 --           events sent directly to one subscription, and future-dated events. A directed event
 --           is a row of mbus.events with subscription_id set: mbus._batch shows it only to the
 --           group that owns that subscription, and read_subscriptions hands it to that
---           subscription alone. A future-dated event (visible_at after the transaction's start)
+--           subscription alone. A future-dated event (delayed_until after the transaction's start)
 --           goes to mbus.stream_scheduled with its id reserved from mbus.event_seq now (ids keep
 --           the order of the publishing calls); mbus.release_scheduled appends it to the log, in
---           a transaction of its own, once visible_at has passed. Until then no reader sees it
+--           a transaction of its own, once delayed_until has passed. Until then no reader sees it
 --           and no cursor waits for it; after, every group reads it as a new transaction, so it
---           is never skipped and never read twice. A visible_at in the past publishes at once.
+--           is never skipped and never read twice. A delayed_until in the past publishes at once.
 -- Params:   p_topic         the topic (checked by the caller)
 --           p_payloads      the bodies (jsonb[], checked by the caller)
 --           p_keys          the keys (text[] parallel to p_payloads, or NULL)
 --           p_headers       the headers (jsonb[] parallel to p_payloads, or NULL)
 --           p_subscription  the subscription the events are for (NULL = all that match)
---           p_visible_at    when readers may see the events (NULL = at commit)
+--           p_delayed_until    when readers may see the events (NULL = at commit)
 -- Returns:  SETOF bigint: the event ids in array order; MB002 for a subscription that does not
---           exist, MB006 for a visible_at that is not finite (nothing is published then)
+--           exist, MB006 for a delayed_until that is not finite (nothing is published then)
 -- Locks:    FOR KEY SHARE on the subscription's row (it cannot be removed before this commits);
 --           ROW EXCLUSIVE on mbus.events or mbus.stream_scheduled
 -- Callers:  mbus.publish, mbus.publish_batch
 CREATE OR REPLACE FUNCTION mbus._publish_special(p_topic text, p_payloads jsonb[], p_keys text[],
                                        p_headers jsonb[], p_subscription bigint,
-                                       p_visible_at timestamptz)
+                                       p_delayed_until timestamptz)
 RETURNS SETOF bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
 BEGIN
-    IF p_visible_at IS NOT NULL AND NOT isfinite(p_visible_at) THEN
+    IF p_delayed_until IS NOT NULL AND NOT isfinite(p_delayed_until) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
-            MESSAGE = format('visible_at must be a finite time, not %s', p_visible_at);
+            MESSAGE = format('delayed_until must be a finite time, not %s', p_delayed_until);
     END IF;
     IF p_subscription IS NOT NULL THEN
         PERFORM 1 FROM mbus.subscriptions AS s WHERE s.id = p_subscription FOR KEY SHARE;
@@ -41,7 +41,7 @@ BEGIN
                 MESSAGE = format('subscription %s does not exist', p_subscription);
         END IF;
     END IF;
-    IF p_visible_at IS NULL OR p_visible_at <= now() THEN
+    IF p_delayed_until IS NULL OR p_delayed_until <= now() THEN
         PERFORM pg_notify('mbus_events', '');
         RETURN QUERY
         INSERT INTO mbus.events (topic, key, payload, headers, subscription_id)
@@ -54,9 +54,9 @@ BEGIN
         RETURN;
     END IF;
     RETURN QUERY
-    INSERT INTO mbus.stream_scheduled (id, visible_at, topic, key, payload, headers,
+    INSERT INTO mbus.stream_scheduled (id, delayed_until, topic, key, payload, headers,
                                        subscription_id)
-    SELECT nextval('mbus.event_seq'), p_visible_at, x.topic, x.key, x.payload, x.headers,
+    SELECT nextval('mbus.event_seq'), p_delayed_until, x.topic, x.key, x.payload, x.headers,
            p_subscription
     FROM (SELECT p_topic AS topic, k.key, p.payload, h.headers, p.n
           FROM unnest(p_payloads) WITH ORDINALITY AS p (payload, n)

@@ -3,8 +3,8 @@
 -- Purpose:  For each of these events of the log, the ids of the group's subscriptions it matches
 --           (events that match none, and ids not in the log, are left out), e.g. to route events
 --           read with read_next or read_between to listeners. An event sent directly to one
---           subscription matches that one only (when it is the group's). A condition that fails on an
---           event does not match it (mbus._match warns and goes on with the others).
+--           subscription matches that one only (when it is the group's). A condition that fails
+--           on an event does not match it (mbus._match warns and goes on with the others).
 -- Params:   "group"    the group's name (not checked: an unknown group matches nothing)
 --           event_ids  the events' ids (bigint[])
 -- Returns:  TABLE (event_id bigint, subscription_ids bigint[]): ids distinct and ascending

@@ -1,7 +1,7 @@
 -- Function: mbus.release_scheduled(max_events)
 --
--- Purpose:  Append the future-dated events whose visible_at has passed to the log (with the ids
---           reserved when they were published), oldest visible_at first, and notify readers.
+-- Purpose:  Append the future-dated events whose delayed_until has passed to the log (with the ids
+--           reserved when they were published), oldest delayed_until first, and notify readers.
 --           Run it in a transaction of its own (autocommit): its events become readable when it
 --           commits, as one new transaction, which every group's snapshot cursor sees as not yet
 --           consumed. Each event moves exactly once: the rows are deleted from
@@ -33,15 +33,15 @@ BEGIN
     WITH due AS (
         DELETE FROM mbus.stream_scheduled AS s
         WHERE s.id IN (SELECT d.id FROM mbus.stream_scheduled AS d
-                       WHERE d.visible_at <= clock_timestamp()
-                       ORDER BY d.visible_at, d.id
+                       WHERE d.delayed_until <= clock_timestamp()
+                       ORDER BY d.delayed_until, d.id
                        LIMIT max_events
                        FOR UPDATE SKIP LOCKED)
         RETURNING s.*)
     INSERT INTO mbus.events (id, topic, key, payload, headers, subscription_id)
     SELECT due.id, due.topic, due.key, due.payload, due.headers, due.subscription_id
     FROM due
-    ORDER BY due.visible_at, due.id;
+    ORDER BY due.delayed_until, due.id;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     IF v_n > 0 THEN
         PERFORM pg_notify('mbus_events', '');
