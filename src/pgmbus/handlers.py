@@ -124,6 +124,11 @@ class StreamHandler:
         """``module.qualname`` of the function."""
         return handler_name(self.fn)
 
+    @property
+    def is_async(self) -> bool:
+        """True for an ``async def`` handler (a task on the async client; else a thread)."""
+        return inspect.iscoroutinefunction(self.fn)
+
 
 class Handlers:
     """The decorators that declare handlers; ``Bus``, ``AsyncBus`` and ``App`` have them.
@@ -223,12 +228,15 @@ class Handlers:
         subscriptions: bool = False,
         idle_wait: float = 1.0,
     ) -> Callable[[F], F]:
-        """Declare ``fn(conn, event)`` (sync) as the handler of a stream consumer group.
+        """Declare ``fn(conn, event)`` as the handler of a stream consumer group.
 
-        It runs on :class:`pgmbus.streams.worker.StreamWorker`: inside the batch's transaction
-        on ``conn``, so its database writes commit with the group's cursor (exactly once); a
-        handler that raises has its event retried per the group's settings, then
-        dead-lettered.
+        A plain ``def`` runs on :class:`pgmbus.streams.worker.StreamWorker` (a thread per
+        slot, ``conn`` a ``psycopg.Connection``); an ``async def`` runs as a task of the
+        worker's event loop on the async streams client (``conn`` a
+        ``psycopg.AsyncConnection``, :class:`pgmbus.workers.astream_loop.AsyncStreamLoop`).
+        Either way it runs inside the batch's transaction on ``conn``, so its database writes
+        commit with the group's cursor (exactly once); a handler that raises has its event
+        retried per the group's settings, then dead-lettered.
 
         Parameters
         ----------
@@ -247,10 +255,6 @@ class Handlers:
         chosen = None if slots is None else tuple(slots)
 
         def declare(fn: F) -> F:
-            if inspect.iscoroutinefunction(fn):
-                raise TypeError(
-                    "stream handlers run inside the batch's (blocking) transaction: use a plain def"
-                )
             self.stream_handlers.append(
                 StreamHandler(
                     fn=fn,

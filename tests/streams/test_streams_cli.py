@@ -69,3 +69,41 @@ def test_metrics_command_exposes_counters_and_group_gauges(db_dsn: str) -> None:
     assert 'pgmbus_streams_events_total{kind="groups_expired"} 1' in text
     assert 'pgmbus_streams_group_pending_events{group="m",slot="0"} 1' in text
     assert 'pgmbus_streams_group_expired{group="m",slot="0"} 0' in text
+
+
+def test_publish_to_one_subscription_and_for_later(db_dsn: str) -> None:
+    """Issue 17 (PGMB seed rows) on the command line: ``--subscription-id``, ``--delayed-until``."""
+    _ok("streams", "create-group", "cli", "--dsn", db_dsn)
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT mbus.subscribe('cli', 'false')").fetchone()
+    assert row is not None
+    sid = row[0]
+    direct = int(
+        _ok("streams", "publish", "dm", "{}", "--subscription-id", str(sid), "--dsn", db_dsn)
+    )
+    later = int(
+        _ok(
+            "streams",
+            "publish",
+            "t",
+            "{}",
+            "--delayed-until",
+            "2999-01-01T00:00:00+00:00",
+            "--dsn",
+            db_dsn,
+        )
+    )
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        got = conn.execute("SELECT subscription_id FROM mbus.events WHERE id = %s", (direct,))
+        assert got.fetchone() == (sid,)
+        waiting = conn.execute("SELECT id FROM mbus.stream_scheduled").fetchall()
+        assert waiting == [(later,)]
+    naive = runner.invoke(
+        app,
+        ["streams", "publish", "t", "{}", "--delayed-until", "2999-01-01T00:00", "--dsn", db_dsn],
+    )
+    assert naive.exit_code == 2 and "time zone" in naive.output
+    unknown = runner.invoke(
+        app, ["streams", "publish", "t", "{}", "--subscription-id", "999999", "--dsn", db_dsn]
+    )
+    assert unknown.exit_code == 1 and "does not exist" in unknown.output

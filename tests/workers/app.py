@@ -96,3 +96,19 @@ def nowhere(message: Message) -> None:
 
 auditors = App()  # only the stream handler, for several processes on one group
 auditors.stream_handler("audit", batch=7, idle_wait=0.2)(audit)
+
+
+async def aaudit(conn: psycopg.AsyncConnection[Any], event: Event) -> None:
+    """Async, in the batch's transaction: one row per event, exactly once; an event with
+    ``{"fail": n}`` fails its first n attempts (retried by the group, written once after)."""
+    await asyncio.sleep(0)
+    if isinstance(event.payload, dict) and event.payload.get("fail"):
+        cur = await conn.execute("SELECT nextval('aaudit_failures')")
+        row = await cur.fetchone()
+        if row is not None and row[0] <= event.payload["fail"]:
+            raise RuntimeError(f"failure {row[0]}")
+    await conn.execute("INSERT INTO audited (event_id) VALUES (%s)", (event.id,))
+
+
+aauditors = App()  # the async stream handler only, for several processes on one group
+aauditors.stream_handler("audit", idle_wait=0.2)(aaudit)

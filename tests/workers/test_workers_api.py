@@ -75,11 +75,14 @@ def test_bus_async_bus_and_app_declare_handlers() -> None:
         assert spec.name.endswith("test_bus_async_bus_and_app_declare_handlers.<locals>.send")
         (stream,) = bus.stream_handlers
         assert stream.group == "audit" and stream.slots == (0, 1)
-    with pytest.raises(TypeError, match="plain def"):
+    app = App()
 
-        @App().stream_handler("audit")
-        async def bad(conn: Any, event: Any) -> None:
-            pass
+    @app.stream_handler("audit")
+    async def handle(conn: Any, event: Any) -> None:  # async stream handlers (issue 16)
+        pass
+
+    (spec,) = app.stream_handlers
+    assert spec.is_async and spec.fn is handle
 
     with pytest.raises(ValueError, match="concurrency"):
         App().handler("mail", concurrency=0)
@@ -164,3 +167,29 @@ def test_health_endpoint_answers_200_or_503() -> None:
     (up, down) = asyncio.run(scenario())
     assert up == (200, {"status": "ok", "loops": {"a": True, "b": True}})
     assert down == (503, {"status": "unavailable", "loops": {"a": True, "b": False}})
+
+
+def test_drain_runs_async_stream_handlers_in_the_batch_transaction(db_dsn: str) -> None:
+    """An ``async def`` stream handler (issue 16) writes in the batch's transaction on an
+    AsyncConnection: a failure undoes its writes and retries the event; one row per event."""
+    app = App(db_dsn)
+    calls: list[int] = []
+
+    @app.stream_handler("audit")
+    async def audit(conn: psycopg.AsyncConnection[Any], event: streams.Event) -> None:
+        calls.append(event.id)
+        await conn.execute("INSERT INTO audited VALUES (%s)", (event.id,))
+        if event.payload.get("fail") and calls.count(event.id) == 1:
+            raise RuntimeError("first attempt fails")
+
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE audited (event_id bigint PRIMARY KEY)")
+        streams.create_group(conn, "audit", start="beginning")
+        conn.execute("SELECT mbus.configure_group('audit', retry_backoff => '0 s')")
+        ids = streams.publish_batch(conn, "orders", [{"fail": i == 3} for i in range(10)])
+    report = drain(app)
+    (stats,) = report.streams.values()
+    assert (stats.handled, stats.retried, stats.dead) == (10, 1, 0)
+    assert calls.count(ids[3]) == 2
+    with psycopg.connect(db_dsn) as conn:
+        assert [r[0] for r in conn.execute("SELECT event_id FROM audited ORDER BY 1")] == ids

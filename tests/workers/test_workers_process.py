@@ -249,3 +249,30 @@ def test_two_processes_consume_a_group_exactly_once(appdb: str) -> None:
         if "app.audit:" in line
     ]
     assert sum(handled) == 200, outs
+
+
+def test_async_stream_handlers_run_by_pgmbus_worker_exactly_once(appdb: str) -> None:
+    """Issue 16: "Streams get the same: `@bus.stream_handler(group, …)` and `pgmbus worker`
+    runs them; an async streams client." -- an ``async def`` stream handler in two worker
+    processes on one group: every event's row once (a failing event retried by the group, its
+    failed attempts' writes undone), a clean stop on SIGTERM."""
+    target = "tests.workers.app:aauditors"
+    with psycopg.connect(appdb, autocommit=True) as conn:
+        conn.execute("CREATE SEQUENCE aaudit_failures")
+        conn.execute("SELECT mbus.configure_group('audit', retry_backoff => '0 s')")
+        streams.publish_batch(conn, "orders", [{"i": i} for i in range(40)])
+        streams.publish(conn, "orders", {"fail": 2})
+        with _worker(appdb, target=target) as one, _worker(appdb, target=target) as two:
+            streams.publish_batch(conn, "orders", [{"i": i} for i in range(40, 80)])
+            _wait_until(lambda: conn.execute("SELECT count(*) FROM audited").fetchone() == (81,))
+            time.sleep(0.5)  # a duplicate would show up now
+            for proc in (one, two):
+                proc.send_signal(signal.SIGTERM)
+            outs = [proc.communicate(timeout=20) for proc in (one, two)]
+        assert [p.returncode for p in (one, two)] == [0, 0], outs
+        row = conn.execute("SELECT count(*), count(DISTINCT event_id) FROM audited").fetchone()
+        assert row == (81, 81)
+        assert conn.execute("SELECT last_value FROM aaudit_failures").fetchone() == (3,)
+    lines = [line for out, _ in outs for line in out.splitlines() if "app.aaudit:" in line]
+    assert sum(int(line.split(": ")[1].split()[0]) for line in lines) == 81, outs
+    assert sum(int(line.split(", ")[1].split()[0]) for line in lines) == 2, outs

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 import typer
@@ -40,13 +40,39 @@ def publish_cmd(
     payload: Annotated[str, typer.Argument(help="The payload, as JSON.")],
     key: Annotated[str | None, typer.Option(help="Partitioning key.")] = None,
     headers: Annotated[str | None, typer.Option(help="Headers, as a JSON object.")] = None,
+    subscription_id: Annotated[
+        int | None, typer.Option(help="Send the event to this one subscription only.")
+    ] = None,
+    delayed_until: Annotated[
+        str | None,
+        typer.Option(help="Readers see the event from this ISO time on (with a time zone)."),
+    ] = None,
     dsn: DsnOption = None,
 ) -> None:
     """Publish one event; prints its id."""
+    when = _aware_time(delayed_until, "--delayed-until") if delayed_until else None
     with connect(dsn) as conn:
         hdrs = json_object(headers, "--headers") if headers else None
-        eid = streams.publish(conn, topic, json_value(payload, "PAYLOAD"), key=key, headers=hdrs)
+        eid = streams.publish(
+            conn,
+            topic,
+            json_value(payload, "PAYLOAD"),
+            key=key,
+            headers=hdrs,
+            subscription_id=subscription_id,
+            delayed_until=when,
+        )
     typer.echo(eid)
+
+
+def _aware_time(text: str, option: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not an ISO time", param_hint=option) from None
+    if value.tzinfo is None:
+        raise typer.BadParameter(f"{text!r} has no time zone (add Z or +hh:mm)", param_hint=option)
+    return value
 
 
 @app.command("create-group")

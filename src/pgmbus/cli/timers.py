@@ -187,7 +187,15 @@ def serve_cmd(
     bound = sock.getsockname()
     url = f"http://{f'[{bound[0]}]' if ':' in bound[0] else bound[0]}:{bound[1]}"
 
+    application = create_app(config)
+
     class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            # live listeners' streams never end by themselves: end them, or uvicorn would
+            # wait for them forever before it stops
+            await application.state.pgmbus.listeners.close()
+            await super().shutdown(sockets=sockets)
+
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets=sockets)
             if not self.should_exit:
@@ -199,7 +207,7 @@ def serve_cmd(
     logging.basicConfig(  # what the service and its dispatcher log (a lost database, ...)
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
-    server = Server(uvicorn.Config(create_app(config), log_level="warning"))
+    server = Server(uvicorn.Config(application, log_level="warning"))
     server.run(sockets=[sock])
 
 

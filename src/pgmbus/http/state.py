@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from pgmbus.errors import translating
 from pgmbus.http.config import ServiceConfig
+from pgmbus.http.listeners import ListenerHub
 from pgmbus.queues import AsyncBus
 from pgmbus.sqlfiles import load_queries
 from pgmbus.timers.batcher import CreateBatcher
@@ -56,6 +57,8 @@ class AppState:
         # one guard for the create-time URL checks and the in-process dispatcher
         self.guard = config.guard or NetworkGuard(networks_from_env())
         self._has_scopes: bool | None = None
+        # the live listeners (SSE) of subscriptions: one reader task, started by the first
+        self.listeners = ListenerHub(self.pool, config.dsn)
 
     async def open(self) -> None:
         """Open the pools."""
@@ -64,7 +67,8 @@ class AppState:
         await self.bus.open()
 
     async def close(self) -> None:
-        """Flush the batcher and close the pools."""
+        """End the live listeners, flush the batcher and close the pools."""
+        await self.listeners.close()
         await self.batcher.close()
         await self.bus.close()
         await run_in_threadpool(self.sync_pool.close)

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AliasChoices, AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
 
 Group = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=48)]
 Topic = Annotated[str, StringConstraints(min_length=1, max_length=200)]
@@ -29,6 +29,12 @@ class PublishIn(BaseModel):
     payload: Any
     key: str | None = Field(default=None, max_length=1000)
     headers: dict[str, Any] | None = None
+    subscription_id: int | None = Field(
+        default=None, ge=1, description="send the event to this one subscription only"
+    )
+    delayed_until: AwareDatetime | None = Field(
+        default=None, description="readers see the event from this time on (with a time zone)"
+    )
 
 
 class BatchEvent(BaseModel):
@@ -48,6 +54,12 @@ class PublishBatchIn(BaseModel):
 
     topic: Topic
     events: list[BatchEvent] = Field(min_length=1, max_length=1000)
+    subscription_id: int | None = Field(
+        default=None, ge=1, description="send every event to this one subscription only"
+    )
+    delayed_until: AwareDatetime | None = Field(
+        default=None, description="readers see the events from this time on (with a time zone)"
+    )
 
 
 class Published(BaseModel):
@@ -176,3 +188,25 @@ class DeadLetter(BaseModel):
     attempts: int
     last_error: str | None
     dead_at: datetime
+
+
+class SubscriptionIn(BaseModel):
+    """``POST /v1/streams/groups/{group}/subscriptions``: a (shared) subscription."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    condition: str = Field(min_length=1, max_length=4000, description="SQL over e and s")
+    params: dict[str, Any] = Field(default_factory=dict)
+    expires_after_s: float | None = Field(
+        default=None, gt=0, le=30 * 86400, description="removed after this long with no listener"
+    )
+
+
+class SubscriptionOut(BaseModel):
+    """A subscription: identical (group, condition, params) share one id."""
+
+    id: int
+    group: str
+    condition: str
+    params: dict[str, Any]
+    expires_after_s: float | None

@@ -1,4 +1,4 @@
-"""The streams HTTP API: publish, consumer groups, lag, seek, and lease-style reads."""
+"""The streams HTTP API: publish, consumer groups, lag, seek, lease-style reads, live listeners."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi.responses import StreamingResponse
 from psycopg.rows import dict_row
 
 from pgmbus import streams
 from pgmbus.http.auth import Caller, require
 from pgmbus.http.errors import ERROR_RESPONSES
+from pgmbus.http.listeners import stream
 from pgmbus.http.state import query, state_of
 from pgmbus.http.stream_models import (
     CommitIn,
@@ -26,6 +28,8 @@ from pgmbus.http.stream_models import (
     ReadIn,
     ReadOut,
     SeekIn,
+    SubscriptionIn,
+    SubscriptionOut,
 )
 
 router = APIRouter(prefix="/v1/streams", tags=["streams"], responses=ERROR_RESPONSES)
@@ -76,7 +80,13 @@ async def publish(request: Request, body: PublishIn, who: Caller) -> Any:
     require(who, "streams", "post", body.topic)
     event_id = await state_of(request).in_thread(
         lambda conn: streams.publish(
-            conn, body.topic, body.payload, key=body.key, headers=body.headers
+            conn,
+            body.topic,
+            body.payload,
+            key=body.key,
+            headers=body.headers,
+            subscription_id=body.subscription_id,
+            delayed_until=body.delayed_until,
         )
     )
     return {"ids": [event_id]}
@@ -93,6 +103,8 @@ async def publish_batch(request: Request, body: PublishBatchIn, who: Caller) -> 
             [e.payload for e in body.events],
             keys=[e.key for e in body.events],
             headers=[e.headers for e in body.events],
+            subscription_id=body.subscription_id,
+            delayed_until=body.delayed_until,
         )
     )
     return {"ids": ids}
@@ -227,3 +239,58 @@ async def dmq_replay(request: Request, group: Group, event_id: int, who: Caller)
 
     await state_of(request).in_thread(run)
     return Response(status_code=204)
+
+
+KEEPALIVE_S = 15.0
+
+
+def _subscription_out(row: dict[str, Any]) -> dict[str, Any]:
+    expires = row["expires_after"]
+    return {
+        "id": row["id"],
+        "group": row["group_name"],
+        "condition": row["condition"],
+        "params": row["params"],
+        "expires_after_s": None if expires is None else expires.total_seconds(),
+    }
+
+
+@router.post(
+    "/groups/{group}/subscriptions", response_model=SubscriptionOut, status_code=201
+)
+async def subscribe(request: Request, group: Group, body: SubscriptionIn, who: Caller) -> Any:
+    """The group's subscription with this condition and params, created when new.
+
+    Identical (group, condition, params) subscriptions are one: a hundred browsers on one chat
+    room get the same id, and ``pgmbus serve`` reads its events once for all of them. With
+    ``expires_after_s`` it is removed (by ``maintain``) once it has had no listener that long.
+    """
+    require(who, "streams", "consume", group)
+    hub = state_of(request).listeners
+    expires = None if body.expires_after_s is None else timedelta(seconds=body.expires_after_s)
+    sid = await hub.subscribe(group, body.condition, body.params, expires)
+    return _subscription_out(await hub.subscription(sid))
+
+
+@router.get(
+    "/subscriptions/{subscription_id}/events",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "Server-Sent Events"}},
+)
+async def listen(request: Request, subscription_id: int, who: Caller) -> StreamingResponse:
+    """Server-Sent Events: the subscription's events from now on, as they commit.
+
+    Fire and forget: one frame per event (``id`` = event id, ``data`` = the event as JSON with
+    ``subscription_id``), a comment every 15 s when idle; no group's cursor moves and no
+    reliable reader waits for a listener. A client that falls 1000 events behind gets
+    ``event: overflow`` and is disconnected; ``event: end`` when the subscription is removed.
+    """
+    hub = state_of(request).listeners
+    row = await hub.subscription(subscription_id)
+    require(who, "streams", "read", row["group_name"])
+    listener = await hub.add(subscription_id)
+    return StreamingResponse(
+        stream(hub, listener, KEEPALIVE_S),
+        media_type="text/event-stream",
+        headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+    )

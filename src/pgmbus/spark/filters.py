@@ -34,6 +34,9 @@ class Pushed:
     time_le: dt.datetime | None = None
     time_lt: dt.datetime | None = None
     handled: tuple[str, ...] = field(default=())
+    # not a Spark filter: the subscriptionId option (the events sent directly to it; None: the
+    # events sent to no subscription)
+    subscription_id: int | None = None
 
     def params(self) -> dict[str, Any]:
         """Named parameters of the read query."""
@@ -45,6 +48,7 @@ class Pushed:
             "time_gt": self.time_gt,
             "time_le": self.time_le,
             "time_lt": self.time_lt,
+            "subscription": self.subscription_id,
         }
 
 

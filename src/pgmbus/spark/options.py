@@ -23,6 +23,7 @@ READ_OPTIONS = frozenset(
         "endingposition",
         "payloadschema",
         "publishedbefore",
+        "subscriptionid",
     }
 )
 WRITE_OPTIONS = frozenset({"dsn", "topic", "queue", "sink"})
@@ -38,6 +39,8 @@ class ReadOptions:
     ISO timestamp, passed to ``mbus.create_group``); ``ending_position`` (batch only) is
     ``"latest"`` or a cursor. ``published_before`` limits a read to older events (for a stream:
     the group stops before the first transaction that published at or after it).
+    ``subscription_id`` reads the events sent directly to that subscription (publish's
+    ``subscription_id``) instead of the events sent to none.
     """
 
     dsn: str
@@ -49,6 +52,7 @@ class ReadOptions:
     ending_position: str
     payload_schema: str | None
     published_before: dt.datetime | None = None
+    subscription_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,7 @@ def parse_read(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
         ending_position=ending,
         payload_schema=given.get("payloadschema") or None,
         published_before=_timestamp(given.get("publishedbefore"), "publishedBefore"),
+        subscription_id=_positive_int(given, "subscriptionid", "subscriptionId"),
     )
 
 

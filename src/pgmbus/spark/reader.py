@@ -59,7 +59,12 @@ def _scalar(dsn: str, query: str, params: dict[str, Any]) -> Any:
 
 
 def current_cursor(dsn: str) -> str:
-    """A cursor of the database's present: every committed event is before it."""
+    """A cursor of the database's present: every committed event is before it.
+
+    Future-dated events whose time has come are moved into the log first (their own
+    transaction, ``mbus.release_scheduled``), so the cursor covers them.
+    """
+    _scalar(dsn, "release_scheduled", {})
     return str(_scalar(dsn, "current_cursor", {}))
 
 
@@ -150,7 +155,11 @@ class PgmbusBatchReader(DataSourceReader):
     def __init__(self, options: ReadOptions, payload_type: Any = None) -> None:
         self.options = options
         self.payload_type = payload_type
-        self.pushed = filters.Pushed(topics=options.topics, time_lt=options.published_before)
+        self.pushed = filters.Pushed(
+            topics=options.topics,
+            time_lt=options.published_before,
+            subscription_id=options.subscription_id,
+        )
 
     def pushFilters(self, filters_: list[Filter]) -> Iterator[Filter]:
         self.pushed, remaining = filters.push(self.pushed, filters_, self.pushed.topics)
@@ -192,7 +201,9 @@ class PgmbusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: ReadOptions, payload_type: Any = None) -> None:
         self.options = options
         self.payload_type = payload_type
-        self.pushed = filters.Pushed(topics=options.topics)
+        self.pushed = filters.Pushed(
+            topics=options.topics, subscription_id=options.subscription_id
+        )
         self._target: str | None = None
         self._committed: set[str] = set()
 

@@ -55,6 +55,9 @@ DROP TABLE IF EXISTS {stage}
 -- name: current_cursor
 SELECT mbus.current_cursor()
 
+-- name: release_scheduled
+SELECT mbus.release_scheduled()
+
 -- name: beginning_cursor
 SELECT '1:1:'::text
 
@@ -89,7 +92,7 @@ SELECT e.id, e.topic, e.key, e.payload::text AS payload, e.headers::text AS head
 FROM mbus.spark_read({from_cursor}, {to_cursor}, {topics}::text[], {slot}, {nslots},
                      {keys}::text[], {id_min}::int8, {id_max}::int8, {time_ge}::timestamptz,
                      {time_gt}::timestamptz, {time_le}::timestamptz,
-                     {time_lt}::timestamptz) AS e
+                     {time_lt}::timestamptz, {subscription}::int8) AS e
 WHERE {key_nslots}::integer IS NULL
    OR mbus.key_slot(e.key, e.id, {key_nslots}::integer) = {key_slot}::integer
 

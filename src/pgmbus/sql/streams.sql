@@ -3,8 +3,18 @@
 -- name: publish
 SELECT mbus.publish(%s, %s, %s, %s);
 
+-- name: publish_special
+SELECT mbus.publish(%(topic)s, %(payload)s, %(key)s, %(headers)s,
+                    subscription_id => %(subscription_id)s::bigint,
+                    delayed_until => %(delayed_until)s::timestamptz);
+
 -- name: publish_batch
-SELECT mbus.publish_batch(%(topic)s, %(payloads)s::jsonb[], %(keys)s::text[], %(headers)s::jsonb[]);
+SELECT mbus.publish_batch(%(topic)s, %(payloads)s::jsonb[], %(keys)s::text[], %(headers)s::jsonb[],
+                          subscription_id => %(subscription_id)s::bigint,
+                          delayed_until => %(delayed_until)s::timestamptz);
+
+-- name: release_scheduled
+SELECT mbus.release_scheduled(%(max_events)s);
 
 -- name: copy_events
 COPY mbus.events (topic, key, payload, headers) FROM STDIN;
@@ -106,3 +116,12 @@ SELECT mbus.notify();
 
 -- name: async_commit
 SET synchronous_commit = off;
+
+-- name: subscribe_queue
+SELECT mbus.subscribe_queue(%(group)s, %(queue)s, %(condition)s, %(params)s);
+
+-- name: unsubscribe_queue
+SELECT mbus.unsubscribe_queue(%(subscription_id)s, %(queue)s);
+
+-- name: move_routed
+SELECT mbus.move_routed(%(group)s, %(max_events)s);

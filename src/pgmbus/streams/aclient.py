@@ -10,7 +10,7 @@ async ones.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, LiteralString
 
 import psycopg
@@ -40,6 +40,7 @@ __all__ = [
     "group_cursor",
     "group_status",
     "maintain",
+    "move_routed",
     "publish",
     "publish_batch",
     "publish_copy",
@@ -48,14 +49,17 @@ __all__ = [
     "read_next",
     "read_retries",
     "read_subscriptions",
+    "release_scheduled",
     "repair_after_restore",
     "replay_dead_letter",
     "retry_event",
     "seek",
     "stop_capture",
     "subscribe",
+    "subscribe_queue",
     "touch_subscription",
     "unsubscribe",
+    "unsubscribe_queue",
 ]
 
 Conn = psycopg.AsyncConnection[Any]
@@ -82,11 +86,38 @@ async def publish(
     *,
     key: str | None = None,
     headers: dict[str, Any] | None = None,
+    subscription_id: int | None = None,
+    delayed_until: datetime | None = None,
 ) -> int:
     """Publish one event in the connection's transaction; return its id.
 
     The event is readable exactly when the transaction commits; a rollback removes it.
+
+    Parameters
+    ----------
+    conn:
+        The connection (its transaction).
+    topic, payload, key, headers:
+        The event.
+    subscription_id:
+        Send the event to this subscription only: the group that owns it reads it, with
+        ``subscription_ids == [subscription_id]``; every other group and subscription never
+        sees it (``NotFound`` when there is no such subscription).
+    delayed_until:
+        Readers see the event from this time on (an aware datetime; ``None`` or a past time:
+        at commit). It waits outside the log until :func:`release_scheduled` moves it in, which
+        ``StreamWorker`` and the SSE listeners of ``pgmbus serve`` do before they read.
     """
+    if subscription_id is not None or delayed_until is not None:
+        special = {
+            "topic": topic,
+            "payload": Jsonb(payload),
+            "key": key,
+            "headers": _json(headers),
+            "subscription_id": subscription_id,
+            "delayed_until": delayed_until,
+        }
+        return int(await _one(conn, _q("publish_special"), special))
     # the hot path: positional parameters and no context manager (measurably cheaper)
     params = (topic, Jsonb(payload), key, None if headers is None else Jsonb(headers))
     try:
@@ -103,13 +134,20 @@ async def publish_batch(
     *,
     keys: Sequence[str | None] | None = None,
     headers: Sequence[dict[str, Any] | None] | None = None,
+    subscription_id: int | None = None,
+    delayed_until: datetime | None = None,
 ) -> list[int]:
-    """Publish several events of one topic with one statement; return their ids in order."""
+    """Publish several events of one topic with one statement; return their ids in order.
+
+    ``subscription_id`` and ``delayed_until`` apply to every event, as in :func:`publish`.
+    """
     params = {
         "topic": topic,
         "payloads": [Jsonb(p) for p in payloads],
         "keys": list(keys) if keys is not None else None,
         "headers": [_json(h) for h in headers] if headers is not None else None,
+        "subscription_id": subscription_id,
+        "delayed_until": delayed_until,
     }
     with translating():
         rows = await (await conn.execute(_q("publish_batch"), params)).fetchall()
@@ -376,6 +414,43 @@ async def unsubscribe(conn: Conn, subscription_id: int) -> None:
     await _one(conn, _q("unsubscribe"), {"id": subscription_id})
 
 
+async def subscribe_queue(
+    conn: Conn,
+    group: str,
+    queue: str,
+    condition: str,
+    params: dict[str, Any] | None = None,
+) -> int:
+    """A subscription that routes its events into ``queue``; return its id.
+
+    :func:`move_routed` (or a :class:`~pgmbus.streams.routes.RouteMover`) posts every event the
+    subscription matches to the queue exactly once, in the transaction that moves ``group``'s
+    cursor. Read ``group`` with the mover only.
+    """
+    params_ = {
+        "group": group,
+        "queue": queue,
+        "condition": condition,
+        "params": Jsonb({} if params is None else params),
+    }
+    return int(await _one(conn, _q("subscribe_queue"), params_))
+
+
+async def unsubscribe_queue(conn: Conn, subscription_id: int, queue: str) -> bool:
+    """Remove a subscription's route to ``queue``; True when there was one."""
+    params = {"subscription_id": subscription_id, "queue": queue}
+    return bool(await _one(conn, _q("unsubscribe_queue"), params))
+
+
+async def move_routed(conn: Conn, group: str, *, limit: int = 1000) -> int:
+    """Post ``group``'s next batch to its routes' queues and move the group past it.
+
+    In the connection's transaction: commit it to make both happen (exactly once). Returns
+    the events read (at most ``limit``; 0 when the group has caught up).
+    """
+    return int(await _one(conn, _q("move_routed"), {"group": group, "max_events": limit}))
+
+
 async def capture_table(
     conn: Conn, table: str, *, topic: str | None = None, columns: Sequence[str] | None = None
 ) -> None:
@@ -387,6 +462,16 @@ async def capture_table(
 async def stop_capture(conn: Conn, table: str) -> None:
     """Stop publishing the table's changes."""
     await _one(conn, _q("stop_capture"), {"tbl": table})
+
+
+async def release_scheduled(conn: Conn, *, limit: int = 1000) -> int:
+    """Move at most ``limit`` future-dated events whose time has come into the log; return how many.
+
+    Run it in a transaction of its own (commit right after): the events become readable, as
+    one new transaction, when it commits. Each event moves exactly once, also with several
+    callers at a time.
+    """
+    return int(await _one(conn, _q("release_scheduled"), {"max_events": limit}))
 
 
 async def maintain(conn: Conn) -> dict[str, Any]:

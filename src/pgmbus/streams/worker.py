@@ -64,6 +64,10 @@ class StreamWorker:
         Read with ``read_subscriptions`` (events carry ``subscription_ids``).
     maintain_every:
         Run ``mbus.maintain()`` this often (None: never).
+    release_every:
+        Before reading, move future-dated events whose time has come into the log
+        (``mbus.release_scheduled``, its own short transaction) at most this often (None:
+        never; then something else must call it).
     async_commit:
         Set ``synchronous_commit = off`` on the worker's session. Safe for exactly-once database
         effects: the cursor and the results commit atomically, so a server crash can only lose
@@ -84,6 +88,7 @@ class StreamWorker:
         maintain_every: timedelta | None = timedelta(minutes=1),
         retry_lease: timedelta = timedelta(minutes=1),
         async_commit: bool = True,
+        release_every: timedelta | None = timedelta(milliseconds=200),
     ) -> None:
         self.dsn = dsn
         self.group = group
@@ -95,7 +100,9 @@ class StreamWorker:
         self.retry_lease = retry_lease
         self.async_commit = async_commit
         self.stats = WorkerStats()
+        self.release_every = release_every
         self._last_maintain: float | None = None
+        self._last_release: float | None = None
         self._async_sessions: set[int] = set()
 
     def _handle(self, conn: psycopg.Connection[Any], event: Event) -> bool:
@@ -118,6 +125,7 @@ class StreamWorker:
             conn.execute(load_queries("streams.sql")["async_commit"])  # for the session
             conn.commit()
             self._async_sessions.add(conn.info.backend_pid)
+        self._maybe_release(conn)
         read = client.read_subscriptions if self.subscriptions else client.read_next
         try:
             batch = read(conn, self.group, limit=self.batch, slot=self.slot)
@@ -141,6 +149,18 @@ class StreamWorker:
                 if self._handle(conn, event):
                     client.ack_retry(conn, self.group, r.id)
         return len(batch) + len(retries)
+
+    def _maybe_release(self, conn: psycopg.Connection[Any]) -> None:
+        if self.release_every is None:
+            return
+        now = time.monotonic()
+        last = self._last_release
+        if last is not None and now - last < self.release_every.total_seconds():
+            return
+        self._last_release = now
+        with conn.transaction():  # its own transaction: the events are a new one of the log
+            while client.release_scheduled(conn) >= 1000:
+                pass
 
     def _maybe_maintain(self, conn: psycopg.Connection[Any]) -> None:
         if self.maintain_every is None:

@@ -16,6 +16,7 @@ from pgmbus.dsn import resolve_dsn
 from pgmbus.handlers import Handlers, handler_name
 from pgmbus.queues._async_bus import AsyncBus
 from pgmbus.streams.worker import WorkerStats as StreamStats
+from pgmbus.workers.astream_loop import AsyncStreamLoop
 from pgmbus.workers.health import serve_health
 from pgmbus.workers.queue_loop import HandlerStats, QueueLoop
 from pgmbus.workers.stream_loop import StreamLoop
@@ -141,13 +142,15 @@ async def serve(
             loop.add_signal_handler(sig, on_signal)
     report = Report()
     stream_stop = threading.Event()
-    streams = [StreamLoop(url, spec) for spec in app.stream_handlers]
+    streams = [StreamLoop(url, spec) for spec in app.stream_handlers if not spec.is_async]
+    astreams = [AsyncStreamLoop(url, spec) for spec in app.stream_handlers if spec.is_async]
     server: asyncio.Server | None = None
     bus = _bus(app, url)
     try:
         async with bus:
             queues = [QueueLoop(bus, spec) for spec in app.queue_handlers]
             tasks = [asyncio.create_task(q.run(stop, abort), name=q.spec.name) for q in queues]
+            atasks = [asyncio.create_task(a.run(stop), name=a.spec.name) for a in astreams]
             fatal: list[BaseException] = []
 
             def on_fatal(exc: BaseException) -> None:  # from a stream thread
@@ -162,6 +165,10 @@ async def serve(
                 pairs = zip(queues, tasks, strict=True)
                 up = {q.spec.name: q.healthy and not t.done() for q, t in pairs}
                 up |= {s.spec.name: s.healthy for s in streams}
+                up |= {
+                    a.spec.name: a.healthy and not t.done()
+                    for a, t in zip(astreams, atasks, strict=True)
+                }
                 if threads:
                     up["stream threads"] = all(t.is_alive() for t in threads)
                 return up
@@ -172,16 +179,18 @@ async def serve(
             log.info(
                 "worker started: %s queue handler(s), %s stream handler(s)",
                 len(queues),
-                len(streams),
+                len(streams) + len(astreams),
             )
-            await _wait_for_stop(stop, tasks)
+            await _wait_for_stop(stop, tasks + atasks)
             stream_stop.set()  # the health endpoint answers 503 from now on, until exit
-            done_in_time = await _wait_all(tasks, threads, grace)
+            done_in_time = await _wait_all(tasks + atasks, threads, grace)
             if not done_in_time:
                 log.warning("grace period of %ss over: giving back the work in hand", grace)
             abort.set()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            for task in tasks:
+            for task in atasks:  # a batch cut here is rolled back: read again, exactly once
+                task.cancel()
+            await asyncio.gather(*tasks, *atasks, return_exceptions=True)
+            for task in tasks + atasks:
                 if not task.cancelled() and (error := task.exception()) is not None:
                     log.error("handler loop %s failed", task.get_name(), exc_info=error)
                     fatal.append(error)
@@ -196,6 +205,7 @@ async def serve(
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
     report.streams = {s.spec.name: s.stats for s in streams}
+    report.streams |= {a.spec.name: a.stats for a in astreams}
     return report
 
 
@@ -245,10 +255,14 @@ async def adrain(app: Handlers, *, dsn: str | None = None) -> Report:
         queues = [QueueLoop(bus, spec) for spec in app.queue_handlers]
         await asyncio.gather(*(q.run(stop, abort, drain=True) for q in queues))
         report.queues = {q.spec.name: q.stats for q in queues}
-    streams = [StreamLoop(url, spec) for spec in app.stream_handlers]
+    streams = [StreamLoop(url, spec) for spec in app.stream_handlers if not spec.is_async]
     for s in streams:
         await asyncio.to_thread(s.drain)
+    astreams = [AsyncStreamLoop(url, spec) for spec in app.stream_handlers if spec.is_async]
+    for a in astreams:
+        await a.drain()
     report.streams = {s.spec.name: s.stats for s in streams}
+    report.streams |= {a.spec.name: a.stats for a in astreams}
     return report
 
 

@@ -12,7 +12,8 @@
 --                and an event younger than max_lag never counts, so expiring one group never
 --                expires another (FOUND_BUGS streams 3);
 --             4. closed partitions older than streams.retention are dropped, except those a
---                live group still has unread events in (reported as kept);
+--                live group still has unread events in, or that future-dated events waiting in
+--                mbus.stream_scheduled will be logged into (reported as kept);
 --             5. subscriptions inactive for longer than their expires_after are removed;
 --             6. temporary queues and consumers of ended sessions are dropped (clear_tempq);
 --             7. staged rows of Spark writes abandoned by their driver are dropped
@@ -166,6 +167,10 @@ BEGIN
                 JOIN mbus.stream_cursors AS sc ON sc.group_name = sg.name
                 WHERE sg.state = 'active' AND mbus._partition_needed(p.name, sg, sc)
                 ORDER BY sg.name);
+            IF EXISTS (SELECT 1 FROM mbus.stream_scheduled AS ss
+                       WHERE ss.id >= p.lo_id AND ss.id < p.hi_id) THEN
+                v_holders := v_holders || 'mbus.stream_scheduled'::text;  -- future-dated events
+            END IF;
             IF cardinality(v_holders) > 0 THEN
                 v_kept := v_kept || jsonb_build_object('partition', p.name, 'groups', v_holders);
                 CONTINUE;

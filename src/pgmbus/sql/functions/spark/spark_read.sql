@@ -5,7 +5,9 @@
 --           of p_nparts by id (id % p_nparts, so a single big transaction splits evenly too)
 --           and to the filters Spark pushed down (NULL: no condition). A pure function of its
 --           arguments while the events are retained: a replayed micro-batch reads exactly the
---           same events (in no particular order).
+--           same events (in no particular order). Events sent directly to one subscription
+--           are left out (as in read_between), unless p_subscription names it: then only the
+--           events sent to that subscription are read.
 --           Written so that the planner inlines it into the caller's COPY (a single SELECT,
 --           LANGUAGE sql, no SET clause, every name qualified): rows stream out while the scan
 --           runs instead of being collected in a tuplestore first, no function is called per
@@ -34,6 +36,8 @@
 --           p_time_gt  only events published after it (NULL = no bound)
 --           p_time_le  only events published at or before it (NULL = no bound)
 --           p_time_lt  only events published before it (NULL = no bound)
+--           p_subscription  read the events sent directly to this subscription (NULL = the
+--                      events sent to none)
 -- Returns:  TABLE (id, topic, key, payload, headers, published_at): the events, in no
 --           particular order; MB006 for a malformed cursor
 -- Locks:    none (reads only)
@@ -47,7 +51,8 @@ CREATE OR REPLACE FUNCTION mbus.spark_read(
     p_part integer DEFAULT 0, p_nparts integer DEFAULT 1,
     p_keys text[] DEFAULT NULL, p_id_min bigint DEFAULT NULL, p_id_max bigint DEFAULT NULL,
     p_time_ge timestamptz DEFAULT NULL, p_time_gt timestamptz DEFAULT NULL,
-    p_time_le timestamptz DEFAULT NULL, p_time_lt timestamptz DEFAULT NULL)
+    p_time_le timestamptz DEFAULT NULL, p_time_lt timestamptz DEFAULT NULL,
+    p_subscription bigint DEFAULT NULL)
 RETURNS TABLE (id bigint, topic text, key text, payload jsonb, headers jsonb,
                published_at timestamptz)
 LANGUAGE sql STABLE
@@ -70,6 +75,8 @@ AS $$
                                 <= (mbus._spark_after_txid(p_from),
                                     mbus._spark_after_id(p_from))))))
       AND (p_topics IS NULL OR e.topic = ANY (p_topics))
+      AND ((p_subscription IS NULL AND e.subscription_id IS NULL)
+           OR e.subscription_id = p_subscription)
       AND (p_nparts <= 1 OR e.id % p_nparts = p_part)
       AND (p_keys IS NULL OR e.key = ANY (p_keys))
       AND (p_id_min IS NULL OR e.id >= p_id_min)

@@ -1,5 +1,5 @@
 -- Function: mbus._batch(p_ended, p_after_txid, p_after_id, p_from, p_to, p_hi, p_topics, p_slot,
---           p_nslots, p_limit)
+--           p_nslots, p_limit, p_group)
 --
 -- Purpose:  The next events of the batch from a position lo to a snapshot hi, in (txid, id) order,
 --           after (after_txid, after_id). A transaction not visible in lo is either in lo's xip
@@ -9,7 +9,10 @@
 --           Each scan stops at limit rows; the union is sorted and cut to limit again. A long
 --           transaction makes the first list one entry longer; it never widens the second scan.
 --           An SQL function without SET, so the planner inlines it into read_next's query (no
---           intermediate copies of the rows).
+--           intermediate copies of the rows). An event sent directly to one subscription
+--           (subscription_id) is read only by the group that owns that subscription; for the
+--           others it is skipped like an event of another topic (the OR stops at the NULL of
+--           every undirected event, so they cost nothing more).
 -- Params:   p_ended       the ids of lo's xip transactions that hi sees ended (xid8[])
 --           p_after_txid  the transaction id of the last event consumed inside this batch
 --                         ('0' when none)
@@ -21,6 +24,7 @@
 --           p_slot        the slot read (integer)
 --           p_nslots      the group's slot count (1 = no key filter)
 --           p_limit       the most rows returned
+--           p_group       the reading group (directed events of other groups are left out)
 -- Returns:  SETOF mbus.stream_row (txid, id, topic, key, payload, headers, published_at), in
 --           (txid, id) order; no row when the batch is done
 -- Locks:    none (reads only)
@@ -28,7 +32,7 @@
 --           then the batch)
 CREATE OR REPLACE FUNCTION mbus._batch(p_ended xid8[], p_after_txid xid8, p_after_id bigint, p_from xid8,
                             p_to xid8, p_hi pg_snapshot, p_topics text[], p_slot integer,
-                            p_nslots integer, p_limit integer)
+                            p_nslots integer, p_limit integer, p_group text)
 RETURNS SETOF mbus.stream_row
 LANGUAGE sql STABLE
 AS $$
@@ -39,6 +43,9 @@ AS $$
            AND (e.txid, e.id) > (p_after_txid, p_after_id)
            AND (p_topics IS NULL OR e.topic = ANY (p_topics))
            AND (p_nslots = 1 OR mbus.key_slot(e.key, e.id, p_nslots) = p_slot)
+           AND (e.subscription_id IS NULL
+                OR EXISTS (SELECT 1 FROM mbus.subscriptions AS s
+                           WHERE s.id = e.subscription_id AND s.group_name = p_group))
          ORDER BY e.txid, e.id
          LIMIT p_limit)
         UNION ALL
@@ -49,6 +56,9 @@ AS $$
            AND pg_visible_in_snapshot(e.txid, p_hi)
            AND (p_topics IS NULL OR e.topic = ANY (p_topics))
            AND (p_nslots = 1 OR mbus.key_slot(e.key, e.id, p_nslots) = p_slot)
+           AND (e.subscription_id IS NULL
+                OR EXISTS (SELECT 1 FROM mbus.subscriptions AS s
+                           WHERE s.id = e.subscription_id AND s.group_name = p_group))
          ORDER BY e.txid, e.id
          LIMIT p_limit)
     ) AS b

@@ -1,4 +1,4 @@
--- Function: mbus.publish(topic, payload, key, headers)
+-- Function: mbus.publish(topic, payload, key, headers, subscription_id, delayed_until)
 --
 -- Purpose:  Append one event to the log in the caller's transaction; it is readable exactly when
 --           that transaction commits, and never when it rolls back. The event stores the top-level
@@ -16,13 +16,18 @@
 --           payload  the event's body (jsonb, not NULL)
 --           key      the event's key (text; NULL = none): slots and capture use it for ordering
 --           headers  metadata (a jsonb object; NULL = none)
+--           subscription_id  send the event to this one subscription only (NULL = to all that
+--                    match; see mbus._publish_special)
+--           delayed_until  readers see the event from this time on (NULL or past = at commit)
 -- Returns:  bigint: the event id; MB006 for a bad topic, MB005 for a NULL payload or headers that
---           are not an object, MB009 when the log is not this cluster's
+--           are not an object, MB009 when the log is not this cluster's; mbus._publish_special's
+--           errors (an unknown subscription, a delayed_until that is not finite)
 -- Locks:    none beyond the INSERT into the current partition of mbus.events (ROW EXCLUSIVE)
 -- Callers:  pgmbus.streams.client.publish and publish_many (sql/streams.sql 'publish'), the CLI
 --           `pgmbus streams publish`; users directly; tests under tests/streams and tests/spark
 CREATE OR REPLACE FUNCTION mbus.publish(topic text, payload jsonb, key text DEFAULT NULL,
-                             headers jsonb DEFAULT NULL)
+                             headers jsonb DEFAULT NULL, subscription_id bigint DEFAULT NULL,
+                             delayed_until timestamptz DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql
 AS $$
@@ -42,6 +47,11 @@ BEGIN
     IF headers IS NOT NULL AND jsonb_typeof(headers) <> 'object' THEN
         RAISE EXCEPTION USING ERRCODE = 'MB005',
             MESSAGE = format('headers must be a JSON object, not %s', jsonb_typeof(headers));
+    END IF;
+    IF publish.subscription_id IS NOT NULL OR publish.delayed_until IS NOT NULL THEN
+        RETURN mbus._publish_special(publish.topic, ARRAY[publish.payload], ARRAY[publish.key],
+                                     ARRAY[publish.headers], publish.subscription_id,
+                                     publish.delayed_until);
     END IF;
     INSERT INTO mbus.events (topic, key, payload, headers)
     VALUES (publish.topic, publish.key, publish.payload, publish.headers)

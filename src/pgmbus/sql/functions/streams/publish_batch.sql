@@ -1,4 +1,4 @@
--- Function: mbus.publish_batch(topic, payloads, keys, headers)
+-- Function: mbus.publish_batch(topic, payloads, keys, headers, subscription_id, delayed_until)
 --
 -- Purpose:  Append one event per payload on one topic in the caller's transaction, in one INSERT;
 --           keys and headers, when given, are arrays parallel to payloads. Notifies listeners of
@@ -7,15 +7,20 @@
 --           payloads  the events' bodies (jsonb[], not NULL, no NULL element; '{}' = nothing)
 --           keys      the events' keys (text[] of the same length; NULL = no keys)
 --           headers   the events' headers (jsonb[] of the same length; NULL = none)
+--           subscription_id  send every event to this one subscription only (NULL = to all
+--                     that match; see mbus._publish_special)
+--           delayed_until  readers see the events from this time on (NULL or past = at commit)
 -- Returns:  SETOF bigint: the event ids in array order; MB006 for a bad topic or arrays of
 --           different lengths, MB005 for a NULL payloads array, a NULL payload or headers that
 --           are not JSON objects (NULL elements mean no headers), MB009 when the log is not this
---           cluster's
+--           cluster's; mbus._publish_special's errors
 -- Locks:    none beyond the INSERT into mbus.events (ROW EXCLUSIVE)
 -- Callers:  pgmbus.streams.client.publish_batch (sql/streams.sql 'publish_batch'); users
 --           directly; tests under tests/streams
-CREATE OR REPLACE FUNCTION mbus.publish_batch(topic text, payloads jsonb[], keys text[] DEFAULT NULL,
-                                   headers jsonb[] DEFAULT NULL)
+CREATE OR REPLACE FUNCTION mbus.publish_batch(topic text, payloads jsonb[],
+                                   keys text[] DEFAULT NULL, headers jsonb[] DEFAULT NULL,
+                                   subscription_id bigint DEFAULT NULL,
+                                   delayed_until timestamptz DEFAULT NULL)
 RETURNS SETOF bigint
 LANGUAGE plpgsql
 AS $$
@@ -41,6 +46,12 @@ BEGIN
                                        WHERE h.x IS NOT NULL AND jsonb_typeof(h.x) <> 'object')
     THEN
         RAISE EXCEPTION USING ERRCODE = 'MB005', MESSAGE = 'headers must be JSON objects';
+    END IF;
+    IF publish_batch.subscription_id IS NOT NULL OR publish_batch.delayed_until IS NOT NULL THEN
+        RETURN QUERY
+        SELECT mbus._publish_special(publish_batch.topic, payloads, keys, headers,
+                                     publish_batch.subscription_id, publish_batch.delayed_until);
+        RETURN;
     END IF;
     RETURN QUERY
     INSERT INTO mbus.events (topic, key, payload, headers)

@@ -6,7 +6,8 @@
 --           cursors (current_cursor, group_cursor, read_next's) without any group. Scans the
 --           (txid, id) index for lo's xip transactions and the range [xmax(from.lo),
 --           xmax(to's hi or lo)); enable_seqscan is off for the reason given at the SET. A slot
---           prefix of the cursors is ignored.
+--           prefix of the cursors is ignored. Events sent directly to one subscription are
+--           left out (only that subscription's group reads them).
 -- Params:   from_cursor  the earlier cursor (text)
 --           to_cursor    the later cursor (text)
 --           topics       only these topics (text[]; NULL = all)
@@ -53,6 +54,7 @@ BEGIN
       AND mbus._consumed(e.txid, e.id, v_to)
       AND NOT mbus._consumed(e.txid, e.id, v_from)
       AND (topics IS NULL OR e.topic = ANY (topics))
+      AND e.subscription_id IS NULL  -- directed events: only their subscription's group
       AND (nslots IS NULL OR mbus.key_slot(e.key, e.id, nslots) = slot)
     ORDER BY e.id;
 END;

@@ -98,7 +98,7 @@ BEGIN
           FROM mbus._batch(v_ended, v_after_txid, v_after_id,
                            greatest(pg_snapshot_xmax(c.lo), v_after_txid),
                            pg_snapshot_xmax(v_hi), v_hi, g.topics, v_slot, g.slots,
-                           max_events + 1) AS b
+                           max_events + 1, g.name) AS b
           ORDER BY b.txid, b.id
           OFFSET max_events - 1) AS k;
     v_done := mbus._format_position(
@@ -110,7 +110,8 @@ BEGIN
     SELECT v_done, b.id, b.topic, b.key, b.payload, b.headers, b.published_at
     FROM mbus._batch(v_ended, v_after_txid, v_after_id,
                      greatest(pg_snapshot_xmax(c.lo), v_after_txid),
-                     pg_snapshot_xmax(v_hi), v_hi, g.topics, v_slot, g.slots, max_events) AS b
+                     pg_snapshot_xmax(v_hi), v_hi, g.topics, v_slot, g.slots, max_events,
+                     g.name) AS b
     ORDER BY b.txid, b.id;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     IF v_n = 0 AND (c.hi IS NOT NULL OR c.lo::text <> v_hi::text) THEN

@@ -2,12 +2,14 @@
 --
 -- Purpose:  read_next for a group of subscriptions: its next batch, only the events that matched
 --           at least one of its subscriptions (mbus._match), each with the ids of the
---           subscriptions it matched. Commit with commit(group, cursor) as usual. Batches in which
---           nothing matched are committed here (in the caller's transaction) and reading goes on,
---           so an empty result means the group has caught up (or, with on_busy 'skip', that
---           another reader holds it). A condition that fails at read time on some events (a cast
---           of a payload field, a division) is skipped for those events only, for its own
---           subscriptions only (mbus._match: a WARNING names them), and counted in the counter
+--           subscriptions it matched; an event sent directly to one subscription of the group
+--           (publish's subscription_id) carries that one id, whatever the conditions. Commit
+--           with commit(group, cursor) as usual. Batches in which nothing matched are committed
+--           here (in the caller's transaction) and reading goes on, so an empty result means the
+--           group has caught up (or, with on_busy 'skip', that another reader holds it). A
+--           condition that fails at read time on some events (a cast of a payload field, a
+--           division) is skipped for those events only, for its own subscriptions only
+--           (mbus._match: a WARNING names them), and counted in the counter
 --           'subscription_errors' (one per failing subscription and batch); every other
 --           subscription of the group gets its events as usual.
 -- Params:   "group"     the group's name
@@ -32,28 +34,48 @@ SET search_path = pg_catalog
 AS $$
 #variable_conflict use_column
 DECLARE
+    v_all    mbus.stream_row[];
     v_batch  mbus.stream_row[];
     v_cursor text;
     v_failed bigint;
     v_found  boolean;
+    v_dir_ids  bigint[];
+    v_dir_subs bigint[];
 BEGIN
     LOOP
         SELECT array_agg(ROW(NULL, r.id, r.topic, r.key, r.payload, r.headers,
                              r.published_at)::mbus.stream_row ORDER BY r.ordinality),
                min(r.cursor)
-        INTO v_batch, v_cursor
+        INTO v_all, v_cursor
         FROM mbus.read_next("group", max_events, slot) WITH ORDINALITY AS r;
         IF v_cursor IS NULL THEN
             RETURN;
+        END IF;
+        v_batch := v_all;
+        -- events sent directly to one subscription (read_next gave only this group's): they
+        -- go to that subscription alone, whatever the conditions say
+        SELECT coalesce(array_agg(e.id), '{}'), coalesce(array_agg(e.subscription_id), '{}')
+        INTO v_dir_ids, v_dir_subs
+        FROM mbus.events AS e
+        WHERE e.subscription_id IS NOT NULL
+          AND e.id = ANY (ARRAY(SELECT u.id FROM unnest(v_batch) AS u));
+        IF cardinality(v_dir_ids) > 0 THEN
+            v_batch := ARRAY(SELECT u::mbus.stream_row FROM unnest(v_batch) AS u
+                             WHERE NOT (u.id = ANY (v_dir_ids)));
         END IF;
         PERFORM set_config('mbus.match_failed', '0', true);
         RETURN QUERY
         SELECT v_cursor, b.id, b.topic, b.key, b.payload, b.headers, b.published_at,
                m.subscription_ids
-        FROM unnest(v_batch) WITH ORDINALITY AS b
+        FROM (SELECT r.id, r.topic, r.key, r.payload, r.headers, r.published_at, r.ordinality
+              FROM unnest(v_all) WITH ORDINALITY AS r) AS b
         JOIN (SELECT mm.event_id, array_agg(DISTINCT x ORDER BY x) AS subscription_ids
               FROM mbus._match("group", v_batch) AS mm, unnest(mm.subscription_ids) AS x
-              GROUP BY mm.event_id) AS m ON m.event_id = b.id
+              GROUP BY mm.event_id
+              UNION ALL
+              SELECT d.event_id, ARRAY[d.subscription_id]
+              FROM unnest(v_dir_ids, v_dir_subs) AS d (event_id, subscription_id))
+             AS m ON m.event_id = b.id
         ORDER BY b.ordinality;
         v_found := FOUND;
         v_failed := current_setting('mbus.match_failed')::bigint;

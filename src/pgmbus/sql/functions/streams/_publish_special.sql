@@ -1,0 +1,69 @@
+-- Function: mbus._publish_special(p_topic, p_payloads, p_keys, p_headers, p_subscription,
+--                                  p_delayed_until)
+--
+-- Purpose:  The rarer half of publish and publish_batch (their arguments already checked):
+--           events sent directly to one subscription, and future-dated events. A directed event
+--           is a row of mbus.events with subscription_id set: mbus._batch shows it only to the
+--           group that owns that subscription, and read_subscriptions hands it to that
+--           subscription alone. A future-dated event (delayed_until after the transaction's start)
+--           goes to mbus.stream_scheduled with its id reserved from mbus.event_seq now (ids keep
+--           the order of the publishing calls); mbus.release_scheduled appends it to the log, in
+--           a transaction of its own, once delayed_until has passed. Until then no reader sees it
+--           and no cursor waits for it; after, every group reads it as a new transaction, so it
+--           is never skipped and never read twice. A delayed_until in the past publishes at once.
+-- Params:   p_topic         the topic (checked by the caller)
+--           p_payloads      the bodies (jsonb[], checked by the caller)
+--           p_keys          the keys (text[] parallel to p_payloads, or NULL)
+--           p_headers       the headers (jsonb[] parallel to p_payloads, or NULL)
+--           p_subscription  the subscription the events are for (NULL = all that match)
+--           p_delayed_until    when readers may see the events (NULL = at commit)
+-- Returns:  SETOF bigint: the event ids in array order; MB002 for a subscription that does not
+--           exist, MB006 for a delayed_until that is not finite (nothing is published then)
+-- Locks:    FOR KEY SHARE on the subscription's row (it cannot be removed before this commits);
+--           ROW EXCLUSIVE on mbus.events or mbus.stream_scheduled
+-- Callers:  mbus.publish, mbus.publish_batch
+CREATE OR REPLACE FUNCTION mbus._publish_special(p_topic text, p_payloads jsonb[], p_keys text[],
+                                       p_headers jsonb[], p_subscription bigint,
+                                       p_delayed_until timestamptz)
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog
+AS $$
+BEGIN
+    IF p_delayed_until IS NOT NULL AND NOT isfinite(p_delayed_until) THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('delayed_until must be a finite time, not %s', p_delayed_until);
+    END IF;
+    IF p_subscription IS NOT NULL THEN
+        PERFORM 1 FROM mbus.subscriptions AS s WHERE s.id = p_subscription FOR KEY SHARE;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB002',
+                MESSAGE = format('subscription %s does not exist', p_subscription);
+        END IF;
+    END IF;
+    IF p_delayed_until IS NULL OR p_delayed_until <= now() THEN
+        PERFORM pg_notify('mbus_events', '');
+        RETURN QUERY
+        INSERT INTO mbus.events (topic, key, payload, headers, subscription_id)
+        SELECT p_topic, k.key, p.payload, h.headers, p_subscription
+        FROM unnest(p_payloads) WITH ORDINALITY AS p (payload, n)
+        LEFT JOIN unnest(p_keys) WITH ORDINALITY AS k (key, n) ON k.n = p.n
+        LEFT JOIN unnest(p_headers) WITH ORDINALITY AS h (headers, n) ON h.n = p.n
+        ORDER BY p.n
+        RETURNING events.id;
+        RETURN;
+    END IF;
+    RETURN QUERY
+    INSERT INTO mbus.stream_scheduled (id, delayed_until, topic, key, payload, headers,
+                                       subscription_id)
+    SELECT nextval('mbus.event_seq'), p_delayed_until, x.topic, x.key, x.payload, x.headers,
+           p_subscription
+    FROM (SELECT p_topic AS topic, k.key, p.payload, h.headers, p.n
+          FROM unnest(p_payloads) WITH ORDINALITY AS p (payload, n)
+          LEFT JOIN unnest(p_keys) WITH ORDINALITY AS k (key, n) ON k.n = p.n
+          LEFT JOIN unnest(p_headers) WITH ORDINALITY AS h (headers, n) ON h.n = p.n
+          ORDER BY p.n) AS x
+    ORDER BY x.n
+    RETURNING stream_scheduled.id;
+END;
+$$;
