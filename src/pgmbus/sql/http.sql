@@ -16,7 +16,7 @@ SELECT dmq_id, qname, cname, id, iid, added, delayed_until, expires, headers, pr
 FROM mbus.dmq WHERE dmq_id = %(dmq_id)s;
 
 -- name: dmq_delete
-DELETE FROM mbus.dmq WHERE dmq_id = %(dmq_id)s RETURNING qname;
+SELECT mbus.dmq_delete(%(dmq_id)s) AS qname;
 
 -- name: dmq_page
 SELECT dmq_id, qname, cname, iid, data, headers, properties, attempts, reason, died_at

@@ -12,6 +12,6 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'MB007',
             MESSAGE = format('lease %s on queue %s is no longer held', token, 'golden');
     END IF;
-    PERFORM CASE v_c WHEN 1 THEN nextval('mbus."q_golden$c1$consumed"') WHEN 2 THEN nextval('mbus."q_golden$c2$consumed"') ELSE NULL END;  -- counter: deliveries the row's consumer consumed
+    PERFORM CASE v_c WHEN 1 THEN nextval('mbus."q_golden$c1$consumed"') WHEN 2 THEN nextval('mbus."q_golden$c2$consumed"') END;  -- counter: deliveries the row's consumer consumed
 END;
 $function$

@@ -14,6 +14,6 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'MB007',
             MESSAGE = format('lease %s on queue %s is no longer held', token, 'golden_secure');
     END IF;
-    PERFORM CASE v_c WHEN 4 THEN nextval('mbus."q_golden_secure$c4$consumed"') ELSE NULL END;  -- counter: deliveries the row's consumer consumed
+    PERFORM CASE v_c WHEN 4 THEN nextval('mbus."q_golden_secure$c4$consumed"') END;  -- counter: deliveries the row's consumer consumed
 END;
 $function$

@@ -12,7 +12,7 @@
 --                                       selector holds)
 --             q_<qname>$c<cid>$consumed deliveries consumer cid consumed: consume_, consumen_
 --                                       (deleted), ack_<qname> of its leases
---           mbus.queue_counters reads them.
+--           mbus.queue_counters reads them; mbus.generated_names lists their names.
 -- Params:   qname  the queue's name (text; its table must exist)
 -- Returns:  void
 -- Locks:    CREATE SEQUENCE / DROP SEQUENCE of the sequences it makes or drops; callers hold
@@ -28,12 +28,9 @@ DECLARE
     v_want text[];
     v_name text;
 BEGIN
-    SELECT array_agg(x.n) INTO v_want
-    FROM (SELECT v_tbl || '$posted' AS n
-          UNION ALL
-          SELECT format('%s$c%s$%s', v_tbl, c.cid, w)
-          FROM mbus.consumer AS c, unnest(ARRAY['posted', 'consumed']) AS w
-          WHERE c.qname = queue_counter_sequences.qname) AS x;
+    SELECT array_agg(g.name) INTO v_want
+    FROM mbus.generated_names(queue_counter_sequences.qname) AS g
+    WHERE g.kind = 'relation' AND g.what ~ '^(counter|posted_c|consumed_c)';
     FOREACH v_name IN ARRAY v_want LOOP
         IF to_regclass(format('mbus.%I', v_name)) IS NULL THEN
             EXECUTE format('CREATE SEQUENCE mbus.%I AS bigint OWNED BY mbus.%I.id', v_name, v_tbl);

@@ -478,9 +478,11 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'MB007',
             MESSAGE = format('lease %%s on queue %%s is no longer held', token, %L);
     END IF;
-    PERFORM CASE v_c%s ELSE NULL END;  -- counter: deliveries the row's consumer consumed
+%s
 END;
-$b$, tbl, q, v_acked));
+$b$, tbl, q, CASE WHEN v_acked = '' THEN '' ELSE format(
+        '    PERFORM CASE v_c%s END;  -- counter: deliveries the row''s consumer consumed',
+        v_acked) END));
 
     -- nack_<q>(token, delay): give the leased message back, visible again after delay.
     EXECUTE format($f$
