@@ -50,8 +50,8 @@ def test_bus_pause_resume_purge_counters(bus: Bus) -> None:
     assert {s.cname: s.paused for s in bus.stats("jobs")} == {"audit": True, "default": False}
     assert bus.purge("jobs", "audit") == 3
     assert bus.purge("jobs") == 1
-    totals = {(c.qname, c.cname): (c.posted, c.consumed) for c in bus.counters("jobs")}
-    assert totals == {("jobs", None): (3, 2), ("jobs", "audit"): (3, 0), ("jobs", "default"): (3, 2)}
+    totals = {c.cname: (c.qname, c.posted, c.consumed) for c in bus.counters("jobs")}
+    assert totals == {None: ("jobs", 3, 2), "audit": ("jobs", 3, 0), "default": ("jobs", 3, 2)}
     stats = {s.cname: (s.posted, s.consumed) for s in bus.stats("jobs")}
     assert stats == {"audit": (3, 0), "default": (3, 2)}
     with pytest.raises(NotFound):
@@ -93,7 +93,7 @@ def test_bad_payload_types_are_typed(bus: Bus) -> None:
         bus.post("jobs", {"n": 1}, consume_after=[""])  # an empty iid is not an iid
 
 
-# --- CLI --------------------------------------------------------------------------------------------
+# --- CLI ----------------------------------------------------------------------------------------
 
 
 def test_cli_post_dedupe_and_consume_after(autodb: str) -> None:
