@@ -164,8 +164,8 @@ def stats_cmd(
     dsn: DsnOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Depth, ready, delayed, leased, expired, oldest age, dead messages, selector errors,
-    posted and consumed totals, paused."""
+    """Depth, ready, delayed, leased, expired, oldest age, dead messages, selector errors; a
+    paused consumer is marked; --json adds the posted/consumed totals (see queue counters)."""
     with open_bus(dsn) as bus:
         if name is not None:
             _require(bus, name)
@@ -190,15 +190,12 @@ def stats_cmd(
         "oldest (s)",
         "dmq",
         "selector errors",
-        "posted",
-        "consumed",
-        "paused",
     )
     for r in rows:
         age = "" if r.oldest_age is None else f"{r.oldest_age.total_seconds():.1f}"
         table.add_row(
             r.qname,
-            r.cname,
+            r.cname + (" (paused)" if r.paused else ""),
             str(r.depth),
             str(r.ready),
             str(r.delayed),
@@ -207,9 +204,6 @@ def stats_cmd(
             age,
             str(r.dmq),
             str(r.selector_errors),
-            str(r.posted),
-            str(r.consumed),
-            "yes" if r.paused else "",
         )
     console.print(table)
 
