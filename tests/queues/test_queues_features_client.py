@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -58,6 +60,23 @@ def test_bus_pause_resume_purge_counters(bus: Bus) -> None:
         bus.pause("jobs", "nobody")
     with pytest.raises(InvalidName):
         bus.purge("Bad Name")
+
+
+def test_resume_wakes_a_waiting_consumer(bus: Bus, autodb: str) -> None:
+    bus.pause("jobs")
+    bus.post("jobs", {"n": 1})
+
+    def later() -> None:
+        time.sleep(0.5)
+        with Bus(autodb) as other:
+            other.resume("jobs")
+
+    with Bus(autodb, poll_interval=30) as waiting:  # only a wake-up ends its wait early
+        threading.Thread(target=later).start()
+        started = time.monotonic()
+        got = waiting.consume("jobs", timeout=20)
+    assert [m.data for m in got] == [{"n": 1}]
+    assert 0.4 < time.monotonic() - started < 10  # woken by the resume, not by a poll
 
 
 def test_bus_dmq_delete(bus: Bus) -> None:
