@@ -29,9 +29,9 @@ def test_bus_post_with_dedupe_key_and_consume_after(bus: Bus) -> None:
     assert bus.post("jobs", {"n": 2}, dedupe_key="order-7") == first
     second = bus.post("jobs", {"n": 3}, consume_after=first)
     third = bus.post("jobs", {"n": 4}, consume_after=[first, second])
-    assert [m.data for m in bus.consume("jobs", amount=10)] == [{"n": 1}]  # the others wait
-    assert [m.iid for m in bus.consume("jobs", amount=10)] == [second]
-    assert [m.iid for m in bus.consume("jobs", amount=10)] == [third]
+    assert [m.data for m in bus.consume("jobs", limit=10)] == [{"n": 1}]  # the others wait
+    assert [m.iid for m in bus.consume("jobs", limit=10)] == [second]
+    assert [m.iid for m in bus.consume("jobs", limit=10)] == [third]
     with pytest.raises(InvalidArgument):
         bus.post("jobs", {"n": 5}, dedupe_key="")
     assert bus.stats("jobs")[0].depth == 0
@@ -43,11 +43,11 @@ def test_bus_pause_resume_purge_counters(bus: Bus) -> None:
     assert bus.pause("jobs") is False
     for n in range(3):
         bus.post("jobs", {"n": n})
-    assert bus.consume("jobs", amount=10) == []
-    assert bus.lease("jobs", "audit", amount=10, lease=30) == []
+    assert bus.consume("jobs", limit=10) == []
+    assert bus.lease("jobs", "audit", limit=10, lease=30) == []
     assert all(s.paused for s in bus.stats("jobs"))
     assert bus.resume("jobs") is True
-    assert len(bus.consume("jobs", amount=2)) == 2
+    assert len(bus.consume("jobs", limit=2)) == 2
     bus.pause("jobs", "audit")
     assert {s.cname: s.paused for s in bus.stats("jobs")} == {"audit": True, "default": False}
     assert bus.purge("jobs", "audit") == 3
@@ -74,14 +74,14 @@ def test_resume_wakes_a_waiting_consumer(bus: Bus, autodb: str) -> None:
     with Bus(autodb, poll_interval=30) as waiting:  # only a wake-up ends its wait early
         threading.Thread(target=later).start()
         started = time.monotonic()
-        got = waiting.consume("jobs", timeout=20)
+        got = waiting.consume("jobs", wait=20)
     assert [m.data for m in got] == [{"n": 1}]
     assert 0.4 < time.monotonic() - started < 10  # woken by the resume, not by a poll
 
 
 def test_bus_dmq_delete(bus: Bus) -> None:
     bus.post("jobs", {"n": 1})
-    [m] = bus.lease("jobs", amount=1, lease=30)
+    [m] = bus.lease("jobs", limit=1, lease=30)
     dmq_id = bus.bury(m, "poison")
     assert bus.dmq_delete(dmq_id) == "jobs"
     assert bus.dmq("jobs") == []
@@ -168,7 +168,7 @@ def test_cli_purge_needs_the_queue_name_typed(autodb: str) -> None:
 def test_cli_dmq_delete(autodb: str) -> None:
     with Bus(autodb) as b:
         b.post("jobs", {"n": 1})
-        [m] = b.lease("jobs", amount=1, lease=30)
+        [m] = b.lease("jobs", limit=1, lease=30)
         dmq_id = b.bury(m, "poison")
     ok = run("dmq", "delete", str(dmq_id), "--dsn", autodb)
     assert ok.exit_code == 0 and f"{dmq_id} deleted (queue jobs)" in ok.stdout
