@@ -199,3 +199,20 @@ def test_swagger_ui_and_redoc_render_offline(ops_dsn: str, page: Page) -> None:
         assert external == [], external
     finally:
         stop()
+
+
+@pytest.mark.slow
+def test_pause_and_resume_from_the_queues_page(
+    known: tuple[Service, dict[str, object]], page: Page
+) -> None:
+    svc, _ = known
+    login(page, svc.base, svc.keys["admin"], "queues")
+    row = "#queues-table tr[data-queue='orders'][data-consumer='audit']"
+    posted = svc.value("SELECT posted FROM mbus.queue_counters('orders') WHERE cname = 'audit'")
+    assert cell(page, f"{row} td.posted") == str(posted)
+    page.click(f"{row} button.pause")
+    page.wait_for_selector(f"{row} button.pause:has-text('resume')")
+    assert svc.sql("SELECT qname, cname FROM mbus.queue_pause") == [("orders", "audit")]
+    page.click(f"{row} button.pause")
+    page.wait_for_selector(f"{row} button.pause:has-text('pause')")
+    assert svc.sql("SELECT qname, cname FROM mbus.queue_pause") == []

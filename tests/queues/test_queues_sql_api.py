@@ -135,8 +135,8 @@ def test_post_generic_returns_nothing(qconn: Conn) -> None:
     qconn.execute("SELECT mbus.post('jobs', '{\"a\": 1}')")
     row = qconn.execute(
         "SELECT prorettype::regtype::text AS t FROM pg_proc"
-        " WHERE oid = 'mbus.post(text, jsonb, jsonb, jsonb, timestamptz, timestamptz, text)'"
-        "::regprocedure"
+        " WHERE oid = 'mbus.post(text, jsonb, jsonb, jsonb, timestamptz, timestamptz, text, text,"
+        " anycompatible)'::regprocedure"
     ).fetchone()
     assert row == {"t": "void"}
     assert [m["data"] for m in consume(qconn)] == [{"a": 1}]

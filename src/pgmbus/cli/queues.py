@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from pgmbus.cli import queue_workflow
+from pgmbus.cli import queue_ops, queue_workflow
 from pgmbus.cli.common import (
     DsnOption,
     JsonOption,
@@ -32,12 +32,13 @@ from pgmbus.workers.health import parse_address
 from pgmbus.workers.runtime import dsn_of, load_target, run
 
 queue_app = typer.Typer(
-    help="Queues: create, drop, create-consumer, drop-consumer, list, stats, rotate, post, "
-    "consume, peek.",
+    help="Queues: create, drop, create-consumer, drop-consumer, list, stats, counters, rotate, "
+    "post, consume, peek, pause, resume, purge.",
     no_args_is_help=True,
 )
 dmq_app = typer.Typer(
-    help="The dead-message queue (dmq): list dead messages and replay them.", no_args_is_help=True
+    help="The dead-message queue (dmq): list dead messages, replay or delete them.",
+    no_args_is_help=True,
 )
 
 ConsumerOption = Annotated[str, typer.Option("--consumer", "-c", help="Consumer name.")]
@@ -163,7 +164,8 @@ def stats_cmd(
     dsn: DsnOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Depth, ready, delayed, leased, expired, oldest age, dead messages, selector errors."""
+    """Depth, ready, delayed, leased, expired, oldest age, dead messages, selector errors; a
+    paused consumer is marked; --json adds the posted/consumed totals (see queue counters)."""
     with open_bus(dsn) as bus:
         if name is not None:
             _require(bus, name)
@@ -193,7 +195,7 @@ def stats_cmd(
         age = "" if r.oldest_age is None else f"{r.oldest_age.total_seconds():.1f}"
         table.add_row(
             r.qname,
-            r.cname,
+            r.cname + (" (paused)" if r.paused else ""),
             str(r.depth),
             str(r.ready),
             str(r.delayed),
@@ -250,6 +252,14 @@ def post_cmd(
         ),
     ] = None,
     ttl: Annotated[float | None, typer.Option(help="Expire after this many seconds.")] = None,
+    dedupe_key: Annotated[
+        str | None,
+        typer.Option(help="At most one pending message per key: prints the pending one's iid."),
+    ] = None,
+    consume_after: Annotated[
+        list[str] | None,
+        typer.Option(help="An iid this message waits for (repeat the option for several)."),
+    ] = None,
     dsn: DsnOption = None,
 ) -> None:
     """Post one message; prints its iid."""
@@ -267,6 +277,8 @@ def post_cmd(
             properties=_object(properties, "properties"),
             delayed_until=at if delay is None else now + timedelta(seconds=delay),
             expires=None if ttl is None else now + timedelta(seconds=ttl),
+            dedupe_key=dedupe_key,
+            consume_after=consume_after or None,
         )
     typer.echo(iid)
 
@@ -438,3 +450,4 @@ def register(app: typer.Typer) -> None:
     app.add_typer(dmq_app, name="dmq")
     app.command("worker")(worker_cmd)
     queue_workflow.register(queue_app)
+    queue_ops.register(queue_app, dmq_app)

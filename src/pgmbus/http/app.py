@@ -13,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
 from pgmbus import __version__
-from pgmbus.http import dashboard, docs, errors, ops, queues, streams, timers
+from pgmbus.http import dashboard, docs, errors, ops, queue_ops, queues, streams, timers
 from pgmbus.http.auth import principal
 from pgmbus.http.config import ServiceConfig
 from pgmbus.http.limits import BodyLimit
@@ -101,6 +101,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
 
     app.include_router(timers.router)
     app.include_router(queues.router)
+    app.include_router(queue_ops.router)
     app.include_router(streams.router)
     app.include_router(ops.router)
     errors.document(app)

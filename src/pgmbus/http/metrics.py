@@ -46,6 +46,25 @@ _QUEUE_GAUGES = {
         "pgmbus_queue_selector_errors",
         "Copies for this consumer sent to the dead-message queue because its selector raised.",
     ),
+    "paused": (
+        "pgmbus_queue_paused",
+        "1 while the consumer or its queue is paused (nothing is claimed), else 0.",
+    ),
+}
+# Counters (sequences: not transactional, a rolled-back post or consume still counts).
+_CONSUMER_COUNTERS = {
+    "posted": ("pgmbus_queue_consumer_posted", "Deliveries made for the consumer."),
+    "consumed": (
+        "pgmbus_queue_consumer_consumed",
+        "Deliveries the consumer consumed (consume, consumen, ack of a lease).",
+    ),
+}
+_QUEUE_COUNTERS = {
+    "posted": ("pgmbus_queue_posted", "Messages posted to the queue."),
+    "consumed": (
+        "pgmbus_queue_consumed",
+        "Deliveries consumed by every consumer of the queue (their sum).",
+    ),
 }
 _GROUP_GAUGES = {
     "pending": ("pgmbus_stream_group_pending_events", "Committed events the slot has not read."),
@@ -114,8 +133,18 @@ def _queues(snap: dict[str, Any]) -> Iterator[Metric]:
     for key, (name, doc) in _QUEUE_GAUGES.items():
         family = GaugeMetricFamily(name, doc, labels=["queue", "consumer"])
         for row in snap["queues"]:
-            family.add_metric([row["queue"], row["consumer"]], row[key])
+            family.add_metric([row["queue"], row["consumer"]], float(row[key]))
         yield family
+    for key, (name, doc) in _CONSUMER_COUNTERS.items():
+        counter = CounterMetricFamily(name, doc, labels=["queue", "consumer"])
+        for row in snap["queues"]:
+            counter.add_metric([row["queue"], row["consumer"]], row[key])
+        yield counter
+    for key, (name, doc) in _QUEUE_COUNTERS.items():
+        counter = CounterMetricFamily(name, doc, labels=["queue"])
+        for row in snap["queue_totals"]:
+            counter.add_metric([row["queue"]], row[key])
+        yield counter
     dmq = GaugeMetricFamily(
         "pgmbus_queue_dead_messages",
         "Messages of the queue in the dead-message queue.",

@@ -42,6 +42,10 @@ class StatsOut(BaseModel):
     expired: int
     oldest_age_s: float | None
     dmq: int
+    selector_errors: int = 0
+    posted: int = Field(default=0, description="deliveries made for the consumer (a counter)")
+    consumed: int = Field(default=0, description="deliveries it consumed (a counter)")
+    paused: bool = False
 
 
 class PostIn(BaseModel):
@@ -55,6 +59,15 @@ class PostIn(BaseModel):
     delayed_until: AwareDatetime | None = None
     expires: AwareDatetime | None = None
     iid: str | None = Field(default=None, max_length=100)
+    dedupe_key: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="at most one pending message per key: the pending one's iid is returned",
+    )
+    consume_after: list[Annotated[str, StringConstraints(min_length=1, max_length=200)]] | None = (
+        Field(default=None, max_length=1000, description="iids this message waits for")
+    )
 
 
 class BatchItem(BaseModel):
@@ -182,3 +195,32 @@ class Replayed(BaseModel):
     """The iid a replayed dead message was delivered (or posted) with."""
 
     iid: str
+
+
+class TargetIn(BaseModel):
+    """``POST /v1/queues/{queue}/pause`` and ``/resume``: the queue, or one of its consumers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    consumer: Name | None = None
+
+
+class PurgeIn(TargetIn):
+    """``POST /v1/queues/{queue}/purge``: ``confirm`` must repeat the queue's name."""
+
+    confirm: str = Field(description="the queue's name again: a careless call purges nothing")
+
+
+class Paused(BaseModel):
+    """Whether the queue (or consumer) is paused now, and whether this call changed it."""
+
+    queue: str
+    consumer: str | None
+    paused: bool
+    changed: bool
+
+
+class Purged(BaseModel):
+    """How many deliveries a purge deleted."""
+
+    purged: int

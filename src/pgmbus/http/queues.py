@@ -86,7 +86,8 @@ async def create_queue(request: Request, body: QueueCreate, who: Caller, respons
 
 @router.get("/queues/{queue}/stats", response_model=list[StatsOut])
 async def queue_stats(request: Request, queue: Name, who: Caller) -> Any:
-    """Depth, ready, delayed, leased, expired, oldest age and dead messages per consumer."""
+    """Depth, ready, delayed, leased, expired, oldest age, dead messages, posted and consumed
+    totals and paused, per consumer."""
     require(who, "queues", "read", queue)
     stats = await state_of(request).bus.stats(queue)
     if not stats:
@@ -102,7 +103,8 @@ async def queue_stats(request: Request, queue: Name, who: Caller) -> Any:
 
 @router.post("/queues/{queue}/messages", response_model=Posted, status_code=201)
 async def post_message(request: Request, queue: Name, body: PostIn, who: Caller) -> Any:
-    """Post one message; committed when the answer is sent."""
+    """Post one message; committed when the answer is sent. With ``dedupe_key`` and a message
+    of that key pending, nothing is posted and that message's iid is returned."""
     require(who, "queues", "post", queue)
     iid = await state_of(request).bus.post(
         queue,
@@ -112,6 +114,8 @@ async def post_message(request: Request, queue: Name, body: PostIn, who: Caller)
         delayed_until=body.delayed_until,
         expires=body.expires,
         iid=body.iid,
+        dedupe_key=body.dedupe_key,
+        consume_after=body.consume_after,
     )
     return {"iids": [iid]}
 

@@ -2,7 +2,7 @@
 
 from pgmbus.queues._async_bus import AsyncBus, channel
 from pgmbus.queues._sync_bus import Bus
-from pgmbus.queues.model import ConsumerStats, DeadMessage, Message, QueueInfo
+from pgmbus.queues.model import ConsumerStats, DeadMessage, Message, QueueCounters, QueueInfo
 
 __all__ = [
     "AsyncBus",
@@ -10,6 +10,7 @@ __all__ = [
     "ConsumerStats",
     "DeadMessage",
     "Message",
+    "QueueCounters",
     "QueueInfo",
     "channel",
 ]

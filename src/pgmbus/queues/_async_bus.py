@@ -25,7 +25,14 @@ from pgmbus.errors import (
     translating,
 )
 from pgmbus.handlers import Handlers
-from pgmbus.queues.model import ConsumerStats, DeadMessage, Message, QueueInfo, check_name
+from pgmbus.queues.model import (
+    ConsumerStats,
+    DeadMessage,
+    Message,
+    QueueCounters,
+    QueueInfo,
+    check_name,
+)
 from pgmbus.reconnect import is_transient
 from pgmbus.renamed import renamed_keywords
 from pgmbus.sqlfiles import load_queries
@@ -243,10 +250,40 @@ class AsyncBus(Handlers):
         return [QueueInfo(**r) for r in await self._rows(Q["list_queues"], {})]
 
     async def stats(self, queue: str | None = None) -> list[ConsumerStats]:
-        """Depth, ready, delayed, leased, expired, oldest age, dead messages, selector errors."""
+        """Depth, ready, delayed, leased, expired, oldest age, dead messages, selector errors,
+        posted and consumed totals, paused."""
         if queue is not None:
             check_name("queue", queue)
         return [ConsumerStats(**r) for r in await self._rows(Q["stats"], {"queue": queue})]
+
+    async def counters(self, queue: str | None = None) -> list[QueueCounters]:
+        """Posted and consumed totals per queue (``cname`` None) and consumer; reads no queue
+        table (see :class:`QueueCounters`)."""
+        if queue is not None:
+            check_name("queue", queue)
+        return [QueueCounters(**r) for r in await self._rows(Q["counters"], {"queue": queue})]
+
+    def _target(self, queue: str, consumer: str | None) -> dict[str, str | None]:
+        return {
+            "queue": check_name("queue", queue),
+            "consumer": None if consumer is None else check_name("consumer", consumer),
+        }
+
+    async def pause(self, queue: str, consumer: str | None = None) -> bool:
+        """Pause ``queue`` (every consumer) or one ``consumer``: its claims return nothing until
+        :meth:`resume`; posts are still accepted. Returns False when it was paused already.
+        Raises ``NotFound`` for an unknown queue or consumer."""
+        return bool(await self._value(Q["pause"], self._target(queue, consumer)))
+
+    async def resume(self, queue: str, consumer: str | None = None) -> bool:
+        """Undo :meth:`pause` (wakes waiting consumers); returns False when it was not paused."""
+        return bool(await self._value(Q["resume"], self._target(queue, consumer)))
+
+    async def purge(self, queue: str, consumer: str | None = None) -> int:
+        """Delete the pending messages of ``queue`` (every consumer) or of one ``consumer``;
+        returns how many deliveries went. Leased deliveries and those a transaction is
+        consuming are left alone; purged ones are not counted as consumed."""
+        return int(await self._value(Q["purge"], self._target(queue, consumer)))
 
     # --- posting ----------------------------------------------------------------------------
 
@@ -264,6 +301,8 @@ class AsyncBus(Handlers):
         delayed_until: datetime | None = None,
         expires: datetime | None = None,
         iid: str | None = None,
+        dedupe_key: str | None = None,
+        consume_after: str | Sequence[str] | None = None,
         conn: AsyncConnection[Any] | None = None,
     ) -> str:
         """Post one message; returns its iid.
@@ -274,7 +313,14 @@ class AsyncBus(Handlers):
         ``<queue>.<n>@<database>`` must come from :meth:`get_iid` (``InvalidArgument``
         otherwise). Raises ``InvalidArgument`` when ``expires`` is not in the future or not
         after ``delayed_until``, and ``InvalidState`` when the queue has no consumer.
+
+        ``dedupe_key``: at most one pending message per key and queue; while the message last
+        posted with the key is pending (for any consumer), the post does nothing and returns
+        that message's iid. ``consume_after``: the iid or iids this message waits for (the
+        seed's named parameter; merged with ``headers["consume_after"]``).
         """
+        if isinstance(consume_after, str):
+            consume_after = [consume_after]
         params = {
             "data": _json(data, "data"),
             "headers": _json(headers, "headers"),
@@ -282,6 +328,8 @@ class AsyncBus(Handlers):
             "delayed_until": delayed_until,
             "expires": expires,
             "iid": iid,
+            "dedupe_key": dedupe_key,
+            "consume_after": None if consume_after is None else list(consume_after),
         }
         if params["data"] is None:
             raise InvalidPayload("data must not be None", sqlstate="MB005")
@@ -599,6 +647,11 @@ class AsyncBus(Handlers):
             "queue": None if queue is None else check_name("queue", queue),
         }
         return str(await self._value(Q["dmq_replay"], params))
+
+    async def dmq_delete(self, dmq_id: int) -> str:
+        """Delete a dead message for good; returns its queue. Raises ``NotFound`` when no dead
+        message has that id."""
+        return str(await self._value(Q["dmq_delete"], {"dmq_id": dmq_id}))
 
     async def post_dmq(
         self,

@@ -105,3 +105,21 @@ class ConsumerStats:
     oldest_age: timedelta | None
     dmq: int
     selector_errors: int = 0
+    posted: int = 0
+    consumed: int = 0
+    paused: bool = False
+
+
+@dataclass(frozen=True)
+class QueueCounters:
+    """``mbus.queue_counters``: posted and consumed totals of a queue or one of its consumers.
+
+    For the queue (``cname`` None) ``posted`` counts messages and ``consumed`` is the sum over
+    its consumers; for a consumer both count its deliveries. Counters are sequences: a post
+    or consume that rolls back still counts (like a Prometheus counter).
+    """
+
+    qname: str
+    cname: str | None
+    posted: int
+    consumed: int

@@ -16,7 +16,7 @@ SELECT dmq_id, qname, cname, id, iid, added, delayed_until, expires, headers, pr
 FROM mbus.dmq WHERE dmq_id = %(dmq_id)s;
 
 -- name: dmq_delete
-DELETE FROM mbus.dmq WHERE dmq_id = %(dmq_id)s RETURNING qname;
+SELECT mbus.dmq_delete(%(dmq_id)s) AS qname;
 
 -- name: dmq_page
 SELECT dmq_id, qname, cname, iid, data, headers, properties, attempts, reason, died_at
@@ -93,7 +93,8 @@ ORDER BY c.name, s.schedule_key LIMIT %(limit)s;
 
 -- name: snapshot
 -- Everything /metrics exports, in one statement (one round trip per scrape). Queue figures come
--- from mbus.queue_stats (a count over each queue's deliveries), stream figures from
+-- from mbus.queue_stats (a count over each queue's deliveries; posted/consumed totals from the
+-- counter sequences, mbus.queue_counters), stream figures from
 -- mbus.group_status; the timers' recent-call figures read the last window_s seconds of
 -- mbus.timer_attempts through its started_at index.
 SELECT jsonb_build_object(
@@ -102,9 +103,14 @@ SELECT jsonb_build_object(
                    'queue', s.qname, 'consumer', s.cname, 'depth', s.depth, 'ready', s.ready,
                    'delayed', s.delayed, 'leased', s.leased, 'expired', s.expired,
                    'oldest_age', coalesce(extract(epoch FROM s.oldest_age), 0), 'dmq', s.dmq,
-                   'selector_errors', s.selector_errors)
+                   'selector_errors', s.selector_errors, 'posted', s.posted,
+                   'consumed', s.consumed, 'paused', s.paused)
                    ORDER BY s.qname, s.cname), '[]')
                FROM mbus.queue_stats() AS s),
+    'queue_totals', (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                         'queue', t.qname, 'posted', t.posted, 'consumed', t.consumed)
+                         ORDER BY t.qname), '[]')
+                     FROM mbus.queue_counters() AS t WHERE t.cname IS NULL),
     'dmq', (SELECT coalesce(jsonb_agg(jsonb_build_object('queue', d.qname, 'messages', d.n)
                                       ORDER BY d.qname), '[]')
             FROM (SELECT q.qname, count(x.dmq_id) AS n

@@ -27,8 +27,21 @@ SELECT qname, ncons, roles_security, created_at, consumers, triggers_to
 FROM mbus.queues ORDER BY qname;
 
 -- name: stats
-SELECT qname, cname, depth, ready, delayed, leased, expired, oldest_age, dmq, selector_errors
+SELECT qname, cname, depth, ready, delayed, leased, expired, oldest_age, dmq, selector_errors,
+       posted, consumed, paused
 FROM mbus.queue_stats(%(queue)s);
+
+-- name: counters
+SELECT qname, cname, posted, consumed FROM mbus.queue_counters(%(queue)s);
+
+-- name: pause
+SELECT mbus.pause_queue(%(queue)s, %(consumer)s);
+
+-- name: resume
+SELECT mbus.resume_queue(%(queue)s, %(consumer)s);
+
+-- name: purge
+SELECT mbus.purge_queue(%(queue)s, %(consumer)s);
 
 -- name: rotate_queue
 SELECT mbus.rotate_queue(%(queue)s, %(tries)s);
@@ -37,7 +50,8 @@ SELECT mbus.rotate_queue(%(queue)s, %(tries)s);
 SELECT mbus.get_iid(%(queue)s);
 
 -- name: post
-SELECT mbus.{fn}(%(data)s, %(headers)s, %(properties)s, %(delayed_until)s, %(expires)s, %(iid)s);
+SELECT mbus.{fn}(%(data)s, %(headers)s, %(properties)s, %(delayed_until)s, %(expires)s, %(iid)s,
+                 dedupe_key => %(dedupe_key)s::text, consume_after => %(consume_after)s::text[]);
 
 -- name: post_batch
 SELECT iid FROM mbus.{fn}(%(data)s, %(headers)s, %(properties)s, %(delayed_until)s, %(expires)s)
@@ -82,6 +96,9 @@ LIMIT %(limit)s;
 
 -- name: dmq_replay
 SELECT mbus.dmq_replay(%(dmq_id)s, %(queue)s);
+
+-- name: dmq_delete
+SELECT mbus.dmq_delete(%(dmq_id)s);
 
 -- name: post_dmq
 SELECT mbus.post_dmq(%(queue)s, %(data)s, %(headers)s, %(properties)s, %(iid)s, %(reason)s,

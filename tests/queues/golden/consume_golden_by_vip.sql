@@ -9,7 +9,11 @@ DECLARE
     v_now     timestamptz := coalesce(p_now, clock_timestamp());
     v_db      text := current_database();
     v_closing smallint := (SELECT s.closing FROM mbus.queue_segment AS s WHERE s.qname = 'golden' AND s.closing_since > clock_timestamp() - interval '10 seconds');
+    v_n       bigint;
 BEGIN
+    IF EXISTS (SELECT 1 FROM mbus.queue_pause AS p WHERE p.qname = 'golden' AND p.cname IN ('', 'vip')) THEN
+        RETURN;  -- paused
+    END IF;
     IF v_closing IS NULL THEN
         RETURN QUERY
         WITH s AS MATERIALIZED (
@@ -106,6 +110,10 @@ BEGIN
         SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
                d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
         FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2) AS d;
+    END IF;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    IF v_n > 0 THEN  -- counter: deliveries consumed
+        PERFORM nextval('mbus."q_golden$c2$consumed"') FROM generate_series(1, v_n);
     END IF;
 END;
 $function$

@@ -9,9 +9,13 @@ DECLARE
     v_now     timestamptz := coalesce(p_now, clock_timestamp());
     v_db      text := current_database();
     v_closing smallint := (SELECT s.closing FROM mbus.queue_segment AS s WHERE s.qname = 'golden' AND s.closing_since > clock_timestamp() - interval '10 seconds');
+    v_n       bigint;
 BEGIN
     IF amt IS NULL OR amt < 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
+    END IF;
+    IF EXISTS (SELECT 1 FROM mbus.queue_pause AS p WHERE p.qname = 'golden' AND p.cname IN ('', 'default')) THEN
+        RETURN;  -- paused
     END IF;
     -- The TID scans delete in physical order: sort the claimed rows back into claim order.
     IF v_closing IS NULL THEN
@@ -110,6 +114,10 @@ BEGIN
         SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
                d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
         FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2) AS d ORDER BY d.claim_vt, d.id;
+    END IF;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    IF v_n > 0 THEN  -- counter: deliveries consumed
+        PERFORM nextval('mbus."q_golden$c1$consumed"') FROM generate_series(1, v_n);
     END IF;
 END;
 $function$

@@ -19,6 +19,9 @@ BEGIN
     IF max_attempts IS NOT NULL AND max_attempts < 1 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'max_attempts must be >= 1';
     END IF;
+    IF EXISTS (SELECT 1 FROM mbus.queue_pause AS p WHERE p.qname = 'golden' AND p.cname IN ('', 'vip')) THEN
+        RETURN;  -- paused
+    END IF;
     IF v_closing IS NULL THEN
         RETURN QUERY
         WITH s AS MATERIALIZED (

@@ -1,4 +1,4 @@
-CREATE OR REPLACE FUNCTION mbus.post_golden_secure(data jsonb, headers jsonb DEFAULT NULL::jsonb, properties jsonb DEFAULT NULL::jsonb, delayed_until timestamp with time zone DEFAULT NULL::timestamp with time zone, expires timestamp with time zone DEFAULT NULL::timestamp with time zone, iid text DEFAULT NULL::text)
+CREATE OR REPLACE FUNCTION mbus.post_golden_secure(data jsonb, headers jsonb DEFAULT NULL::jsonb, properties jsonb DEFAULT NULL::jsonb, delayed_until timestamp with time zone DEFAULT NULL::timestamp with time zone, expires timestamp with time zone DEFAULT NULL::timestamp with time zone, iid text DEFAULT NULL::text, dedupe_key text DEFAULT NULL::text, consume_after anycompatible DEFAULT NULL::text)
  RETURNS text
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -8,6 +8,7 @@ DECLARE
     t     mbus.qt_model;
     v_iid text;   -- stored iid: NULL when it is this queue's own '<q>.<id>@<db>'
     v_hdr jsonb;  -- stored headers: NULL when they are the default ones
+    v_dup mbus.queue_dedupe;
 BEGIN
     IF expires IS NOT NULL AND (expires <= now() OR delayed_until >= expires) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
@@ -20,6 +21,9 @@ BEGIN
     IF headers IS NOT NULL OR properties IS NOT NULL THEN
         PERFORM mbus.check_payload('headers', headers);
         PERFORM mbus.check_payload('properties', properties);
+    END IF;
+    IF consume_after IS NOT NULL THEN  -- the seed's named parameter, merged into the headers
+        headers := mbus.with_consume_after(headers, to_jsonb(consume_after));
     END IF;
     IF iid IS NOT NULL THEN
         -- A client's iid (mbus.check_iid: never one the sequence has not handed out yet): one
@@ -34,11 +38,21 @@ BEGIN
             RETURN iid;
         END IF;
     END IF;
+    IF dedupe_key IS NOT NULL THEN
+        -- Dedupe: while the message last posted with this key is pending, return its iid.
+        v_dup := mbus.dedupe_lock('golden_secure', dedupe_key);
+        IF EXISTS (SELECT 1 FROM mbus.q_golden_secure AS q WHERE q.id = v_dup.id) THEN
+            RETURN v_dup.iid;
+        END IF;
+    END IF;
     IF t.id IS NULL THEN
         t.id := nextval('mbus.msg_id_seq');
         v_iid := iid;
     END IF;
     t.iid := coalesce(v_iid, 'golden_secure.' || t.id || '@' || current_database());
+    IF dedupe_key IS NOT NULL THEN
+        PERFORM mbus.dedupe_record('golden_secure', dedupe_key, t.id, t.iid);
+    END IF;
     t.added := now();
     t.delayed_until := delayed_until;
     t.expires := expires;
@@ -74,9 +88,11 @@ BEGIN
                            consume_after, seg)
         VALUES (4, v_vt, t.id, v_iid, t.added, t.delayed_until,
                 t.expires, v_hdr, t.properties, t.data, t.consume_after, v_seg);
+        PERFORM nextval('mbus."q_golden_secure$c4$posted"');  -- counter: deliveries to this consumer
     
     END;
 
+    PERFORM nextval('mbus."q_golden_secure$posted"');  -- counter: messages posted to the queue
     IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = 'golden_secure') THEN
         PERFORM pg_notify('mbus_q_golden_secure', 'golden_secure');
     END IF;

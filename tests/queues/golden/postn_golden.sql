@@ -56,17 +56,22 @@ BEGIN
                              data, seg)
         SELECT 1, coalesce(t.delayed_until, t.added), t.id, NULL, t.added, t.delayed_until,
                t.expires, t.stored_headers, t.properties, t.data, v_seg
-        FROM m AS t WHERE true),
+        FROM m AS t WHERE true
+        RETURNING nextval('mbus."q_golden$c1$posted"')),
     i2 AS (
         INSERT INTO mbus.q_golden (c, vt, id, iid, added, delayed_until, expires, headers, properties,
                              data, seg)
         SELECT 2, coalesce(t.delayed_until, t.added), t.id, NULL, t.added, t.delayed_until,
                t.expires, t.stored_headers, t.properties, t.data, v_seg
-        FROM m AS t WHERE ((t.properties->>'tier') = 'gold')),
+        FROM m AS t WHERE ((t.properties->>'tier') = 'gold')
+        RETURNING nextval('mbus."q_golden$c2$posted"')),
     g_golden_audit AS (
         SELECT count(mbus.post_golden_audit(t.data, t.headers, t.properties, t.delayed_until, t.expires)) AS n
         FROM m AS t WHERE (t.data ? 'audit'))
     SELECT array_agg(m.iid ORDER BY m.ord) INTO v_iids FROM m, (SELECT 0 + (SELECT g_golden_audit.n FROM g_golden_audit) AS n) AS fired WHERE fired.n IS NOT NULL;
+    -- counter: messages posted to the queue (after the statement, so a batch that falls back
+    -- to post_each is not counted twice)
+    PERFORM nextval('mbus."q_golden$posted"') FROM generate_series(1, cardinality(data));
     EXCEPTION WHEN OTHERS THEN
         RETURN QUERY SELECT mbus.post_each('golden', data, headers, properties, delayed_until, expires);
         RETURN;

@@ -58,7 +58,11 @@ BEGIN
                              data, seg)
         SELECT 4, coalesce(t.delayed_until, t.added), t.id, NULL, t.added, t.delayed_until,
                t.expires, t.stored_headers, t.properties, t.data, v_seg
-        FROM m AS t WHERE true)
+        FROM m AS t WHERE true
+        RETURNING nextval('mbus."q_golden_secure$c4$posted"'))
     SELECT m.iid FROM m, (SELECT 0 AS n) AS fired WHERE fired.n IS NOT NULL ORDER BY m.ord;
+    -- counter: messages posted to the queue (after the statement, so a batch that falls back
+    -- to post_each is not counted twice)
+    PERFORM nextval('mbus."q_golden_secure$posted"') FROM generate_series(1, cardinality(data));
 END;
 $function$

@@ -92,8 +92,24 @@ async function loadQueues() {
       el("td", { class: "n expired" }, s.expired),
       el("td", { class: "n oldest" }, fmtNum(s.oldest_age_s, 1)),
       el("td", { class: "n dead" + (s.dmq ? " bad" : "") }, s.dmq),
-      el("td", { class: "n rate" }, rate === null ? "" : fmtNum(rate, 1)));
+      el("td", { class: "n rate" }, rate === null ? "" : fmtNum(rate, 1)),
+      el("td", { class: "n posted" }, s.posted), el("td", { class: "n consumed" }, s.consumed),
+      el("td", {}, el("button", { class: "write pause", disabled: !can("queues", "write", s.qname),
+        onclick: () => pauseAction(s) }, s.paused ? "resume" : "pause")));
   }));
+}
+
+// Pause or resume one consumer (a paused queue shows every consumer paused: resume the queue).
+async function pauseAction(s) {
+  const kind = s.paused ? "resume" : "pause";
+  try {
+    let r = await api(`/v1/queues/${s.qname}/${kind}`, { method: "POST", body: { consumer: s.cname } });
+    if (kind === "resume" && !r.changed) {
+      r = await api(`/v1/queues/${s.qname}/resume`, { method: "POST", body: {} });
+    }
+    setStatus(`${kind}d ${s.qname}/${s.cname}`);
+    await loadQueues();
+  } catch (e) { setStatus(e.message, true); }
 }
 
 async function loadDmq() {

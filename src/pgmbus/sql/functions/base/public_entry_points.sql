@@ -29,7 +29,8 @@ AS $$
         'mbus.get_iid(text)',
         'mbus.nack(text,uuid,interval,timestamp with time zone)',
         'mbus.peek(text,text)',
-        'mbus.post(text,jsonb,jsonb,jsonb,timestamp with time zone,timestamp with time zone,text)',
+        'mbus.post(text,jsonb,jsonb,jsonb,timestamp with time zone,timestamp with time zone,text,'
+            'text,anycompatible)',
         'mbus.post_batch(text,jsonb[],jsonb[],jsonb[],timestamp with time zone,'
             'timestamp with time zone)',
         'mbus.require_consumer(text,text)',

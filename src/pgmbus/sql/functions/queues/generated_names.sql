@@ -8,6 +8,9 @@
 --             queue:    functions post_, postn_, peek_, clear_queue_, take_, ack_, nack_, extend_,
 --                       bury_<q>; relations q_<q>, q_<q>$0..3, q_<q>_claim, _id, _iid, _expires
 --                       (parent indexes) and _claim$n, _id$n, _iid$n, _lease$n, _expires$n;
+--                       the counter sequences q_<q>$posted ('counter') and, per consumer cid
+--                       that exists, q_<q>$c<cid>$posted and $consumed ('posted_c<cid>',
+--                       'consumed_c<cid>'; mbus.queue_counter_sequences makes them);
 --                       role mbus_<db>_post_<q>
 --             consumer: functions consume_, consumen_, lease_, take_from_<q>_by_<c>; role
 --                       mbus_<db>_consume_<q>_by_<c>
@@ -16,7 +19,7 @@
 -- Returns:  TABLE (kind text: 'function', 'relation' or 'role'; what text: the part, e.g. 'post',
 --           'consumen', 'table', 'segment1'; name text)
 -- Locks:    none
--- Callers:  mbus.regenerate_queue, mbus.consumer_functions, mbus.drop_queue, mbus.secure_queue,
+-- Callers:  mbus.regenerate_queue, mbus.queue_counter_sequences, mbus.consumer_functions, mbus.drop_queue, mbus.secure_queue,
 --           mbus.name_clash;
 --           tests tests/queues/test_queues_integrity.py
 CREATE OR REPLACE FUNCTION mbus.generated_names(qname text, cname text DEFAULT NULL)
@@ -40,6 +43,13 @@ AS $$
     FROM unnest(ARRAY['segment', 'claim', 'id', 'iid', 'lease', 'expires']) AS p,
          generate_series(0, 3) AS n
     WHERE cname IS NULL
+    UNION ALL
+    SELECT 'relation', 'counter', 'q_' || qname || '$posted'
+    WHERE cname IS NULL
+    UNION ALL
+    SELECT 'relation', w || '_c' || c.cid, format('q_%s$c%s$%s', c.qname, c.cid, w)
+    FROM mbus.consumer AS c, unnest(ARRAY['posted', 'consumed']) AS w
+    WHERE generated_names.cname IS NULL AND c.qname = generated_names.qname
     UNION ALL
     SELECT 'role', 'post', mbus.queue_role('post', qname)
     WHERE cname IS NULL

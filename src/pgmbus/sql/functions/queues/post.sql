@@ -1,4 +1,5 @@
--- Function: mbus.post(qname, data, headers, properties, delayed_until, expires, iid)
+-- Function: mbus.post(qname, data, headers, properties, delayed_until, expires, iid, dedupe_key,
+--                     consume_after)
 --
 -- Purpose:  Post one message to a queue: the original mbus API's generic post, which returns
 --           nothing (the generated post_<qname> it dispatches to returns the iid). Checks the queue
@@ -14,8 +15,14 @@
 --           iid            the message's iid (NULL = a new '<qname>.<n>@<database>'); when a
 --                          message with that iid is pending in the queue the post does nothing
 --                          (idempotent); one of the generated form must come from get_iid
+--           dedupe_key     at most one pending message per key and queue: while a message
+--                          posted with this key is pending, the post does nothing (post_<qname>
+--                          returns that message's iid); NULL = no key
+--           consume_after  the iid (text) or iids (text[]) this message waits for, as the seed
+--                          writes it (consume_after := array[iid1, iid2]); merged with
+--                          headers.consume_after
 -- Returns:  void; MB001/MB002 for a bad or unknown queue, MB005 for a payload not an object,
---           MB006 for a forged or malformed iid, expires not in the future or not after
+--           MB006 for a forged or malformed iid or dedupe_key, expires not in the future or not after
 --           delayed_until, MB008 for a queue without consumers (and triggers)
 -- Locks:    those of post_<qname>: inserts into mbus.q_<qname> (ROW EXCLUSIVE on its current
 --           segment, or segment 0 for deliveries due in more than a minute) and into the trigger
@@ -27,14 +34,17 @@
 --           post_<qname> directly via sql/queues.sql 'post'; tests under tests/queues
 CREATE OR REPLACE FUNCTION mbus.post(qname text, data jsonb, headers jsonb DEFAULT NULL,
                           properties jsonb DEFAULT NULL, delayed_until timestamptz DEFAULT NULL,
-                          expires timestamptz DEFAULT NULL, iid text DEFAULT NULL)
+                          expires timestamptz DEFAULT NULL, iid text DEFAULT NULL,
+                          dedupe_key text DEFAULT NULL,
+                          consume_after anycompatible DEFAULT NULL::text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
 BEGIN
     PERFORM mbus.require_queue(qname);
-    EXECUTE format('SELECT mbus.%I($1, $2, $3, $4, $5, $6)', 'post_' || qname)
-    USING data, headers, properties, delayed_until, expires, iid;
+    EXECUTE format('SELECT mbus.%I($1, $2, $3, $4, $5, $6, dedupe_key => $7, consume_after => $8)',
+                   'post_' || qname)
+    USING data, headers, properties, delayed_until, expires, iid, dedupe_key, consume_after;
 END;
 $$;

@@ -6,19 +6,23 @@
 --           expired delivery counts only here, not as delayed), the age of the oldest ready
 --           delivery, dead messages of the queue in mbus.dmq (per consumer when the dmq row
 --           names it) and selector_errors (messages whose copy went to the dmq because the
---           consumer's selector raised). Reads the queue tables: cost grows with depth.
+--           consumer's selector raised); posted and consumed, the consumer's totals
+--           (mbus.queue_counters: deliveries made for it and deliveries it consumed, counted
+--           by sequences, so a rolled-back post still counts); paused (mbus.pause_queue: the
+--           consumer or its queue). Reads the queue tables: cost grows with depth.
 -- Params:   p_qname  one queue (text; NULL = every queue)
 --           p_now    the clock (NULL = clock_timestamp()); tests move it
 -- Returns:  TABLE (qname, cname, depth, ready, delayed, leased, expired bigint, oldest_age
---           interval, dmq, selector_errors bigint), one row per consumer; no row for an unknown
---           queue
+--           interval, dmq, selector_errors, posted, consumed bigint, paused boolean), one row
+--           per consumer; no row for an unknown queue
 -- Locks:    none (reads only)
 -- Callers:  the view mbus.queue_metrics; pgmbus.queues Bus.stats / AsyncBus.stats via
 --           sql/queues.sql 'stats' (CLI `pgmbus queue stats`); tests
 --           tests/queues/test_queues_lease.py, test_queues_integrity.py, test_queues_properties.py
 CREATE OR REPLACE FUNCTION mbus.queue_stats(p_qname text DEFAULT NULL, p_now timestamptz DEFAULT NULL)
 RETURNS TABLE (qname text, cname text, depth bigint, ready bigint, delayed bigint, leased bigint,
-               expired bigint, oldest_age interval, dmq bigint, selector_errors bigint)
+               expired bigint, oldest_age interval, dmq bigint, selector_errors bigint,
+               posted bigint, consumed bigint, paused boolean)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog
 AS $$
@@ -38,10 +42,14 @@ BEGIN
                    count(d.c) FILTER (WHERE d.expires <= $2),
                    $2 - min(d.vt) FILTER (WHERE d.vt <= $2 AND (d.expires IS NULL OR d.expires > $2)),
                    (SELECT count(*) FROM mbus.dmq AS x WHERE x.qname = $1 AND x.cname = c.cname),
-                   c.selector_errors
+                   c.selector_errors, t.posted, t.consumed,
+                   EXISTS (SELECT 1 FROM mbus.queue_pause AS p
+                           WHERE p.qname = $1 AND p.cname IN ('', c.cname))
             FROM mbus.consumer AS c LEFT JOIN mbus.%I AS d ON d.c = c.cid
+            JOIN mbus.queue_counters($1) AS t ON t.cname = c.cname
             WHERE c.qname = $1
-            GROUP BY c.cid, c.cname, c.selector_errors ORDER BY c.cname$t$, 'q_' || r.q)
+            GROUP BY c.cid, c.cname, c.selector_errors, t.posted, t.consumed
+            ORDER BY c.cname$t$, 'q_' || r.q)
         USING r.q, v_now;
     END LOOP;
 END;

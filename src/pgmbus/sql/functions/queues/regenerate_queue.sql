@@ -77,6 +77,11 @@ DECLARE
                          WHERE g.kind = 'function');
     v_cfn      jsonb;
     v_guard    text;  -- what post_ and postn_ check first: a consumer exists, expires is ahead
+    v_posted   text := format('%L', 'mbus.' || quote_ident('q_' || qname || '$posted'));
+    v_cposted  text;  -- a consumer's counter sequences (mbus.queue_counters), as literals
+    v_cdone    text;
+    v_acked    text := '';  -- ack_<q>: CASE arms bumping the consumed counter of the row's consumer
+    v_paused   text;  -- claims: the pause check of one consumer (mbus.queue_pause)
     -- Claim pieces per variant k (array index k + 1): k = 0 reads every segment, k = 1..3
     -- every segment but k, the one rotate_queue is closing (see rotate_queue).
     v_filter   text[] := ARRAY['', '', '', ''];  -- the seg condition that prunes segment k
@@ -104,6 +109,7 @@ DECLARE
         'q.consume_after AS consume_after, q.attempts AS attempts',
         regenerate_queue.qname || '.', regenerate_queue.qname);
 BEGIN
+    PERFORM mbus.queue_counter_sequences(q);
     FOR k IN 0 .. 3 LOOP
         IF k > 0 THEN
             v_filter[k + 1] := format(' AND s.seg IN (%s)',
@@ -141,6 +147,9 @@ BEGIN
     FOR r IN SELECT c.cid, c.cname, c.selector FROM mbus.consumer AS c
              WHERE c.qname = q ORDER BY c.cid LOOP
         v_ncons := v_ncons + 1;
+        v_cposted := format('%L', 'mbus.' || quote_ident(format('q_%s$c%s$posted', q, r.cid)));
+        v_acked := v_acked || format(' WHEN %s THEN nextval(%L)', r.cid,
+                                     'mbus.' || quote_ident(format('q_%s$c%s$consumed', q, r.cid)));
         IF r.selector IS NOT NULL THEN
             v_vars := v_vars || format(E'\n    v_c%s boolean;', r.cid);
             v_sel := v_sel || format(E'\n        v_c%s := coalesce((%s), false);', r.cid,
@@ -158,9 +167,10 @@ BEGIN
                            consume_after, seg)
         VALUES (%s, v_vt, t.id, v_iid, t.added, t.delayed_until,
                 t.expires, v_hdr, t.properties, t.data, t.consume_after, v_seg);
+        PERFORM nextval(%s);  -- counter: deliveries to this consumer
     %s$t$,
             CASE WHEN r.selector IS NULL THEN '' ELSE format('IF v_c%s THEN', r.cid) END,
-            tbl, r.cid,
+            tbl, r.cid, v_cposted,
             CASE WHEN r.selector IS NULL THEN '' ELSE 'END IF;' END);
         v_fanoutn := v_fanoutn || format($t$,
     %s AS (
@@ -168,8 +178,9 @@ BEGIN
                              data, seg)
         SELECT %s, coalesce(t.delayed_until, t.added), t.id, NULL, t.added, t.delayed_until,
                t.expires, t.stored_headers, t.properties, t.data, v_seg
-        FROM m AS t WHERE %s)$t$,
-            'i' || r.cid, tbl, r.cid, coalesce('(' || r.selector || ')', 'true'));
+        FROM m AS t WHERE %s
+        RETURNING nextval(%s))$t$,
+            'i' || r.cid, tbl, r.cid, coalesce('(' || r.selector || ')', 'true'), v_cposted);
     END LOOP;
 
     -- Triggers: copy to the destination queue through its own post function.
@@ -244,13 +255,15 @@ BEGIN
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(
     data jsonb, headers jsonb DEFAULT NULL, properties jsonb DEFAULT NULL,
-    delayed_until timestamptz DEFAULT NULL, expires timestamptz DEFAULT NULL, iid text DEFAULT NULL)
+    delayed_until timestamptz DEFAULT NULL, expires timestamptz DEFAULT NULL, iid text DEFAULT NULL,
+    dedupe_key text DEFAULT NULL, consume_after anycompatible DEFAULT NULL::text)
 RETURNS text LANGUAGE plpgsql VOLATILE AS %L$f$,
         v_fn->>'post', format($b$
 DECLARE
     t     mbus.qt_model;
     v_iid text;   -- stored iid: NULL when it is this queue's own '<q>.<id>@<db>'
-    v_hdr jsonb;  -- stored headers: NULL when they are the default ones%6$s
+    v_hdr jsonb;  -- stored headers: NULL when they are the default ones
+    v_dup mbus.queue_dedupe;%6$s
 BEGIN%7$s
     IF data IS NULL OR jsonb_typeof(data) <> 'object' THEN
         PERFORM mbus.check_payload('data', data, false);
@@ -258,6 +271,9 @@ BEGIN%7$s
     IF headers IS NOT NULL OR properties IS NOT NULL THEN
         PERFORM mbus.check_payload('headers', headers);
         PERFORM mbus.check_payload('properties', properties);
+    END IF;
+    IF consume_after IS NOT NULL THEN  -- the seed's named parameter, merged into the headers
+        headers := mbus.with_consume_after(headers, to_jsonb(consume_after));
     END IF;
     IF iid IS NOT NULL THEN
         -- A client's iid (mbus.check_iid: never one the sequence has not handed out yet): one
@@ -272,11 +288,21 @@ BEGIN%7$s
             RETURN iid;
         END IF;
     END IF;
+    IF dedupe_key IS NOT NULL THEN
+        -- Dedupe: while the message last posted with this key is pending, return its iid.
+        v_dup := mbus.dedupe_lock(%1$L, dedupe_key);
+        IF EXISTS (SELECT 1 FROM mbus.%8$I AS q WHERE q.id = v_dup.id) THEN
+            RETURN v_dup.iid;
+        END IF;
+    END IF;
     IF t.id IS NULL THEN
         t.id := nextval('mbus.msg_id_seq');
         v_iid := iid;
     END IF;
     t.iid := coalesce(v_iid, %2$L || t.id || '@' || current_database());
+    IF dedupe_key IS NOT NULL THEN
+        PERFORM mbus.dedupe_record(%1$L, dedupe_key, t.id, t.iid);
+    END IF;
     t.added := now();
     t.delayed_until := delayed_until;
     t.expires := expires;
@@ -293,12 +319,14 @@ BEGIN%7$s
     t.attempts := 0;
 %3$s
 %4$s
+    PERFORM nextval(%11$s);  -- counter: messages posted to the queue
     IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = %1$L) THEN
         PERFORM pg_notify(%5$L, %1$L);
     END IF;
     RETURN t.iid;
 END;
-$b$, q, q || '.', v_fanout, v_triggers, chan, v_vars, v_guard, tbl, q || ' ', v_fn->>'post'));
+$b$, q, q || '.', v_fanout, v_triggers, chan, v_vars, v_guard, tbl, q || ' ', v_fn->>'post',
+        v_posted));
 
     -- postn_<q>: many messages in one statement (one INSERT per consumer in data-modifying
     -- CTEs over the same numbered messages m); returns their iids in the order of data.
@@ -362,7 +390,11 @@ $b$, v_guard, q, q, q, q, chan, q,
         CASE WHEN v_sel = '' THEN 'SELECT m.iid'
              ELSE 'SELECT array_agg(m.iid ORDER BY m.ord) INTO v_iids' END,
         v_fire,
-        CASE WHEN v_sel = '' THEN ' ORDER BY m.ord;' ELSE format($t$;
+        CASE WHEN v_sel = '' THEN ' ORDER BY m.ord;' ELSE ';' END || format($t$
+    -- counter: messages posted to the queue (after the statement, so a batch that falls back
+    -- to post_each is not counted twice)
+    PERFORM nextval(%s) FROM generate_series(1, cardinality(data));$t$, v_posted)
+        || CASE WHEN v_sel = '' THEN '' ELSE format($t$
     EXCEPTION WHEN OTHERS THEN
         RETURN QUERY SELECT mbus.post_each(%L, data, headers, properties, delayed_until, expires);
         RETURN;
@@ -436,15 +468,21 @@ $b$, tbl, ret_cols, q));
 CREATE OR REPLACE FUNCTION mbus.%I(token uuid, p_now timestamptz DEFAULT NULL)
 RETURNS void LANGUAGE plpgsql VOLATILE AS %L$f$,
         v_fn->>'ack', format($b$
+DECLARE
+    v_c integer;
 BEGIN
     DELETE FROM mbus.%I AS q
-    WHERE q.lease_token = token AND q.vt > coalesce(p_now, clock_timestamp());
+    WHERE q.lease_token = token AND q.vt > coalesce(p_now, clock_timestamp())
+    RETURNING q.c INTO v_c;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'MB007',
             MESSAGE = format('lease %%s on queue %%s is no longer held', token, %L);
     END IF;
+%s
 END;
-$b$, tbl, q));
+$b$, tbl, q, CASE WHEN v_acked = '' THEN '' ELSE format(
+        '    PERFORM CASE v_c%s END;  -- counter: deliveries the row''s consumer consumed',
+        v_acked) END));
 
     -- nack_<q>(token, delay): give the leased message back, visible again after delay.
     EXECUTE format($f$
@@ -531,6 +569,17 @@ $b$, tbl, ret_cols, q, q));
         v_cn := '';
         v_c1 := '';
         v_cl := '';
+        -- Pause (mbus.pause_queue): a paused queue or consumer is not claimed from.
+        v_paused := format($t$
+    IF EXISTS (SELECT 1 FROM mbus.queue_pause AS p WHERE p.qname = %L AND p.cname IN ('', %L)) THEN
+        RETURN;  -- paused
+    END IF;$t$, q, r.cname);
+        -- Counter: deliveries this consumer consumed (ack_<q> counts those of leases).
+        v_cdone := format($t$
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    IF v_n > 0 THEN  -- counter: deliveries consumed
+        PERFORM nextval(%L) FROM generate_series(1, v_n);
+    END IF;$t$, 'mbus.' || quote_ident(format('q_%s$c%s$consumed', q, r.cid)));
         FOR k IN 0 .. 3 LOOP
             v_cn := v_cn || format($t$
     %5$s
@@ -600,14 +649,15 @@ DECLARE
     v_now     timestamptz := coalesce(p_now, clock_timestamp());
     v_db      text := current_database();
     v_closing smallint := %2$s;
+    v_n       bigint;
 BEGIN
     IF amt IS NULL OR amt < 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
-    END IF;
+    END IF;%3$s
     -- The TID scans delete in physical order: sort the claimed rows back into claim order.%1$s
-    END IF;
+    END IF;%4$s
 END;
-$b$, v_cn, v_closing));
+$b$, v_cn, v_closing, v_paused, v_cdone));
 
         EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(p_now timestamptz DEFAULT NULL)
@@ -618,10 +668,11 @@ DECLARE
     v_now     timestamptz := coalesce(p_now, clock_timestamp());
     v_db      text := current_database();
     v_closing smallint := %2$s;
-BEGIN%1$s
-    END IF;
+    v_n       bigint;
+BEGIN%3$s%1$s
+    END IF;%4$s
 END;
-$b$, v_c1, v_closing));
+$b$, v_c1, v_closing, v_paused, v_cdone));
 
         -- lease_<q>_by_<c>: claim up to amt with a visibility timeout; a message already
         -- delivered max_attempts times goes to the dmq instead of being returned.
@@ -644,10 +695,10 @@ BEGIN
     END IF;
     IF max_attempts IS NOT NULL AND max_attempts < 1 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'max_attempts must be >= 1';
-    END IF;%1$s
+    END IF;%3$s%1$s
     END IF;
 END;
-$b$, v_cl, v_closing));
+$b$, v_cl, v_closing, v_paused));
 
         EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(msgid text, p_now timestamptz DEFAULT NULL)

@@ -1,0 +1,47 @@
+-- Function: mbus.queue_counter_sequences(qname)
+--
+-- Purpose:  Make the counter sequences of a queue and its consumers that are missing, and drop
+--           those of consumers that are gone. The counters are sequences because nextval never
+--           waits for another transaction (a counter row updated by every post would serialize
+--           concurrent posters on its row lock) and costs one buffer update (a WAL record every
+--           32 values); like a Prometheus counter they are not transactional: a post or consume
+--           that rolls back still counts, and after a crash a counter may jump ahead (by at most
+--           32). Each sequence is OWNED BY mbus.q_<qname>.id, so dropping the queue drops them.
+--             q_<qname>$posted          messages posted to the queue (post_, postn_<qname>)
+--             q_<qname>$c<cid>$posted   deliveries made for consumer cid (one per message whose
+--                                       selector holds)
+--             q_<qname>$c<cid>$consumed deliveries consumer cid consumed: consume_, consumen_
+--                                       (deleted), ack_<qname> of its leases
+--           mbus.queue_counters reads them; mbus.generated_names lists their names.
+-- Params:   qname  the queue's name (text; its table must exist)
+-- Returns:  void
+-- Locks:    CREATE SEQUENCE / DROP SEQUENCE of the sequences it makes or drops; callers hold
+--           pg_advisory_xact_lock(1835165041) (mbus.regenerate_queue's callers)
+-- Callers:  mbus.regenerate_queue
+CREATE OR REPLACE FUNCTION mbus.queue_counter_sequences(qname text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    v_tbl  text := 'q_' || qname;
+    v_want text[];
+    v_name text;
+BEGIN
+    SELECT array_agg(g.name) INTO v_want
+    FROM mbus.generated_names(queue_counter_sequences.qname) AS g
+    WHERE g.kind = 'relation' AND g.what ~ '^(counter|posted_c|consumed_c)';
+    FOREACH v_name IN ARRAY v_want LOOP
+        IF to_regclass(format('mbus.%I', v_name)) IS NULL THEN
+            EXECUTE format('CREATE SEQUENCE mbus.%I AS bigint OWNED BY mbus.%I.id', v_name, v_tbl);
+        END IF;
+    END LOOP;
+    FOR v_name IN
+        SELECT c.relname FROM pg_class AS c
+        WHERE c.relnamespace = 'mbus'::regnamespace AND c.relkind = 'S'
+          AND starts_with(c.relname, v_tbl || '$c') AND c.relname <> ALL (v_want)
+    LOOP
+        EXECUTE format('DROP SEQUENCE mbus.%I', v_name);
+    END LOOP;
+END;
+$$;
