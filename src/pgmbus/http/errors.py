@@ -135,6 +135,10 @@ def install(app: FastAPI) -> None:
             # a data exception or a violated constraint (a NUL in jsonb text, a number out of
             # range, a CHECK on a name): the input's fault, not the server's
             return error_response(422, "invalid_payload", exc.message)
+        if status == 500 and not sqlstate and isinstance(exc.__cause__, psycopg.DataError):
+            # refused by the driver before it reached the server (a NUL byte in a text
+            # parameter), then translated by a client function: still the input's fault
+            return error_response(422, "invalid_payload", exc.message)
         if status == 500 and is_transient(exc):
             return _unavailable(request, exc)
         if status == 500:
