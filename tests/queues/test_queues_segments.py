@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -21,9 +22,12 @@ Conn = psycopg.Connection[dict[str, Any]]
 
 @pytest.fixture
 def ac(autodb: str) -> Any:
-    """Autocommit dict-row connection; queue ``jobs`` rotates once its segment has 16 kB."""
+    """Autocommit dict-row connection; queue ``jobs`` rotates once its segment has 16 kB, and
+    only when a test calls rotate_queue (the claims' own upkeep is off: upkeep_every NULL)."""
     with psycopg.connect(autodb, autocommit=True, row_factory=dict_row) as connection:
-        connection.execute("UPDATE mbus.queue_segment SET rotate_bytes = 16384")
+        connection.execute(
+            "UPDATE mbus.queue_segment SET rotate_bytes = 16384, upkeep_every = NULL"
+        )
         yield connection
 
 
@@ -323,3 +327,59 @@ def test_cli_rotate(ac: Conn, autodb: str) -> None:
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["jobs"]["truncated"] == [1]
 
+
+
+def upkeep_state(conn: Conn) -> dict[str, Any]:
+    row = conn.execute(
+        "SELECT rotations, truncations, upkept_at FROM mbus.queue_segment WHERE qname = 'jobs'"
+    ).fetchone()
+    assert row is not None
+    return dict(row)
+
+
+def test_sql_only_consumers_keep_the_storage_flat(ac: Conn) -> None:
+    """Nobody calls rotate_queue: the claims run it themselves once upkept_at is upkeep_every
+    old (here 10 ms), in their own autocommit transaction, so the queue cycles through its
+    segments and truncates the drained ones; consume, consumen and lease all do it."""
+    ac.execute("UPDATE mbus.queue_segment SET upkeep_every = '10 milliseconds'")
+    seen: list[int] = []
+    for k in range(4):
+        post_many(ac, 200, start=200 * k)
+        time.sleep(0.03)
+        if k == 1:  # lease + ack, and single consumes, run the upkeep too
+            rows = ac.execute(
+                "SELECT data, lease_token FROM mbus.lease_jobs_by_default(1000, '1 minute')"
+            ).fetchall()
+            for r in rows:
+                ac.execute("SELECT mbus.ack_jobs(%s)", (r["lease_token"],))
+            seen += [r["data"]["n"] for r in rows]
+        elif k == 2:
+            while got := ac.execute("SELECT data FROM mbus.consume_jobs_by_default()").fetchall():
+                seen.append(got[0]["data"]["n"])
+        else:
+            seen += drain(ac)
+    time.sleep(0.03)
+    assert drain(ac) == []
+    assert sorted(seen) == list(range(800))
+    state = upkeep_state(ac)
+    assert state["rotations"] >= 3 and state["truncations"] >= 2
+    sizes = [segment_bytes(ac, n) for n in (1, 2, 3)]
+    assert sum(1 for b in sizes if b == 0) >= 2, sizes  # at most the current one is left
+
+
+def test_claims_in_a_longer_transaction_leave_the_upkeep_alone(ac: Conn, autodb: str) -> None:
+    """A claim that is not the first statement of its transaction does not rotate (a TRUNCATE's
+    lock would be held to the end of the caller's transaction); the next claim in autocommit
+    does."""
+    ac.execute("UPDATE mbus.queue_segment SET upkeep_every = '10 milliseconds'")
+    post_many(ac, 200)
+    time.sleep(0.03)
+    before = upkeep_state(ac)
+    with psycopg.connect(autodb, row_factory=dict_row) as tx:
+        tx.execute("SELECT 1")
+        assert len(tx.execute("SELECT * FROM mbus.consumen_jobs_by_default(10)").fetchall()) == 10
+        tx.commit()
+    assert upkeep_state(ac) == before
+    assert len(drain(ac)) == 190
+    after = upkeep_state(ac)
+    assert after["upkept_at"] > before["upkept_at"] and after["rotations"] == 1

@@ -89,9 +89,23 @@ DECLARE
     v_cn       text;  -- the claim chains of one consumer (consumen, consume, lease)
     v_c1       text;
     v_cl       text;
-    v_closing  text := format(
-        '(SELECT s.closing FROM mbus.queue_segment AS s WHERE s.qname = %L '
-        'AND s.closing_since > clock_timestamp() - interval ''10 seconds'')', qname);
+    -- Claims first read the queue's segment row: the segment being closed (trusted for 10 s)
+    -- and whether the storage upkeep is due (upkept_at upkeep_every old). When it is and the claim
+    -- is the first statement of its own transaction (nothing written yet, statement start =
+    -- transaction start: autocommit), the claim runs mbus.rotate_queue(q, 1) (no wait) first,
+    -- so consumers that only call SQL keep the segments rotating and truncated. A TRUNCATE's
+    -- lock is then held to the claim's commit: a claim in autocommit commits at once.
+    v_closing  text := format($t$
+    SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds' THEN s.closing END,
+           s.upkept_at < clock_timestamp() - s.upkeep_every
+    INTO v_closing, v_due FROM mbus.queue_segment AS s WHERE s.qname = %1$L;
+    IF v_due AND statement_timestamp() = transaction_timestamp()
+       AND pg_current_xact_id_if_assigned() IS NULL THEN
+        PERFORM mbus.rotate_queue(%1$L, 1);
+        SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds'
+                    THEN s.closing END
+        INTO v_closing FROM mbus.queue_segment AS s WHERE s.qname = %1$L;
+    END IF;$t$, qname);
     v_seg      text;
     r          record;
     ret_cols   text := format(
@@ -599,8 +613,9 @@ RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = of
 DECLARE
     v_now     timestamptz := coalesce(p_now, clock_timestamp());
     v_db      text := current_database();
-    v_closing smallint := %2$s;
-BEGIN
+    v_closing smallint;
+    v_due     boolean;
+BEGIN%2$s
     IF amt IS NULL OR amt < 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
     END IF;
@@ -617,8 +632,9 @@ RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = of
 DECLARE
     v_now     timestamptz := coalesce(p_now, clock_timestamp());
     v_db      text := current_database();
-    v_closing smallint := %2$s;
-BEGIN%1$s
+    v_closing smallint;
+    v_due     boolean;
+BEGIN%2$s%1$s
     END IF;
 END;
 $b$, v_c1, v_closing));
@@ -634,8 +650,9 @@ RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = of
 DECLARE
     v_now     timestamptz := coalesce(p_now, clock_timestamp());
     v_db      text := current_database();
-    v_closing smallint := %2$s;
-BEGIN
+    v_closing smallint;
+    v_due     boolean;
+BEGIN%2$s
     IF amt IS NULL OR amt < 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
     END IF;

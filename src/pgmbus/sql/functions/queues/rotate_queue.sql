@@ -42,7 +42,9 @@
 --           TRUNCATE, held to commit (released at once, by a rolled-back subtransaction, when the
 --           segment has rows); a row lock on its mbus.queue_segment row (UPDATE). SECURITY DEFINER,
 --           so roles that only consume can run it
--- Callers:  mbus.rotate_queues; pgmbus.queues Bus.rotate / AsyncBus.rotate via sql/queues.sql
+-- Callers:  the claims consume_, consumen_, lease_<q>_by_<c> (p_tries 1, once queue_segment.upkept_at
+--           is a second old, when the claim is the first statement of its transaction: see
+--           mbus.regenerate_queue); mbus.rotate_queues; pgmbus.queues Bus.rotate / AsyncBus.rotate via sql/queues.sql
 --           'rotate_queue' (every rotate_every seconds from consume, lease and listen, and CLI
 --           `pgmbus queue rotate`); users directly (a public entry point); tests
 --           tests/queues/test_queues_segments.py
@@ -140,17 +142,17 @@ BEGIN
     -- refreshed for 10 seconds, should this upkeep stop).
     v_closing := CASE WHEN st.closing = ANY (v_busy) THEN st.closing
                       WHEN cardinality(v_busy) > 0 THEN v_busy[1] END;
-    IF v_next IS NOT NULL OR cardinality(v_truncated) > 0 OR v_closing IS NOT NULL
-       OR st.closing IS NOT NULL THEN
-        UPDATE mbus.queue_segment AS s
-        SET cur = coalesce(v_next, s.cur),
-            rotations = s.rotations + (v_next IS NOT NULL)::integer,
-            rotated_at = CASE WHEN v_next IS NOT NULL THEN now() ELSE s.rotated_at END,
-            truncations = s.truncations + cardinality(v_truncated),
-            closing = v_closing,
-            closing_since = CASE WHEN v_closing IS NOT NULL THEN now() END
-        WHERE s.qname = rotate_queue.qname;
-    END IF;
+    -- Every call that got this far stamps upkept_at: claims run this call once it is a
+    -- second old (the client-independent upkeep, see regenerate_queue).
+    UPDATE mbus.queue_segment AS s
+    SET cur = coalesce(v_next, s.cur),
+        rotations = s.rotations + (v_next IS NOT NULL)::integer,
+        rotated_at = CASE WHEN v_next IS NOT NULL THEN now() ELSE s.rotated_at END,
+        truncations = s.truncations + cardinality(v_truncated),
+        closing = v_closing,
+        closing_since = CASE WHEN v_closing IS NOT NULL THEN now() END,
+        upkept_at = clock_timestamp()
+    WHERE s.qname = rotate_queue.qname;
     RETURN jsonb_build_object('current', coalesce(v_next, st.cur), 'rotated', v_next IS NOT NULL,
                               'truncated', to_jsonb(v_truncated), 'busy', to_jsonb(v_busy),
                               'kept', to_jsonb(v_kept), 'closing', v_closing,
