@@ -328,7 +328,6 @@ def test_cli_rotate(ac: Conn, autodb: str) -> None:
     assert json.loads(result.output)["jobs"]["truncated"] == [1]
 
 
-
 def upkeep_state(conn: Conn) -> dict[str, Any]:
     row = conn.execute(
         "SELECT rotations, truncations, upkept_at FROM mbus.queue_segment WHERE qname = 'jobs'"
