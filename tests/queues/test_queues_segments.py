@@ -367,18 +367,50 @@ def test_sql_only_consumers_keep_the_storage_flat(ac: Conn) -> None:
 
 
 def test_claims_in_a_longer_transaction_leave_the_upkeep_alone(ac: Conn, autodb: str) -> None:
-    """A claim that is not the first statement of its transaction does not rotate (a TRUNCATE's
-    lock would be held to the end of the caller's transaction); the next claim in autocommit
-    does."""
+    """A claim that comes later in its transaction does not run the upkeep; one that starts an
+    explicit transaction runs it without truncating (a TRUNCATE's lock would be held to that
+    transaction's end and stop every other consumer): no ACCESS EXCLUSIVE lock is held."""
     ac.execute("UPDATE mbus.queue_segment SET upkeep_every = '10 milliseconds'")
     post_many(ac, 200)
     time.sleep(0.03)
     before = upkeep_state(ac)
     with psycopg.connect(autodb, row_factory=dict_row) as tx:
         tx.execute("SELECT 1")
+        time.sleep(0.03)
         assert len(tx.execute("SELECT * FROM mbus.consumen_jobs_by_default(10)").fetchall()) == 10
         tx.commit()
     assert upkeep_state(ac) == before
-    assert len(drain(ac)) == 190
+    drain(ac)  # autocommit: rotates (segment 1 is big)
+    post_many(ac, 5, start=200)
+    time.sleep(0.03)
+    with psycopg.connect(autodb, row_factory=dict_row) as tx:
+        got = tx.execute("SELECT * FROM mbus.consumen_jobs_by_default(%s)", (10,)).fetchall()
+        assert len(got) == 5
+        locks = ac.execute(
+            "SELECT count(*) AS n FROM pg_locks WHERE mode = 'AccessExclusiveLock' "
+            "AND relation::regclass::text LIKE 'mbus.\"q_jobs$%%'"
+        ).fetchone()
+        assert locks is not None and locks["n"] == 0
+        tx.commit()
     after = upkeep_state(ac)
-    assert after["upkept_at"] > before["upkept_at"] and after["rotations"] == 1
+    assert after["upkept_at"] > before["upkept_at"] and after["truncations"] == 0
+    assert segment_bytes(ac, 1) > 0  # drained, left to autovacuum
+
+
+def test_extended_protocol_consumers_rotate_through_drained_segments(ac: Conn) -> None:
+    """Claims with parameters (extended protocol, as pgbench -M prepared, JDBC, psycopg with
+    parameters) cannot be told from a claim that opens a longer transaction: their upkeep
+    never truncates, but it rotates, into drained segments once none is empty, so the queue
+    keeps cycling (autovacuum makes the drained space reusable)."""
+    ac.execute("UPDATE mbus.queue_segment SET upkeep_every = '10 milliseconds'")
+    seen: list[int] = []
+    for k in range(6):
+        post_many(ac, 200, start=200 * k)
+        time.sleep(0.03)
+        rows = ac.execute(
+            "SELECT data FROM mbus.consumen_jobs_by_default(%s)", (100000,), prepare=True
+        ).fetchall()
+        seen += [r["data"]["n"] for r in rows]
+    assert sorted(seen) == list(range(1200))
+    state = upkeep_state(ac)
+    assert state["rotations"] >= 5 and state["truncations"] == 0

@@ -14,9 +14,11 @@ BEGIN
     SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds' THEN s.closing END,
            s.upkept_at < clock_timestamp() - s.upkeep_every
     INTO v_closing, v_due FROM mbus.queue_segment AS s WHERE s.qname = 'golden';
-    IF v_due AND statement_timestamp() = transaction_timestamp()
-       AND pg_current_xact_id_if_assigned() IS NULL THEN
+    IF v_due AND pg_current_xact_id_if_assigned() IS NULL
+       AND statement_timestamp() - transaction_timestamp() < interval '10 milliseconds' THEN
+        PERFORM set_config('mbus.claim_upkeep', 'on', true);
         PERFORM mbus.rotate_queue('golden', 1);
+        PERFORM set_config('mbus.claim_upkeep', '', true);
         SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds'
                     THEN s.closing END
         INTO v_closing FROM mbus.queue_segment AS s WHERE s.qname = 'golden';

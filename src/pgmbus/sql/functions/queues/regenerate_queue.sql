@@ -92,17 +92,21 @@ DECLARE
     v_cl       text;
     -- Claims first read the queue's segment row: the segment being closed (trusted for 10 s)
     -- and whether the storage upkeep is due (upkept_at upkeep_every old). When it is and the claim
-    -- is the first statement of its own transaction (nothing written yet, statement start =
-    -- transaction start: autocommit), the claim runs mbus.rotate_queue(q, 1) (no wait) first,
-    -- so consumers that only call SQL keep the segments rotating and truncated. A TRUNCATE's
-    -- lock is then held to the claim's commit: a claim in autocommit commits at once.
+    -- starts its transaction (nothing written yet, within 10 ms of its start), the claim runs
+    -- mbus.rotate_queue(q, 1) (no wait) first, so consumers that only call SQL keep the
+    -- segments rotating. It truncates only when the claim is surely its transaction's only
+    -- statement (statement start = transaction start: simple protocol in autocommit), since a
+    -- TRUNCATE's lock lasts to commit; otherwise a drained segment is left to autovacuum and
+    -- may become current again (mbus.claim_upkeep tells rotate_queue).
     v_closing  text := format($t$
     SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds' THEN s.closing END,
            s.upkept_at < clock_timestamp() - s.upkeep_every
     INTO v_closing, v_due FROM mbus.queue_segment AS s WHERE s.qname = %1$L;
-    IF v_due AND statement_timestamp() = transaction_timestamp()
-       AND pg_current_xact_id_if_assigned() IS NULL THEN
+    IF v_due AND pg_current_xact_id_if_assigned() IS NULL
+       AND statement_timestamp() - transaction_timestamp() < interval '10 milliseconds' THEN
+        PERFORM set_config('mbus.claim_upkeep', 'on', true);
         PERFORM mbus.rotate_queue(%1$L, 1);
+        PERFORM set_config('mbus.claim_upkeep', '', true);
         SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds'
                     THEN s.closing END
         INTO v_closing FROM mbus.queue_segment AS s WHERE s.qname = %1$L;

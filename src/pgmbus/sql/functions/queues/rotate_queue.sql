@@ -26,6 +26,10 @@
 --             2. makes the next empty rotating segment current once the current one's heap reached
 --                rotate_bytes (a segment still holding rows, e.g. a slow consumer's backlog or a
 --                long nack delay, is passed over, so rotation proceeds through the others).
+--           Called by a claim (mbus.claim_upkeep = 'on') that is not surely alone in its
+--           transaction (statement start <> transaction start: extended protocol, BEGIN first),
+--           it truncates nothing: drained segments are left to autovacuum, and when no rotating
+--           segment is empty, a drained one that is not closing becomes current.
 --           The ACCESS EXCLUSIVE lock of a TRUNCATE is held to the end of the calling transaction,
 --           hence autocommit. It does nothing in a transaction that wrote already or that is not
 --           READ COMMITTED (under REPEATABLE READ or SERIALIZABLE the emptiness check could miss a
@@ -63,6 +67,12 @@ DECLARE
     v_busy      integer[] := '{}';
     v_kept      integer[] := '{}';
     v_next      integer;
+    -- Inside a claim (mbus.claim_upkeep set by the generated claims) a truncation is allowed
+    -- only when the claim is surely its transaction's only statement (simple protocol,
+    -- autocommit: statement start = transaction start): its lock lasts to that commit.
+    v_truncate  boolean := current_setting('mbus.claim_upkeep', true) IS DISTINCT FROM 'on'
+                           OR statement_timestamp() = transaction_timestamp();
+    v_untouched integer[] := '{}';
     v_closing   integer;
     v_expired   bigint;
     v_count     bigint;
@@ -101,6 +111,10 @@ BEGIN
             v_kept := v_kept || n;
             CONTINUE;
         END IF;
+        IF NOT v_truncate THEN  -- drained; left to autovacuum, and reused by rotation below
+            v_untouched := v_untouched || n;
+            CONTINUE;
+        END IF;
         -- Busy consumers hold the segment's lock from claim to commit, nearly all the time:
         -- try again in the gaps, every millisecond for a while, but never sleep once this
         -- call holds the lock of a truncated segment (consumers would wait for it).
@@ -135,6 +149,15 @@ BEGIN
         FROM generate_series(1, 2) AS g(k), LATERAL (SELECT (st.cur - 1 + g.k) % 3 + 1 AS n) AS x
         WHERE pg_relation_size(format('mbus.%I', tbl || '$' || x.n)::regclass) = 0
         ORDER BY g.k LIMIT 1;
+        -- No empty one: a drained one left untruncated above (a claim's upkeep that may not
+        -- truncate) becomes current; autovacuum makes its space reusable.
+        IF v_next IS NULL AND cardinality(v_untouched) > 0 THEN
+            SELECT x.n INTO v_next
+            FROM generate_series(1, 2) AS g(k),
+                 LATERAL (SELECT (st.cur - 1 + g.k) % 3 + 1 AS n) AS x
+            WHERE x.n = ANY (v_untouched) AND x.n IS DISTINCT FROM st.closing
+            ORDER BY g.k LIMIT 1;
+        END IF;
     END IF;
     -- A drained segment that stays busy is closed: claims switch to plans that do not name
     -- it, so the transactions holding it end and none take it again (a post committed late
