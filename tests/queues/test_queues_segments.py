@@ -414,3 +414,30 @@ def test_extended_protocol_consumers_rotate_through_drained_segments(ac: Conn) -
     assert sorted(seen) == list(range(1200))
     state = upkeep_state(ac)
     assert state["rotations"] >= 5 and state["truncations"] == 0
+
+
+def test_claims_under_repeatable_read_do_not_call_the_upkeep(ac: Conn, autodb: str) -> None:
+    """rotate_queue refuses to work under REPEATABLE READ (its emptiness check could miss a
+    row), so such claims do not call it at all (it would refuse on every claim)."""
+    ac.execute("UPDATE mbus.queue_segment SET upkeep_every = '10 milliseconds'")
+    post_many(ac, 5)
+    time.sleep(0.03)
+    claim = "SELECT * FROM mbus.consumen_jobs_by_default(%s)"
+    calls = (
+        "SELECT coalesce(sum(calls), 0) AS n FROM pg_stat_xact_user_functions "
+        "WHERE schemaname = 'mbus' AND funcname = 'rotate_queue'"
+    )
+    with psycopg.connect(autodb, row_factory=dict_row) as tx:
+        tx.execute("SET track_functions = 'pl'")
+        tx.execute("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        tx.commit()
+        assert len(tx.execute(claim, (10,)).fetchall()) == 5
+        row = tx.execute(calls).fetchone()
+        assert row is not None and row["n"] == 0
+        tx.rollback()
+        tx.execute("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        tx.commit()
+        assert len(tx.execute(claim, (10,)).fetchall()) == 5  # the same claim, READ COMMITTED
+        row = tx.execute(calls).fetchone()
+        assert row is not None and row["n"] == 1
+        tx.rollback()

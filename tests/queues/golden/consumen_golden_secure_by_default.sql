@@ -17,7 +17,8 @@ BEGIN
            s.upkept_at < clock_timestamp() - s.upkeep_every
     INTO v_closing, v_due FROM mbus.queue_segment AS s WHERE s.qname = 'golden_secure';
     IF v_due AND pg_current_xact_id_if_assigned() IS NULL
-       AND statement_timestamp() - transaction_timestamp() < interval '10 milliseconds' THEN
+       AND statement_timestamp() - transaction_timestamp() < interval '10 milliseconds'
+       AND current_setting('transaction_isolation') = 'read committed' THEN
         PERFORM set_config('mbus.claim_upkeep', 'on', true);
         PERFORM mbus.rotate_queue('golden_secure', 1);
         PERFORM set_config('mbus.claim_upkeep', '', true);

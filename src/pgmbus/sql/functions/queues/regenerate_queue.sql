@@ -103,7 +103,8 @@ DECLARE
            s.upkept_at < clock_timestamp() - s.upkeep_every
     INTO v_closing, v_due FROM mbus.queue_segment AS s WHERE s.qname = %1$L;
     IF v_due AND pg_current_xact_id_if_assigned() IS NULL
-       AND statement_timestamp() - transaction_timestamp() < interval '10 milliseconds' THEN
+       AND statement_timestamp() - transaction_timestamp() < interval '10 milliseconds'
+       AND current_setting('transaction_isolation') = 'read committed' THEN
         PERFORM set_config('mbus.claim_upkeep', 'on', true);
         PERFORM mbus.rotate_queue(%1$L, 1);
         PERFORM set_config('mbus.claim_upkeep', '', true);
