@@ -163,7 +163,7 @@ BEGIN
     -- it, so the transactions holding it end and none take it again (a post committed late
     -- into it is seen by the look above, which reopens it; claims also ignore a closing not
     -- refreshed for 10 seconds, should this upkeep stop).
-    v_closing := CASE WHEN st.closing = ANY (v_busy) THEN st.closing
+    v_closing := CASE WHEN st.closing = ANY (v_busy || v_untouched) THEN st.closing
                       WHEN cardinality(v_busy) > 0 THEN v_busy[1] END;
     -- Every call that got this far stamps upkept_at: claims run this call once it is a
     -- second old (the client-independent upkeep, see regenerate_queue).
