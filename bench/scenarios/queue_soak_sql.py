@@ -1,7 +1,8 @@
 """SQL-only consumers (nobody calls rotate_queue): the claims' own upkeep keeps storage flat.
 
 ``queue_soak`` with the consumers a SQL-only user has: two producers post 50 per call and two
-consumers claim 50 per call with ``consumen_<q>_by_default`` in autocommit, and no one runs
+consumers claim 50 per call with ``consumen_<q>_by_default(50)`` in autocommit (no
+parameters: the simple protocol, where the claims' upkeep may truncate), and no one runs
 ``mbus.rotate_queue``: no ``Bus``, no worker, no scheduler. Candidate: the claims run the
 upkeep themselves (``queue_segment.upkeep_every``, default 1 s). Baseline: the same work with
 that upkeep off (``upkeep_every = NULL``), as before it existed. ``extra`` as in
@@ -29,11 +30,16 @@ def setup(dsn: str, size: int) -> None:
     fresh_queue(dsn, "soak")
 
 
+CLAIM = f"SELECT id FROM mbus.consumen_soak_by_default({queue_soak.BATCH})"
+
+
 def _claim(conn: psycopg.Connection[Any]) -> int:
-    """One consumen call in autocommit: claim and delete in a transaction of its own."""
+    """One consumen call in autocommit, sent without parameters (the simple protocol, as psql
+    sends it): claim and delete in a transaction of its own, where the upkeep may truncate.
+    Claims with parameters (extended protocol) rotate without truncating (see queues.md)."""
     if not conn.autocommit:
         conn.autocommit = True
-    return WORK.claim(conn)
+    return len(conn.execute(CLAIM).fetchall())
 
 
 def _post(conn: psycopg.Connection[Any], i: int) -> int:
