@@ -414,6 +414,13 @@ def test_extended_protocol_consumers_rotate_through_drained_segments(ac: Conn) -
     assert sorted(seen) == list(range(1200))
     state = upkeep_state(ac)
     assert state["rotations"] >= 5 and state["truncations"] == 0
+    # a reused segment is rotated away only after rotate_bytes of new growth, not at once
+    before = upkeep_state(ac)["rotations"]
+    for _ in range(3):
+        post_many(ac, 5)
+        time.sleep(0.03)
+        ac.execute("SELECT data FROM mbus.consumen_jobs_by_default(%s)", (100,), prepare=True)
+    assert upkeep_state(ac)["rotations"] == before
 
 
 def test_claims_under_repeatable_read_do_not_call_the_upkeep(ac: Conn, autodb: str) -> None:

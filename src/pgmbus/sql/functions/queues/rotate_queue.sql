@@ -144,7 +144,10 @@ BEGIN
             END;
         END LOOP;
     END LOOP;
-    IF pg_relation_size(format('mbus.%I', tbl || '$' || st.cur)::regclass) >= st.rotate_bytes THEN
+    -- cur_base_bytes: the size the current segment had when it became current (non-zero only
+    -- for a drained segment reused untruncated): rotate after rotate_bytes of growth.
+    IF pg_relation_size(format('mbus.%I', tbl || '$' || st.cur)::regclass) - st.cur_base_bytes
+       >= st.rotate_bytes THEN
         SELECT x.n INTO v_next
         FROM generate_series(1, 2) AS g(k), LATERAL (SELECT (st.cur - 1 + g.k) % 3 + 1 AS n) AS x
         WHERE pg_relation_size(format('mbus.%I', tbl || '$' || x.n)::regclass) = 0
@@ -169,6 +172,9 @@ BEGIN
     -- second old (the client-independent upkeep, see regenerate_queue).
     UPDATE mbus.queue_segment AS s
     SET cur = coalesce(v_next, s.cur),
+        cur_base_bytes = CASE WHEN v_next IS NULL THEN s.cur_base_bytes
+                              ELSE pg_relation_size(format('mbus.%I', tbl || '$' || v_next)::regclass)
+                         END,
         rotations = s.rotations + (v_next IS NOT NULL)::integer,
         rotated_at = CASE WHEN v_next IS NOT NULL THEN now() ELSE s.rotated_at END,
         truncations = s.truncations + cardinality(v_truncated),
