@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     sql.add_argument("--transactions", type=int, help="pgbench -t per client instead of -T")
     sql.add_argument("--sync", help="on, off or on,off (default: each path's own modes)")
     sql.add_argument("--paths", help="comma-separated paths to run (default: all)")
+    sql.add_argument("--sides", help="comma-separated sides to run, e.g. raw,pgmbus,pgmq")
     sql.add_argument("--pgmq-sql", type=Path, help="PGMQ's install script (pgmq.sql); else skipped")
     args = parser.parse_args(argv)
 
@@ -106,6 +107,7 @@ def _sql_options(args: argparse.Namespace) -> Options:
         seconds=args.seconds,
         transactions=args.transactions,
         paths=tuple(p.strip() for p in args.paths.split(",")) if args.paths else None,
+        sides=tuple(s.strip() for s in args.sides.split(",")) if args.sides else None,
         pgmq_sql=args.pgmq_sql,
     )
 

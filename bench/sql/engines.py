@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import subprocess
+import sys
 from collections.abc import Callable
 
 import psycopg
@@ -20,7 +22,7 @@ from bench.sql.model import Options
 from bench.sql.server import BenchServer
 from pgmbus import schema
 
-ENGINES = ("plain", "mbus", "pgq", "pgmq", "pgqueuer", "procrastinate")
+ENGINES = ("plain", "mbus", "mbus_ref", "pgq", "pgmq", "pgqueuer", "procrastinate")
 
 
 def unavailable(engine: str, server: BenchServer, opts: Options) -> str | None:
@@ -43,6 +45,21 @@ def unavailable(engine: str, server: BenchServer, opts: Options) -> str | None:
 def _mbus(dsn: str, server: BenchServer, opts: Options) -> None:
     with psycopg.connect(dsn) as conn:
         schema.install(conn)
+
+
+def _mbus_ref(dsn: str, server: BenchServer, opts: Options) -> None:
+    """pgmbus's schema as the checkout at $PGMBUS_REF_SRC installs it (its own Python)."""
+    src = os.environ["PGMBUS_REF_SRC"]
+    code = (
+        "import sys, psycopg\nfrom pgmbus import schema\n"
+        "with psycopg.connect(sys.argv[1]) as conn:\n    schema.install(conn)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{src}/src"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code, dsn], env=env, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"installing pgmbus from {src} failed: {proc.stderr[-1000:]}")
 
 
 def _pgq(dsn: str, server: BenchServer, opts: Options) -> None:
@@ -90,6 +107,7 @@ def _procrastinate(dsn: str, server: BenchServer, opts: Options) -> None:
 
 _INSTALL: dict[str, Callable[[str, BenchServer, Options], None]] = {
     "mbus": _mbus,
+    "mbus_ref": _mbus_ref,
     "pgq": _pgq,
     "pgmq": _pgmq,
     "pgqueuer": _pgqueuer,

@@ -80,6 +80,7 @@ class Options:
     seconds: float = 5.0
     transactions: int | None = None  # pgbench -t instead of -T (smoke tests)
     paths: tuple[str, ...] | None = None
+    sides: tuple[str, ...] | None = None  # None: every side of each path
     pgmq_sql: Path | None = None
     durable: bool = True
     keep_going: bool = False

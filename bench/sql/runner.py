@@ -250,6 +250,8 @@ class Runner:
         rows: list[Row] = []
         live: list[Side] = []
         for side in path.sides:
+            if self.opts.sides is not None and side.name not in self.opts.sides:
+                continue
             reason = engines.unavailable(side.engine, self.server, self.opts)
             if reason is None:
                 live.append(side)

@@ -13,6 +13,7 @@ SIZES = {
     "queue_latency": 20,
     "selector_backlog": 600,
     "queue_soak": 1_000,
+    "queue_soak_sql": 1_000,
     "peer_pgqueuer": 20,
 }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -21,9 +22,12 @@ Conn = psycopg.Connection[dict[str, Any]]
 
 @pytest.fixture
 def ac(autodb: str) -> Any:
-    """Autocommit dict-row connection; queue ``jobs`` rotates once its segment has 16 kB."""
+    """Autocommit dict-row connection; queue ``jobs`` rotates once its segment has 16 kB, and
+    only when a test calls rotate_queue (the claims' own upkeep is off: upkeep_every NULL)."""
     with psycopg.connect(autodb, autocommit=True, row_factory=dict_row) as connection:
-        connection.execute("UPDATE mbus.queue_segment SET rotate_bytes = 16384")
+        connection.execute(
+            "UPDATE mbus.queue_segment SET rotate_bytes = 16384, upkeep_every = NULL"
+        )
         yield connection
 
 
@@ -323,3 +327,124 @@ def test_cli_rotate(ac: Conn, autodb: str) -> None:
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["jobs"]["truncated"] == [1]
 
+
+def upkeep_state(conn: Conn) -> dict[str, Any]:
+    row = conn.execute(
+        "SELECT rotations, truncations, upkept_at FROM mbus.queue_segment WHERE qname = 'jobs'"
+    ).fetchone()
+    assert row is not None
+    return dict(row)
+
+
+def test_sql_only_consumers_keep_the_storage_flat(ac: Conn) -> None:
+    """Nobody calls rotate_queue: the claims run it themselves once upkept_at is upkeep_every
+    old (here 10 ms), in their own autocommit transaction, so the queue cycles through its
+    segments and truncates the drained ones; consume, consumen and lease all do it."""
+    ac.execute("UPDATE mbus.queue_segment SET upkeep_every = '10 milliseconds'")
+    seen: list[int] = []
+    for k in range(4):
+        post_many(ac, 200, start=200 * k)
+        time.sleep(0.03)
+        if k == 1:  # lease + ack, and single consumes, run the upkeep too
+            rows = ac.execute(
+                "SELECT data, lease_token FROM mbus.lease_jobs_by_default(1000, '1 minute')"
+            ).fetchall()
+            for r in rows:
+                ac.execute("SELECT mbus.ack_jobs(%s)", (r["lease_token"],))
+            seen += [r["data"]["n"] for r in rows]
+        elif k == 2:
+            while got := ac.execute("SELECT data FROM mbus.consume_jobs_by_default()").fetchall():
+                seen.append(got[0]["data"]["n"])
+        else:
+            seen += drain(ac)
+    time.sleep(0.03)
+    assert drain(ac) == []
+    assert sorted(seen) == list(range(800))
+    state = upkeep_state(ac)
+    assert state["rotations"] >= 3 and state["truncations"] >= 2
+    sizes = [segment_bytes(ac, n) for n in (1, 2, 3)]
+    assert sum(1 for b in sizes if b == 0) >= 2, sizes  # at most the current one is left
+
+
+def test_claims_in_a_longer_transaction_leave_the_upkeep_alone(ac: Conn, autodb: str) -> None:
+    """A claim that comes later in its transaction does not run the upkeep; one that starts an
+    explicit transaction runs it without truncating (a TRUNCATE's lock would be held to that
+    transaction's end and stop every other consumer): no ACCESS EXCLUSIVE lock is held."""
+    ac.execute("UPDATE mbus.queue_segment SET upkeep_every = '10 milliseconds'")
+    post_many(ac, 200)
+    time.sleep(0.03)
+    before = upkeep_state(ac)
+    with psycopg.connect(autodb, row_factory=dict_row) as tx:
+        tx.execute("SELECT 1")
+        time.sleep(0.03)
+        assert len(tx.execute("SELECT * FROM mbus.consumen_jobs_by_default(10)").fetchall()) == 10
+        tx.commit()
+    assert upkeep_state(ac) == before
+    drain(ac)  # autocommit: rotates (segment 1 is big)
+    post_many(ac, 5, start=200)
+    time.sleep(0.03)
+    with psycopg.connect(autodb, row_factory=dict_row) as tx:
+        got = tx.execute("SELECT * FROM mbus.consumen_jobs_by_default(%s)", (10,)).fetchall()
+        assert len(got) == 5
+        locks = ac.execute(
+            "SELECT count(*) AS n FROM pg_locks WHERE mode = 'AccessExclusiveLock' "
+            "AND relation::regclass::text LIKE 'mbus.\"q_jobs$%%'"
+        ).fetchone()
+        assert locks is not None and locks["n"] == 0
+        tx.commit()
+    after = upkeep_state(ac)
+    assert after["upkept_at"] > before["upkept_at"] and after["truncations"] == 0
+    assert segment_bytes(ac, 1) > 0  # drained, left to autovacuum
+
+
+def test_extended_protocol_consumers_rotate_through_drained_segments(ac: Conn) -> None:
+    """Claims with parameters (extended protocol, as pgbench -M prepared, JDBC, psycopg with
+    parameters) cannot be told from a claim that opens a longer transaction: their upkeep
+    never truncates, but it rotates, into drained segments once none is empty, so the queue
+    keeps cycling (autovacuum makes the drained space reusable)."""
+    ac.execute("UPDATE mbus.queue_segment SET upkeep_every = '10 milliseconds'")
+    seen: list[int] = []
+    for k in range(6):
+        post_many(ac, 200, start=200 * k)
+        time.sleep(0.03)
+        rows = ac.execute(
+            "SELECT data FROM mbus.consumen_jobs_by_default(%s)", (100000,), prepare=True
+        ).fetchall()
+        seen += [r["data"]["n"] for r in rows]
+    assert sorted(seen) == list(range(1200))
+    state = upkeep_state(ac)
+    assert state["rotations"] >= 5 and state["truncations"] == 0
+    # a reused segment is rotated away only after rotate_bytes of new growth, not at once
+    before = upkeep_state(ac)["rotations"]
+    for _ in range(3):
+        post_many(ac, 5)
+        time.sleep(0.03)
+        ac.execute("SELECT data FROM mbus.consumen_jobs_by_default(%s)", (100,), prepare=True)
+    assert upkeep_state(ac)["rotations"] == before
+
+
+def test_claims_under_repeatable_read_do_not_call_the_upkeep(ac: Conn, autodb: str) -> None:
+    """rotate_queue refuses to work under REPEATABLE READ (its emptiness check could miss a
+    row), so such claims do not call it at all (it would refuse on every claim)."""
+    ac.execute("UPDATE mbus.queue_segment SET upkeep_every = '10 milliseconds'")
+    post_many(ac, 5)
+    time.sleep(0.03)
+    claim = "SELECT * FROM mbus.consumen_jobs_by_default(%s)"
+    calls = (
+        "SELECT coalesce(sum(calls), 0) AS n FROM pg_stat_xact_user_functions "
+        "WHERE schemaname = 'mbus' AND funcname = 'rotate_queue'"
+    )
+    with psycopg.connect(autodb, row_factory=dict_row) as tx:
+        tx.execute("SET track_functions = 'pl'")
+        tx.execute("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        tx.commit()
+        assert len(tx.execute(claim, (10,)).fetchall()) == 5
+        row = tx.execute(calls).fetchone()
+        assert row is not None and row["n"] == 0
+        tx.rollback()
+        tx.execute("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        tx.commit()
+        assert len(tx.execute(claim, (10,)).fetchall()) == 5  # the same claim, READ COMMITTED
+        row = tx.execute(calls).fetchone()
+        assert row is not None and row["n"] == 1
+        tx.rollback()

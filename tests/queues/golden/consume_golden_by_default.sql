@@ -8,9 +8,23 @@ AS $function$
 DECLARE
     v_now     timestamptz := coalesce(p_now, clock_timestamp());
     v_db      text := current_database();
-    v_closing smallint := (SELECT s.closing FROM mbus.queue_segment AS s WHERE s.qname = 'golden' AND s.closing_since > clock_timestamp() - interval '10 seconds');
+    v_closing smallint;
+    v_due     boolean;
     v_n       bigint;
 BEGIN
+    SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds' THEN s.closing END,
+           s.upkept_at < clock_timestamp() - s.upkeep_every
+    INTO v_closing, v_due FROM mbus.queue_segment AS s WHERE s.qname = 'golden';
+    IF v_due AND pg_current_xact_id_if_assigned() IS NULL
+       AND statement_timestamp() - transaction_timestamp() < interval '10 milliseconds'
+       AND current_setting('transaction_isolation') = 'read committed' THEN
+        PERFORM set_config('mbus.claim_upkeep', 'on', true);
+        PERFORM mbus.rotate_queue('golden', 1);
+        PERFORM set_config('mbus.claim_upkeep', '', true);
+        SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds'
+                    THEN s.closing END
+        INTO v_closing FROM mbus.queue_segment AS s WHERE s.qname = 'golden';
+    END IF;
     IF EXISTS (SELECT 1 FROM mbus.queue_pause AS p WHERE p.qname = 'golden' AND p.cname IN ('', 'default')) THEN
         RETURN;  -- paused
     END IF;

@@ -56,13 +56,13 @@ BEGIN
     t.added := now();
     t.delayed_until := delayed_until;
     t.expires := expires;
-    IF headers IS NULL THEN
+    IF headers IS NOT NULL THEN
+        t.headers := mbus.stamp_headers(headers, 'golden', t.added);
+        v_hdr := t.headers;
+    ELSE
         t.headers := jsonb_build_object('seenby', jsonb_build_array(current_database()),
                                         'source_db', current_database(), 'destination', 'golden',
                                         'enqueue_time', t.added);
-    ELSE
-        t.headers := mbus.stamp_headers(headers, 'golden', t.added);
-        v_hdr := t.headers;
     END IF;
     t.properties := properties;
     t.data := data;

@@ -56,11 +56,7 @@ BEGIN
     t.added := now();
     t.delayed_until := delayed_until;
     t.expires := expires;
-    IF headers IS NULL THEN
-        t.headers := jsonb_build_object('seenby', jsonb_build_array(current_database()),
-                                        'source_db', current_database(), 'destination', 'golden_secure',
-                                        'enqueue_time', t.added);
-    ELSE
+    IF headers IS NOT NULL THEN
         t.headers := mbus.stamp_headers(headers, 'golden_secure', t.added);
         v_hdr := t.headers;
     END IF;

@@ -26,6 +26,10 @@
 --             2. makes the next empty rotating segment current once the current one's heap reached
 --                rotate_bytes (a segment still holding rows, e.g. a slow consumer's backlog or a
 --                long nack delay, is passed over, so rotation proceeds through the others).
+--           Called by a claim (mbus.claim_upkeep = 'on') that is not surely alone in its
+--           transaction (statement start <> transaction start: extended protocol, BEGIN first),
+--           it truncates nothing: drained segments are left to autovacuum, and when no rotating
+--           segment is empty, a drained one that is not closing becomes current.
 --           The ACCESS EXCLUSIVE lock of a TRUNCATE is held to the end of the calling transaction,
 --           hence autocommit. It does nothing in a transaction that wrote already or that is not
 --           READ COMMITTED (under REPEATABLE READ or SERIALIZABLE the emptiness check could miss a
@@ -42,7 +46,9 @@
 --           TRUNCATE, held to commit (released at once, by a rolled-back subtransaction, when the
 --           segment has rows); a row lock on its mbus.queue_segment row (UPDATE). SECURITY DEFINER,
 --           so roles that only consume can run it
--- Callers:  mbus.rotate_queues; pgmbus.queues Bus.rotate / AsyncBus.rotate via sql/queues.sql
+-- Callers:  the claims consume_, consumen_, lease_<q>_by_<c> (p_tries 1, once queue_segment.upkept_at
+--           is a second old, when the claim is the first statement of its transaction: see
+--           mbus.regenerate_queue); mbus.rotate_queues; pgmbus.queues Bus.rotate / AsyncBus.rotate via sql/queues.sql
 --           'rotate_queue' (every rotate_every seconds from consume, lease and listen, and CLI
 --           `pgmbus queue rotate`); users directly (a public entry point); tests
 --           tests/queues/test_queues_segments.py
@@ -61,6 +67,12 @@ DECLARE
     v_busy      integer[] := '{}';
     v_kept      integer[] := '{}';
     v_next      integer;
+    -- Inside a claim (mbus.claim_upkeep set by the generated claims) a truncation is allowed
+    -- only when the claim is surely its transaction's only statement (simple protocol,
+    -- autocommit: statement start = transaction start): its lock lasts to that commit.
+    v_truncate  boolean := current_setting('mbus.claim_upkeep', true) IS DISTINCT FROM 'on'
+                           OR statement_timestamp() = transaction_timestamp();
+    v_untouched integer[] := '{}';
     v_closing   integer;
     v_expired   bigint;
     v_count     bigint;
@@ -99,6 +111,10 @@ BEGIN
             v_kept := v_kept || n;
             CONTINUE;
         END IF;
+        IF NOT v_truncate THEN  -- drained; left to autovacuum, and reused by rotation below
+            v_untouched := v_untouched || n;
+            CONTINUE;
+        END IF;
         -- Busy consumers hold the segment's lock from claim to commit, nearly all the time:
         -- try again in the gaps, every millisecond for a while, but never sleep once this
         -- call holds the lock of a truncated segment (consumers would wait for it).
@@ -128,29 +144,44 @@ BEGIN
             END;
         END LOOP;
     END LOOP;
-    IF pg_relation_size(format('mbus.%I', tbl || '$' || st.cur)::regclass) >= st.rotate_bytes THEN
+    -- cur_base_bytes: the size the current segment had when it became current (non-zero only
+    -- for a drained segment reused untruncated): rotate after rotate_bytes of growth.
+    IF pg_relation_size(format('mbus.%I', tbl || '$' || st.cur)::regclass) - st.cur_base_bytes
+       >= st.rotate_bytes THEN
         SELECT x.n INTO v_next
         FROM generate_series(1, 2) AS g(k), LATERAL (SELECT (st.cur - 1 + g.k) % 3 + 1 AS n) AS x
         WHERE pg_relation_size(format('mbus.%I', tbl || '$' || x.n)::regclass) = 0
         ORDER BY g.k LIMIT 1;
+        -- No empty one: a drained one left untruncated above (a claim's upkeep that may not
+        -- truncate) becomes current; autovacuum makes its space reusable.
+        IF v_next IS NULL AND cardinality(v_untouched) > 0 THEN
+            SELECT x.n INTO v_next
+            FROM generate_series(1, 2) AS g(k),
+                 LATERAL (SELECT (st.cur - 1 + g.k) % 3 + 1 AS n) AS x
+            WHERE x.n = ANY (v_untouched) AND x.n IS DISTINCT FROM st.closing
+            ORDER BY g.k LIMIT 1;
+        END IF;
     END IF;
     -- A drained segment that stays busy is closed: claims switch to plans that do not name
     -- it, so the transactions holding it end and none take it again (a post committed late
     -- into it is seen by the look above, which reopens it; claims also ignore a closing not
     -- refreshed for 10 seconds, should this upkeep stop).
-    v_closing := CASE WHEN st.closing = ANY (v_busy) THEN st.closing
+    v_closing := CASE WHEN st.closing = ANY (v_busy || v_untouched) THEN st.closing
                       WHEN cardinality(v_busy) > 0 THEN v_busy[1] END;
-    IF v_next IS NOT NULL OR cardinality(v_truncated) > 0 OR v_closing IS NOT NULL
-       OR st.closing IS NOT NULL THEN
-        UPDATE mbus.queue_segment AS s
-        SET cur = coalesce(v_next, s.cur),
-            rotations = s.rotations + (v_next IS NOT NULL)::integer,
-            rotated_at = CASE WHEN v_next IS NOT NULL THEN now() ELSE s.rotated_at END,
-            truncations = s.truncations + cardinality(v_truncated),
-            closing = v_closing,
-            closing_since = CASE WHEN v_closing IS NOT NULL THEN now() END
-        WHERE s.qname = rotate_queue.qname;
-    END IF;
+    -- Every call that got this far stamps upkept_at: claims run this call once it is a
+    -- second old (the client-independent upkeep, see regenerate_queue).
+    UPDATE mbus.queue_segment AS s
+    SET cur = coalesce(v_next, s.cur),
+        cur_base_bytes = CASE WHEN v_next IS NULL THEN s.cur_base_bytes
+                              ELSE pg_relation_size(format('mbus.%I', tbl || '$' || v_next)::regclass)
+                         END,
+        rotations = s.rotations + (v_next IS NOT NULL)::integer,
+        rotated_at = CASE WHEN v_next IS NOT NULL THEN now() ELSE s.rotated_at END,
+        truncations = s.truncations + cardinality(v_truncated),
+        closing = v_closing,
+        closing_since = CASE WHEN v_closing IS NOT NULL THEN now() END,
+        upkept_at = clock_timestamp()
+    WHERE s.qname = rotate_queue.qname;
     RETURN jsonb_build_object('current', coalesce(v_next, st.cur), 'rotated', v_next IS NOT NULL,
                               'truncated', to_jsonb(v_truncated), 'busy', to_jsonb(v_busy),
                               'kept', to_jsonb(v_kept), 'closing', v_closing,
