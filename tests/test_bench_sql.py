@@ -108,11 +108,13 @@ def test_cli_options_reach_the_runner() -> None:
         transactions=None,
         paths="pop,lease",
         pgmq_sql=Path("/x/pgmq.sql"),
+        sides="raw, pgmbus",
     )
     opts = _sql_options(ns)
     assert opts.clients == (1, 4) and opts.sync == (False,) and opts.rounds == 2
     assert opts.seconds == 7.0 and opts.paths == ("pop", "lease")
     assert opts.pgmq_sql == Path("/x/pgmq.sql")
+    assert opts.sides == ("raw", "pgmbus")
 
 
 def test_markdown_tables_have_a_row_per_side() -> None:
