@@ -5,7 +5,9 @@
 --           transaction id (the column default pg_current_xact_id(), never xmin, which is a
 --           subtransaction's after a SAVEPOINT): consumer positions are snapshots, so transactions
 --           that commit out of id order are never skipped. Listeners of 'mbus_events' are notified
---           once per transaction (the flag mbus.streams_notified is transaction-local).
+--           once per transaction, and only while a reader waits (a row in mbus.stream_waiter, see
+--           mbus.await_events): a NOTIFY's commit-time lock is global and would serialise the
+--           commits of all publishers (the flag mbus.streams_notified is transaction-local).
 --           Hot path: publish, publish_batch, notify, _batch and the small SQL helpers (_consumed,
 --           key_slot, _format_position, _snap_contains, _position_le) carry no SET search_path: a
 --           function-level SET costs about a third of a single publish's time and keeps SQL
@@ -18,7 +20,8 @@
 --           headers  metadata (a jsonb object; NULL = none)
 -- Returns:  bigint: the event id; MB006 for a bad topic, MB005 for a NULL payload or headers that
 --           are not an object, MB009 when the log is not this cluster's
--- Locks:    none beyond the INSERT into the current partition of mbus.events (ROW EXCLUSIVE)
+-- Locks:    none beyond the INSERT into the current partition of mbus.events (ROW EXCLUSIVE);
+--           reads mbus.stream_waiter
 -- Callers:  pgmbus.streams.client.publish and publish_many (sql/streams.sql 'publish'), the CLI
 --           `pgmbus streams publish`; users directly; tests under tests/streams and tests/spark
 CREATE OR REPLACE FUNCTION mbus.publish(topic text, payload jsonb, key text DEFAULT NULL,
@@ -46,8 +49,11 @@ BEGIN
     INSERT INTO mbus.events (topic, key, payload, headers)
     VALUES (publish.topic, publish.key, publish.payload, publish.headers)
     RETURNING events.id INTO v_id;
-    -- one notification per transaction is enough (the flag is transaction-local)
-    IF current_setting('mbus.streams_notified', true) IS DISTINCT FROM 'yes' THEN
+    -- one notification per transaction is enough (the flag is transaction-local), and only
+    -- while a reader waits: checked after the INSERT, so a reader that registers later finds
+    -- the event by its look after registering, or is notified by a later publish
+    IF current_setting('mbus.streams_notified', true) IS DISTINCT FROM 'yes'
+       AND EXISTS (SELECT 1 FROM mbus.stream_waiter) THEN
         PERFORM pg_notify('mbus_events', ''), set_config('mbus.streams_notified', 'yes', true);
     END IF;
     RETURN v_id;

@@ -2,7 +2,7 @@
 --
 -- Purpose:  Append one event per payload on one topic in the caller's transaction, in one INSERT;
 --           keys and headers, when given, are arrays parallel to payloads. Notifies listeners of
---           'mbus_events' (delivered at commit). Hot path: no SET (see mbus.publish).
+--           'mbus_events' (delivered at commit) while a reader waits, as mbus.publish. Hot path: no SET (see mbus.publish).
 -- Params:   topic     the topic of every event (text, 1 to 200 bytes)
 --           payloads  the events' bodies (jsonb[], not NULL, no NULL element; '{}' = nothing)
 --           keys      the events' keys (text[] of the same length; NULL = no keys)
@@ -20,8 +20,9 @@ RETURNS SETOF bigint
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    PERFORM mbus._check_log();
-    PERFORM pg_notify('mbus_events', '');
+    IF current_setting('mbus.streams_log_ok', true) IS DISTINCT FROM 'yes' THEN
+        PERFORM mbus._check_log();
+    END IF;
     IF topic IS NULL OR topic = '' OR octet_length(topic) > 200 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = format('invalid topic %L (1 to 200 bytes)', topic);
@@ -50,5 +51,10 @@ BEGIN
     LEFT JOIN unnest(headers) WITH ORDINALITY AS h (headers, n) ON h.n = p.n
     ORDER BY p.n
     RETURNING events.id;
+    -- after the INSERT, only while a reader waits (see mbus.publish)
+    IF current_setting('mbus.streams_notified', true) IS DISTINCT FROM 'yes'
+       AND EXISTS (SELECT 1 FROM mbus.stream_waiter) THEN
+        PERFORM pg_notify('mbus_events', ''), set_config('mbus.streams_notified', 'yes', true);
+    END IF;
 END;
 $$;
