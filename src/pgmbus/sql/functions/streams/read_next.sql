@@ -95,7 +95,7 @@ BEGIN
                          greatest(pg_snapshot_xmax(c.lo), v_after_txid),
                          pg_snapshot_xmax(v_hi), v_hi, g.topics, v_slot, g.slots,
                          max_events + 1) AS b),
-    edge AS (
+    edge AS MATERIALIZED (
         SELECT mbus._format_position(
                    CASE WHEN count(*) = 2
                         THEN ROW(c.lo, v_hi, (array_agg(e.txid ORDER BY e.txid, e.id))[1],
