@@ -162,7 +162,7 @@ class StreamWorker:
         idle_wait: float = 1.0,
         backoff: Backoff | None = None,
     ) -> WorkerStats:
-        """Loop until ``stop()`` says so; sleeps on LISTEN mbus_events when idle.
+        """Loop until ``stop()`` says so; when idle, registers (``mbus.await_events``) and sleeps.
 
         A lost connection (server restart, network cut, terminated backend) or a statement or
         lock timeout is logged and waited out with ``backoff``; the worker then reconnects and
