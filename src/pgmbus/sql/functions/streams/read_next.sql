@@ -54,7 +54,9 @@ DECLARE
     v_ended  xid8[];
     v_n      bigint;
 BEGIN
-    PERFORM mbus._check_log();
+    IF current_setting('mbus.streams_log_ok', true) IS DISTINCT FROM 'yes' THEN
+        PERFORM mbus._check_log();  -- once per session (see mbus._check_log)
+    END IF;
     IF max_events IS NULL OR max_events < 1 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = format('max_events must be at least 1, not %s', max_events);
