@@ -52,7 +52,6 @@ PATHS: tuple[PathSpec, ...] = (
             _side("pgmbus-rows", "mbus", "publish100", 100, ()),
             _side("pgq", "pgq", "publish100", 100, ("pgq_queue",)),
         ),
-        sync=(True,),
     ),
     PathSpec(
         "read",

@@ -102,7 +102,7 @@ def test_capture_of_a_partitioned_table_names_it_and_truncate_notifies(
     streams.create_group(conn, "g")
     streams.capture_table(conn, "public.tp")
     listener = connect(autocommit=True)
-    listener.execute("LISTEN mbus_events")
+    listener.execute("SELECT mbus.await_events()")  # LISTEN, and publishers notify
     conn.execute("INSERT INTO public.tp VALUES (1)")
     assert [n.channel for n in listener.notifies(timeout=2, stop_after=1)] == ["mbus_events"]
     conn.execute("TRUNCATE public.tp")

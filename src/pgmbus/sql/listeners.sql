@@ -27,4 +27,6 @@ FROM mbus.subscriptions AS s WHERE s.id = %(id)s;
 SELECT mbus.subscribe(%(group)s, %(condition)s, %(params)s, %(expires_after)s::interval);
 
 -- name: listen
-LISTEN mbus_events;
+-- LISTEN and register as a waiting reader (publishers notify only while one is registered);
+-- the hub stays registered for its connection's life
+SELECT mbus.await_events();

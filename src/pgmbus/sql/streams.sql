@@ -108,8 +108,14 @@ FROM mbus.group_status();
 -- name: counters
 SELECT name, value FROM mbus.stream_counters ORDER BY name;
 
--- name: listen
-LISTEN mbus_events;
+-- name: await_events
+SELECT mbus.await_events();
+
+-- name: await_events_done
+SELECT mbus.await_events_done();
+
+-- name: writers_in_flight
+SELECT mbus._writers_in_flight();
 
 -- name: notify
 SELECT mbus.notify();

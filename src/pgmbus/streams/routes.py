@@ -60,7 +60,7 @@ class RouteMover:
             psycopg.connect(self.dsn, autocommit=True) as listen,
             psycopg.connect(self.dsn, autocommit=True) as conn,
         ):
-            listen.execute(load_queries("streams.sql")["listen"])
+            listen.execute(load_queries("streams.sql")["await_events"])
             while not stop():
                 if self.step(conn):
                     continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -183,7 +184,7 @@ class StreamWorker:
         idle_wait: float = 1.0,
         backoff: Backoff | None = None,
     ) -> WorkerStats:
-        """Loop until ``stop()`` says so; sleeps on LISTEN mbus_events when idle.
+        """Loop until ``stop()`` says so; when idle, registers (``mbus.await_events``) and sleeps.
 
         A lost connection (server restart, network cut, terminated backend) or a statement or
         lock timeout is logged and waited out with ``backoff``; the worker then reconnects and
@@ -213,14 +214,69 @@ class StreamWorker:
         return self.stats
 
     def _run_connected(self, stop: Callable[[], bool], idle_wait: float, backoff: Backoff) -> None:
-        with psycopg.connect(self.dsn, autocommit=True) as listen_conn:
-            listen_conn.execute(load_queries("streams.sql")["listen"])
-            with psycopg.connect(self.dsn) as conn:
+        with (
+            psycopg.connect(self.dsn, autocommit=True) as listen_conn,
+            psycopg.connect(self.dsn) as conn,
+        ):
+            waiter = _Waiter(listen_conn)
+            try:
                 while not stop():
                     self._maybe_maintain(conn)
                     seen = self.step(conn)
                     backoff.reset()
                     if seen:
-                        continue
-                    for _ in listen_conn.notifies(timeout=idle_wait, stop_after=1):
-                        pass
+                        waiter.done()  # busy again: publishers need not notify
+                    elif not waiter.registered:
+                        # register, then look once more before sleeping: an event committed
+                        # before the registration is found by that look, a later one notifies
+                        waiter.register()
+                    else:
+                        waiter.sleep(idle_wait)
+            finally:
+                waiter.close()
+
+
+class _Waiter:
+    """A worker's registration as a waiting reader (mbus.await_events) on its LISTEN session.
+
+    Publishers notify only while some reader is registered. A writer that checked before the
+    registration committed and commits after the reader's next look notifies nobody: while
+    such a writer may exist (``mbus._writers_in_flight``, asked after the registration and before
+    each look) the worker sleeps ``IN_FLIGHT_POLL`` seconds instead of its idle wait.
+    """
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+        self.queries = load_queries("streams.sql")
+        self.registered = False
+        self.in_flight = False
+
+    def register(self) -> None:
+        self.conn.execute(self.queries["await_events"])
+        self.registered = True
+        self.in_flight = self._writers_in_flight()
+
+    def sleep(self, idle_wait: float) -> None:
+        wait = min(idle_wait, IN_FLIGHT_POLL) if self.in_flight else idle_wait
+        for _ in self.conn.notifies(timeout=wait, stop_after=1):
+            pass
+        if self.in_flight:
+            self.in_flight = self._writers_in_flight()
+
+    def done(self) -> None:
+        if self.registered:
+            self.conn.execute(self.queries["await_events_done"])
+            self.registered = False
+
+    def close(self) -> None:
+        if self.registered and not self.conn.closed and not self.conn.broken:
+            with contextlib.suppress(psycopg.Error):  # else the next registration removes it
+                self.done()
+
+    def _writers_in_flight(self) -> bool:
+        row = self.conn.execute(self.queries["writers_in_flight"]).fetchone()
+        return bool(row and row[0])
+
+
+IN_FLIGHT_POLL = 0.05
+"""Seconds a waiting worker sleeps while a writer of the log may have missed its registration."""

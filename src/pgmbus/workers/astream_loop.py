@@ -66,7 +66,7 @@ class AsyncStreamLoop:
                     await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as listen,
                     await psycopg.AsyncConnection.connect(self.dsn) as conn,
                 ):
-                    await listen.execute(load_queries("streams.sql")["listen"])
+                    await listen.execute(load_queries("streams.sql")["await_events"])
                     while not stop.is_set():
                         seen = await self.step(conn, slot)
                         failures = 0

@@ -28,8 +28,7 @@
 -- Returns:  SETOF mbus.stream_row (txid, id, topic, key, payload, headers, published_at), in
 --           (txid, id) order; no row when the batch is done
 -- Locks:    none (reads only)
--- Callers:  mbus.read_next (twice: the rows max_events and max_events + 1 that decide the cursor,
---           then the batch)
+-- Callers:  mbus.read_next (once, max_events + 1 rows: the last one decides the cursor)
 CREATE OR REPLACE FUNCTION mbus._batch(p_ended xid8[], p_after_txid xid8, p_after_id bigint, p_from xid8,
                             p_to xid8, p_hi pg_snapshot, p_topics text[], p_slot integer,
                             p_nslots integer, p_limit integer, p_group text)

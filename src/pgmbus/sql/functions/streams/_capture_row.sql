@@ -14,7 +14,8 @@
 --           not the partition the row is in, as the truncate events do (FOUND_BUGS streams 6;
 --           triggers made before this argument existed name the trigger's table until the
 --           table is captured again). SECURITY DEFINER (search_path pinned), so writers of the table need no
---           privilege on mbus.events. Notifies listeners of 'mbus_events'.
+--           privilege on mbus.events. Notifies listeners of 'mbus_events' while a reader waits
+--           (a row in mbus.stream_waiter, see mbus.await_events).
 -- Params:   none (trigger arguments: TG_ARGV[0] the topic, [1] the key columns as text[],
 --           [2] the captured columns as text[] or '*' for all, [3] the captured table's oid)
 -- Returns:  trigger: NULL (an AFTER trigger); MB009 when the log is not this cluster's
@@ -85,7 +86,9 @@ BEGIN
             CASE WHEN cardinality(v_keys) = 1 THEN v_key ->> v_keys[1]
                  WHEN cardinality(v_keys) > 1 THEN v_key::text END,
             v_payload);
-    PERFORM pg_notify('mbus_events', '');
+    IF EXISTS (SELECT 1 FROM mbus.stream_waiter) THEN  -- only while a reader waits (mbus.await_events)
+        PERFORM pg_notify('mbus_events', '');
+    END IF;
     RETURN NULL;
 END;
 $$;

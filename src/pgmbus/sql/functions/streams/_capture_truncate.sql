@@ -17,11 +17,15 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM mbus._check_log();
+    IF current_setting('mbus.streams_log_ok', true) IS DISTINCT FROM 'yes' THEN
+        PERFORM mbus._check_log();
+    END IF;
     INSERT INTO mbus.events (topic, payload)
     VALUES (TG_ARGV[0], jsonb_build_object('op', 'truncate', 'table',
                                            format('%I.%I', TG_TABLE_SCHEMA, TG_TABLE_NAME)));
-    PERFORM pg_notify('mbus_events', '');
+    IF EXISTS (SELECT 1 FROM mbus.stream_waiter) THEN
+        PERFORM pg_notify('mbus_events', '');
+    END IF;
     RETURN NULL;
 END;
 $$;

@@ -28,7 +28,9 @@ DECLARE
     v_slot integer;
     v_cur  mbus.stream_position;
 BEGIN
-    PERFORM mbus._check_log();
+    IF current_setting('mbus.streams_log_ok', true) IS DISTINCT FROM 'yes' THEN
+        PERFORM mbus._check_log();  -- once per session (see mbus._check_log)
+    END IF;
     g := mbus._group("group");
     v_in := mbus._parse_position(cursor);
     v_slot := mbus._slot_of(g, v_in.slot);

@@ -5,7 +5,10 @@
 --           transaction id (the column default pg_current_xact_id(), never xmin, which is a
 --           subtransaction's after a SAVEPOINT): consumer positions are snapshots, so transactions
 --           that commit out of id order are never skipped. Listeners of 'mbus_events' are notified
---           once per transaction (the flag mbus.streams_notified is transaction-local).
+--           at most once per transaction, and only while a reader waits (a row in
+--           mbus.stream_waiter, see mbus.await_events): a NOTIFY's commit-time lock is global and
+--           would serialise the commits of all publishers. The waiter table is read once per
+--           transaction (the flag mbus.streams_notified is transaction-local).
 --           Hot path: publish, publish_batch, notify, _batch and the small SQL helpers (_consumed,
 --           key_slot, _format_position, _snap_contains, _position_le) carry no SET search_path: a
 --           function-level SET costs about a third of a single publish's time and keeps SQL
@@ -22,7 +25,8 @@
 -- Returns:  bigint: the event id; MB006 for a bad topic, MB005 for a NULL payload or headers that
 --           are not an object, MB009 when the log is not this cluster's; mbus._publish_special's
 --           errors (an unknown subscription, a delayed_until that is not finite)
--- Locks:    none beyond the INSERT into the current partition of mbus.events (ROW EXCLUSIVE)
+-- Locks:    none beyond the INSERT into the current partition of mbus.events (ROW EXCLUSIVE);
+--           reads mbus.stream_waiter
 -- Callers:  pgmbus.streams.client.publish and publish_many (sql/streams.sql 'publish'), the CLI
 --           `pgmbus streams publish`; users directly; tests under tests/streams and tests/spark
 CREATE OR REPLACE FUNCTION mbus.publish(topic text, payload jsonb, key text DEFAULT NULL,
@@ -34,19 +38,22 @@ AS $$
 DECLARE
     v_id bigint;
 BEGIN
-    IF current_setting('mbus.streams_log_ok', true) IS DISTINCT FROM 'yes' THEN
+    -- one test on the common path; the checks one by one only when something is off
+    IF current_setting('mbus.streams_log_ok', true) IS DISTINCT FROM 'yes'
+       OR topic IS NULL OR topic = '' OR octet_length(topic) > 200 OR payload IS NULL
+       OR (headers IS NOT NULL AND jsonb_typeof(headers) <> 'object') THEN
         PERFORM mbus._check_log();
-    END IF;
-    IF topic IS NULL OR topic = '' OR octet_length(topic) > 200 THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006',
-            MESSAGE = format('invalid topic %L (1 to 200 bytes)', topic);
-    END IF;
-    IF payload IS NULL THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB005', MESSAGE = 'payload must not be null';
-    END IF;
-    IF headers IS NOT NULL AND jsonb_typeof(headers) <> 'object' THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB005',
-            MESSAGE = format('headers must be a JSON object, not %s', jsonb_typeof(headers));
+        IF topic IS NULL OR topic = '' OR octet_length(topic) > 200 THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB006',
+                MESSAGE = format('invalid topic %L (1 to 200 bytes)', topic);
+        END IF;
+        IF payload IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB005', MESSAGE = 'payload must not be null';
+        END IF;
+        IF headers IS NOT NULL AND jsonb_typeof(headers) <> 'object' THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB005',
+                MESSAGE = format('headers must be a JSON object, not %s', jsonb_typeof(headers));
+        END IF;
     END IF;
     IF publish.subscription_id IS NOT NULL OR publish.delayed_until IS NOT NULL THEN
         RETURN mbus._publish_special(publish.topic, ARRAY[publish.payload], ARRAY[publish.key],
@@ -56,9 +63,15 @@ BEGIN
     INSERT INTO mbus.events (topic, key, payload, headers)
     VALUES (publish.topic, publish.key, publish.payload, publish.headers)
     RETURNING events.id INTO v_id;
-    -- one notification per transaction is enough (the flag is transaction-local)
+    -- Wake-up: once per transaction (the flag is transaction-local and undone with a rolled-back
+    -- savepoint), after the INSERT, and a notification only while a reader waits. A reader that
+    -- registers after this check sees this transaction in flight (its ROW EXCLUSIVE lock on
+    -- mbus.events, mbus._writers_in_flight) and polls until it has ended.
     IF current_setting('mbus.streams_notified', true) IS DISTINCT FROM 'yes' THEN
-        PERFORM pg_notify('mbus_events', ''), set_config('mbus.streams_notified', 'yes', true);
+        PERFORM set_config('mbus.streams_notified', 'yes', true);
+        IF EXISTS (SELECT 1 FROM mbus.stream_waiter) THEN
+            PERFORM pg_notify('mbus_events', '');
+        END IF;
     END IF;
     RETURN v_id;
 END;

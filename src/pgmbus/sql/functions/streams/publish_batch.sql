@@ -2,7 +2,7 @@
 --
 -- Purpose:  Append one event per payload on one topic in the caller's transaction, in one INSERT;
 --           keys and headers, when given, are arrays parallel to payloads. Notifies listeners of
---           'mbus_events' (delivered at commit). Hot path: no SET (see mbus.publish).
+--           'mbus_events' (delivered at commit) while a reader waits, as mbus.publish. Hot path: no SET (see mbus.publish).
 -- Params:   topic     the topic of every event (text, 1 to 200 bytes)
 --           payloads  the events' bodies (jsonb[], not NULL, no NULL element; '{}' = nothing)
 --           keys      the events' keys (text[] of the same length; NULL = no keys)
@@ -25,8 +25,9 @@ RETURNS SETOF bigint
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    PERFORM mbus._check_log();
-    PERFORM pg_notify('mbus_events', '');
+    IF current_setting('mbus.streams_log_ok', true) IS DISTINCT FROM 'yes' THEN
+        PERFORM mbus._check_log();
+    END IF;
     IF topic IS NULL OR topic = '' OR octet_length(topic) > 200 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = format('invalid topic %L (1 to 200 bytes)', topic);
@@ -53,13 +54,19 @@ BEGIN
                                      publish_batch.subscription_id, publish_batch.delayed_until);
         RETURN;
     END IF;
+    -- unnest of several arrays zips them in array order (a NULL array gives NULLs): no join,
+    -- no sort; the ids follow the rows' order
     RETURN QUERY
     INSERT INTO mbus.events (topic, key, payload, headers)
-    SELECT publish_batch.topic, k.key, p.payload, h.headers
-    FROM unnest(payloads) WITH ORDINALITY AS p (payload, n)
-    LEFT JOIN unnest(keys) WITH ORDINALITY AS k (key, n) ON k.n = p.n
-    LEFT JOIN unnest(headers) WITH ORDINALITY AS h (headers, n) ON h.n = p.n
-    ORDER BY p.n
+    SELECT publish_batch.topic, u.key, u.payload, u.headers
+    FROM unnest(payloads, keys, headers) AS u (payload, key, headers)
     RETURNING events.id;
+    -- after the INSERT, once per transaction, only while a reader waits (see mbus.publish)
+    IF current_setting('mbus.streams_notified', true) IS DISTINCT FROM 'yes' THEN
+        PERFORM set_config('mbus.streams_notified', 'yes', true);
+        IF EXISTS (SELECT 1 FROM mbus.stream_waiter) THEN
+            PERFORM pg_notify('mbus_events', '');
+        END IF;
+    END IF;
 END;
 $$;

@@ -15,6 +15,8 @@
 --           processes each event once. An empty batch moves the group on by itself (there is
 --           nothing to acknowledge). Runs with enable_seqscan and enable_bitmapscan off: the
 --           batch must be an ordered range scan of the (txid, id) index, see the SET below.
+--           The batch is scanned once: max_events + 1 rows, the last of which only says
+--           that the cursor stops inside the batch.
 -- Params:   "group"     the group's name
 --           max_events  the most events returned (integer >= 1; 1000 unless given)
 --           slot        the slot to read (NULL = the only slot of an unslotted group)
@@ -55,11 +57,11 @@ DECLARE
     v_after_txid xid8;
     v_after_id   bigint;
     v_ended  xid8[];
-    v_done   text;
-    v_edge   mbus.stream_key[];
     v_n      bigint;
 BEGIN
-    PERFORM mbus._check_log();
+    IF current_setting('mbus.streams_log_ok', true) IS DISTINCT FROM 'yes' THEN
+        PERFORM mbus._check_log();  -- once per session (see mbus._check_log)
+    END IF;
     IF max_events IS NULL OR max_events < 1 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = format('max_events must be at least 1, not %s', max_events);
@@ -90,29 +92,28 @@ BEGIN
     v_after_id := coalesce(c.after_id, -1);
     v_ended := ARRAY(SELECT x FROM pg_snapshot_xip(c.lo) AS x
                      WHERE pg_visible_in_snapshot(x, v_hi) AND x >= v_after_txid);
-    -- Where the batch ends: the keys of its rows max_events and max_events + 1 (a second row
-    -- means there is more, and the cursor stops inside the batch). Both scans see the same
-    -- rows: they belong to transactions that hi sees as ended.
-    SELECT array_agg(ROW(k.txid, k.id)::mbus.stream_key ORDER BY k.txid, k.id) INTO v_edge
-    FROM (SELECT b.txid, b.id
-          FROM mbus._batch(v_ended, v_after_txid, v_after_id,
-                           greatest(pg_snapshot_xmax(c.lo), v_after_txid),
-                           pg_snapshot_xmax(v_hi), v_hi, g.topics, v_slot, g.slots,
-                           max_events + 1, g.name) AS b
-          ORDER BY b.txid, b.id
-          OFFSET max_events - 1) AS k;
-    v_done := mbus._format_position(
-        CASE WHEN cardinality(v_edge) = 2
-             THEN ROW(c.lo, v_hi, (v_edge[1]).txid, (v_edge[1]).id)::mbus.stream_position
-             ELSE ROW(v_hi, NULL, NULL, NULL)::mbus.stream_position END,
-        CASE WHEN g.slots > 1 THEN v_slot END);
+    -- One scan of max_events + 1 rows: the first max_events are the batch, a further row means
+    -- there is more, and the cursor then stops inside the batch at row max_events (else it is
+    -- the whole of hi). The cursor is formatted once, not per row.
     RETURN QUERY
-    SELECT v_done, b.id, b.topic, b.key, b.payload, b.headers, b.published_at
-    FROM mbus._batch(v_ended, v_after_txid, v_after_id,
-                     greatest(pg_snapshot_xmax(c.lo), v_after_txid),
-                     pg_snapshot_xmax(v_hi), v_hi, g.topics, v_slot, g.slots, max_events,
-                     g.name) AS b
-    ORDER BY b.txid, b.id;
+    WITH b AS MATERIALIZED (
+        SELECT b.txid, b.id, b.topic, b.key, b.payload, b.headers, b.published_at
+        FROM mbus._batch(v_ended, v_after_txid, v_after_id,
+                         greatest(pg_snapshot_xmax(c.lo), v_after_txid),
+                         pg_snapshot_xmax(v_hi), v_hi, g.topics, v_slot, g.slots,
+                         max_events + 1, g.name) AS b),
+    edge AS MATERIALIZED (
+        SELECT mbus._format_position(
+                   CASE WHEN count(*) = 2
+                        THEN ROW(c.lo, v_hi, (array_agg(e.txid ORDER BY e.txid, e.id))[1],
+                                 (array_agg(e.id ORDER BY e.txid, e.id))[1])::mbus.stream_position
+                        ELSE ROW(v_hi, NULL, NULL, NULL)::mbus.stream_position END,
+                   CASE WHEN g.slots > 1 THEN v_slot END) AS cursor
+        FROM (SELECT b.txid, b.id FROM b ORDER BY b.txid, b.id OFFSET max_events - 1) AS e)
+    SELECT edge.cursor, b.id, b.topic, b.key, b.payload, b.headers, b.published_at
+    FROM b CROSS JOIN edge
+    ORDER BY b.txid, b.id
+    LIMIT max_events;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     IF v_n = 0 AND (c.hi IS NOT NULL OR c.lo::text <> v_hi::text) THEN
         -- an empty batch: nothing to acknowledge, the group moves on by itself
