@@ -1,5 +1,5 @@
-"""Client iids are remembered for queues.iid_window after their post (mbus.client_iids): a producer's
-retry after an ambiguous commit stores nothing, also once the first message was consumed."""
+"""Client iids are remembered for queues.iid_window after their post (mbus.client_iids): a
+producer's retry after an ambiguous commit stores nothing, also once the first was consumed."""
 
 from __future__ import annotations
 
@@ -76,9 +76,11 @@ def test_after_the_window_the_iid_may_be_posted_again(qconn: Conn) -> None:
 
 def test_upkeep_forgets_expired_iids(autodb: str) -> None:
     with psycopg.connect(autodb, autocommit=True, row_factory=dict_row) as conn:
-        conn.execute("SELECT mbus.post_jobs('{}', iid => 'old'), mbus.post_jobs('{}', iid => 'new')")
-        conn.execute("UPDATE mbus.client_iids SET posted_at = now() - interval '25 hours' "
-                     "WHERE iid = 'old'")
+        conn.execute("SELECT mbus.post_jobs('{}', iid => 'old')")
+        conn.execute("SELECT mbus.post_jobs('{}', iid => 'new')")
+        conn.execute(
+            "UPDATE mbus.client_iids SET posted_at = now() - interval '25 hours' WHERE iid = 'old'"
+        )
         report = scalar(conn, "SELECT mbus.rotate_queue('jobs')")
         assert "skipped" not in report
         assert [r["iid"] for r in conn.execute("SELECT iid FROM mbus.client_iids")] == ["new"]
@@ -135,7 +137,7 @@ def test_dmq_replay_is_not_swallowed_by_the_window(qconn: Conn) -> None:
 @pytest.mark.parametrize("value", ['"0 seconds"', '"-1 hour"', '"banana"', '"2 years"', "3600"])
 def test_a_bad_window_is_refused(qconn: Conn, value: str) -> None:
     qconn.execute("SAVEPOINT s")
-    with pytest.raises(InvalidArgument, match="queues.iid_window"), translating():
+    with pytest.raises(InvalidArgument, match=r"queues\.iid_window"), translating():
         qconn.execute("SELECT mbus.set_setting('queues.iid_window', %s::jsonb)", (value,))
     qconn.execute("ROLLBACK TO SAVEPOINT s")
     assert scalar(qconn, "SELECT mbus.iid_window()") == timedelta(hours=24)
