@@ -84,6 +84,12 @@ PATHS: tuple[PathSpec, ...] = (
         guess_per_client=6_000,
     ),
     PathSpec(
+        "post1iid",
+        "post 1 message with a client iid (idempotent within queues.iid_window) per transaction",
+        tuple(_post(s, "post1iid", 1) for s in (_RAW, _MBUS)),
+        sync=(True,),
+    ),
+    PathSpec(
         "post100",
         "post 100 messages per call",
         tuple(_post(s, "post100", 100) for s in (_RAW, _MBUS, _PGMQ, _PGQUEUER, _PROCRASTINATE)),

@@ -666,6 +666,7 @@ def run_scenario(
                 _deliveries(dsn, "queue-tx"),
                 dead=_dead(dsn, TX_QUEUE),
                 exactly_once=True,
+                idempotent_producer=True,  # client iids (queues.iid_window)
                 fault=fault_name,
                 faults_injected=injected,
             )
@@ -677,6 +678,7 @@ def run_scenario(
                 _deliveries(dsn, "queue-lease"),
                 dead=_dead(dsn, LEASE_QUEUE),
                 exactly_once=False,
+                idempotent_producer=True,  # client iids (queues.iid_window)
                 fault=fault_name,
                 faults_injected=injected,
             )
@@ -722,6 +724,7 @@ def run_scenario(
                 _deliveries(dsn, "app-queue"),
                 dead=_dead(dsn, LEASE_QUEUE),
                 exactly_once=False,
+                idempotent_producer=True,  # client iids (queues.iid_window)
                 fault=fault_name,
                 faults_injected=injected,
             )
@@ -752,6 +755,7 @@ def run_scenario(
                 _deliveries(dsn, "serve"),
                 dead=_dead(dsn, LEASE_QUEUE),
                 exactly_once=False,
+                idempotent_producer=True,  # client iids (queues.iid_window)
                 fault=fault_name,
                 faults_injected=injected,
             )
@@ -799,6 +803,7 @@ def run_scenario(
                 _deliveries(dsn, "queue-worker"),
                 dead=_dead(dsn, LEASE_QUEUE),
                 exactly_once=False,
+                idempotent_producer=True,  # client iids (queues.iid_window)
                 fault=fault_name,
                 faults_injected=injected,
             )

@@ -82,6 +82,10 @@ def test_stored_twice_is_told_apart_from_redelivery() -> None:
     r = check("w", h.ops(), [Delivery("a/1", "m1"), Delivery("a/1", "m2")])
     assert r.stored_twice == 1 and r.redelivered == 0 and r.examples["duplicated"] == ["a/1"]
     assert r.valid, "a producer's duplicate is reported, not judged against the consumer"
+    strict = check(
+        "w", h.ops(), [Delivery("a/1", "m1"), Delivery("a/1", "m2")], idempotent_producer=True
+    )
+    assert strict.stored_twice == 1 and not strict.valid, "queues' client iids promise 0"
 
 
 def test_reordering_per_key() -> None:

@@ -206,8 +206,11 @@ def test_iid_of_another_queue_is_not_takeable(qconn: Conn) -> None:
     assert qconn.execute("SELECT mbus.peek_jobs(%s) AS p", (foreign,)).fetchone() == {"p": True}
     taken = qconn.execute("SELECT * FROM mbus.take_from_jobs_by_default(%s)", (foreign,))
     assert [m["iid"] for m in taken] == [foreign]
-    post(qconn, {"a": 1}, iid=foreign)
-    assert [m["iid"] for m in consume(qconn)] == [foreign]  # it was posted
+    # a second foreign iid (posting the first again within queues.iid_window stores nothing)
+    row = qconn.execute("SELECT mbus.get_iid('other') AS iid").fetchone()
+    assert row is not None
+    post(qconn, {"a": 1}, iid=row["iid"])
+    assert [m["iid"] for m in consume(qconn)] == [row["iid"]]  # it was posted
 
 
 def test_batch_post(qconn: Conn) -> None:

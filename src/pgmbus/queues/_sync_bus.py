@@ -311,8 +311,10 @@ class Bus(Handlers):
         """Post one message; returns its iid.
 
         With ``conn`` the message joins that connection's transaction: it exists exactly when
-        the transaction commits. A given ``iid`` that is still pending in the queue makes the
-        post a no-op returning it (idempotent posts); an iid of the generated form
+        the transaction commits. A given ``iid`` posted to the queue within the setting
+        ``queues.iid_window`` (default 24 hours; consumed or not), or still pending there, makes
+        the post a no-op returning it (idempotent posts: retry an unknown outcome with the same
+        iid); an iid of the generated form
         ``<queue>.<n>@<database>`` must come from :meth:`get_iid` (``InvalidArgument``
         otherwise). Raises ``InvalidArgument`` when ``expires`` is not in the future or not
         after ``delayed_until``, and ``InvalidState`` when the queue has no consumer.

@@ -26,10 +26,25 @@ BEGIN
         headers := mbus.with_consume_after(headers, to_jsonb(consume_after));
     END IF;
     IF iid IS NOT NULL THEN
-        -- A client's iid (mbus.check_iid: never one the sequence has not handed out yet): one
-        -- post at a time per (queue, iid), and a post of an iid still pending here is a no-op.
+        -- A client's iid (mbus.check_iid: never one the sequence has not handed out yet) is
+        -- remembered in mbus.client_iids for queues.iid_window: within it a post of the iid is
+        -- a no-op, consumed or not (a second post waits on the first's uncommitted row: one
+        -- stores); a row older than the window is taken over; so is a post of an iid still
+        -- pending here (posted before the window). Loops only when the upkeep deleted the row.
         t.id := mbus.check_iid(iid, 'golden');
-        PERFORM pg_advisory_xact_lock(hashtextextended('golden ' || iid, 0));
+        LOOP
+            INSERT INTO mbus.client_iids (qname, iid, posted_at) VALUES ('golden', post_golden.iid, now())
+            ON CONFLICT ON CONSTRAINT client_iids_pkey DO NOTHING;
+            EXIT WHEN FOUND;
+            UPDATE mbus.client_iids AS ci SET posted_at = now()
+            WHERE ci.qname = 'golden' AND ci.iid = post_golden.iid
+              AND ci.posted_at <= now() - mbus.iid_window();
+            EXIT WHEN FOUND;
+            IF EXISTS (SELECT 1 FROM mbus.client_iids AS ci
+                       WHERE ci.qname = 'golden' AND ci.iid = post_golden.iid) THEN
+                RETURN iid;
+            END IF;
+        END LOOP;
         IF t.id IS NOT NULL THEN
             IF EXISTS (SELECT 1 FROM mbus.q_golden AS q WHERE q.id = t.id AND q.iid IS NULL) THEN
                 RETURN iid;

@@ -29,5 +29,7 @@ AS $$
         ('timers.max_context_bytes', 'integer', '2', '104857600', '65536'::jsonb,
          'largest context of a timer callback or schedule, in bytes of its JSON text'),
         ('timers.max_url_length', 'integer', '10', '65536', '4096'::jsonb,
-         'longest URL of a timer callback or schedule, in bytes');
+         'longest URL of a timer callback or schedule, in bytes'),
+        ('queues.iid_window', 'interval', '1 second', '1 year', '"24 hours"'::jsonb,
+         'a client-given iid posted within this window is not stored again (idempotent posts)');
 $$;

@@ -4,6 +4,8 @@
 --           consumer only when the dmq row names one that still exists (so other consumers do not
 --           get it twice), due at once, else it is posted to the queue through post_<queue> (qname
 --           overrides the queue, and then it is always posted). Attempts start again from 0.
+--           Through post_<queue> it is a new post of the iid: its mbus.client_iids row (queue,
+--           iid) is deleted first, so the window of idempotent posts does not swallow it.
 --           Waiters on its iid stay waiting: the dmq row's deletion finds the copy and marks it, so
 --           its consume releases them.
 -- Params:   dmq_id  the dead message's id in mbus.dmq (bigint)
@@ -43,6 +45,9 @@ BEGIN
               d.consume_after, d.qname;
         PERFORM pg_notify('mbus_q_' || d.qname, d.qname);
     ELSE
+        -- a replay is a new post of the iid, not a producer's retry: forget it first
+        DELETE FROM mbus.client_iids AS ci
+        WHERE ci.qname = coalesce(dmq_replay.qname, d.qname) AND ci.iid = d.iid;
         EXECUTE format('SELECT mbus.%I($1, $2, $3, NULL, $4, $5)', 'post_' || coalesce(qname, d.qname))
         USING d.data, d.headers, d.properties, d.expires, d.iid;
     END IF;

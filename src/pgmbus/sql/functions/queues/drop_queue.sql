@@ -31,6 +31,7 @@ BEGIN
     PERFORM mbus.require_queue(qname);
     SELECT array_agg(tr.src) INTO v_srcs FROM mbus.queue_trigger AS tr WHERE tr.dst = qname;
     DELETE FROM mbus.queue_trigger AS tr WHERE tr.dst = qname OR tr.src = qname;
+    DELETE FROM mbus.client_iids AS ci WHERE ci.qname = drop_queue.qname;
     FOR r IN SELECT c.cname FROM mbus.consumer AS c WHERE c.qname = drop_queue.qname LOOP
         FOREACH f IN ARRAY mbus.consumer_functions(qname, r.cname) LOOP
             EXECUTE format('DROP FUNCTION IF EXISTS mbus.%I', f);

@@ -12,8 +12,9 @@
 --           properties     properties selectors test (jsonb object or NULL)
 --           delayed_until  not claimable before this time (NULL = at once)
 --           expires        never claimed from this time on (NULL = never expires)
---           iid            the message's iid (NULL = a new '<qname>.<n>@<database>'); when a
---                          message with that iid is pending in the queue the post does nothing
+--           iid            the message's iid (NULL = a new '<qname>.<n>@<database>'); when that
+--                          iid was posted to the queue within queues.iid_window (consumed or
+--                          not), or a message with it is pending, the post does nothing
 --                          (idempotent); one of the generated form must come from get_iid
 --           dedupe_key     at most one pending message per key and queue: while a message
 --                          posted with this key is pending, the post does nothing (post_<qname>
@@ -26,10 +27,9 @@
 --           delayed_until, MB008 for a queue without consumers (and triggers)
 -- Locks:    those of post_<qname>: inserts into mbus.q_<qname> (ROW EXCLUSIVE on its current
 --           segment, or segment 0 for deliveries due in more than a minute) and into the trigger
---           destinations; with consume_after, mbus.await_deps's row locks; with an iid,
---           pg_advisory_xact_lock(hashtextextended('<qname> <iid>', 0)) to the end of the
---           transaction (a second post of that iid waits); a pg_notify only when a session waits on
---           the queue
+--           destinations; with consume_after, mbus.await_deps's row locks; with an iid, its
+--           new (or renewed) row of mbus.client_iids to the end of the transaction (a second post
+--           of that iid waits); a pg_notify only when a session waits on the queue
 -- Callers:  users directly (a public entry point); pgmbus.queues Bus.post / AsyncBus.post call
 --           post_<qname> directly via sql/queues.sql 'post'; tests under tests/queues
 CREATE OR REPLACE FUNCTION mbus.post(qname text, data jsonb, headers jsonb DEFAULT NULL,

@@ -8,11 +8,12 @@
 --             Every name comes from mbus.generated_names (the one list the collision check uses).
 --             post_<q>: refuses a post that could never be delivered (no consumer and no trigger:
 --             MB008; expires not after now and delayed_until: MB006), checks payloads, checks a
---             given iid (mbus.check_iid) and, under pg_advisory_xact_lock on (queue, iid), returns
---             at once when a message with that iid is pending (idempotent posts; only posts with
---             an iid pay: the lock and one index lookup), makes the id (an iid of this queue's own
---             form is not stored), stamps given headers (the default ones are neither stored nor
---             returned: built only for selectors and triggers, which see t), then
+--             given iid (mbus.check_iid) and returns at once when mbus.client_iids remembers it
+--             (posted within queues.iid_window, consumed or not) or a message with it is pending
+--             (idempotent posts; only posts with an iid pay: one insert into mbus.client_iids and
+--             one index lookup), makes the id (an iid of this queue's own form is not stored),
+--             stamps given headers (the default ones are neither stored nor returned: built only
+--             for selectors and triggers, which see t), then
 --             inserts one delivery per consumer, each INSERT guarded by the consumer's selector,
 --             and calls post_<dst> for each trigger. Selectors are evaluated together in one
 --             exception block (queues without selectors have none); when that raises, each again
@@ -296,10 +297,25 @@ BEGIN%7$s
         headers := mbus.with_consume_after(headers, to_jsonb(consume_after));
     END IF;
     IF iid IS NOT NULL THEN
-        -- A client's iid (mbus.check_iid: never one the sequence has not handed out yet): one
-        -- post at a time per (queue, iid), and a post of an iid still pending here is a no-op.
+        -- A client's iid (mbus.check_iid: never one the sequence has not handed out yet) is
+        -- remembered in mbus.client_iids for queues.iid_window: within it a post of the iid is
+        -- a no-op, consumed or not (a second post waits on the first's uncommitted row: one
+        -- stores); a row older than the window is taken over; so is a post of an iid still
+        -- pending here (posted before the window). Loops only when the upkeep deleted the row.
         t.id := mbus.check_iid(iid, %1$L);
-        PERFORM pg_advisory_xact_lock(hashtextextended(%9$L || iid, 0));
+        LOOP
+            INSERT INTO mbus.client_iids (qname, iid, posted_at) VALUES (%1$L, %10$I.iid, now())
+            ON CONFLICT ON CONSTRAINT client_iids_pkey DO NOTHING;
+            EXIT WHEN FOUND;
+            UPDATE mbus.client_iids AS ci SET posted_at = now()
+            WHERE ci.qname = %1$L AND ci.iid = %10$I.iid
+              AND ci.posted_at <= now() - mbus.iid_window();
+            EXIT WHEN FOUND;
+            IF EXISTS (SELECT 1 FROM mbus.client_iids AS ci
+                       WHERE ci.qname = %1$L AND ci.iid = %10$I.iid) THEN
+                RETURN iid;
+            END IF;
+        END LOOP;
         IF t.id IS NOT NULL THEN
             IF EXISTS (SELECT 1 FROM mbus.%8$I AS q WHERE q.id = t.id AND q.iid IS NULL) THEN
                 RETURN iid;

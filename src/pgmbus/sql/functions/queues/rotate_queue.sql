@@ -12,6 +12,8 @@
 --                another transaction holds; so an expired row never keeps a segment from being
 --                truncated, and clear_queue is not needed. Deleting a delivery others wait on
 --                releases them at commit (dep_gone), and its segment is truncated by the next call;
+--                then forgets up to 10000 client iids of the queue older than queues.iid_window
+--                (mbus.expire_client_iids);
 --             1. TRUNCATEs every rotating segment that is not current and has no row left. The
 --                segment is looked at without a lock first; then LOCK ... ACCESS EXCLUSIVE NOWAIT:
 --                when any open transaction touched it (a consumer between claim and commit, a post
@@ -102,6 +104,8 @@ BEGIN
         GET DIAGNOSTICS v_count = ROW_COUNT;
         v_expired := v_expired + v_count;
     END LOOP;
+    -- 0b: client iids older than queues.iid_window are forgotten (mbus.expire_client_iids).
+    PERFORM mbus.expire_client_iids(qname, NULL, 10000);
     FOR n IN 1 .. 3 LOOP
         CONTINUE WHEN n = st.cur;
         v_seg := format('mbus.%I', tbl || '$' || n)::regclass;
