@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -99,4 +104,48 @@ def test_bad_input_raises_typed_errors(make_db: Callable[..., str]) -> None:
         asyncio.run(serve_placed(app, home=home, signals=False))
     with pytest.raises(ConfigurationError, match=r"placement home .* is unreachable"):
         asyncio.run(serve_placed(app, home="postgresql://127.0.0.1:1/nowhere", signals=False))
+    cluster.close()
+
+
+def test_the_worker_command_follows_the_map(make_db: Callable[..., str]) -> None:
+    """``pgmbus worker module:app --placement-home``: a real process, a queue moved under it."""
+    home, servers, cluster = _servers(make_db)
+    cluster.place("queue", "orders", ["s1"])
+    with psycopg.connect(home, autocommit=True) as conn:
+        conn.execute("CREATE TABLE handled (iid text PRIMARY KEY)")
+    root = Path(__file__).resolve().parents[2]
+    env = os.environ | {"PYTHONPATH": f"{root / 'src'}{os.pathsep}{root}", "PGMBUS_DSN": home}
+    command = ["worker", "tests.scaleout.placed_app:app", "--placement-home", home]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pgmbus", *command, "--placement-refresh", "0.2", "--grace", "2"],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def handled() -> set[str]:
+        with psycopg.connect(home) as conn:
+            return {r[0] for r in conn.execute("SELECT iid FROM handled").fetchall()}
+
+    async def wait_for(iids: set[str]) -> None:
+        await _until(lambda: handled() == iids or proc.poll() is not None, 20.0)
+        assert handled() == iids, proc.stderr.read() if proc.stderr else ""
+
+    try:
+        first = cluster.post("orders", {"n": 1})
+        asyncio.run(wait_for({first}))
+        move_queue(home, "orders", "s2", grace=0.5)
+        second = cluster.post("orders", {"n": 2})
+        assert cluster.dsn_for("orders") == servers["s2"]
+        asyncio.run(wait_for({first, second}))  # read on s2, without a restart
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0, err
+        assert "worker stopped" in out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     cluster.close()
