@@ -29,6 +29,7 @@ from pgmbus.queues import Bus, Message
 from pgmbus.queues.worker import WorkerConfig, load_handler, serve
 from pgmbus.workers import logs as worker_logs
 from pgmbus.workers.health import parse_address
+from pgmbus.workers.placed import run_placed
 from pgmbus.workers.runtime import dsn_of, load_target, run
 
 queue_app = typer.Typer(
@@ -395,6 +396,16 @@ def worker_cmd(
     log_format: Annotated[
         str, typer.Option(help="Log lines as 'text' or 'json' (one object a line).")
     ] = "text",
+    placement_home: Annotated[
+        str | None,
+        typer.Option(
+            help="DSN of the placement map's home (module:bus): run each handler on the "
+            "servers the map gives, following its changes (docs/scale-out.md)."
+        ),
+    ] = None,
+    placement_refresh: Annotated[
+        float, typer.Option(help="Seconds between two reads of the map (--placement-home).")
+    ] = 5.0,
     dsn: DsnOption = None,
 ) -> None:
     """Run a worker: handle messages until SIGTERM/SIGINT, then finish those in hand and exit."""
@@ -410,6 +421,17 @@ def worker_cmd(
             address = None if health is None else parse_address(health)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--health") from None
+        if placement_home is not None:
+            if health is not None:
+                raise typer.BadParameter(
+                    "not available with --placement-home yet", param_hint="--health"
+                )
+            console.print(f"worker: {target} (placement map)", highlight=False)
+            report = run_placed(app, home=placement_home, refresh=placement_refresh, grace=grace)
+            typer.echo("worker stopped")
+            for line in report.lines():
+                typer.echo(f"  {line}")
+            return
         checked = database(dsn_of(app, dsn))
         console.print(f"worker: {target}", highlight=False)
         report = run(app, dsn=checked, grace=grace, health=address)

@@ -24,6 +24,7 @@ READ_OPTIONS = frozenset(
         "payloadschema",
         "publishedbefore",
         "subscriptionid",
+        "placementhome",
     }
 )
 WRITE_OPTIONS = frozenset({"dsn", "topic", "queue", "sink"})
@@ -53,6 +54,7 @@ class ReadOptions:
     payload_schema: str | None
     published_before: dt.datetime | None = None
     subscription_id: int | None = None
+    placement_home: str | None = None
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,25 @@ def parse_topics(raw: str | None) -> tuple[str, ...] | None:
     return topics or None
 
 
+def _check_placed(given: dict[str, str], streaming: bool) -> None:
+    """A read through the placement map: batch only, named topics, no cursor positions."""
+    if streaming:
+        raise ConfigurationError("option placementHome is for batch reads only")
+    if "dsn" in given:
+        raise ConfigurationError("give either option dsn or option placementHome, not both")
+    if parse_topics(given.get("topics")) is None:
+        raise ConfigurationError("option placementHome needs option topics (the placed topics)")
+    for key, label in (
+        ("startingposition", "startingPosition"),
+        ("endingposition", "endingPosition"),
+    ):
+        if given.get(key, "latest").strip() not in ("beginning", "now", "latest"):
+            raise ConfigurationError(
+                f"option {label} with placementHome is beginning, now or latest (a cursor "
+                "belongs to one server)"
+            )
+
+
 def parse_read(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     """Validate reader options (keys are case-insensitive, as Spark's are)."""
     given = _lower(options)
@@ -141,8 +162,12 @@ def parse_read(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     ending = given.get("endingposition") or "latest"
     if streaming and "endingposition" in given:
         raise ConfigurationError("option endingPosition is for batch reads only")
+    home = given.get("placementhome", "").strip() or None
+    if home is not None:
+        _check_placed(given, streaming)
     return ReadOptions(
-        dsn=_dsn(given),
+        dsn=home or _dsn(given),
+        placement_home=home,
         topics=parse_topics(given.get("topics")),
         group=group,
         num_partitions=_positive_int(given, "numpartitions", "numPartitions") or 2,

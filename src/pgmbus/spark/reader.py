@@ -30,7 +30,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from pgmbus.errors import AlreadyExists, translating
+from pgmbus.errors import AlreadyExists, ConfigurationError, translating
 from pgmbus.spark import filters
 from pgmbus.spark.arrowio import read_events
 from pgmbus.spark.options import ReadOptions
@@ -50,6 +50,7 @@ class RangePartition(InputPartition):
     pushed: filters.Pushed = field(default_factory=filters.Pushed)
     key_slot: int | None = None
     key_nslots: int | None = None
+    dsn: str | None = None  # the server to read (a placed read); None: the dsn option
 
 
 def _scalar(dsn: str, query: str, params: dict[str, Any]) -> Any:
@@ -110,7 +111,7 @@ def _read(
     # An empty plan (no parts) reaches read() as Spark's default InputPartition(None).
     if not isinstance(partition, RangePartition):
         return iter(())
-    return read_partition(dsn, partition, payload_type)
+    return read_partition(partition.dsn or dsn, partition, payload_type)
 
 
 def split(
@@ -149,6 +150,22 @@ def split(
     ]
 
 
+def placed_dsns(home: str, topics: tuple[str, ...]) -> list[str]:
+    """The servers of ``topics`` in the placement map on ``home``, each once.
+
+    Raises ``NotFound`` for a topic the map does not hold, ``ConfigurationError`` when the
+    home database cannot be reached.
+    """
+    from pgmbus.scaleout.placement import Cluster
+
+    with Cluster(home) as cluster:
+        try:
+            cluster.reload()
+        except psycopg.OperationalError as exc:
+            raise ConfigurationError(f"placement home is unreachable: {exc}") from exc
+        return list(dict.fromkeys(d for t in topics for d in cluster.topic_dsns(t)))
+
+
 class PgmbusBatchReader(DataSourceReader):
     """``spark.read.format("pgmbus")``: the events of a range, by default all committed ones."""
 
@@ -166,7 +183,16 @@ class PgmbusBatchReader(DataSourceReader):
         return remaining
 
     def partitions(self) -> list[RangePartition]:
-        dsn = self.options.dsn
+        if self.options.placement_home is None:
+            return self._partitions(self.options.dsn)
+        # every server of the placed topics, each split by its own ids (read once each)
+        return [
+            replace(part, dsn=dsn)
+            for dsn in placed_dsns(self.options.placement_home, self.options.topics or ())
+            for part in self._partitions(dsn)
+        ]
+
+    def _partitions(self, dsn: str) -> list[RangePartition]:
         start = resolve_position(dsn, self.options.starting_position, "beginning")
         end = resolve_position(dsn, self.options.ending_position, "latest")
         with psycopg.connect(dsn, autocommit=True) as conn, translating():
