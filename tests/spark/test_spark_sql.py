@@ -210,6 +210,7 @@ def test_batch_read_parts_are_index_range_scans_without_sort(db_dsn: str) -> Non
         "nslots": 1, "keys": None, "id_min": lo, "id_max": lo + (hi - lo) // 4,
         "key_slot": None, "key_nslots": None,
         "time_ge": None, "time_gt": None, "time_le": None, "time_lt": None,
+        "subscription": None,
     }
     template = sql.SQL(load_queries("spark.sql")["read_range"])
     query = template.format(**{k: sql.Literal(v) for k, v in params.items()})
