@@ -36,6 +36,7 @@ screenshots: bootstrap
 # it; CHAOS_LOGS=folder keeps what the worker/dispatcher/serve processes logged.
 chaos: bootstrap
 	$(BIN)/pytest tests/chaos -m "chaos or not chaos" -p no:cacheprovider
+	$(BIN)/pytest tests -m chaos --ignore=tests/chaos --ignore=tests/spark/test_spark_cluster.py -p no:cacheprovider
 	$(MAKE) cluster
 
 # Spark distributed (1-2 min): a standalone master and two workers on 127.0.0.1 started from

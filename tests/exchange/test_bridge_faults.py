@@ -274,7 +274,7 @@ def test_kill9_of_movers_and_of_a_server_loses_and_duplicates_nothing(nodes: lis
     assert report["posted_0"] > 500
 
 
-@pytest.mark.slow
+@pytest.mark.chaos  # a soak (about a minute): `make chaos`; the test above is the fast tier
 def test_kill9_soak_on_a_ring_of_three_servers(three_nodes: list[Node]) -> None:
     report = _chaos(seconds=45.0, server_kills=4, seed=1717, nodes=three_nodes)
     assert report["mover_kills"] >= 30 and report["server_kills"] == 4
