@@ -10,10 +10,11 @@ DECLARE
     v_db      text := current_database();
     v_closing smallint;
     v_due     boolean;
+    v_prio    boolean;
 BEGIN
     SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds' THEN s.closing END,
-           s.upkept_at < clock_timestamp() - s.upkeep_every
-    INTO v_closing, v_due FROM mbus.queue_segment AS s WHERE s.qname = 'golden';
+           s.upkept_at < clock_timestamp() - s.upkeep_every, s.prioritized
+    INTO v_closing, v_due, v_prio FROM mbus.queue_segment AS s WHERE s.qname = 'golden';
     IF v_due AND pg_current_xact_id_if_assigned() IS NULL
        AND statement_timestamp() - transaction_timestamp() < interval '10 milliseconds'
        AND current_setting('transaction_isolation') = 'read committed' THEN
@@ -39,13 +40,26 @@ BEGIN
     IF v_closing IS NULL THEN
         RETURN QUERY
         WITH s AS MATERIALIZED (
-            SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                   s.attempts >= coalesce(max_attempts, 2147483647) AS dead
-            FROM mbus.q_golden AS s
-            WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-            ORDER BY s.vt, s.id
-            LIMIT amt
-            FOR UPDATE SKIP LOCKED),
+            SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+                    s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
+                    s.priority AS claim_prio
+             FROM mbus.q_golden AS s
+             WHERE v_prio AND s.c = 2 AND s.priority > 0 AND s.vt <= v_now
+               AND (s.expires IS NULL OR s.expires > v_now)
+             ORDER BY s.c, s.priority DESC, s.vt, s.id
+             LIMIT amt
+             FOR UPDATE SKIP LOCKED) AS tier
+            UNION ALL
+            SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+                    s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
+                    s.priority AS claim_prio
+             FROM mbus.q_golden AS s
+             WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+               AND (NOT v_prio OR s.priority = 0)
+             ORDER BY s.vt, s.id
+             LIMIT amt
+             FOR UPDATE SKIP LOCKED) AS fifo
+            LIMIT amt),
     g0 AS (
         DELETE FROM mbus."q_golden$0" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
@@ -93,17 +107,30 @@ BEGIN
         SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
                d.consume_after, d.attempts, d.lease_token, d.vt
         FROM (SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u2 UNION ALL SELECT * FROM u3) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
-        ORDER BY s.claim_vt, s.id;
+        ORDER BY s.claim_prio DESC, s.claim_vt, s.id;
     ELSIF v_closing = 1 THEN
         RETURN QUERY
         WITH s AS MATERIALIZED (
-            SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                   s.attempts >= coalesce(max_attempts, 2147483647) AS dead
-            FROM mbus.q_golden AS s
-            WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
-            ORDER BY s.vt, s.id
-            LIMIT amt
-            FOR UPDATE SKIP LOCKED),
+            SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+                    s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
+                    s.priority AS claim_prio
+             FROM mbus.q_golden AS s
+             WHERE v_prio AND s.c = 2 AND s.priority > 0 AND s.vt <= v_now
+               AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
+             ORDER BY s.c, s.priority DESC, s.vt, s.id
+             LIMIT amt
+             FOR UPDATE SKIP LOCKED) AS tier
+            UNION ALL
+            SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+                    s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
+                    s.priority AS claim_prio
+             FROM mbus.q_golden AS s
+             WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+               AND (NOT v_prio OR s.priority = 0) AND s.seg IN (0, 2, 3)
+             ORDER BY s.vt, s.id
+             LIMIT amt
+             FOR UPDATE SKIP LOCKED) AS fifo
+            LIMIT amt),
     g0 AS (
         DELETE FROM mbus."q_golden$0" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
@@ -142,17 +169,30 @@ BEGIN
         SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
                d.consume_after, d.attempts, d.lease_token, d.vt
         FROM (SELECT * FROM u0 UNION ALL SELECT * FROM u2 UNION ALL SELECT * FROM u3) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
-        ORDER BY s.claim_vt, s.id;
+        ORDER BY s.claim_prio DESC, s.claim_vt, s.id;
     ELSIF v_closing = 2 THEN
         RETURN QUERY
         WITH s AS MATERIALIZED (
-            SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                   s.attempts >= coalesce(max_attempts, 2147483647) AS dead
-            FROM mbus.q_golden AS s
-            WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
-            ORDER BY s.vt, s.id
-            LIMIT amt
-            FOR UPDATE SKIP LOCKED),
+            SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+                    s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
+                    s.priority AS claim_prio
+             FROM mbus.q_golden AS s
+             WHERE v_prio AND s.c = 2 AND s.priority > 0 AND s.vt <= v_now
+               AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
+             ORDER BY s.c, s.priority DESC, s.vt, s.id
+             LIMIT amt
+             FOR UPDATE SKIP LOCKED) AS tier
+            UNION ALL
+            SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+                    s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
+                    s.priority AS claim_prio
+             FROM mbus.q_golden AS s
+             WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+               AND (NOT v_prio OR s.priority = 0) AND s.seg IN (0, 1, 3)
+             ORDER BY s.vt, s.id
+             LIMIT amt
+             FOR UPDATE SKIP LOCKED) AS fifo
+            LIMIT amt),
     g0 AS (
         DELETE FROM mbus."q_golden$0" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
@@ -191,17 +231,30 @@ BEGIN
         SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
                d.consume_after, d.attempts, d.lease_token, d.vt
         FROM (SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u3) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
-        ORDER BY s.claim_vt, s.id;
+        ORDER BY s.claim_prio DESC, s.claim_vt, s.id;
     ELSE
         RETURN QUERY
         WITH s AS MATERIALIZED (
-            SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                   s.attempts >= coalesce(max_attempts, 2147483647) AS dead
-            FROM mbus.q_golden AS s
-            WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
-            ORDER BY s.vt, s.id
-            LIMIT amt
-            FOR UPDATE SKIP LOCKED),
+            SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+                    s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
+                    s.priority AS claim_prio
+             FROM mbus.q_golden AS s
+             WHERE v_prio AND s.c = 2 AND s.priority > 0 AND s.vt <= v_now
+               AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
+             ORDER BY s.c, s.priority DESC, s.vt, s.id
+             LIMIT amt
+             FOR UPDATE SKIP LOCKED) AS tier
+            UNION ALL
+            SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+                    s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
+                    s.priority AS claim_prio
+             FROM mbus.q_golden AS s
+             WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+               AND (NOT v_prio OR s.priority = 0) AND s.seg IN (0, 1, 2)
+             ORDER BY s.vt, s.id
+             LIMIT amt
+             FOR UPDATE SKIP LOCKED) AS fifo
+            LIMIT amt),
     g0 AS (
         DELETE FROM mbus."q_golden$0" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
@@ -240,7 +293,7 @@ BEGIN
         SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
                d.consume_after, d.attempts, d.lease_token, d.vt
         FROM (SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u2) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
-        ORDER BY s.claim_vt, s.id;
+        ORDER BY s.claim_prio DESC, s.claim_vt, s.id;
     END IF;
 END;
 $function$
