@@ -4,6 +4,7 @@ as before; a bad priority gets a typed error and changes nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
@@ -11,6 +12,10 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
+
+from pgmbus.errors import InvalidArgument
+from pgmbus.queues import AsyncBus, Bus
+from tests.cli.conftest import error_line, run
 
 Conn = psycopg.Connection[dict[str, Any]]
 
@@ -29,9 +34,7 @@ def ns(rows: list[dict[str, Any]]) -> list[int]:
 
 
 def flagged(conn: Conn) -> bool:
-    row = conn.execute(
-        "SELECT prioritized FROM mbus.queue_segment WHERE qname = 'jobs'"
-    ).fetchone()
+    row = conn.execute("SELECT prioritized FROM mbus.queue_segment WHERE qname = 'jobs'").fetchone()
     assert row is not None
     return bool(row["prioritized"])
 
@@ -90,7 +93,9 @@ def test_lease_returns_its_batch_in_priority_order(qconn: Conn) -> None:
         qconn.execute("SELECT mbus.ack('jobs', %s)", (r["lease_token"],))
     qconn.execute("SELECT mbus.nack('jobs', %s)", (rest[0]["lease_token"],))
     post(qconn, 8, 0)
-    again = qconn.execute("SELECT data FROM mbus.consume_lease('jobs', 'default', 10, '1 minute')").fetchall()
+    again = qconn.execute(
+        "SELECT data FROM mbus.consume_lease('jobs', 'default', 10, '1 minute')"
+    ).fetchall()
     assert ns(again) == [ORDER[3], 8]
 
 
@@ -98,9 +103,9 @@ def test_delayed_high_priority_waits_until_due(qconn: Conn) -> None:
     post(qconn, 1, 0)
     post(qconn, 2, 9, delayed="1 hour")
     post(qconn, 3, 9, delayed="2 minutes")  # parked in segment 0
-    assert ns(qconn.execute("SELECT data FROM mbus.consumen('jobs', 'default', 10)").fetchall()) == [
-        1
-    ]
+    assert ns(
+        qconn.execute("SELECT data FROM mbus.consumen('jobs', 'default', 10)").fetchall()
+    ) == [1]
     later = qconn.execute(
         "SELECT data FROM mbus.consumen_jobs_by_default(10, now() + interval '90 minutes')"
     ).fetchall()
@@ -189,9 +194,44 @@ def test_a_locked_top_message_is_skipped_not_waited_for(autodb: str) -> None:
         with psycopg.connect(autodb, row_factory=dict_row) as holder:
             held = holder.execute("SELECT data FROM mbus.consume('jobs')").fetchall()
             assert ns(held) == [2]
-            assert ns(conn.execute("SELECT data FROM mbus.consumen('jobs', 'default', 5)").fetchall()) == [
+            assert ns(
+                conn.execute("SELECT data FROM mbus.consumen('jobs', 'default', 5)").fetchall()
+            ) == [
                 3,
                 1,
             ]
             holder.rollback()
         assert ns(conn.execute("SELECT data FROM mbus.consume('jobs')").fetchall()) == [2]
+
+
+# --- Python and CLI ----------------------------------------------------------------------------
+
+
+def test_bus_post_priority_and_bad_priority(autodb: str) -> None:
+    with Bus(autodb) as bus:
+        bus.post("jobs", {"n": 1})
+        bus.post("jobs", {"n": 2}, priority=2)
+        bus.post("jobs", {"n": 3}, priority=2)
+        with pytest.raises(InvalidArgument):
+            bus.post("jobs", {"n": 4}, priority=-1)
+        assert [m.data["n"] for m in bus.consume("jobs", limit=10)] == [2, 3, 1]
+
+    async def scenario() -> list[int]:
+        async with AsyncBus(autodb) as b:
+            await b.post("jobs", {"n": 5})
+            await b.post("jobs", {"n": 6}, priority=1)
+            return [m.data["n"] for m in await b.consume("jobs", limit=10)]
+
+    assert asyncio.run(scenario()) == [6, 5]
+
+
+def test_cli_post_priority(autodb: str) -> None:
+    assert run("queue", "post", "jobs", '{"n": 1}', "--dsn", autodb).exit_code == 0
+    assert (
+        run("queue", "post", "jobs", '{"n": 2}', "--priority", "9", "--dsn", autodb).exit_code == 0
+    )
+    bad = run("queue", "post", "jobs", '{"n": 3}', "--priority", "-2", "--dsn", autodb)
+    assert bad.exit_code != 0 and "priority" in error_line(bad)
+    with psycopg.connect(autodb) as conn:
+        rows = conn.execute("SELECT data FROM mbus.consumen('jobs', 'default', 10)").fetchall()
+    assert [r[0]["n"] for r in rows] == [2, 1]
