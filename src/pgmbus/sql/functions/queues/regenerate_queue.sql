@@ -32,6 +32,11 @@
 --             Claims lock through the parent: FOR UPDATE SKIP LOCKED ordered by (vt, id) (one
 --             ordered Merge Append over the segments' claim indexes), then delete or update the
 --             locked rows segment by segment by ctid (a ctid names a row only within its segment).
+--             Priority (migration 0017): post_<q>(priority => 0..32767, else MB006) stores it
+--             and sets queue_segment.prioritized on the queue's first priority > 0. A claim's s
+--             is the priority tier (WHERE v_prio AND priority > 0, ordered by the partial index
+--             q_<q>_prio: priority DESC, vt, id) UNION ALL today's claim over the priority-0 rows,
+--             under one LIMIT: unflagged, the tier is a one-time filter that scans nothing.
 --             Each claim holds four variants: k = 0 reads every segment, k = 1..3 every segment but
 --             k; a variant's constant seg condition prunes k at plan time, so while
 --             mbus.rotate_queue closes segment k (queue_segment.closing, trusted for 10 seconds)
