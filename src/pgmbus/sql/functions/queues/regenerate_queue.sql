@@ -33,10 +33,10 @@
 --             ordered Merge Append over the segments' claim indexes), then delete or update the
 --             locked rows segment by segment by ctid (a ctid names a row only within its segment).
 --             Priority (migration 0017): post_<q>(priority => 0..32767, else MB006) stores it
---             and sets queue_segment.prioritized on the queue's first priority > 0. A claim's s
---             is the priority tier (WHERE v_prio AND priority > 0, ordered by the partial index
---             q_<q>_prio: priority DESC, vt, id) UNION ALL today's claim over the priority-0 rows,
---             under one LIMIT: unflagged, the tier is a one-time filter that scans nothing.
+--             and sets queue_segment.prioritized on the queue's first priority > 0. Claims
+--             branch on the flag: unflagged, today's statement; flagged, s is the priority tier
+--             (priority > 0, ordered by the partial index q_<q>_prio: priority DESC, vt, id)
+--             UNION ALL the claim over the priority-0 rows, under one LIMIT.
 --             Each claim holds four variants: k = 0 reads every segment, k = 1..3 every segment but
 --             k; a variant's constant seg condition prunes k at plan time, so while
 --             mbus.rotate_queue closes segment k (queue_segment.closing, trusted for 10 seconds)
@@ -626,88 +626,138 @@ $b$, tbl, ret_cols, q, q));
         FOR k IN 0 .. 3 LOOP
             v_cn := v_cn || format($t$
     %5$s
-        RETURN QUERY
-        WITH s AS MATERIALIZED (
-            SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
-             WHERE v_prio AND s.c = %2$s AND s.priority > 0 AND s.vt <= v_now
-               AND (s.expires IS NULL OR s.expires > v_now)%6$s
-             ORDER BY s.c, s.priority DESC, s.vt, s.id
-             LIMIT amt
-             FOR UPDATE SKIP LOCKED) AS tier
-            UNION ALL
-            SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
-             WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-               AND (NOT v_prio OR s.priority = 0)%6$s
-             ORDER BY s.vt, s.id
-             LIMIT amt
-             FOR UPDATE SKIP LOCKED) AS fifo
-            LIMIT amt)%3$s
-        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-               d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-        FROM (%4$s) AS d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;$t$,
+        IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
+                 WHERE s.c = %2$s AND s.priority > 0 AND s.vt <= v_now
+                   AND (s.expires IS NULL OR s.expires > v_now)%6$s
+                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                 LIMIT amt
+                 FOR UPDATE SKIP LOCKED) AS tier
+                UNION ALL
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
+                 WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                   AND s.priority = 0%6$s
+                 ORDER BY s.vt, s.id
+                 LIMIT amt
+                 FOR UPDATE SKIP LOCKED) AS fifo
+                LIMIT amt)%3$s
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM (%4$s) AS d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
+        ELSE
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
+                WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%6$s
+                ORDER BY s.vt, s.id
+                LIMIT amt
+                FOR UPDATE SKIP LOCKED)%3$s
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM (%4$s) AS d ORDER BY d.claim_vt, d.id;
+        END IF;$t$,
                 tbl, r.cid, v_dels[k + 1], v_dunion[k + 1],
                 CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
                        ELSE format('ELSIF v_closing = %s THEN', k) END, v_filter[k + 1]);
             v_c1 := v_c1 || format($t$
     %5$s
-        RETURN QUERY
-        WITH s AS MATERIALIZED (
-            SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
-             WHERE v_prio AND s.c = %2$s AND s.priority > 0 AND s.vt <= v_now
-               AND (s.expires IS NULL OR s.expires > v_now)%6$s
-             ORDER BY s.c, s.priority DESC, s.vt, s.id
-             LIMIT 1
-             FOR UPDATE SKIP LOCKED) AS tier
-            UNION ALL
-            SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
-             WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-               AND (NOT v_prio OR s.priority = 0)%6$s
-             ORDER BY s.vt, s.id
-             LIMIT 1
-             FOR UPDATE SKIP LOCKED) AS fifo
-            LIMIT 1)%3$s
-        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-               d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-        FROM (%4$s) AS d;$t$,
+        IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
+                 WHERE s.c = %2$s AND s.priority > 0 AND s.vt <= v_now
+                   AND (s.expires IS NULL OR s.expires > v_now)%6$s
+                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                 LIMIT 1
+                 FOR UPDATE SKIP LOCKED) AS tier
+                UNION ALL
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
+                 WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                   AND s.priority = 0%6$s
+                 ORDER BY s.vt, s.id
+                 LIMIT 1
+                 FOR UPDATE SKIP LOCKED) AS fifo
+                LIMIT 1)%3$s
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM (%4$s) AS d;
+        ELSE
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
+                WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%6$s
+                ORDER BY s.vt, s.id
+                LIMIT 1
+                FOR UPDATE SKIP LOCKED)%3$s
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM (%4$s) AS d;
+        END IF;$t$,
                 tbl, r.cid, v_dels[k + 1], v_dunion[k + 1],
                 CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
                        ELSE format('ELSIF v_closing = %s THEN', k) END, v_filter[k + 1]);
             v_cl := v_cl || format($t$
     %9$s
-        RETURN QUERY
-        WITH s AS MATERIALIZED (
-            SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                    s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
-                    s.priority AS claim_prio
-             FROM mbus.%1$I AS s
-             WHERE v_prio AND s.c = %2$s AND s.priority > 0 AND s.vt <= v_now
-               AND (s.expires IS NULL OR s.expires > v_now)%10$s
-             ORDER BY s.c, s.priority DESC, s.vt, s.id
-             LIMIT amt
-             FOR UPDATE SKIP LOCKED) AS tier
-            UNION ALL
-            SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                    s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
-                    s.priority AS claim_prio
-             FROM mbus.%1$I AS s
-             WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-               AND (NOT v_prio OR s.priority = 0)%10$s
-             ORDER BY s.vt, s.id
-             LIMIT amt
-             FOR UPDATE SKIP LOCKED) AS fifo
-            LIMIT amt)%3$s,
-        buried AS (
-            INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                  properties, data, consume_after, attempts, reason)
-            SELECT %4$L, %5$L, g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
-                   g.properties, g.data, g.consume_after, g.attempts,
-                   format('max_attempts (%%s) exceeded', max_attempts)
-            FROM (%6$s) AS g)%7$s
-        -- in claim order (the UPDATEs return their rows segment by segment)
-        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
-               d.consume_after, d.attempts, d.lease_token, d.vt
-        FROM (%8$s) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
-        ORDER BY s.claim_prio DESC, s.claim_vt, s.id;$t$,
+        IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
+                        s.priority AS claim_prio
+                 FROM mbus.%1$I AS s
+                 WHERE s.c = %2$s AND s.priority > 0 AND s.vt <= v_now
+                   AND (s.expires IS NULL OR s.expires > v_now)%10$s
+                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                 LIMIT amt
+                 FOR UPDATE SKIP LOCKED) AS tier
+                UNION ALL
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
+                        s.priority AS claim_prio
+                 FROM mbus.%1$I AS s
+                 WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                   AND s.priority = 0%10$s
+                 ORDER BY s.vt, s.id
+                 LIMIT amt
+                 FOR UPDATE SKIP LOCKED) AS fifo
+                LIMIT amt)%3$s,
+            buried AS (
+                INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
+                                      properties, data, consume_after, attempts, reason)
+                SELECT %4$L, %5$L, g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
+                       g.properties, g.data, g.consume_after, g.attempts,
+                       format('max_attempts (%%s) exceeded', max_attempts)
+                FROM (%6$s) AS g)%7$s
+            -- in claim order (the UPDATEs return their rows segment by segment)
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
+                   d.consume_after, d.attempts, d.lease_token, d.vt
+            FROM (%8$s) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
+            ORDER BY s.claim_prio DESC, s.claim_vt, s.id;
+        ELSE
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+                       s.attempts >= coalesce(max_attempts, 2147483647) AS dead
+                FROM mbus.%1$I AS s
+                WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%10$s
+                ORDER BY s.vt, s.id
+                LIMIT amt
+                FOR UPDATE SKIP LOCKED)%3$s,
+            buried AS (
+                INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
+                                      properties, data, consume_after, attempts, reason)
+                SELECT %4$L, %5$L, g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
+                       g.properties, g.data, g.consume_after, g.attempts,
+                       format('max_attempts (%%s) exceeded', max_attempts)
+                FROM (%6$s) AS g)%7$s
+            -- in claim order (the UPDATEs return their rows segment by segment)
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
+                   d.consume_after, d.attempts, d.lease_token, d.vt
+            FROM (%8$s) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
+            ORDER BY s.claim_vt, s.id;
+        END IF;$t$,
                 tbl, r.cid, v_gone[k + 1], q, r.cname, v_gunion[k + 1], v_ups[k + 1],
                 v_uunion[k + 1],
                 CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
