@@ -199,7 +199,7 @@ def test_upgrade_regenerates_every_queue_and_restricts_public(db_dsn: str) -> No
         conn.execute("SELECT mbus.create_queue('golden', 1)")
         conn.execute(
             "DROP FUNCTION mbus.post_golden(jsonb, jsonb, jsonb, timestamptz, timestamptz, text,"
-            " text, anycompatible)"
+            " text, anycompatible, integer)"
         )
         conn.execute("CREATE FUNCTION mbus.stray_probe() RETURNS int LANGUAGE sql AS 'SELECT 1'")
         conn.execute("UPDATE mbus.schema_functions SET checksum = repeat('0', 64)")

@@ -55,6 +55,17 @@ def _take(
 
 _RAW_LEASE = ("raw_lease_table", "raw_lease_index")
 
+
+def _prio(path: str) -> Side:
+    """pgmbus's script on a queue whose messages carry priorities 0..3 (a flagged queue)."""
+    return dataclasses.replace(
+        _take(_MBUS, path, 1, "mbus_prio_fill", "mbus_backlog"),
+        name="pgmbus-prio",
+        fill_chunk=20_000,
+        note="messages with priorities 0..3",
+    )
+
+
 PATHS: tuple[PathSpec, ...] = (
     PathSpec(
         "post1",
@@ -67,6 +78,7 @@ PATHS: tuple[PathSpec, ...] = (
         (
             _take(_RAW, "pop", 1, "raw_fill", "raw_backlog"),
             _take(_MBUS, "pop", 1, "mbus_fill", "mbus_backlog"),
+            _prio("pop"),
             _take(_PGMQ, "pop", 1, "pgmq_fill", "pgmq_backlog"),
         ),
         guess_per_client=12_000,
@@ -77,6 +89,7 @@ PATHS: tuple[PathSpec, ...] = (
         (
             _take(_RAW, "lease", 1, "raw_lease_fill", "raw_lease_backlog", prepare=_RAW_LEASE),
             _take(_MBUS, "lease", 1, "mbus_fill", "mbus_backlog"),
+            _prio("lease"),
             _take(_PGMQ, "lease", 1, "pgmq_fill", "pgmq_backlog"),
             _take(_PGQUEUER, "lease", 1, "pgqueuer_fill", "pgqueuer_backlog"),
             _take(_PROCRASTINATE, "lease", 1, "procrastinate_fill", "procrastinate_backlog"),

@@ -34,6 +34,11 @@ SELECT mbus.create_queue('bench', 1)
 -- name: mbus_fill
 SELECT count(*) FROM mbus.postn_bench(array_fill(%(payload)s::jsonb, ARRAY[%(n)s::integer]))
 
+-- name: mbus_prio_fill
+-- priorities 0..3 in turn: the queue is flagged, claims take the priority tier, then FIFO
+SELECT count(mbus.post_bench(%(payload)s::jsonb, priority => g %% 4))
+FROM generate_series(1, %(n)s) AS g
+
 -- name: mbus_backlog
 SELECT count(*) FROM mbus.q_bench
 

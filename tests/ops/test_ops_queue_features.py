@@ -86,3 +86,16 @@ def test_counters_and_paused_on_metrics(service: Service) -> None:
             lab = {"queue": q, "consumer": c}
             assert get(m, "pgmbus_queue_consumer_posted_total", **lab) == posted
             assert get(m, "pgmbus_queue_consumer_consumed_total", **lab) == consumed
+
+
+def test_post_priority(service: Service) -> None:
+    with service.client() as c:
+        c.post("/v1/queues", json={"queue": "urgent"})
+        for n, p in ((1, 0), (2, 5), (3, None)):
+            body = {"data": {"n": n}} | ({} if p is None else {"priority": p})
+            assert c.post("/v1/queues/urgent/messages", json=body).status_code == 201
+        for bad in (-1, 32768, "high"):
+            r = c.post("/v1/queues/urgent/messages", json={"data": {}, "priority": bad})
+            assert r.status_code == 422, (bad, r.text)
+        got = c.post("/v1/queues/urgent/lease", json={"amount": 3}).json()["messages"]
+        assert [m["data"]["n"] for m in got] == [2, 1, 3]

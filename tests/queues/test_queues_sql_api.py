@@ -136,7 +136,7 @@ def test_post_generic_returns_nothing(qconn: Conn) -> None:
     row = qconn.execute(
         "SELECT prorettype::regtype::text AS t FROM pg_proc"
         " WHERE oid = 'mbus.post(text, jsonb, jsonb, jsonb, timestamptz, timestamptz, text, text,"
-        " anycompatible)'::regprocedure"
+        " anycompatible, integer)'::regprocedure"
     ).fetchone()
     assert row == {"t": "void"}
     assert [m["data"] for m in consume(qconn)] == [{"a": 1}]

@@ -261,6 +261,10 @@ def post_cmd(
         list[str] | None,
         typer.Option(help="An iid this message waits for (repeat the option for several)."),
     ] = None,
+    priority: Annotated[
+        int,
+        typer.Option(help="0..32767: higher is claimed first, FIFO within one priority."),
+    ] = 0,
     dsn: DsnOption = None,
 ) -> None:
     """Post one message; prints its iid."""
@@ -280,6 +284,7 @@ def post_cmd(
             expires=None if ttl is None else now + timedelta(seconds=ttl),
             dedupe_key=dedupe_key,
             consume_after=consume_after or None,
+            priority=priority,
         )
     typer.echo(iid)
 

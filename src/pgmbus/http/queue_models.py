@@ -68,6 +68,9 @@ class PostIn(BaseModel):
     consume_after: list[Annotated[str, StringConstraints(min_length=1, max_length=200)]] | None = (
         Field(default=None, max_length=1000, description="iids this message waits for")
     )
+    priority: int = Field(
+        default=0, ge=0, le=32767, description="higher is claimed first; FIFO within one priority"
+    )
 
 
 class BatchItem(BaseModel):

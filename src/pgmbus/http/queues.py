@@ -116,6 +116,7 @@ async def post_message(request: Request, queue: Name, body: PostIn, who: Caller)
         iid=body.iid,
         dedupe_key=body.dedupe_key,
         consume_after=body.consume_after,
+        priority=body.priority,
     )
     return {"iids": [iid]}
 

@@ -306,6 +306,7 @@ class Bus(Handlers):
         iid: str | None = None,
         dedupe_key: str | None = None,
         consume_after: str | Sequence[str] | None = None,
+        priority: int = 0,
         conn: Connection[Any] | None = None,
     ) -> str:
         """Post one message; returns its iid.
@@ -322,7 +323,9 @@ class Bus(Handlers):
         ``dedupe_key``: at most one pending message per key and queue; while the message last
         posted with the key is pending (for any consumer), the post does nothing and returns
         that message's iid. ``consume_after``: the iid or iids this message waits for (the
-        seed's named parameter; merged with ``headers["consume_after"]``).
+        seed's named parameter; merged with ``headers["consume_after"]``). ``priority``: 0 to
+        32767 (default 0); claims take higher priorities first, FIFO within one priority
+        (``InvalidArgument`` outside that range, nothing posted).
         """
         if isinstance(consume_after, str):
             consume_after = [consume_after]
@@ -335,6 +338,7 @@ class Bus(Handlers):
             "iid": iid,
             "dedupe_key": dedupe_key,
             "consume_after": None if consume_after is None else list(consume_after),
+            "priority": priority,
         }
         if params["data"] is None:
             raise InvalidPayload("data must not be None", sqlstate="MB005")

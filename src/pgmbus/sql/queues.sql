@@ -51,7 +51,8 @@ SELECT mbus.get_iid(%(queue)s);
 
 -- name: post
 SELECT mbus.{fn}(%(data)s, %(headers)s, %(properties)s, %(delayed_until)s, %(expires)s, %(iid)s,
-                 dedupe_key => %(dedupe_key)s::text, consume_after => %(consume_after)s::text[]);
+                 dedupe_key => %(dedupe_key)s::text, consume_after => %(consume_after)s::text[],
+                 priority => %(priority)s::integer);
 
 -- name: post_batch
 SELECT iid FROM mbus.{fn}(%(data)s, %(headers)s, %(properties)s, %(delayed_until)s, %(expires)s)

@@ -10,11 +10,12 @@ DECLARE
     v_db      text := current_database();
     v_closing smallint;
     v_due     boolean;
+    v_prio    boolean;
     v_n       bigint;
 BEGIN
     SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds' THEN s.closing END,
-           s.upkept_at < clock_timestamp() - s.upkeep_every
-    INTO v_closing, v_due FROM mbus.queue_segment AS s WHERE s.qname = 'golden';
+           s.upkept_at < clock_timestamp() - s.upkeep_every, s.prioritized
+    INTO v_closing, v_due, v_prio FROM mbus.queue_segment AS s WHERE s.qname = 'golden';
     IF v_due AND pg_current_xact_id_if_assigned() IS NULL
        AND statement_timestamp() - transaction_timestamp() < interval '10 milliseconds'
        AND current_setting('transaction_isolation') = 'read committed' THEN
@@ -33,101 +34,241 @@ BEGIN
     END IF;
     -- The TID scans delete in physical order: sort the claimed rows back into claim order.
     IF v_closing IS NULL THEN
-        RETURN QUERY
-        WITH s AS MATERIALIZED (
-            SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
-            WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-            ORDER BY s.vt, s.id
-            LIMIT amt
-            FOR UPDATE SKIP LOCKED),
+        IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
+                 WHERE s.c = 1 AND s.priority > 0 AND s.vt <= v_now
+                   AND (s.expires IS NULL OR s.expires > v_now)
+                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                 LIMIT amt
+                 FOR UPDATE SKIP LOCKED) AS tier
+                UNION ALL
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
+                 WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                   AND s.priority = 0
+                 ORDER BY s.vt, s.id
+                 LIMIT amt
+                 FOR UPDATE SKIP LOCKED) AS fifo
+                LIMIT amt),
     d0 AS (
         DELETE FROM mbus."q_golden$0" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
     d1 AS (
         DELETE FROM mbus."q_golden$1" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
     d2 AS (
         DELETE FROM mbus."q_golden$2" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
     d3 AS (
         DELETE FROM mbus."q_golden$3" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-               d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-        FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_vt, d.id;
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
+        ELSE
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
+                WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                ORDER BY s.vt, s.id
+                LIMIT amt
+                FOR UPDATE SKIP LOCKED),
+    d0 AS (
+        DELETE FROM mbus."q_golden$0" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d1 AS (
+        DELETE FROM mbus."q_golden$1" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$1"'::regclass))
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d2 AS (
+        DELETE FROM mbus."q_golden$2" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$2"'::regclass))
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d3 AS (
+        DELETE FROM mbus."q_golden$3" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$3"'::regclass))
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_vt, d.id;
+        END IF;
     ELSIF v_closing = 1 THEN
-        RETURN QUERY
-        WITH s AS MATERIALIZED (
-            SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
-            WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
-            ORDER BY s.vt, s.id
-            LIMIT amt
-            FOR UPDATE SKIP LOCKED),
+        IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
+                 WHERE s.c = 1 AND s.priority > 0 AND s.vt <= v_now
+                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
+                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                 LIMIT amt
+                 FOR UPDATE SKIP LOCKED) AS tier
+                UNION ALL
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
+                 WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                   AND s.priority = 0 AND s.seg IN (0, 2, 3)
+                 ORDER BY s.vt, s.id
+                 LIMIT amt
+                 FOR UPDATE SKIP LOCKED) AS fifo
+                LIMIT amt),
     d0 AS (
         DELETE FROM mbus."q_golden$0" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
     d2 AS (
         DELETE FROM mbus."q_golden$2" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
     d3 AS (
         DELETE FROM mbus."q_golden$3" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-               d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-        FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d2 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_vt, d.id;
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d2 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
+        ELSE
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
+                WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
+                ORDER BY s.vt, s.id
+                LIMIT amt
+                FOR UPDATE SKIP LOCKED),
+    d0 AS (
+        DELETE FROM mbus."q_golden$0" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d2 AS (
+        DELETE FROM mbus."q_golden$2" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$2"'::regclass))
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d3 AS (
+        DELETE FROM mbus."q_golden$3" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$3"'::regclass))
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d2 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_vt, d.id;
+        END IF;
     ELSIF v_closing = 2 THEN
-        RETURN QUERY
-        WITH s AS MATERIALIZED (
-            SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
-            WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
-            ORDER BY s.vt, s.id
-            LIMIT amt
-            FOR UPDATE SKIP LOCKED),
+        IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
+                 WHERE s.c = 1 AND s.priority > 0 AND s.vt <= v_now
+                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
+                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                 LIMIT amt
+                 FOR UPDATE SKIP LOCKED) AS tier
+                UNION ALL
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
+                 WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                   AND s.priority = 0 AND s.seg IN (0, 1, 3)
+                 ORDER BY s.vt, s.id
+                 LIMIT amt
+                 FOR UPDATE SKIP LOCKED) AS fifo
+                LIMIT amt),
     d0 AS (
         DELETE FROM mbus."q_golden$0" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
     d1 AS (
         DELETE FROM mbus."q_golden$1" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
     d3 AS (
         DELETE FROM mbus."q_golden$3" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-               d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-        FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_vt, d.id;
-    ELSE
-        RETURN QUERY
-        WITH s AS MATERIALIZED (
-            SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
-            WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
-            ORDER BY s.vt, s.id
-            LIMIT amt
-            FOR UPDATE SKIP LOCKED),
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
+        ELSE
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
+                WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
+                ORDER BY s.vt, s.id
+                LIMIT amt
+                FOR UPDATE SKIP LOCKED),
     d0 AS (
         DELETE FROM mbus."q_golden$0" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
     d1 AS (
         DELETE FROM mbus."q_golden$1" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d3 AS (
+        DELETE FROM mbus."q_golden$3" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$3"'::regclass))
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_vt, d.id;
+        END IF;
+    ELSE
+        IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
+                 WHERE s.c = 1 AND s.priority > 0 AND s.vt <= v_now
+                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
+                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                 LIMIT amt
+                 FOR UPDATE SKIP LOCKED) AS tier
+                UNION ALL
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
+                 WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                   AND s.priority = 0 AND s.seg IN (0, 1, 2)
+                 ORDER BY s.vt, s.id
+                 LIMIT amt
+                 FOR UPDATE SKIP LOCKED) AS fifo
+                LIMIT amt),
+    d0 AS (
+        DELETE FROM mbus."q_golden$0" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d1 AS (
+        DELETE FROM mbus."q_golden$1" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$1"'::regclass))
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
     d2 AS (
         DELETE FROM mbus."q_golden$2" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.vt AS claim_vt, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-               d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-        FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2) AS d ORDER BY d.claim_vt, d.id;
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2) AS d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
+        ELSE
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
+                WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
+                ORDER BY s.vt, s.id
+                LIMIT amt
+                FOR UPDATE SKIP LOCKED),
+    d0 AS (
+        DELETE FROM mbus."q_golden$0" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d1 AS (
+        DELETE FROM mbus."q_golden$1" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$1"'::regclass))
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+    d2 AS (
+        DELETE FROM mbus."q_golden$2" AS q
+        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$2"'::regclass))
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2) AS d ORDER BY d.claim_vt, d.id;
+        END IF;
     END IF;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     IF v_n > 0 THEN  -- counter: deliveries consumed

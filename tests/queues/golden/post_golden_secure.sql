@@ -1,4 +1,4 @@
-CREATE OR REPLACE FUNCTION mbus.post_golden_secure(data jsonb, headers jsonb DEFAULT NULL::jsonb, properties jsonb DEFAULT NULL::jsonb, delayed_until timestamp with time zone DEFAULT NULL::timestamp with time zone, expires timestamp with time zone DEFAULT NULL::timestamp with time zone, iid text DEFAULT NULL::text, dedupe_key text DEFAULT NULL::text, consume_after anycompatible DEFAULT NULL::text)
+CREATE OR REPLACE FUNCTION mbus.post_golden_secure(data jsonb, headers jsonb DEFAULT NULL::jsonb, properties jsonb DEFAULT NULL::jsonb, delayed_until timestamp with time zone DEFAULT NULL::timestamp with time zone, expires timestamp with time zone DEFAULT NULL::timestamp with time zone, iid text DEFAULT NULL::text, dedupe_key text DEFAULT NULL::text, consume_after anycompatible DEFAULT NULL::text, priority integer DEFAULT 0)
  RETURNS text
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -9,11 +9,19 @@ DECLARE
     v_iid text;   -- stored iid: NULL when it is this queue's own '<q>.<id>@<db>'
     v_hdr jsonb;  -- stored headers: NULL when they are the default ones
     v_dup mbus.queue_dedupe;
+    v_prio smallint := 0;  -- priority: 0..32767, higher claimed first
 BEGIN
     IF expires IS NOT NULL AND (expires <= now() OR delayed_until >= expires) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = CASE WHEN expires <= now() THEN format('expires %s is in the past', expires)
                 ELSE format('delayed_until %s is not before expires', delayed_until) END;
+    END IF;
+    IF priority IS DISTINCT FROM 0 AND priority IS NOT NULL THEN
+        IF priority < 0 OR priority > 32767 THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB006',
+                MESSAGE = format('priority %s is not in 0..32767', priority);
+        END IF;
+        v_prio := priority;
     END IF;
     IF data IS NULL OR jsonb_typeof(data) <> 'object' THEN
         PERFORM mbus.check_payload('data', data, false);
@@ -96,13 +104,19 @@ BEGIN
                   ELSE coalesce((SELECT s.cur FROM mbus.queue_segment AS s WHERE s.qname = 'golden_secure'),
                                 1::smallint) END;
      INSERT INTO mbus.q_golden_secure (c, vt, id, iid, added, delayed_until, expires, headers, properties, data,
-                           consume_after, seg)
+                           consume_after, seg, priority)
         VALUES (4, v_vt, t.id, v_iid, t.added, t.delayed_until,
-                t.expires, v_hdr, t.properties, t.data, t.consume_after, v_seg);
+                t.expires, v_hdr, t.properties, t.data, t.consume_after, v_seg, v_prio);
         PERFORM nextval('mbus."q_golden_secure$c4$posted"');  -- counter: deliveries to this consumer
     
     END;
 
+    IF v_prio > 0 AND NOT (SELECT s.prioritized FROM mbus.queue_segment AS s
+                           WHERE s.qname = 'golden_secure') THEN
+        -- the queue's first message with a priority: claims take the priority tier from now on
+        UPDATE mbus.queue_segment AS s SET prioritized = true
+        WHERE s.qname = 'golden_secure' AND NOT s.prioritized;
+    END IF;
     PERFORM nextval('mbus."q_golden_secure$posted"');  -- counter: messages posted to the queue
     IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = 'golden_secure') THEN
         PERFORM pg_notify('mbus_q_golden_secure', 'golden_secure');

@@ -30,7 +30,7 @@ AS $$
         'mbus.nack(text,uuid,interval,timestamp with time zone)',
         'mbus.peek(text,text)',
         'mbus.post(text,jsonb,jsonb,jsonb,timestamp with time zone,timestamp with time zone,text,'
-            'text,anycompatible)',
+            'text,anycompatible,integer)',
         'mbus.post_batch(text,jsonb[],jsonb[],jsonb[],timestamp with time zone,'
             'timestamp with time zone)',
         'mbus.require_consumer(text,text)',

@@ -71,6 +71,7 @@ CREATE TABLE mbus.%I (
     attempts      integer NOT NULL DEFAULT 0,
     lease_token   uuid,
     waited        boolean NOT NULL DEFAULT false,
+    priority      smallint NOT NULL DEFAULT 0,
     seg           smallint NOT NULL DEFAULT mbus.segment_of(%L)
 ) PARTITION BY LIST (seg)$t$, tbl, qname);
     EXECUTE format('COMMENT ON TABLE mbus.%I IS %L', tbl,

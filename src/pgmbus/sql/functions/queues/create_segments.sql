@@ -3,7 +3,8 @@
 -- Purpose:  Make the partitions of mbus.q_<qname> (a table partitioned on seg) with their indexes,
 --           those missing from segment p_from on: q_<q>$0 (parking: deliveries due in more than a
 --           minute, never truncated) and q_<q>$1..$3 (rotating). Each segment gets the claim index
---           (c, vt, id), (id), partial (iid) and (expires) indexes and a unique partial
+--           (c, vt, id), the priority tier's partial (c, priority DESC, vt, id) WHERE
+--           priority > 0, (id), partial (iid) and (expires) indexes and a unique partial
 --           (lease_token) index, named q_<q>_<kind>$<n>. The parent gets indexes of the same names
 --           without $<n>: they attach the segments' indexes (nothing is built) and keep the names
 --           that docs and notices give. Adds the queue's mbus.queue_segment row (current segment
@@ -32,6 +33,8 @@ BEGIN
         END IF;
         EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (c, vt, id)',
                        tbl || '_claim$' || n, seg);
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (c, priority DESC, vt, id) '
+                       'WHERE priority > 0', tbl || '_prio$' || n, seg);
         EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (id)', tbl || '_id$' || n, seg);
         EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (iid) WHERE iid IS NOT NULL',
                        tbl || '_iid$' || n, seg);
@@ -46,6 +49,8 @@ BEGIN
     -- Parent indexes of the same names as before segmentation: they attach the segments'
     -- indexes (nothing is built) and keep the names the docs and notices give.
     EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (c, vt, id)', tbl || '_claim', tbl);
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (c, priority DESC, vt, id) '
+                   'WHERE priority > 0', tbl || '_prio', tbl);
     EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (id)', tbl || '_id', tbl);
     EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (iid) WHERE iid IS NOT NULL',
                    tbl || '_iid', tbl);

@@ -35,12 +35,13 @@ AS $$
     SELECT 'relation', r.what, r.name
     FROM (VALUES ('table', 'q_' || qname), ('claim', 'q_' || qname || '_claim'),
                  ('id', 'q_' || qname || '_id'), ('iid', 'q_' || qname || '_iid'),
-                 ('expires', 'q_' || qname || '_expires')) AS r(what, name)
+                 ('expires', 'q_' || qname || '_expires'), ('prio', 'q_' || qname || '_prio'))
+         AS r(what, name)
     WHERE cname IS NULL
     UNION ALL
     SELECT 'relation', p || n, format('q_%s%s$%s', qname, CASE p WHEN 'segment' THEN ''
                                                                ELSE '_' || p END, n)
-    FROM unnest(ARRAY['segment', 'claim', 'id', 'iid', 'lease', 'expires']) AS p,
+    FROM unnest(ARRAY['segment', 'claim', 'id', 'iid', 'lease', 'expires', 'prio']) AS p,
          generate_series(0, 3) AS n
     WHERE cname IS NULL
     UNION ALL

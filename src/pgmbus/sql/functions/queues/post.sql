@@ -1,5 +1,5 @@
 -- Function: mbus.post(qname, data, headers, properties, delayed_until, expires, iid, dedupe_key,
---                     consume_after)
+--                     consume_after, priority)
 --
 -- Purpose:  Post one message to a queue: the original mbus API's generic post, which returns
 --           nothing (the generated post_<qname> it dispatches to returns the iid). Checks the queue
@@ -22,8 +22,11 @@
 --           consume_after  the iid (text) or iids (text[]) this message waits for, as the seed
 --                          writes it (consume_after := array[iid1, iid2]); merged with
 --                          headers.consume_after
+--           priority       0..32767 (default 0): higher is claimed first, FIFO within one
+--                          priority (NULL = 0)
 -- Returns:  void; MB001/MB002 for a bad or unknown queue, MB005 for a payload not an object,
---           MB006 for a forged or malformed iid or dedupe_key, expires not in the future or not after
+--           MB006 for a forged or malformed iid or dedupe_key, a priority out of
+--           0..32767, expires not in the future or not after
 --           delayed_until, MB008 for a queue without consumers (and triggers)
 -- Locks:    those of post_<qname>: inserts into mbus.q_<qname> (ROW EXCLUSIVE on its current
 --           segment, or segment 0 for deliveries due in more than a minute) and into the trigger
@@ -36,15 +39,17 @@ CREATE OR REPLACE FUNCTION mbus.post(qname text, data jsonb, headers jsonb DEFAU
                           properties jsonb DEFAULT NULL, delayed_until timestamptz DEFAULT NULL,
                           expires timestamptz DEFAULT NULL, iid text DEFAULT NULL,
                           dedupe_key text DEFAULT NULL,
-                          consume_after anycompatible DEFAULT NULL::text)
+                          consume_after anycompatible DEFAULT NULL::text,
+                          priority integer DEFAULT 0)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
 BEGIN
     PERFORM mbus.require_queue(qname);
-    EXECUTE format('SELECT mbus.%I($1, $2, $3, $4, $5, $6, dedupe_key => $7, consume_after => $8)',
+    EXECUTE format('SELECT mbus.%I($1, $2, $3, $4, $5, $6, dedupe_key => $7, consume_after => $8, '
+                   'priority => $9)',
                    'post_' || qname)
-    USING data, headers, properties, delayed_until, expires, iid, dedupe_key, consume_after;
+    USING data, headers, properties, delayed_until, expires, iid, dedupe_key, consume_after, priority;
 END;
 $$;

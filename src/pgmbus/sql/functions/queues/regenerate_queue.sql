@@ -33,6 +33,11 @@
 --             Claims lock through the parent: FOR UPDATE SKIP LOCKED ordered by (vt, id) (one
 --             ordered Merge Append over the segments' claim indexes), then delete or update the
 --             locked rows segment by segment by ctid (a ctid names a row only within its segment).
+--             Priority (migration 0017): post_<q>(priority => 0..32767, else MB006) stores it
+--             and sets queue_segment.prioritized on the queue's first priority > 0. Claims
+--             branch on the flag: unflagged, today's statement; flagged, s is the priority tier
+--             (priority > 0, ordered by the partial index q_<q>_prio: priority DESC, vt, id)
+--             UNION ALL the claim over the priority-0 rows, under one LIMIT.
 --             Each claim holds four variants: k = 0 reads every segment, k = 1..3 every segment but
 --             k; a variant's constant seg condition prunes k at plan time, so while
 --             mbus.rotate_queue closes segment k (queue_segment.closing, trusted for 10 seconds)
@@ -106,8 +111,8 @@ DECLARE
     -- may become current again (mbus.claim_upkeep tells rotate_queue).
     v_closing  text := format($t$
     SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds' THEN s.closing END,
-           s.upkept_at < clock_timestamp() - s.upkeep_every
-    INTO v_closing, v_due FROM mbus.queue_segment AS s WHERE s.qname = %1$L;
+           s.upkept_at < clock_timestamp() - s.upkeep_every, s.prioritized
+    INTO v_closing, v_due, v_prio FROM mbus.queue_segment AS s WHERE s.qname = %1$L;
     IF v_due AND pg_current_xact_id_if_assigned() IS NULL
        AND statement_timestamp() - transaction_timestamp() < interval '10 milliseconds'
        AND current_setting('transaction_isolation') = 'read committed' THEN
@@ -143,7 +148,7 @@ BEGIN
     d%1$s AS (
         DELETE FROM %2$s AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = %3$L::regclass))
-        RETURNING q.vt AS claim_vt, %4$s)$t$, n, v_seg, v_seg, ret_cols);
+        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, %4$s)$t$, n, v_seg, v_seg, ret_cols);
             v_gone[k + 1] := v_gone[k + 1] || format($t$,
     g%1$s AS (
         DELETE FROM %2$s AS q
@@ -185,9 +190,9 @@ BEGIN
         END IF;
         v_fanout := v_fanout || format($t$
     %s INSERT INTO mbus.%I (c, vt, id, iid, added, delayed_until, expires, headers, properties, data,
-                           consume_after, seg)
+                           consume_after, seg, priority)
         VALUES (%s, v_vt, t.id, v_iid, t.added, t.delayed_until,
-                t.expires, v_hdr, t.properties, t.data, t.consume_after, v_seg);
+                t.expires, v_hdr, t.properties, t.data, t.consume_after, v_seg, v_prio);
         PERFORM nextval(%s);  -- counter: deliveries to this consumer
     %s$t$,
             CASE WHEN r.selector IS NULL THEN '' ELSE format('IF v_c%s THEN', r.cid) END,
@@ -277,15 +282,24 @@ BEGIN
 CREATE OR REPLACE FUNCTION mbus.%I(
     data jsonb, headers jsonb DEFAULT NULL, properties jsonb DEFAULT NULL,
     delayed_until timestamptz DEFAULT NULL, expires timestamptz DEFAULT NULL, iid text DEFAULT NULL,
-    dedupe_key text DEFAULT NULL, consume_after anycompatible DEFAULT NULL::text)
+    dedupe_key text DEFAULT NULL, consume_after anycompatible DEFAULT NULL::text,
+    priority integer DEFAULT 0)
 RETURNS text LANGUAGE plpgsql VOLATILE AS %L$f$,
         v_fn->>'post', format($b$
 DECLARE
     t     mbus.qt_model;
     v_iid text;   -- stored iid: NULL when it is this queue's own '<q>.<id>@<db>'
     v_hdr jsonb;  -- stored headers: NULL when they are the default ones
-    v_dup mbus.queue_dedupe;%6$s
+    v_dup mbus.queue_dedupe;
+    v_prio smallint := 0;  -- priority: 0..32767, higher claimed first%6$s
 BEGIN%7$s
+    IF priority IS DISTINCT FROM 0 AND priority IS NOT NULL THEN
+        IF priority < 0 OR priority > 32767 THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB006',
+                MESSAGE = format('priority %%s is not in 0..32767', priority);
+        END IF;
+        v_prio := priority;
+    END IF;
     IF data IS NULL OR jsonb_typeof(data) <> 'object' THEN
         PERFORM mbus.check_payload('data', data, false);
     END IF;
@@ -351,6 +365,12 @@ BEGIN%7$s
     t.attempts := 0;
 %3$s
 %4$s
+    IF v_prio > 0 AND NOT (SELECT s.prioritized FROM mbus.queue_segment AS s
+                           WHERE s.qname = %1$L) THEN
+        -- the queue's first message with a priority: claims take the priority tier from now on
+        UPDATE mbus.queue_segment AS s SET prioritized = true
+        WHERE s.qname = %1$L AND NOT s.prioritized;
+    END IF;
     PERFORM nextval(%11$s);  -- counter: messages posted to the queue
     IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = %1$L) THEN
         PERFORM pg_notify(%5$L, %1$L);
@@ -622,57 +642,138 @@ $b$, tbl, ret_cols, q, q));
         FOR k IN 0 .. 3 LOOP
             v_cn := v_cn || format($t$
     %5$s
-        RETURN QUERY
-        WITH s AS MATERIALIZED (
-            SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
-            WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%6$s
-            ORDER BY s.vt, s.id
-            LIMIT amt
-            FOR UPDATE SKIP LOCKED)%3$s
-        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-               d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-        FROM (%4$s) AS d ORDER BY d.claim_vt, d.id;$t$,
+        IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
+                 WHERE s.c = %2$s AND s.priority > 0 AND s.vt <= v_now
+                   AND (s.expires IS NULL OR s.expires > v_now)%6$s
+                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                 LIMIT amt
+                 FOR UPDATE SKIP LOCKED) AS tier
+                UNION ALL
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
+                 WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                   AND s.priority = 0%6$s
+                 ORDER BY s.vt, s.id
+                 LIMIT amt
+                 FOR UPDATE SKIP LOCKED) AS fifo
+                LIMIT amt)%3$s
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM (%4$s) AS d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
+        ELSE
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
+                WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%6$s
+                ORDER BY s.vt, s.id
+                LIMIT amt
+                FOR UPDATE SKIP LOCKED)%3$s
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM (%4$s) AS d ORDER BY d.claim_vt, d.id;
+        END IF;$t$,
                 tbl, r.cid, v_dels[k + 1], v_dunion[k + 1],
                 CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
                        ELSE format('ELSIF v_closing = %s THEN', k) END, v_filter[k + 1]);
             v_c1 := v_c1 || format($t$
     %5$s
-        RETURN QUERY
-        WITH s AS MATERIALIZED (
-            SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
-            WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%6$s
-            ORDER BY s.vt, s.id
-            LIMIT 1
-            FOR UPDATE SKIP LOCKED)%3$s
-        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-               d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-        FROM (%4$s) AS d;$t$,
+        IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
+                 WHERE s.c = %2$s AND s.priority > 0 AND s.vt <= v_now
+                   AND (s.expires IS NULL OR s.expires > v_now)%6$s
+                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                 LIMIT 1
+                 FOR UPDATE SKIP LOCKED) AS tier
+                UNION ALL
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
+                 WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                   AND s.priority = 0%6$s
+                 ORDER BY s.vt, s.id
+                 LIMIT 1
+                 FOR UPDATE SKIP LOCKED) AS fifo
+                LIMIT 1)%3$s
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM (%4$s) AS d;
+        ELSE
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
+                WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%6$s
+                ORDER BY s.vt, s.id
+                LIMIT 1
+                FOR UPDATE SKIP LOCKED)%3$s
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM (%4$s) AS d;
+        END IF;$t$,
                 tbl, r.cid, v_dels[k + 1], v_dunion[k + 1],
                 CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
                        ELSE format('ELSIF v_closing = %s THEN', k) END, v_filter[k + 1]);
             v_cl := v_cl || format($t$
     %9$s
-        RETURN QUERY
-        WITH s AS MATERIALIZED (
-            SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                   s.attempts >= coalesce(max_attempts, 2147483647) AS dead
-            FROM mbus.%1$I AS s
-            WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%10$s
-            ORDER BY s.vt, s.id
-            LIMIT amt
-            FOR UPDATE SKIP LOCKED)%3$s,
-        buried AS (
-            INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                  properties, data, consume_after, attempts, reason)
-            SELECT %4$L, %5$L, g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
-                   g.properties, g.data, g.consume_after, g.attempts,
-                   format('max_attempts (%%s) exceeded', max_attempts)
-            FROM (%6$s) AS g)%7$s
-        -- in claim order (the UPDATEs return their rows segment by segment)
-        SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
-               d.consume_after, d.attempts, d.lease_token, d.vt
-        FROM (%8$s) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
-        ORDER BY s.claim_vt, s.id;$t$,
+        IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
+                        s.priority AS claim_prio
+                 FROM mbus.%1$I AS s
+                 WHERE s.c = %2$s AND s.priority > 0 AND s.vt <= v_now
+                   AND (s.expires IS NULL OR s.expires > v_now)%10$s
+                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                 LIMIT amt
+                 FOR UPDATE SKIP LOCKED) AS tier
+                UNION ALL
+                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
+                        s.priority AS claim_prio
+                 FROM mbus.%1$I AS s
+                 WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                   AND s.priority = 0%10$s
+                 ORDER BY s.vt, s.id
+                 LIMIT amt
+                 FOR UPDATE SKIP LOCKED) AS fifo
+                LIMIT amt)%3$s,
+            buried AS (
+                INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
+                                      properties, data, consume_after, attempts, reason)
+                SELECT %4$L, %5$L, g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
+                       g.properties, g.data, g.consume_after, g.attempts,
+                       format('max_attempts (%%s) exceeded', max_attempts)
+                FROM (%6$s) AS g)%7$s
+            -- in claim order (the UPDATEs return their rows segment by segment)
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
+                   d.consume_after, d.attempts, d.lease_token, d.vt
+            FROM (%8$s) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
+            ORDER BY s.claim_prio DESC, s.claim_vt, s.id;
+        ELSE
+            RETURN QUERY
+            WITH s AS MATERIALIZED (
+                SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+                       s.attempts >= coalesce(max_attempts, 2147483647) AS dead
+                FROM mbus.%1$I AS s
+                WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%10$s
+                ORDER BY s.vt, s.id
+                LIMIT amt
+                FOR UPDATE SKIP LOCKED)%3$s,
+            buried AS (
+                INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
+                                      properties, data, consume_after, attempts, reason)
+                SELECT %4$L, %5$L, g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
+                       g.properties, g.data, g.consume_after, g.attempts,
+                       format('max_attempts (%%s) exceeded', max_attempts)
+                FROM (%6$s) AS g)%7$s
+            -- in claim order (the UPDATEs return their rows segment by segment)
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
+                   d.consume_after, d.attempts, d.lease_token, d.vt
+            FROM (%8$s) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
+            ORDER BY s.claim_vt, s.id;
+        END IF;$t$,
                 tbl, r.cid, v_gone[k + 1], q, r.cname, v_gunion[k + 1], v_ups[k + 1],
                 v_uunion[k + 1],
                 CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
@@ -689,6 +790,7 @@ DECLARE
     v_db      text := current_database();
     v_closing smallint;
     v_due     boolean;
+    v_prio    boolean;
     v_n       bigint;
 BEGIN%2$s
     IF amt IS NULL OR amt < 0 THEN
@@ -709,6 +811,7 @@ DECLARE
     v_db      text := current_database();
     v_closing smallint;
     v_due     boolean;
+    v_prio    boolean;
     v_n       bigint;
 BEGIN%2$s%3$s%1$s
     END IF;%4$s
@@ -728,6 +831,7 @@ DECLARE
     v_db      text := current_database();
     v_closing smallint;
     v_due     boolean;
+    v_prio    boolean;
 BEGIN%2$s
     IF amt IS NULL OR amt < 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
