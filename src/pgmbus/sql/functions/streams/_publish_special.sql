@@ -42,7 +42,7 @@ BEGIN
         END IF;
     END IF;
     IF p_delayed_until IS NULL OR p_delayed_until <= now() THEN
-        PERFORM pg_notify('mbus_events', '');
+        PERFORM mbus.notify();  -- only while a reader waits (mbus.await_events)
         RETURN QUERY
         INSERT INTO mbus.events (topic, key, payload, headers, subscription_id)
         SELECT p_topic, k.key, p.payload, h.headers, p_subscription

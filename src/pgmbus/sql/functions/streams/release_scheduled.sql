@@ -44,7 +44,7 @@ BEGIN
     ORDER BY due.delayed_until, due.id;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     IF v_n > 0 THEN
-        PERFORM pg_notify('mbus_events', '');
+        PERFORM mbus.notify();  -- only while a reader waits (mbus.await_events)
     END IF;
     RETURN v_n;
 END;
