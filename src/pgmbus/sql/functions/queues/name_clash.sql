@@ -6,7 +6,8 @@
 --           'a_by_b' consumer 'c' would share consume_a_by_b_by_c), a name of the mbus schema
 --           itself (queue 'dmq' would make post_dmq), a relation of that name in schema mbus, or a
 --           role of that name that this database's mbus did not make (no USAGE on schema mbus:
---           another database's queue, or a role of the user's). Names both owners.
+--           another database's queue, or a role of the user's; a role left by a dropped database of
+--           this name is not a clash, mbus.role_orphaned). Names both owners.
 -- Params:   qname  the queue's name (text)
 --           cname  the consumer's name (text; NULL = a new queue)
 -- Returns:  text: the reason, or NULL when the names are free
@@ -53,7 +54,8 @@ BEGIN
                            'database''s mbus (another database''s queue or a user role)',
                            v_self, n.name)
           FROM n JOIN pg_roles AS r ON r.rolname = n.name
-          WHERE n.kind = 'role' AND NOT has_schema_privilege(r.oid, 'mbus', 'USAGE')) AS r
+          WHERE n.kind = 'role' AND NOT has_schema_privilege(r.oid, 'mbus', 'USAGE')
+            AND NOT mbus.role_orphaned(n.name)) AS r
     ORDER BY r.o LIMIT 1;
     RETURN v_reason;
 END;
