@@ -53,6 +53,24 @@ def test_unknown_sqlstate_falls_back_to_database_error(
     conn.rollback()
 
 
+def test_an_integer_beyond_bigint_is_an_invalid_argument_not_a_missing_function(
+    conn: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    # psycopg sends 2**70 as numeric, so PostgreSQL reports mbus.dmq_replay(numeric, ...) missing
+    out_of_range = pytest.raises(errors.InvalidArgument, match="a number is out of range")
+    with out_of_range as caught, errors.translating():
+        conn.execute("SELECT mbus.dmq_replay(%s, NULL)", [2**70])
+    assert caught.value.sqlstate == "22003"
+    conn.rollback()
+    with pytest.raises(errors.InvalidArgument, match="out of range"), errors.translating():
+        conn.execute("SELECT mbus.dmq_replay(%s::bigint, NULL)", [2**70])
+    conn.rollback()
+    # a missing function called with an ordinary number is still NotFound
+    with pytest.raises(errors.NotFound), errors.translating():
+        conn.execute("SELECT mbus.no_such_function(%s)", [7])
+    conn.rollback()
+
+
 def test_hint_is_kept_in_the_message(conn: psycopg.Connection[tuple[object, ...]]) -> None:
     with pytest.raises(errors.InvalidName, match="HINT: use lower-case"), errors.translating():
         conn.execute("SELECT mbus.check_name('consumer', 'X')")

@@ -7,6 +7,7 @@ exception class here, keeping the SQLSTATE the server raised (``.sqlstate``) and
 
 from __future__ import annotations
 
+import re
 from types import TracebackType
 from typing import Any, ClassVar
 
@@ -157,12 +158,16 @@ _BY_SQLSTATE.update(
     {
         "22023": InvalidArgument,  # invalid_parameter_value
         "22P02": InvalidArgument,  # invalid_text_representation
+        "22003": InvalidArgument,  # numeric_value_out_of_range
         "42P01": NotFound,  # undefined_table
         "42883": NotFound,  # undefined_function
         "42710": AlreadyExists,  # duplicate_object
         "42P07": AlreadyExists,  # duplicate_table
     }
 )
+
+
+_NUMERIC_ARGUMENT = re.compile(r"^(function|procedure) \S+\(.*\bnumeric\b.*\) does not exist$")
 
 
 def error_class_for(sqlstate: str | None) -> type[DatabaseError]:
@@ -182,6 +187,13 @@ def translate(exc: BaseException) -> PgmbusError:
     detail = getattr(diag, "message_detail", None)
     hint = getattr(diag, "message_hint", None)
     text = message
+    if sqlstate == "42883" and _NUMERIC_ARGUMENT.search(message):
+        # psycopg sends a Python int beyond bigint as numeric, so the call names no function:
+        # the caller's number is the problem, not a missing function
+        sqlstate, hint = "22003", None
+        text = message = (
+            f"a number is out of range (at most {2**63 - 1:,} for an id or a count): {message}"
+        )
     if detail:
         text += f"\nDETAIL: {detail}"
     if hint:
