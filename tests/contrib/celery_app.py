@@ -94,3 +94,9 @@ def requeue_once(self: Task, key: str) -> str:
     if record(key, {}) == 1:
         raise Reject("again", requeue=True)
     return "second time"
+
+
+@app.task
+def ordered(key: str, label: str) -> None:
+    """Record ``label`` under ``key``: the rows' order is the order the worker ran them."""
+    record(key, {"label": label})

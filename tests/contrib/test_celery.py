@@ -262,3 +262,21 @@ def test_an_idle_worker_wakes_on_the_post_not_the_poll(
         wait_for(lambda i=i: bool(effects(dsn, f"fast{i}")), timeout=10)  # type: ignore[misc]
         [(_w, _info, at)] = effects(dsn, f"fast{i}")
         assert (at - sent).total_seconds() < 3.0, at - sent
+
+
+def test_priority_higher_first_like_rabbitmq(
+    tasks: ModuleType, start_worker: Start, celery_env: dict[str, str]
+) -> None:
+    """``apply_async(priority=N)``: a worker takes higher priorities first, FIFO within one."""
+    dsn = celery_env["PGMBUS_CELERY_DSN"]
+    for i in range(4):
+        tasks.ordered.apply_async(("prio", f"low{i}"), queue="prio")  # priority 0
+    for i in range(3):
+        tasks.ordered.apply_async(("prio", f"mid{i}"), queue="prio", priority=5)
+    tasks.ordered.apply_async(("prio", "top"), queue="prio", priority=200)
+    with Bus(dsn) as bus:
+        assert bus.stats("prio")[0].depth == 8  # no worker reads prio yet
+    start_worker("prio", "prio", pool="solo")  # one task at a time, prefetch 1
+    wait_for(lambda: len(effects(dsn, "prio")) == 8, timeout=30)
+    ran = [info["label"] for _w, info, _at in effects(dsn, "prio")]
+    assert ran == ["top", "mid0", "mid1", "mid2", "low0", "low1", "low2", "low3"]

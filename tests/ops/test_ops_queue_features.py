@@ -99,3 +99,21 @@ def test_post_priority(service: Service) -> None:
             assert r.status_code == 422, (bad, r.text)
         got = c.post("/v1/queues/urgent/lease", json={"amount": 3}).json()["messages"]
         assert [m["data"]["n"] for m in got] == [2, 1, 3]
+
+
+def test_batch_priority_and_the_dmq_keeps_it(service: Service) -> None:
+    with service.client() as c:
+        c.post("/v1/queues", json={"queue": "prio"})
+        r = c.post(
+            "/v1/queues/prio/messages/batch",
+            json={"messages": [{"data": {"n": 1}}, {"data": {"n": 2}, "priority": 9}]},
+        )
+        assert r.status_code == 201, r.text
+        bad = {"messages": [{"data": {"n": 3}, "priority": 40000}]}
+        assert c.post("/v1/queues/prio/messages/batch", json=bad).status_code == 422
+        [m] = c.post("/v1/queues/prio/lease", json={"limit": 1}).json()["messages"]
+        assert m["data"] == {"n": 2}
+        dead = c.post("/v1/queues/prio/bury", json={"token": m["token"], "reason": "x"}).json()
+        [item] = c.get("/v1/dmq", params={"queue": "prio"}).json()["items"]
+        assert (item["dmq_id"], item["priority"]) == (dead["dmq_id"], 9)
+    assert service.value("SELECT count(*) FROM mbus.q_prio") == 1  # the refused batch posted none

@@ -8,6 +8,8 @@ SIGKILL) stops extending, so its unacknowledged messages are delivered again onc
 ends (``visibility_timeout`` seconds, default 30). A Celery ``eta``/``countdown`` becomes the
 message's ``delayed_until``: the message stays in PostgreSQL until it is due instead of waiting
 in a worker's memory.
+A message's priority (``apply_async(priority=N)``, 0..255, higher first, as on RabbitMQ) becomes
+the pgmbus message's priority: workers take higher priorities first, FIFO within one.
 
 Importing this module registers the ``pgmbus`` alias, so ``broker_url = "pgmbus://..."`` works
 (``pgmbus.contrib.celery`` imports it); ``broker_transport =
@@ -189,6 +191,12 @@ def _reconnecting(method: Any) -> Any:
 class Channel(virtual.Channel):
     """A Kombu channel whose queues are pgmbus queues."""
 
+    # Message priority as on RabbitMQ (a broker with native priorities): a higher number is
+    # served first, 0..255 (Celery's ``priority=``, ``task_default_priority``); it becomes the
+    # pgmbus message's priority. Redis' transport inverts it; pgmbus does not.
+    min_priority = 0
+    max_priority = 255
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._declared: set[str] = set()
@@ -246,7 +254,12 @@ class Channel(virtual.Channel):
     def _put(self, queue: str, message: dict[str, Any], **kwargs: Any) -> None:
         name = queue_name(queue)
         self._new_queue(queue)
-        self.bus.post(name, message, delayed_until=eta_of(message))
+        self.bus.post(
+            name,
+            message,
+            delayed_until=eta_of(message),
+            priority=self._get_message_priority(message, reverse=False),
+        )
 
     @_reconnecting
     def _get(self, queue: str, timeout: float | None = None) -> dict[str, Any]:

@@ -81,6 +81,9 @@ class BatchItem(BaseModel):
     data: dict[str, Any]
     headers: dict[str, Any] | None = None
     properties: dict[str, Any] | None = None
+    priority: int = Field(
+        default=0, ge=0, le=32767, description="higher is claimed first; FIFO within one priority"
+    )
 
 
 class BatchIn(BaseModel):
@@ -185,6 +188,7 @@ class DmqOut(BaseModel):
     attempts: int
     reason: str
     died_at: datetime
+    priority: int = Field(default=0, description="the priority it had; a replay keeps it")
 
 
 class DmqPage(BaseModel):

@@ -132,6 +132,7 @@ async def post_batch(request: Request, queue: Name, body: BatchIn, who: Caller) 
         properties=[m.properties or {} for m in body.messages],
         delayed_until=body.delayed_until,
         expires=body.expires,
+        priority=[m.priority for m in body.messages],
     )
     return {"iids": iids}
 

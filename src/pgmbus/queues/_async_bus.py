@@ -351,9 +351,23 @@ class AsyncBus(Handlers):
         properties: Sequence[Mapping[str, Any]] | None = None,
         delayed_until: datetime | None = None,
         expires: datetime | None = None,
+        priority: int | Sequence[int] | None = None,
         conn: AsyncConnection[Any] | None = None,
     ) -> list[str]:
-        """Post many messages in one statement per consumer; returns their iids in order."""
+        """Post many messages in one statement per consumer; returns their iids in order.
+
+        ``priority``: one for every message (an int) or one per message (a sequence as long as
+        ``data``), each 0 to 32767 (``InvalidArgument`` otherwise, nothing posted).
+        """
+        if priority is None or isinstance(priority, int):
+            priorities = None if not priority else [priority] * len(data)
+        else:
+            priorities = list(priority)
+            if len(priorities) != len(data):
+                raise InvalidArgument(
+                    f"priority has {len(priorities)} elements for {len(data)} messages",
+                    sqlstate="MB006",
+                )
         params = {
             "data": [_json(d, "data") for d in data],
             "headers": None if headers is None else [_json(h, "headers") for h in headers],
@@ -362,6 +376,7 @@ class AsyncBus(Handlers):
             else [_json(p, "properties") for p in properties],
             "delayed_until": delayed_until,
             "expires": expires,
+            "priority": priorities,
         }
         query = self._generated("post_batch", "postn_" + check_name("queue", queue))
         return [str(r["iid"]) for r in await self._rows(query, params, conn)]

@@ -77,6 +77,7 @@ class DeadMessage:
     attempts: int
     reason: str
     died_at: datetime
+    priority: int = 0  # the priority it had; a replay posts it back with it
 
 
 @dataclass(frozen=True)

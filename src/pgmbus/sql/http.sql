@@ -12,14 +12,14 @@ SELECT id, name, scopes, created_at FROM mbus.timer_clients ORDER BY name;
 
 -- name: dmq_get
 SELECT dmq_id, qname, cname, id, iid, added, delayed_until, expires, headers, properties, data,
-       consume_after, attempts, reason, died_at
+       consume_after, attempts, reason, died_at, priority
 FROM mbus.dmq WHERE dmq_id = %(dmq_id)s;
 
 -- name: dmq_delete
 SELECT mbus.dmq_delete(%(dmq_id)s) AS qname;
 
 -- name: dmq_page
-SELECT dmq_id, qname, cname, iid, data, headers, properties, attempts, reason, died_at
+SELECT dmq_id, qname, cname, iid, data, headers, properties, attempts, reason, died_at, priority
 FROM mbus.dmq
 WHERE (%(queue)s::text IS NULL OR qname = %(queue)s::text) AND dmq_id > %(after)s
 ORDER BY dmq_id

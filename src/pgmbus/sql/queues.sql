@@ -55,7 +55,8 @@ SELECT mbus.{fn}(%(data)s, %(headers)s, %(properties)s, %(delayed_until)s, %(exp
                  priority => %(priority)s::integer);
 
 -- name: post_batch
-SELECT iid FROM mbus.{fn}(%(data)s, %(headers)s, %(properties)s, %(delayed_until)s, %(expires)s)
+SELECT iid FROM mbus.{fn}(%(data)s, %(headers)s, %(properties)s, %(delayed_until)s, %(expires)s,
+                          priority => %(priority)s::integer[])
     AS p(iid);
 
 -- name: consumen
@@ -89,7 +90,7 @@ SELECT mbus.peek(%(queue)s, %(iid)s);
 SELECT mbus.clear_queue(%(queue)s, %(now)s);
 
 -- name: dmq_list
-SELECT dmq_id, qname, cname, iid, data, headers, properties, attempts, reason, died_at
+SELECT dmq_id, qname, cname, iid, data, headers, properties, attempts, reason, died_at, priority
 FROM mbus.dmq
 WHERE %(queue)s::text IS NULL OR qname = %(queue)s::text
 ORDER BY dmq_id

@@ -66,25 +66,25 @@ BEGIN
     g0 AS (
         DELETE FROM mbus."q_golden_secure$0" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g1 AS (
         DELETE FROM mbus."q_golden_secure$1" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g2 AS (
         DELETE FROM mbus."q_golden_secure$2" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g3 AS (
         DELETE FROM mbus."q_golden_secure$3" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
             buried AS (
                 INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason)
+                                      properties, data, consume_after, attempts, reason, priority)
                 SELECT 'golden_secure', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                        g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%s) exceeded', max_attempts)
+                       format('max_attempts (%s) exceeded', max_attempts), g.priority
                 FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g1 UNION ALL SELECT * FROM g2 UNION ALL SELECT * FROM g3) AS g),
     u0 AS (
         UPDATE mbus."q_golden_secure$0" AS q
@@ -124,25 +124,25 @@ BEGIN
     g0 AS (
         DELETE FROM mbus."q_golden_secure$0" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g1 AS (
         DELETE FROM mbus."q_golden_secure$1" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g2 AS (
         DELETE FROM mbus."q_golden_secure$2" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g3 AS (
         DELETE FROM mbus."q_golden_secure$3" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
             buried AS (
                 INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason)
+                                      properties, data, consume_after, attempts, reason, priority)
                 SELECT 'golden_secure', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                        g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%s) exceeded', max_attempts)
+                       format('max_attempts (%s) exceeded', max_attempts), g.priority
                 FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g1 UNION ALL SELECT * FROM g2 UNION ALL SELECT * FROM g3) AS g),
     u0 AS (
         UPDATE mbus."q_golden_secure$0" AS q
@@ -197,21 +197,21 @@ BEGIN
     g0 AS (
         DELETE FROM mbus."q_golden_secure$0" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g2 AS (
         DELETE FROM mbus."q_golden_secure$2" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g3 AS (
         DELETE FROM mbus."q_golden_secure$3" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
             buried AS (
                 INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason)
+                                      properties, data, consume_after, attempts, reason, priority)
                 SELECT 'golden_secure', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                        g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%s) exceeded', max_attempts)
+                       format('max_attempts (%s) exceeded', max_attempts), g.priority
                 FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g2 UNION ALL SELECT * FROM g3) AS g),
     u0 AS (
         UPDATE mbus."q_golden_secure$0" AS q
@@ -246,21 +246,21 @@ BEGIN
     g0 AS (
         DELETE FROM mbus."q_golden_secure$0" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g2 AS (
         DELETE FROM mbus."q_golden_secure$2" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g3 AS (
         DELETE FROM mbus."q_golden_secure$3" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
             buried AS (
                 INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason)
+                                      properties, data, consume_after, attempts, reason, priority)
                 SELECT 'golden_secure', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                        g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%s) exceeded', max_attempts)
+                       format('max_attempts (%s) exceeded', max_attempts), g.priority
                 FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g2 UNION ALL SELECT * FROM g3) AS g),
     u0 AS (
         UPDATE mbus."q_golden_secure$0" AS q
@@ -310,21 +310,21 @@ BEGIN
     g0 AS (
         DELETE FROM mbus."q_golden_secure$0" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g1 AS (
         DELETE FROM mbus."q_golden_secure$1" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g3 AS (
         DELETE FROM mbus."q_golden_secure$3" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
             buried AS (
                 INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason)
+                                      properties, data, consume_after, attempts, reason, priority)
                 SELECT 'golden_secure', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                        g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%s) exceeded', max_attempts)
+                       format('max_attempts (%s) exceeded', max_attempts), g.priority
                 FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g1 UNION ALL SELECT * FROM g3) AS g),
     u0 AS (
         UPDATE mbus."q_golden_secure$0" AS q
@@ -359,21 +359,21 @@ BEGIN
     g0 AS (
         DELETE FROM mbus."q_golden_secure$0" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g1 AS (
         DELETE FROM mbus."q_golden_secure$1" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g3 AS (
         DELETE FROM mbus."q_golden_secure$3" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
             buried AS (
                 INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason)
+                                      properties, data, consume_after, attempts, reason, priority)
                 SELECT 'golden_secure', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                        g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%s) exceeded', max_attempts)
+                       format('max_attempts (%s) exceeded', max_attempts), g.priority
                 FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g1 UNION ALL SELECT * FROM g3) AS g),
     u0 AS (
         UPDATE mbus."q_golden_secure$0" AS q
@@ -423,21 +423,21 @@ BEGIN
     g0 AS (
         DELETE FROM mbus."q_golden_secure$0" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g1 AS (
         DELETE FROM mbus."q_golden_secure$1" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g2 AS (
         DELETE FROM mbus."q_golden_secure$2" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
             buried AS (
                 INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason)
+                                      properties, data, consume_after, attempts, reason, priority)
                 SELECT 'golden_secure', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                        g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%s) exceeded', max_attempts)
+                       format('max_attempts (%s) exceeded', max_attempts), g.priority
                 FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g1 UNION ALL SELECT * FROM g2) AS g),
     u0 AS (
         UPDATE mbus."q_golden_secure$0" AS q
@@ -472,21 +472,21 @@ BEGIN
     g0 AS (
         DELETE FROM mbus."q_golden_secure$0" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g1 AS (
         DELETE FROM mbus."q_golden_secure$1" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
     g2 AS (
         DELETE FROM mbus."q_golden_secure$2" AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden_secure$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+        RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
             buried AS (
                 INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason)
+                                      properties, data, consume_after, attempts, reason, priority)
                 SELECT 'golden_secure', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                        g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%s) exceeded', max_attempts)
+                       format('max_attempts (%s) exceeded', max_attempts), g.priority
                 FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g1 UNION ALL SELECT * FROM g2) AS g),
     u0 AS (
         UPDATE mbus."q_golden_secure$0" AS q

@@ -117,13 +117,13 @@ BEGIN
             v_c2 := coalesce(((t.properties->>'tier') = 'gold'), false);
         EXCEPTION WHEN OTHERS THEN
             v_c2 := false;
-            PERFORM mbus.selector_failed('golden', 'vip', NULL, t, SQLSTATE, SQLERRM);
+            PERFORM mbus.selector_failed('golden', 'vip', NULL, t, SQLSTATE, SQLERRM, v_prio);
         END;
         BEGIN
             v_t1 := coalesce((t.data ? 'audit'), false);
         EXCEPTION WHEN OTHERS THEN
             v_t1 := false;
-            PERFORM mbus.selector_failed('golden', NULL, 'golden_audit', t, SQLSTATE, SQLERRM);
+            PERFORM mbus.selector_failed('golden', NULL, 'golden_audit', t, SQLSTATE, SQLERRM, v_prio);
         END;
     END;
      INSERT INTO mbus.q_golden (c, vt, id, iid, added, delayed_until, expires, headers, properties, data,
@@ -141,7 +141,8 @@ BEGIN
     END;
 
     IF v_t1 THEN
-        PERFORM mbus.post_golden_audit(t.data, t.headers, t.properties, t.delayed_until, t.expires);
+        PERFORM mbus.post_golden_audit(t.data, t.headers, t.properties, t.delayed_until, t.expires,
+                        priority => v_prio);
     END IF;
     IF v_prio > 0 AND NOT (SELECT s.prioritized FROM mbus.queue_segment AS s
                            WHERE s.qname = 'golden') THEN

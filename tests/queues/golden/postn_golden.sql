@@ -1,4 +1,4 @@
-CREATE OR REPLACE FUNCTION mbus.postn_golden(data jsonb[], headers jsonb[] DEFAULT NULL::jsonb[], properties jsonb[] DEFAULT NULL::jsonb[], delayed_until timestamp with time zone DEFAULT NULL::timestamp with time zone, expires timestamp with time zone DEFAULT NULL::timestamp with time zone)
+CREATE OR REPLACE FUNCTION mbus.postn_golden(data jsonb[], headers jsonb[] DEFAULT NULL::jsonb[], properties jsonb[] DEFAULT NULL::jsonb[], delayed_until timestamp with time zone DEFAULT NULL::timestamp with time zone, expires timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer[] DEFAULT NULL::integer[])
  RETURNS SETOF text
  LANGUAGE plpgsql
 AS $function$
@@ -18,9 +18,24 @@ BEGIN
                 ELSE format('delayed_until %s is not before expires', delayed_until) END;
     END IF;
     IF headers IS NOT NULL AND cardinality(headers) <> cardinality(data)
-       OR properties IS NOT NULL AND cardinality(properties) <> cardinality(data) THEN
+       OR properties IS NOT NULL AND cardinality(properties) <> cardinality(data)
+       OR priority IS NOT NULL AND cardinality(priority) <> cardinality(data) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
-            MESSAGE = 'headers and properties must have as many elements as data';
+            MESSAGE = 'headers, properties and priority must have as many elements as data';
+    END IF;
+    IF priority IS NOT NULL THEN
+        IF EXISTS (SELECT 1 FROM unnest(priority) AS p(v) WHERE v < 0 OR v > 32767) THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB006',
+                MESSAGE = format('priority %s is not in 0..32767',
+                                 (SELECT v FROM unnest(priority) AS p(v)
+                                  WHERE v < 0 OR v > 32767 LIMIT 1));
+        END IF;
+        IF EXISTS (SELECT 1 FROM unnest(priority) AS p(v) WHERE v > 0)
+           AND NOT (SELECT s.prioritized FROM mbus.queue_segment AS s WHERE s.qname = 'golden') THEN
+            -- the queue's first message with a priority: claims take the priority tier from now on
+            UPDATE mbus.queue_segment AS s SET prioritized = true
+            WHERE s.qname = 'golden' AND NOT s.prioritized;
+        END IF;
     END IF;
     IF EXISTS (SELECT 1 FROM unnest(data) AS d(v) WHERE v IS NULL OR jsonb_typeof(v) <> 'object')
        OR EXISTS (SELECT 1 FROM unnest(headers) AS d(v) WHERE jsonb_typeof(v) <> 'object')
@@ -30,7 +45,8 @@ BEGIN
     END IF;
     IF headers IS NOT NULL
        AND EXISTS (SELECT 1 FROM unnest(headers) AS d(v) WHERE v ? 'consume_after') THEN
-        RETURN QUERY SELECT mbus.post_each('golden', data, headers, properties, delayed_until, expires);
+        RETURN QUERY SELECT mbus.post_each('golden', data, headers, properties, delayed_until, expires,
+                                           priority);
         RETURN;
     END IF;
     v_h := jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db,
@@ -47,33 +63,37 @@ BEGIN
                delayed_until AS delayed_until, expires AS expires,
                coalesce(u.sh, v_h) AS headers, u.sh AS stored_headers,
                u.p AS properties, u.d AS data, NULL::text[] AS consume_after, 0 AS attempts,
-               NULL::uuid AS lease_token, NULL::timestamptz AS lease_until, u.ord
-        FROM (SELECT nextval('mbus.msg_id_seq') AS id, x.d, x.h, x.p, x.ord,
+               NULL::uuid AS lease_token, NULL::timestamptz AS lease_until, u.ord,
+               coalesce(u.pr, 0)::smallint AS priority
+        FROM (SELECT nextval('mbus.msg_id_seq') AS id, x.d, x.h, x.p, x.pr, x.ord,
                      CASE WHEN x.h IS NOT NULL THEN mbus.stamp_headers(x.h, 'golden', v_now) END AS sh
-              FROM unnest(data, headers, properties) WITH ORDINALITY AS x(d, h, p, ord)) AS u),
+              FROM unnest(data, headers, properties, priority)
+                   WITH ORDINALITY AS x(d, h, p, pr, ord)) AS u),
     i1 AS (
         INSERT INTO mbus.q_golden (c, vt, id, iid, added, delayed_until, expires, headers, properties,
-                             data, seg)
+                             data, seg, priority)
         SELECT 1, coalesce(t.delayed_until, t.added), t.id, NULL, t.added, t.delayed_until,
-               t.expires, t.stored_headers, t.properties, t.data, v_seg
+               t.expires, t.stored_headers, t.properties, t.data, v_seg, t.priority
         FROM m AS t WHERE true
         RETURNING nextval('mbus."q_golden$c1$posted"')),
     i2 AS (
         INSERT INTO mbus.q_golden (c, vt, id, iid, added, delayed_until, expires, headers, properties,
-                             data, seg)
+                             data, seg, priority)
         SELECT 2, coalesce(t.delayed_until, t.added), t.id, NULL, t.added, t.delayed_until,
-               t.expires, t.stored_headers, t.properties, t.data, v_seg
+               t.expires, t.stored_headers, t.properties, t.data, v_seg, t.priority
         FROM m AS t WHERE ((t.properties->>'tier') = 'gold')
         RETURNING nextval('mbus."q_golden$c2$posted"')),
     g_golden_audit AS (
-        SELECT count(mbus.post_golden_audit(t.data, t.headers, t.properties, t.delayed_until, t.expires)) AS n
+        SELECT count(mbus.post_golden_audit(t.data, t.headers, t.properties, t.delayed_until, t.expires,
+                             priority => t.priority)) AS n
         FROM m AS t WHERE (t.data ? 'audit'))
     SELECT array_agg(m.iid ORDER BY m.ord) INTO v_iids FROM m, (SELECT 0 + (SELECT g_golden_audit.n FROM g_golden_audit) AS n) AS fired WHERE fired.n IS NOT NULL;
     -- counter: messages posted to the queue (after the statement, so a batch that falls back
     -- to post_each is not counted twice)
     PERFORM nextval('mbus."q_golden$posted"') FROM generate_series(1, cardinality(data));
     EXCEPTION WHEN OTHERS THEN
-        RETURN QUERY SELECT mbus.post_each('golden', data, headers, properties, delayed_until, expires);
+        RETURN QUERY SELECT mbus.post_each('golden', data, headers, properties, delayed_until, expires,
+                                           priority);
         RETURN;
     END;
     RETURN QUERY SELECT unnest(v_iids);

@@ -32,7 +32,7 @@ AS $$
         'mbus.post(text,jsonb,jsonb,jsonb,timestamp with time zone,timestamp with time zone,text,'
             'text,anycompatible,integer)',
         'mbus.post_batch(text,jsonb[],jsonb[],jsonb[],timestamp with time zone,'
-            'timestamp with time zone)',
+            'timestamp with time zone,integer[])',
         'mbus.require_consumer(text,text)',
         'mbus.require_queue(text)',
         'mbus.rotate_queue(text,integer)',

@@ -3,7 +3,8 @@
 -- Purpose:  Put a dead message back, keeping its iid, and remove it from the dmq. It goes to its
 --           consumer only when the dmq row names one that still exists (so other consumers do not
 --           get it twice), due at once, else it is posted to the queue through post_<queue> (qname
---           overrides the queue, and then it is always posted). Attempts start again from 0.
+--           overrides the queue, and then it is always posted). Attempts start again from 0; the
+--           priority is the one it died with (a priority > 0 flags the queue's claims).
 --           Through post_<queue> it is a new post of the iid: its mbus.client_iids row (queue,
 --           iid) is deleted first, so the window of idempotent posts does not swallow it.
 --           Waiters on its iid stay waiting: the dmq row's deletion finds the copy and marks it, so
@@ -37,19 +38,24 @@ BEGIN
     IF v_cid IS NOT NULL THEN
         EXECUTE format($t$
             INSERT INTO mbus.%I (c, vt, id, iid, added, delayed_until, expires, headers,
-                                 properties, data, consume_after, attempts)
+                                 properties, data, consume_after, attempts, priority)
             VALUES ($1, now(), coalesce(mbus.iid_id($3, $9), $2, nextval('mbus.msg_id_seq')),
                     CASE WHEN mbus.iid_id($3, $9) IS NULL THEN $3 END, now(), NULL, $4,
-                    $5, $6, $7, $8, 0)$t$, 'q_' || d.qname)
+                    $5, $6, $7, $8, 0, $10)$t$, 'q_' || d.qname)
         USING v_cid, d.id, d.iid, d.expires, d.headers, d.properties, d.data,
-              d.consume_after, d.qname;
+              d.consume_after, d.qname, d.priority;
+        IF d.priority > 0 THEN  -- claims of the queue must take the priority tier
+            UPDATE mbus.queue_segment AS s SET prioritized = true
+            WHERE s.qname = d.qname AND NOT s.prioritized;
+        END IF;
         PERFORM pg_notify('mbus_q_' || d.qname, d.qname);
     ELSE
         -- a replay is a new post of the iid, not a producer's retry: forget it first
         DELETE FROM mbus.client_iids AS ci
         WHERE ci.qname = coalesce(dmq_replay.qname, d.qname) AND ci.iid = d.iid;
-        EXECUTE format('SELECT mbus.%I($1, $2, $3, NULL, $4, $5)', 'post_' || coalesce(qname, d.qname))
-        USING d.data, d.headers, d.properties, d.expires, d.iid;
+        EXECUTE format('SELECT mbus.%I($1, $2, $3, NULL, $4, $5, priority => $6)',
+                       'post_' || coalesce(qname, d.qname))
+        USING d.data, d.headers, d.properties, d.expires, d.iid, d.priority;
     END IF;
     RETURN d.iid;
 END;

@@ -1,4 +1,4 @@
--- Function: mbus.post_batch(qname, data, headers, properties, delayed_until, expires)
+-- Function: mbus.post_batch(qname, data, headers, properties, delayed_until, expires, priority)
 --
 -- Purpose:  Post many messages in one call; the i-th message has data[i], headers[i] and
 --           properties[i], and all share delayed_until and expires. Checks the queue name, then
@@ -10,6 +10,8 @@
 --           properties     properties per message (jsonb[] as long as data, or NULL)
 --           delayed_until  not claimable before this time (NULL = at once)
 --           expires        never claimed from this time on (NULL = never expires)
+--           priority       priority per message (integer[] as long as data, elements 0..32767,
+--                          NULL elements = 0; NULL = all 0): higher is claimed first
 -- Returns:  SETOF text: the iids, in the order of data; no row for NULL or empty data; MB005/MB006
 --           for bad elements or lengths, MB006 for expires not in the future or not after
 --           delayed_until, MB008 for a queue without consumers (and triggers); a consumer's
@@ -23,14 +25,16 @@
 CREATE OR REPLACE FUNCTION mbus.post_batch(qname text, data jsonb[], headers jsonb[] DEFAULT NULL,
                                 properties jsonb[] DEFAULT NULL,
                                 delayed_until timestamptz DEFAULT NULL,
-                                expires timestamptz DEFAULT NULL)
+                                expires timestamptz DEFAULT NULL,
+                                priority integer[] DEFAULT NULL)
 RETURNS SETOF text
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
 BEGIN
     PERFORM mbus.require_queue(qname);
-    RETURN QUERY EXECUTE format('SELECT * FROM mbus.%I($1, $2, $3, $4, $5)', 'postn_' || qname)
-    USING data, headers, properties, delayed_until, expires;
+    RETURN QUERY EXECUTE format('SELECT * FROM mbus.%I($1, $2, $3, $4, $5, $6)',
+                                'postn_' || qname)
+    USING data, headers, properties, delayed_until, expires, priority;
 END;
 $$;

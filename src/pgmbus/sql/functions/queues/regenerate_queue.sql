@@ -153,7 +153,7 @@ BEGIN
     g%1$s AS (
         DELETE FROM %2$s AS q
         WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = %3$L::regclass))
-        RETURNING %4$s)$t$, n, v_seg, v_seg, ret_cols);
+        RETURNING %4$s, q.priority AS priority)$t$, n, v_seg, v_seg, ret_cols);
             v_ups[k + 1] := v_ups[k + 1] || format($t$,
     u%1$s AS (
         UPDATE %2$s AS q
@@ -185,7 +185,7 @@ BEGIN
             v_c%1$s := coalesce((%2$s), false);
         EXCEPTION WHEN OTHERS THEN
             v_c%1$s := false;
-            PERFORM mbus.selector_failed(%3$L, %4$L, NULL, t, SQLSTATE, SQLERRM);
+            PERFORM mbus.selector_failed(%3$L, %4$L, NULL, t, SQLSTATE, SQLERRM, v_prio);
         END;$t$, r.cid, r.selector, q, r.cname);
         END IF;
         v_fanout := v_fanout || format($t$
@@ -201,9 +201,9 @@ BEGIN
         v_fanoutn := v_fanoutn || format($t$,
     %s AS (
         INSERT INTO mbus.%I (c, vt, id, iid, added, delayed_until, expires, headers, properties,
-                             data, seg)
+                             data, seg, priority)
         SELECT %s, coalesce(t.delayed_until, t.added), t.id, NULL, t.added, t.delayed_until,
-               t.expires, t.stored_headers, t.properties, t.data, v_seg
+               t.expires, t.stored_headers, t.properties, t.data, v_seg, t.priority
         FROM m AS t WHERE %s
         RETURNING nextval(%s))$t$,
             'i' || r.cid, tbl, r.cid, coalesce('(' || r.selector || ')', 'true'), v_cposted);
@@ -223,17 +223,19 @@ BEGIN
             v_t%1$s := coalesce((%2$s), false);
         EXCEPTION WHEN OTHERS THEN
             v_t%1$s := false;
-            PERFORM mbus.selector_failed(%3$L, NULL, %4$L, t, SQLSTATE, SQLERRM);
+            PERFORM mbus.selector_failed(%3$L, NULL, %4$L, t, SQLSTATE, SQLERRM, v_prio);
         END;$t$, r.k, r.selector, q, r.dst);
         END IF;
         v_triggers := v_triggers || format($t$
     %s
-        PERFORM mbus.%I(t.data, t.headers, t.properties, t.delayed_until, t.expires);
+        PERFORM mbus.%I(t.data, t.headers, t.properties, t.delayed_until, t.expires,
+                        priority => v_prio);
     %s$t$, CASE WHEN r.selector IS NULL THEN '' ELSE format('IF v_t%s THEN', r.k) END, r.post_fn,
             CASE WHEN r.selector IS NULL THEN '' ELSE 'END IF;' END);
         v_trign := v_trign || format($t$,
     %s AS (
-        SELECT count(mbus.%I(t.data, t.headers, t.properties, t.delayed_until, t.expires)) AS n
+        SELECT count(mbus.%I(t.data, t.headers, t.properties, t.delayed_until, t.expires,
+                             priority => t.priority)) AS n
         FROM m AS t WHERE %s)$t$,
             'g_' || r.dst, r.post_fn, coalesce('(' || r.selector || ')', 'true'));
         v_fire := v_fire || format(' + (SELECT %I.n FROM %I)', 'g_' || r.dst, 'g_' || r.dst);
@@ -392,7 +394,8 @@ $b$, q, q || '.', v_fanout, v_triggers, chan, v_vars, v_guard, tbl, q || ' ', v_
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(
     data jsonb[], headers jsonb[] DEFAULT NULL, properties jsonb[] DEFAULT NULL,
-    delayed_until timestamptz DEFAULT NULL, expires timestamptz DEFAULT NULL)
+    delayed_until timestamptz DEFAULT NULL, expires timestamptz DEFAULT NULL,
+    priority integer[] DEFAULT NULL)
 RETURNS SETOF text LANGUAGE plpgsql VOLATILE AS %L$f$,
         v_fn->>'postn', format($b$
 DECLARE
@@ -406,9 +409,24 @@ BEGIN
         RETURN;
     END IF;%s
     IF headers IS NOT NULL AND cardinality(headers) <> cardinality(data)
-       OR properties IS NOT NULL AND cardinality(properties) <> cardinality(data) THEN
+       OR properties IS NOT NULL AND cardinality(properties) <> cardinality(data)
+       OR priority IS NOT NULL AND cardinality(priority) <> cardinality(data) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
-            MESSAGE = 'headers and properties must have as many elements as data';
+            MESSAGE = 'headers, properties and priority must have as many elements as data';
+    END IF;
+    IF priority IS NOT NULL THEN
+        IF EXISTS (SELECT 1 FROM unnest(priority) AS p(v) WHERE v < 0 OR v > 32767) THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB006',
+                MESSAGE = format('priority %%s is not in 0..32767',
+                                 (SELECT v FROM unnest(priority) AS p(v)
+                                  WHERE v < 0 OR v > 32767 LIMIT 1));
+        END IF;
+        IF EXISTS (SELECT 1 FROM unnest(priority) AS p(v) WHERE v > 0)
+           AND NOT (SELECT s.prioritized FROM mbus.queue_segment AS s WHERE s.qname = %L) THEN
+            -- the queue's first message with a priority: claims take the priority tier from now on
+            UPDATE mbus.queue_segment AS s SET prioritized = true
+            WHERE s.qname = %L AND NOT s.prioritized;
+        END IF;
     END IF;
     IF EXISTS (SELECT 1 FROM unnest(data) AS d(v) WHERE v IS NULL OR jsonb_typeof(v) <> 'object')
        OR EXISTS (SELECT 1 FROM unnest(headers) AS d(v) WHERE jsonb_typeof(v) <> 'object')
@@ -418,7 +436,8 @@ BEGIN
     END IF;
     IF headers IS NOT NULL
        AND EXISTS (SELECT 1 FROM unnest(headers) AS d(v) WHERE v ? 'consume_after') THEN
-        RETURN QUERY SELECT mbus.post_each(%L, data, headers, properties, delayed_until, expires);
+        RETURN QUERY SELECT mbus.post_each(%L, data, headers, properties, delayed_until, expires,
+                                           priority);
         RETURN;
     END IF;
     v_h := jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db,
@@ -435,13 +454,15 @@ BEGIN
                delayed_until AS delayed_until, expires AS expires,
                coalesce(u.sh, v_h) AS headers, u.sh AS stored_headers,
                u.p AS properties, u.d AS data, NULL::text[] AS consume_after, 0 AS attempts,
-               NULL::uuid AS lease_token, NULL::timestamptz AS lease_until, u.ord
-        FROM (SELECT nextval('mbus.msg_id_seq') AS id, x.d, x.h, x.p, x.ord,
+               NULL::uuid AS lease_token, NULL::timestamptz AS lease_until, u.ord,
+               coalesce(u.pr, 0)::smallint AS priority
+        FROM (SELECT nextval('mbus.msg_id_seq') AS id, x.d, x.h, x.p, x.pr, x.ord,
                      CASE WHEN x.h IS NOT NULL THEN mbus.stamp_headers(x.h, %L, v_now) END AS sh
-              FROM unnest(data, headers, properties) WITH ORDINALITY AS x(d, h, p, ord)) AS u)%s%s
+              FROM unnest(data, headers, properties, priority)
+                   WITH ORDINALITY AS x(d, h, p, pr, ord)) AS u)%s%s
     %s FROM m, (SELECT %s AS n) AS fired WHERE fired.n IS NOT NULL%s
 END;
-$b$, v_guard, q, q, q, q, chan, q,
+$b$, v_guard, q, q, q, q, q, q, chan, q,
         -- With selectors: the whole batch in one exception block; when it fails (a selector
         -- raised), one by one through post_<q>, which sends such copies to mbus.dmq.
         CASE WHEN v_sel = '' THEN '    RETURN QUERY' ELSE '    BEGIN' END,
@@ -455,7 +476,8 @@ $b$, v_guard, q, q, q, q, chan, q,
     PERFORM nextval(%s) FROM generate_series(1, cardinality(data));$t$, v_posted)
         || CASE WHEN v_sel = '' THEN '' ELSE format($t$
     EXCEPTION WHEN OTHERS THEN
-        RETURN QUERY SELECT mbus.post_each(%L, data, headers, properties, delayed_until, expires);
+        RETURN QUERY SELECT mbus.post_each(%L, data, headers, properties, delayed_until, expires,
+                                           priority);
         RETURN;
     END;
     RETURN QUERY SELECT unnest(v_iids);$t$, q) END));
@@ -601,11 +623,12 @@ BEGIN
     WITH d AS (
         DELETE FROM mbus.%I AS q
         WHERE q.lease_token = token AND q.vt > coalesce(p_now, clock_timestamp())
-        RETURNING q.c AS c, %s)
+        RETURNING q.c AS c, q.priority AS priority, %s)
     INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                          properties, data, consume_after, attempts, reason)
+                          properties, data, consume_after, attempts, reason, priority)
     SELECT %L, c.cname, d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers,
-           d.properties, d.data, d.consume_after, d.attempts, coalesce(reason, 'buried')
+           d.properties, d.data, d.consume_after, d.attempts, coalesce(reason, 'buried'),
+           d.priority
     FROM d LEFT JOIN mbus.consumer AS c ON c.cid = d.c
     RETURNING dmq_id INTO v_id;
     IF v_id IS NULL THEN
@@ -741,10 +764,10 @@ $b$, tbl, ret_cols, q, q));
                 LIMIT amt)%3$s,
             buried AS (
                 INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason)
+                                      properties, data, consume_after, attempts, reason, priority)
                 SELECT %4$L, %5$L, g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                        g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%%s) exceeded', max_attempts)
+                       format('max_attempts (%%s) exceeded', max_attempts), g.priority
                 FROM (%6$s) AS g)%7$s
             -- in claim order (the UPDATEs return their rows segment by segment)
             SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
@@ -763,10 +786,10 @@ $b$, tbl, ret_cols, q, q));
                 FOR UPDATE SKIP LOCKED)%3$s,
             buried AS (
                 INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason)
+                                      properties, data, consume_after, attempts, reason, priority)
                 SELECT %4$L, %5$L, g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                        g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%%s) exceeded', max_attempts)
+                       format('max_attempts (%%s) exceeded', max_attempts), g.priority
                 FROM (%6$s) AS g)%7$s
             -- in claim order (the UPDATEs return their rows segment by segment)
             SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
