@@ -11,17 +11,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 
 from pgmbus import streams
+from pgmbus.devdb import free_port
 from pgmbus.errors import ConfigurationError, NotFound
 from pgmbus.handlers import App
 from pgmbus.queues import Message
 from pgmbus.scaleout import Cluster
 from pgmbus.scaleout.move import move_queue
 from pgmbus.streams import Event
-from pgmbus.workers.placed import serve_placed
+from pgmbus.workers.placed import serve_placed, where
+
+HANDLER = "tests.scaleout.placed_app.order"
 
 
 def _servers(make_db: Callable[..., str]) -> tuple[str, dict[str, str], Cluster]:
@@ -108,14 +112,17 @@ def test_bad_input_raises_typed_errors(make_db: Callable[..., str]) -> None:
 
 
 def test_the_worker_command_follows_the_map(make_db: Callable[..., str]) -> None:
-    """``pgmbus worker module:app --placement-home``: a real process, a queue moved under it."""
+    """``pgmbus worker module:app --placement-home --health``: a real process, a queue moved
+    under it; its one health endpoint names the handler on the server it runs on now."""
     home, servers, cluster = _servers(make_db)
     cluster.place("queue", "orders", ["s1"])
     with psycopg.connect(home, autocommit=True) as conn:
         conn.execute("CREATE TABLE handled (iid text PRIMARY KEY)")
     root = Path(__file__).resolve().parents[2]
     env = os.environ | {"PYTHONPATH": f"{root / 'src'}{os.pathsep}{root}", "PGMBUS_DSN": home}
+    port = free_port()
     command = ["worker", "tests.scaleout.placed_app:app", "--placement-home", home]
+    command += ["--health", f"127.0.0.1:{port}"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "pgmbus", *command, "--placement-refresh", "0.2", "--grace", "2"],
         cwd=root,
@@ -133,13 +140,21 @@ def test_the_worker_command_follows_the_map(make_db: Callable[..., str]) -> None
         await _until(lambda: handled() == iids or proc.poll() is not None, 20.0)
         assert handled() == iids, proc.stderr.read() if proc.stderr else ""
 
+    def health() -> tuple[int, dict[str, bool]]:
+        answer = httpx.get(f"http://127.0.0.1:{port}/", timeout=5)
+        return answer.status_code, answer.json()["loops"]
+
     try:
         first = cluster.post("orders", {"n": 1})
         asyncio.run(wait_for({first}))
+        assert health() == (200, {f"{HANDLER} @ {where(servers['s1'])}": True})
         move_queue(home, "orders", "s2", grace=0.5)
         second = cluster.post("orders", {"n": 2})
         assert cluster.dsn_for("orders") == servers["s2"]
         asyncio.run(wait_for({first, second}))  # read on s2, without a restart
+        asyncio.run(
+            _until(lambda: health() == (200, {f"{HANDLER} @ {where(servers['s2'])}": True}))
+        )
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=20)
         assert proc.returncode == 0, err
@@ -149,3 +164,9 @@ def test_the_worker_command_follows_the_map(make_db: Callable[..., str]) -> None
             proc.kill()
             proc.communicate()
     cluster.close()
+
+
+def test_the_health_answer_names_servers_without_secrets() -> None:
+    dsn = "host=db1.example.org port=6432 dbname=shop user=app password=s3cret"
+    assert where(dsn) == "db1.example.org:6432/shop"
+    assert where("postgresql://app:s3cret@db2/shop") == "db2:5432/shop"

@@ -427,12 +427,10 @@ def worker_cmd(
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--health") from None
         if placement_home is not None:
-            if health is not None:
-                raise typer.BadParameter(
-                    "not available with --placement-home yet", param_hint="--health"
-                )
             console.print(f"worker: {target} (placement map)", highlight=False)
-            report = run_placed(app, home=placement_home, refresh=placement_refresh, grace=grace)
+            report = run_placed(
+                app, home=placement_home, refresh=placement_refresh, grace=grace, health=address
+            )
             typer.echo("worker stopped")
             for line in report.lines():
                 typer.echo(f"  {line}")

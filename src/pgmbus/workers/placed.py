@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from pgmbus.errors import ConfigurationError, PgmbusError, translating
 from pgmbus.handlers import App, Handlers, QueueHandler, StreamHandler
 from pgmbus.scaleout.placement import Cluster
 from pgmbus.sqlfiles import load_queries
+from pgmbus.workers.health import serve_health
 from pgmbus.workers.runtime import Report, serve
 
 log = logging.getLogger("pgmbus.worker")
@@ -75,6 +78,38 @@ class _Running:
     task: asyncio.Task[Report]
 
 
+def where(dsn: str) -> str:
+    """``host:port/dbname`` of a DSN: names a server in the health answer without its password."""
+    info = conninfo_to_dict(dsn)
+    host = info.get("host") or info.get("hostaddr") or "localhost"
+    return f"{host}:{info.get('port') or 5432}/{info.get('dbname') or ''}"
+
+
+class _Health:
+    """The loops of every server's run, as one health answer (``handler @ host:port/db``)."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, Callable[[], dict[str, bool]] | None] = {}
+        self.stopping = False
+
+    def hook(self, dsn: str) -> Callable[[Callable[[], dict[str, bool]] | None], None]:
+        def register(status: Callable[[], dict[str, bool]] | None) -> None:
+            self.runs[dsn] = status
+
+        return register
+
+    def status(self) -> dict[str, bool]:
+        if self.stopping:
+            return {}
+        up: dict[str, bool] = {}
+        for dsn, status in self.runs.items():
+            loops = status() if status is not None else {}
+            if not loops:  # starting, or its run ended by itself
+                up[f"@ {where(dsn)}"] = False
+            up |= {f"{name} @ {where(dsn)}": ok for name, ok in loops.items()}
+        return up
+
+
 def _merge(into: Report, dsn: str, part: Report) -> None:
     """Add ``part`` (the run on ``dsn``) to ``into``, keyed ``handler @ dsn``."""
     into.queues |= {f"{name} @ {dsn}": s for name, s in part.queues.items()}
@@ -89,6 +124,7 @@ async def serve_placed(
     stop: asyncio.Event | None = None,
     grace: float = 30.0,
     signals: bool = True,
+    health: tuple[str, int] | None = None,
 ) -> Report:
     """Run every handler of ``app`` on the servers the placement map on ``home`` gives.
 
@@ -107,6 +143,10 @@ async def serve_placed(
         Seconds between two reads of the map.
     stop, grace, signals:
         As for :func:`pgmbus.workers.serve`.
+    health:
+        ``(host, port)`` of one HTTP health endpoint over every server's loops (keyed
+        ``handler @ host:port/dbname``): 200 while all run, else 503. A map that cannot be read
+        again does not make it fail (the worker goes on with the last map and logs it).
 
     Returns
     -------
@@ -135,11 +175,16 @@ async def serve_placed(
             loop.add_signal_handler(sig, stop.set)
     report = Report()
     running: dict[str, _Running] = {}
+    checks = _Health()
+    server = None if health is None else await serve_health(*health, checks.status)
 
     async def end(dsn: str) -> None:
         run = running.pop(dsn)
         run.stop.set()
-        _merge(report, dsn, await run.task)
+        try:
+            _merge(report, dsn, await run.task)
+        finally:
+            checks.runs.pop(dsn, None)
 
     try:
         while True:
@@ -151,8 +196,16 @@ async def serve_placed(
                     log.info("placement: running %s handler(s) on %s", sum(map(len, picks)), dsn)
                     event = asyncio.Event()
                     sub = _sub_app(app, dsn, picks)
+                    checks.runs[dsn] = None
                     task = asyncio.create_task(
-                        serve(sub, dsn=dsn, stop=event, grace=grace, signals=False)
+                        serve(
+                            sub,
+                            dsn=dsn,
+                            stop=event,
+                            grace=grace,
+                            signals=False,
+                            status_hook=checks.hook(dsn),
+                        )
                     )
                     running[dsn] = _Running(picks, event, task)
             tasks = [r.task for r in running.values()]
@@ -167,6 +220,7 @@ async def serve_placed(
             except (PgmbusError, psycopg.Error) as exc:
                 log.warning("placement map not read again (%s): keeping the last one", exc)
     finally:
+        checks.stopping = True  # 503 from now on, until exit
         for dsn in list(running):
             running[dsn].stop.set()
         errors: list[BaseException] = []
@@ -179,6 +233,8 @@ async def serve_placed(
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
         cluster.close()
+        if server is not None:
+            server.close()
     if errors:
         raise errors[0]
     return report

@@ -94,6 +94,7 @@ async def serve(
     grace: float = 30.0,
     health: tuple[str, int] | None = None,
     signals: bool = True,
+    status_hook: Callable[[Callable[[], dict[str, bool]] | None], None] | None = None,
 ) -> Report:
     """Run every handler of ``app`` until ``stop`` is set (or SIGTERM/SIGINT arrives).
 
@@ -116,6 +117,10 @@ async def serve(
         ``(host, port)`` of an HTTP health endpoint: 200 while every loop runs, else 503.
     signals:
         Install SIGTERM/SIGINT handlers (only in the main thread).
+    status_hook:
+        Called with the function that tells which loops are up once they started, and with
+        None when the run ends: a caller that runs several of these (the placement-following
+        worker) serves one health endpoint over all of them.
 
     Raises
     ------
@@ -173,6 +178,8 @@ async def serve(
                     up["stream threads"] = all(t.is_alive() for t in threads)
                 return up
 
+            if status_hook is not None:
+                status_hook(status)
             if health is not None:
                 server = await serve_health(*health, status)
                 log.info("health endpoint on http://%s:%s/", *health)
@@ -198,6 +205,8 @@ async def serve(
             if fatal:  # after the graceful stop of the others: a misconfiguration or a bug
                 raise fatal[0]
     finally:
+        if status_hook is not None:
+            status_hook(None)
         stream_stop.set()
         if server is not None:
             server.close()
