@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from pgmbus.errors import InvalidArgument, InvalidState, NotFound
+from pgmbus.errors import DatabaseError, InvalidArgument, InvalidState, NotFound
 from pgmbus.scaleout import Cluster, move, move_queue
 
 
@@ -117,3 +117,35 @@ def test_refused_moves_change_nothing(make_db: Callable[..., str]) -> None:
         move_queue(home, "orders", "s2", grace=0.0)
     assert cluster.placements() == before
     assert len(_drain(servers["s1"])) == 5
+
+
+def test_a_move_that_fails_to_begin_leaves_no_queue_on_the_target(
+    make_db: Callable[..., str],
+) -> None:
+    """The target's queue is made before the map says 'moving'; when that step fails (here a
+    trigger on the home database refuses it), the queue made for the move is dropped again."""
+    home, servers, _ = _setup(make_db, 3)
+    with psycopg.connect(home, autocommit=True) as conn:
+        conn.execute(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$BEGIN RAISE EXCEPTION 'home refuses'; END$$"
+        )
+        conn.execute(
+            "CREATE TRIGGER refuse BEFORE UPDATE ON mbus.placement "
+            "FOR EACH ROW EXECUTE FUNCTION refuse()"
+        )
+    cluster = Cluster(home, refresh=0.0)
+    before = cluster.placements()
+    with pytest.raises(DatabaseError, match="home refuses"):
+        move_queue(home, "orders", "s2", grace=0.0)
+    with psycopg.connect(servers["s2"]) as conn:
+        assert conn.execute("SELECT count(*) FROM mbus.queue").fetchone() == (0,)
+        leftover = conn.execute("SELECT count(*) FROM pg_proc WHERE proname = 'post_orders'")
+        assert leftover.fetchone() == (0,)
+    assert cluster.placements() == before
+    assert len(_drain(servers["s1"])) == 3
+    with psycopg.connect(home, autocommit=True) as conn:  # the next try moves it
+        conn.execute("DROP TRIGGER refuse ON mbus.placement")
+    assert move_queue(home, "orders", "s2", grace=0.0).moved == 0  # drained above
+    assert cluster.dsn_for("orders") == servers["s2"]
+    cluster.close()

@@ -42,7 +42,8 @@ def move_queue(
     1. checks (nothing changes when one fails): the server is in the map, the queue is placed
        elsewhere, it exists on its server with exactly one consumer (a queue's deliveries are
        per consumer; one consumer is what a move can carry without copying a message twice);
-    2. makes the queue and its consumer on the new server when missing;
+    2. makes the queue and its consumer on the new server when missing (and drops it again
+       when the next step fails: a move that never began leaves nothing behind);
     3. ``mbus.begin_move`` on the home database: clients of the map now post to the new server;
     4. waits ``grace`` seconds (default: the clients' map refresh, 5 s) so none posts to the
        old server any more, then moves its deliveries in batches: the new server commits a
@@ -76,9 +77,14 @@ def move_queue(
             conn.execute(_Q["durable_commits"])
             conn.commit()
         consumer = _only_consumer(src, queue, place.servers[0])
-        _prepare_target(dst, queue, consumer, server)
-        with psycopg.connect(home) as conn:
-            conn.execute(_Q["begin_move"], {"queue": queue, "server": server})
+        created = _prepare_target(dst, queue, consumer, server)
+        try:
+            with psycopg.connect(home) as conn:
+                conn.execute(_Q["begin_move"], {"queue": queue, "server": server})
+        except BaseException:
+            if created:  # the move never began: leave no queue behind on the target
+                _drop_if_empty(dst, queue)
+            raise
         move_id = str(cluster.placement("queue", queue).move_id)
         time.sleep(5.0 if grace is None else grace)
         deadline = time.monotonic() + wait
@@ -165,10 +171,21 @@ def _only_consumer(src: psycopg.Connection[Any], queue: str, where: str) -> tupl
     return str(rows[0][0]), rows[0][1]
 
 
+def _drop_if_empty(dst: psycopg.Connection[Any], queue: str) -> None:
+    """Drop the queue a failed move made on the target, unless something was posted to it."""
+    if dst.closed or dst.broken:
+        return
+    dst.rollback()
+    if int(_one(dst, "depth", {"queue": queue})) == 0:
+        _one(dst, "drop_queue", {"queue": queue})
+    dst.commit()
+
+
 def _prepare_target(
     dst: psycopg.Connection[Any], queue: str, consumer: tuple[str, str | None], where: str
-) -> None:
-    """Make the queue with the same one consumer on the target, or check the one there."""
+) -> bool:
+    """Make the queue with the same one consumer on the target, or check the one there; True
+    when it was made here."""
     if not _one(dst, "queue_exists", {"queue": queue}):
         _one(dst, "create_queue", {"queue": queue})
         if consumer[0] != "default":
@@ -179,7 +196,7 @@ def _prepare_target(
             )
             _one(dst, "drop_consumer", {"queue": queue, "consumer": "default"})
         dst.commit()
-        return
+        return True
     rows = [(str(r[0]), r[1]) for r in dst.execute(_Q["consumers"], {"queue": queue}).fetchall()]
     dst.commit()
     if rows != [consumer]:
@@ -187,3 +204,4 @@ def _prepare_target(
             f"queue {queue!r} exists on server {where!r} with other consumers {rows}",
             sqlstate="MB008",
         )
+    return False

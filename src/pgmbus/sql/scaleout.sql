@@ -43,6 +43,10 @@ SELECT mbus.create_consumer(%(queue)s, %(consumer)s, %(selector)s)
 -- name: drop_consumer
 SELECT mbus.drop_consumer(%(queue)s, %(consumer)s)
 
+-- name: drop_queue
+-- Undo of a move that failed before it began: the queue the move made on the target.
+SELECT mbus.drop_queue(%(queue)s)
+
 -- name: depth
 SELECT coalesce(sum(depth), 0) FROM mbus.queue_stats(%(queue)s)
 
