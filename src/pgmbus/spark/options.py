@@ -27,7 +27,7 @@ READ_OPTIONS = frozenset(
         "placementhome",
     }
 )
-WRITE_OPTIONS = frozenset({"dsn", "topic", "queue", "sink"})
+WRITE_OPTIONS = frozenset({"dsn", "topic", "queue", "sink", "placementhome"})
 # Options Spark itself passes to every source or sink (lower case, as Spark gives them).
 _SPARK_OPTIONS = frozenset({"path", "paths", "checkpointlocation", "queryname"})
 
@@ -61,13 +61,16 @@ class ReadOptions:
 class WriteOptions:
     """Where a write goes: a stream topic (``topic``) or a queue (``queue``), never both.
 
-    ``topic`` may be ``None`` when the rows carry a ``topic`` column.
+    ``topic`` may be ``None`` when the rows carry a ``topic`` column. With
+    ``placement_home`` the map on that database says where rows go (``dsn`` is the home until
+    the driver resolves it; see :mod:`pgmbus.spark.placed`).
     """
 
     dsn: str
     topic: str | None
     queue: str | None
     sink: str
+    placement_home: str | None = None
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -193,4 +196,9 @@ def parse_write(options: Mapping[str, str]) -> WriteOptions:
     if queue is not None and not _NAME.match(queue):
         raise ConfigurationError(f"invalid queue name {queue!r}")
     sink = given.get("sink") or (f"queue:{queue}" if queue else f"topic:{topic or '*'}")
-    return WriteOptions(dsn=_dsn(given), topic=topic, queue=queue, sink=sink)
+    home = given.get("placementhome", "").strip() or None
+    if home is not None and "dsn" in given:
+        raise ConfigurationError("give either option dsn or option placementHome, not both")
+    return WriteOptions(
+        dsn=home or _dsn(given), topic=topic, queue=queue, sink=sink, placement_home=home
+    )

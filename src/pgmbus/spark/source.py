@@ -51,18 +51,33 @@ class PgmbusDataSource(DataSource):
         return PgmbusStreamReader(options, payload_arrow_type(schema, options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        import uuid
+
+        from pgmbus.spark.placed import PlacedWriter, routes_of
         from pgmbus.spark.writer import PgmbusWriter, check_schema
 
         options = parse_write(self.options)
         check_schema(schema, options)
-        return PgmbusWriter(options)
+        if options.placement_home is None:
+            return PgmbusWriter(options)
+        options, routes = routes_of(options.placement_home, options)
+        if not routes:  # a placed queue: written on its server like any write
+            return PgmbusWriter(options)
+        home = options.placement_home or options.dsn
+        return PlacedWriter(options, home, routes, f"write-{uuid.uuid4().hex}")
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from pgmbus.spark.placed import PlacedStreamWriter, routes_of
         from pgmbus.spark.writer import PgmbusStreamWriter, check_schema
 
         options = parse_write(self.options)
         check_schema(schema, options)
-        return PgmbusStreamWriter(options)
+        if options.placement_home is None:
+            return PgmbusStreamWriter(options)
+        options, routes = routes_of(options.placement_home, options)
+        if not routes:
+            return PgmbusStreamWriter(options)
+        return PlacedStreamWriter(options, options.placement_home or options.dsn, routes)
 
 
 class PgmbusPlainDataSource(PgmbusDataSource):

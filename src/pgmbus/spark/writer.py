@@ -20,6 +20,7 @@ crashed run.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -71,7 +72,7 @@ def check_schema(schema: StructType, options: WriteOptions) -> None:
         )
 
 
-def _task_token() -> str:
+def task_token() -> str:
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
@@ -87,59 +88,140 @@ def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
     return batch.column(index)
 
 
-def _target(options: WriteOptions, batch: pa.RecordBatch) -> pa.Array:
+def row_targets(options: WriteOptions, batch: pa.RecordBatch) -> pa.Array:
     if options.queue is None and options.topic is None:
         return _column(batch, "topic")
     return pa.array([options.queue or options.topic] * batch.num_rows, pa.string())
 
 
+class Stager:
+    """One task attempt's staging on one server: a transaction with one ``COPY`` open.
+
+    Opened, it has registered the write and holds its lock shared; :meth:`write` copies rows
+    (into the log, pending, for topics; into ``mbus.spark_staged`` for queues); :meth:`finish`
+    records the attempt (topics) and commits. A task writing to several servers (a write
+    through the placement map) keeps one per server.
+    """
+
+    def __init__(self, options: WriteOptions, dsn: str, write_id: str, token: str) -> None:
+        self.options = options
+        self.write_id = write_id
+        self.token = token
+        self.rows = 0
+        self.to_log = options.queue is None
+        self._queries = load_queries("spark.sql")
+        self._conn = psycopg.connect(dsn)
+        self._cursor: psycopg.Cursor[Any] | None = None
+        self._copy_cm: Any = None  # the cursor's copy() context, open while rows are copied
+        self._copy: Any = None
+        try:
+            with translating():
+                # registered in a transaction of its own (tasks of a write never wait for each
+                # other), then written holding the write's lock shared (the cleanup leaves the
+                # rows alone)
+                self._conn.execute(self._queries["begin_stage"], {"write_id": write_id})
+                self._conn.commit()
+                self._conn.execute(self._queries["lock_stage"], {"write_id": write_id})
+                if self.to_log:
+                    self._conn.execute(self._queries["check_log"])
+                statement = self._queries["events_copy" if self.to_log else "stage_copy"]
+                self._cursor = self._conn.cursor()
+                self._copy_cm = self._cursor.copy(statement)
+                self._copy = self._copy_cm.__enter__()
+        except BaseException:
+            self.close()
+            raise
+
+    def write(self, batch: pa.RecordBatch, targets: pa.Array) -> None:
+        """Copy the rows of ``batch`` (``targets``: each row's topic or queue)."""
+        n = batch.num_rows
+        if n == 0:
+            return
+        columns = [
+            targets,
+            _column(batch, "key"),
+            _column(batch, "payload"),
+            _column(batch, "headers"),
+        ]
+        if self.to_log:
+            table = pa.table(columns, names=["topic", "key", "payload", "headers"])
+        else:
+            table = pa.table(
+                [
+                    pa.array([self.write_id] * n, pa.string()),
+                    pa.array([self.token] * n, pa.string()),
+                    pa.array(range(self.rows, self.rows + n), pa.int64()),
+                    *columns,
+                ],
+                names=list(_STAGED_COLUMNS),
+            )
+        with translating():
+            self._copy.write(csv_bytes(table))
+        self.rows += n
+
+    def finish(self) -> StagedWrite:
+        """End the copy, record the attempt (topics) and commit; what the task reports."""
+        with translating():
+            cm, self._copy_cm, self._copy = self._copy_cm, None, None
+            cm.__exit__(None, None, None)
+            if self.to_log:
+                self._conn.execute(
+                    self._queries["mark_pending"],
+                    {"write_id": self.write_id, "token": self.token, "rows": self.rows},
+                )
+            self._conn.commit()
+        self.close()
+        return StagedWrite(self.write_id, self.token, self.rows)
+
+    def close(self) -> None:
+        """Roll back what is not finished and close the connection."""
+        if self._copy_cm is not None:
+            cm, self._copy_cm, self._copy = self._copy_cm, None, None
+            failed = RuntimeError("the task failed")
+            with contextlib.suppress(Exception):
+                cm.__exit__(RuntimeError, failed, None)
+        self._conn.close()
+
+
 def stage(options: WriteOptions, write_id: str, batches: Iterator[pa.RecordBatch]) -> StagedWrite:
     """Write every row of a task under a fresh token, in one transaction (``COPY`` of CSV):
     into the log, pending, for topics; into ``mbus.spark_staged`` for queues."""
-    token = _task_token()
-    rows = 0
-    to_log = options.queue is None
-    queries = load_queries("spark.sql")
-    with psycopg.connect(options.dsn) as conn, translating():
-        # registered in a transaction of its own (tasks of a write never wait for each other),
-        # then written holding the write's lock shared (the cleanup leaves the rows alone)
-        conn.execute(queries["begin_stage"], {"write_id": write_id})
+    stager = Stager(options, options.dsn, write_id, task_token())
+    try:
+        for batch in batches:
+            stager.write(batch, row_targets(options, batch))
+        return stager.finish()
+    finally:
+        stager.close()
+
+
+def commit_tokens(
+    dsn: str,
+    sink: str,
+    query_id: str,
+    batch_id: int,
+    write_id: str,
+    tokens: list[str],
+    expected: int,
+    kind: str,
+) -> int:
+    """``mbus.spark_commit_write`` on one server: publish the attempts ``tokens`` staged there
+    (and drop the others' rows); ``-1`` when that server committed the batch before."""
+    with psycopg.connect(dsn) as conn, translating():
+        row = conn.execute(
+            load_queries("spark.sql")["commit_write"],
+            {
+                "sink": sink,
+                "query_id": query_id,
+                "batch_id": batch_id,
+                "write_id": write_id,
+                "tokens": tokens,
+                "expected": expected,
+                "kind": kind,
+            },
+        ).fetchone()
         conn.commit()
-        conn.execute(queries["lock_stage"], {"write_id": write_id})
-        if to_log:
-            conn.execute(queries["check_log"])
-        statement = queries["events_copy"] if to_log else queries["stage_copy"]
-        with conn.cursor() as cur, cur.copy(statement) as copy:
-            for batch in batches:
-                n = batch.num_rows
-                if n == 0:
-                    continue
-                columns = [
-                    _target(options, batch),
-                    _column(batch, "key"),
-                    _column(batch, "payload"),
-                    _column(batch, "headers"),
-                ]
-                if to_log:
-                    table = pa.table(columns, names=["topic", "key", "payload", "headers"])
-                else:
-                    table = pa.table(
-                        [
-                            pa.array([write_id] * n, pa.string()),
-                            pa.array([token] * n, pa.string()),
-                            pa.array(range(rows, rows + n), pa.int64()),
-                            *columns,
-                        ],
-                        names=list(_STAGED_COLUMNS),
-                    )
-                copy.write(csv_bytes(table))
-                rows += n
-        if to_log:
-            conn.execute(
-                queries["mark_pending"], {"write_id": write_id, "token": token, "rows": rows}
-            )
-        conn.commit()
-    return StagedWrite(write_id, token, rows)
+    return int(row[0]) if row else 0
 
 
 def commit_write(
@@ -152,22 +234,16 @@ def commit_write(
     write_ids = {m.write_id for m in staged}
     if len(write_ids) != 1:
         raise ConfigurationError(f"tasks of one write reported different ids: {write_ids}")
-    kind = "queue" if options.queue else "topic"
-    with psycopg.connect(options.dsn) as conn, translating():
-        row = conn.execute(
-            load_queries("spark.sql")["commit_write"],
-            {
-                "sink": options.sink,
-                "query_id": query_id,
-                "batch_id": batch_id,
-                "write_id": staged[0].write_id,
-                "tokens": [m.token for m in staged],
-                "expected": sum(m.rows for m in staged),
-                "kind": kind,
-            },
-        ).fetchone()
-        conn.commit()
-    return int(row[0]) if row else 0
+    return commit_tokens(
+        options.dsn,
+        options.sink,
+        query_id,
+        batch_id,
+        staged[0].write_id,
+        [m.token for m in staged],
+        sum(m.rows for m in staged),
+        "queue" if options.queue else "topic",
+    )
 
 
 def discard_write(options: WriteOptions, messages: list[Any]) -> None:
@@ -198,7 +274,7 @@ class PgmbusWriter(DataSourceArrowWriter):
         discard_write(self.options, list(messages))
 
 
-def _stream_write_id() -> tuple[str, int]:
+def stream_write_id() -> tuple[str, int]:
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
@@ -216,7 +292,7 @@ class PgmbusStreamWriter(DataSourceStreamArrowWriter):
         self.options = options
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedWrite:
-        query_id, batch_id = _stream_write_id()
+        query_id, batch_id = stream_write_id()
         return stage(self.options, f"{query_id}:{batch_id}", iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:

@@ -101,3 +101,22 @@ SELECT c.topic FROM mbus.captures AS c WHERE c.tbl = %(table)s::regclass
 
 -- name: capture_table
 SELECT mbus.capture_table(%(table)s::regclass, %(topic)s)
+
+-- Writes through the placement map (pgmbus.spark.placed), on the home database.
+
+-- name: placed_decide
+INSERT INTO mbus.spark_placed_commit (sink, query_id, batch_id, write_id, kind, parts)
+VALUES (%(sink)s, %(query_id)s, %(batch_id)s, %(write_id)s, %(kind)s, %(parts)s)
+ON CONFLICT (sink, query_id, batch_id) DO NOTHING
+
+-- name: placed_decision
+SELECT write_id, kind, parts FROM mbus.spark_placed_commit
+WHERE sink = %(sink)s AND query_id = %(query_id)s AND batch_id = %(batch_id)s
+
+-- name: placed_undone
+SELECT sink, query_id, batch_id, write_id, kind, parts FROM mbus.spark_placed_commit
+ORDER BY decided_at
+
+-- name: placed_done
+DELETE FROM mbus.spark_placed_commit
+WHERE sink = %(sink)s AND query_id = %(query_id)s AND batch_id = %(batch_id)s
