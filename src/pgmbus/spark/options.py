@@ -130,9 +130,7 @@ def parse_topics(raw: str | None) -> tuple[str, ...] | None:
 
 
 def _check_placed(given: dict[str, str], streaming: bool) -> None:
-    """A read through the placement map: batch only, named topics, no cursor positions."""
-    if streaming:
-        raise ConfigurationError("option placementHome is for batch reads only")
+    """A read through the placement map: named topics, no cursor positions."""
     if "dsn" in given:
         raise ConfigurationError("give either option dsn or option placementHome, not both")
     if parse_topics(given.get("topics")) is None:

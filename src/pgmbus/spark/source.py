@@ -45,9 +45,12 @@ class PgmbusDataSource(DataSource):
         return PgmbusBatchReader(options, payload_arrow_type(schema, options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from pgmbus.spark.placed_stream import PlacedStreamReader
         from pgmbus.spark.reader import PgmbusStreamReader
 
         options = parse_read(self.options, streaming=True)
+        if options.placement_home is not None:
+            return PlacedStreamReader(options, payload_arrow_type(schema, options))
         return PgmbusStreamReader(options, payload_arrow_type(schema, options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
