@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from pgmbus.cli.common import DsnOption, console, database, make_table, reports_errors
-from pgmbus.scaleout import Cluster, move_queue
+from pgmbus.scaleout import Cluster, change_topic_servers, move_queue
 
 app = typer.Typer(
     name="placement",
@@ -29,9 +29,11 @@ def show_cmd(dsn: DsnOption = None) -> None:
     for name, conninfo in cluster.servers().items():
         servers.add_row(name, conninfo)
     console.print(servers)
-    placed = make_table("kind", "name", "servers", "moving to")
+    placed = make_table("kind", "name", "servers", "moving to", "changing from")
     for p in cluster.placements():
-        placed.add_row(p.kind, p.name, ",".join(p.servers), p.moving_to or "")
+        placed.add_row(
+            p.kind, p.name, ",".join(p.servers), p.moving_to or "", ",".join(p.previous or ())
+        )
     console.print(placed)
 
 
@@ -98,6 +100,28 @@ def move_cmd(
     console.print(
         f"queue {queue} moved from {report.source} to {report.target}: {report.moved} "
         f"message(s) in {report.batches} batch(es), {report.duplicate} re-sent skipped"
+    )
+
+
+@app.command("topic-servers")
+@reports_errors
+def topic_servers_cmd(
+    topic: Annotated[str, typer.Argument(help="The placed topic.")],
+    servers: Annotated[list[str], typer.Argument(help="Its new servers (add or remove some).")],
+    grace: Annotated[
+        float, typer.Option("--grace", min=0.0, help="Seconds clients get to re-read the map.")
+    ] = 5.0,
+    wait: Annotated[
+        float,
+        typer.Option("--wait", min=0.0, help="Longest wait for groups to read past the fence."),
+    ] = 60.0,
+    dsn: DsnOption = None,
+) -> None:
+    """Spread a topic over other servers: moved keys keep their order for every group."""
+    report = change_topic_servers(database(dsn), topic, servers, grace=grace, wait=wait)
+    console.print(
+        f"topic {topic} now on {','.join(report.servers)} (was {','.join(report.previous)}); "
+        f"waited for {len(report.waited_for)} group(s) to read past the fence"
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 import zlib
@@ -21,19 +22,66 @@ _Q = load_queries("scaleout.sql")
 
 @dataclass(frozen=True)
 class Placement:
-    """Where a queue or topic lives: its servers, and the server it is moving to (a queue)."""
+    """Where a queue or topic lives: its servers, the server it is moving to (a queue), and
+    for a topic the hash ``scheme`` of its keys and, during a change of its servers, the
+    ``previous`` list."""
 
     kind: str
     name: str
     servers: tuple[str, ...]
     moving_to: str | None = None
     move_id: str | None = None
+    scheme: str = "rendezvous"
+    previous: tuple[str, ...] | None = None
+
+    def held(self) -> tuple[str, ...]:
+        """Servers that readers following the map leave alone during a change: those gaining
+        keys (the added ones; when servers are removed, every server of the new list)."""
+        if self.previous is None:
+            return ()
+        added = tuple(s for s in self.servers if s not in self.previous)
+        removed = any(s not in self.servers for s in self.previous)
+        return self.servers if removed else added
+
+    def losing(self) -> tuple[str, ...]:
+        """Servers whose keys move away in a change: all the old ones when some are added (each
+        gives up the keys that now prefer a new one), else the removed ones."""
+        if self.previous is None:
+            return ()
+        if any(s not in self.previous for s in self.servers):
+            return self.previous
+        return tuple(s for s in self.previous if s not in self.servers)
+
+    def readable(self) -> tuple[str, ...]:
+        """Servers a reader following the map reads now (every server holding unread events of
+        the topic, minus the held ones: a key's old events are read before its new ones)."""
+        every = tuple(dict.fromkeys((*(self.previous or ()), *self.servers)))
+        return tuple(s for s in every if s not in self.held())
 
 
 def key_slot(key: str | bytes, count: int) -> int:
-    """The index (0-based) of the server of a topic key among ``count`` servers: crc32 mod count."""
-    raw = key.encode("utf-8") if isinstance(key, str) else key
-    return zlib.crc32(raw) % count
+    """The index (0-based) of a key's server among ``count`` for the ``mod`` scheme (topics
+    placed before rendezvous hashing): crc32 mod count."""
+    return zlib.crc32(_raw(key)) % count
+
+
+def _raw(key: str | bytes) -> bytes:
+    return key.encode("utf-8") if isinstance(key, str) else key
+
+
+def server_for_key(key: str | bytes, servers: tuple[str, ...], scheme: str = "rendezvous") -> str:
+    """The server of a topic key: for ``rendezvous``, the server with the highest 64-bit
+    BLAKE2b of (its name, the key), so adding a server moves only the keys that now prefer it
+    and removing one moves only its keys; for ``mod``, :func:`key_slot`. The one function
+    ``Cluster``, the Spark writer and the workers use."""
+    raw = _raw(key)
+    if scheme == "mod":
+        return servers[key_slot(raw, len(servers))]
+
+    def score(server: str) -> bytes:
+        return hashlib.blake2b(server.encode("utf-8") + b"\x00" + raw, digest_size=8).digest()
+
+    return max(servers, key=score)
 
 
 class Cluster:
@@ -70,7 +118,10 @@ class Cluster:
             servers = {str(n): str(c) for n, c in conn.execute(_Q["servers"]).fetchall()}
             rows = conn.execute(_Q["placements"]).fetchall()
         placed = {
-            (str(k), str(n)): Placement(str(k), str(n), tuple(s), m, i) for k, n, s, m, i in rows
+            (str(k), str(n)): Placement(
+                str(k), str(n), tuple(s), m, i, str(scheme), None if prev is None else tuple(prev)
+            )
+            for k, n, s, m, i, scheme, prev in rows
         }
         with self._lock:
             self._servers, self._map = servers, placed
@@ -120,13 +171,20 @@ class Cluster:
         return [self._dsn(name) for name in names]
 
     def topic_dsns(self, topic: str) -> list[str]:
-        """The DSNs a topic is spread over, in slot order (readers read them all)."""
-        return [self._dsn(name) for name in self.placement("topic", topic).servers]
+        """The DSNs holding events of a topic: its servers, and during a change of them the
+        previous ones too (a batch read reads them all)."""
+        place = self.placement("topic", topic)
+        names = dict.fromkeys((*place.servers, *(place.previous or ())))
+        return [self._dsn(name) for name in names]
+
+    def topic_dsns_to_read(self, topic: str) -> list[str]:
+        """The DSNs a reader of the topic's groups reads now (:meth:`Placement.readable`)."""
+        return [self._dsn(name) for name in self.placement("topic", topic).readable()]
 
     def dsn_for_key(self, topic: str, key: str | bytes) -> str:
-        """The DSN of the server holding ``key`` of ``topic`` (crc32 of the key mod servers)."""
-        servers = self.placement("topic", topic).servers
-        return self._dsn(servers[key_slot(key, len(servers))])
+        """The DSN of the server holding ``key`` of ``topic`` now (:func:`server_for_key`)."""
+        place = self.placement("topic", topic)
+        return self._dsn(server_for_key(key, place.servers, place.scheme))
 
     # --- clients --------------------------------------------------------------------------
     def bus(self, queue: str) -> Bus:

@@ -2,7 +2,7 @@
 
 A write with option ``placementHome`` (instead of ``dsn``) reads the map once on the driver. A
 placed queue is written on its server like any write. Rows for topics spread over several
-servers are routed by key (the hash of :func:`pgmbus.scaleout.placement.key_slot`, the one
+servers are routed by key (:func:`pgmbus.scaleout.placement.server_for_key`, the function
 :class:`~pgmbus.scaleout.Cluster` uses; a row without a key goes to the topic's first server):
 
 1. each task attempt stages its rows on every server it has rows for, one
@@ -39,7 +39,7 @@ from pyspark.sql.datasource import (
 )
 
 from pgmbus.errors import ConfigurationError, PgmbusError, translating
-from pgmbus.scaleout.placement import key_slot
+from pgmbus.scaleout.placement import server_for_key
 from pgmbus.spark.options import WriteOptions
 from pgmbus.spark.writer import (
     StagedWrite,
@@ -52,8 +52,19 @@ from pgmbus.spark.writer import (
 )
 from pgmbus.sqlfiles import load_queries
 
-Routes = dict[str, tuple[str, ...]]
-"""Per placed topic: the DSNs of its servers in slot order."""
+
+@dataclass(frozen=True)
+class TopicRoute:
+    """Where a placed topic's keys go: its servers (names, in map order), their DSNs, and the
+    hash scheme of the placement."""
+
+    servers: tuple[str, ...]
+    dsns: tuple[str, ...]
+    scheme: str
+
+
+Routes = dict[str, TopicRoute]
+"""Per placed topic: its route."""
 
 
 @dataclass(frozen=True)
@@ -87,8 +98,9 @@ def routes_of(home: str, options: WriteOptions) -> tuple[WriteOptions, Routes]:
         cluster.reload()
         if options.queue is not None:
             return replace(options, dsn=cluster.dsn_for(options.queue)), {}
+        servers = cluster.servers()
         routes = {
-            p.name: tuple(cluster.topic_dsns(p.name))
+            p.name: TopicRoute(p.servers, tuple(servers[n] for n in p.servers), p.scheme)
             for p in cluster.placements()
             if p.kind == "topic"
         }
@@ -109,10 +121,14 @@ def _servers_of(routes: Routes, topics: pa.Array, keys: pa.Array) -> list[str]:
     """The DSN of each row (``ConfigurationError`` for a topic not in the map)."""
     out: list[str] = []
     for topic, key in zip(topics.to_pylist(), keys.to_pylist(), strict=True):
-        dsns = routes.get(topic) if topic is not None else None
-        if dsns is None:
+        route = routes.get(topic) if topic is not None else None
+        if route is None:
             raise ConfigurationError(f"topic {topic!r} of a row is not placed in the map")
-        out.append(dsns[0] if key is None else dsns[key_slot(key, len(dsns))])
+        if key is None:
+            out.append(route.dsns[0])
+        else:
+            server = server_for_key(key, route.servers, route.scheme)
+            out.append(route.dsns[route.servers.index(server)])
     return out
 
 
@@ -199,7 +215,7 @@ def commit_placed(
         return
     settle(home)  # an earlier driver's undone decision first
     by_server: dict[str, dict[str, Any]] = {}
-    for dsn in sorted({d for dsns in routes.values() for d in dsns}):
+    for dsn in sorted({d for route in routes.values() for d in route.dsns}):
         by_server[dsn] = {"dsn": dsn, "tokens": [], "rows": 0}  # every server: settles orphans
     for message in placed:
         for part in message.parts:
@@ -229,7 +245,7 @@ def commit_placed(
 def discard_placed(routes: Routes, options: WriteOptions, messages: list[Any]) -> None:
     """Drop what the tasks of an aborted write staged, on every server of the routes."""
     write_ids = {m.write_id for m in messages if isinstance(m, PlacedWrite)}
-    dsns = {d for dsns in routes.values() for d in dsns}
+    dsns = {d for route in routes.values() for d in route.dsns}
     dsns |= {p.dsn for m in messages if isinstance(m, PlacedWrite) for p in m.parts}
     for dsn in sorted(dsns):
         staged = [StagedWrite(w, "", 0) for w in sorted(write_ids)]

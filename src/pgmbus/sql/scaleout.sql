@@ -8,7 +8,8 @@ SET synchronous_commit = on
 SELECT name, conninfo FROM mbus.placement_server ORDER BY name
 
 -- name: placements
-SELECT kind, name, servers, moving_to, move_id FROM mbus.placement ORDER BY kind, name
+SELECT kind, name, servers, moving_to, move_id, scheme, previous FROM mbus.placement
+ORDER BY kind, name
 
 -- name: add_server
 SELECT mbus.add_server(%(name)s, %(conninfo)s)
@@ -58,3 +59,18 @@ SELECT mbus.move_receive(%(move_id)s, %(queue)s, %(messages)s::jsonb)::text
 
 -- name: forget_move
 DELETE FROM mbus.move_received WHERE move_id = %(move_id)s
+
+-- name: change_topic_servers
+SELECT mbus.change_topic_servers(%(topic)s, %(servers)s::text[])
+
+-- name: finish_topic_change
+SELECT mbus.finish_topic_change(%(topic)s)
+
+-- name: current_cursor
+SELECT mbus.current_cursor()
+
+-- name: groups_behind
+-- The groups (and slots) of this server still to read events published before the fence.
+SELECT g.group_name, g.slot FROM mbus.group_status() AS g
+WHERE EXISTS (SELECT 1 FROM mbus.read_between(g.group_position, %(fence)s) LIMIT 1)
+ORDER BY 1, 2

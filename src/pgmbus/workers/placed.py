@@ -38,7 +38,8 @@ def plan(app: Handlers, cluster: Cluster) -> Plan:
 
     A queue handler reads every server of :meth:`Cluster.dsns_to_read` (old and new during a
     move). A stream handler reads every server of every placed topic where its group exists
-    and reads that topic.
+    and reads that topic, except the servers held back during a change of the topic's servers
+    (:meth:`pgmbus.scaleout.Placement.held`: a key's old events first).
 
     Raises
     ------
@@ -52,8 +53,8 @@ def plan(app: Handlers, cluster: Cluster) -> Plan:
             queues.setdefault(dsn, []).append(i)
     topics = [p for p in cluster.placements() if p.kind == "topic"]
     for i, sspec in enumerate(app.stream_handlers):
-        for dsn in dict.fromkeys(d for p in topics for d in cluster.topic_dsns(p.name)):
-            placed_here = {p.name for p in topics if dsn in cluster.topic_dsns(p.name)}
+        for dsn in dict.fromkeys(d for p in topics for d in cluster.topic_dsns_to_read(p.name)):
+            placed_here = {p.name for p in topics if dsn in cluster.topic_dsns_to_read(p.name)}
             if _reads(dsn, sspec.group, placed_here):
                 streams.setdefault(dsn, []).append(i)
     return {

@@ -1,7 +1,8 @@
 -- Function: mbus.drop_server(name)
 --
 -- Purpose:  Remove a server from the placement map; refused while a queue or topic is placed
---           on it or moving to it (move them first: pgmbus.scaleout.move_queue).
+--           on it, moving to it, or leaving it in a change of a topic's servers (move them first:
+--           pgmbus.scaleout.move_queue, change_topic_servers).
 -- Params:   name  the server's name (text)
 -- Returns:  void; MB001 for a bad name, MB002 for an unknown server, MB008 while something is
 --           placed on it
@@ -23,7 +24,8 @@ BEGIN
     END IF;
     SELECT string_agg(p.kind || ' ' || p.name, ', ' ORDER BY p.kind, p.name) INTO v_used
     FROM mbus.placement AS p
-    WHERE drop_server.name = ANY (p.servers) OR p.moving_to = drop_server.name;
+    WHERE drop_server.name = ANY (p.servers) OR p.moving_to = drop_server.name
+       OR drop_server.name = ANY (p.previous);
     IF v_used IS NOT NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'MB008',
             MESSAGE = format('server %L still holds %s', name, v_used);

@@ -2,10 +2,12 @@
 --
 -- Purpose:  Take a queue or topic out of the placement map (its messages stay where they are;
 --           `pgmbus placement unplace` refuses while the server still holds deliveries of a
---           queue, this function cannot see another server). Refused during a move.
+--           queue, this function cannot see another server). Refused during a move and during
+--           a change of a topic's servers.
 -- Params:   kind  'queue' or 'topic'
 --           name  the placed name (text)
 -- Returns:  void; MB002 when the name is not placed, MB006 for a bad kind, MB008 during a move
+--           or a change
 -- Locks:    the placement row (DELETE)
 -- Callers:  pgmbus.scaleout.Cluster.unplace; tests tests/scaleout
 CREATE OR REPLACE FUNCTION mbus.unplace(kind text, name text)
@@ -28,6 +30,10 @@ BEGIN
     IF p.moving_to IS NOT NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'MB008',
             MESSAGE = format('queue %L is moving to %L', name, p.moving_to);
+    END IF;
+    IF p.previous IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB008',
+            MESSAGE = format('topic %L is changing from %s to %s', name, p.previous, p.servers);
     END IF;
     DELETE FROM mbus.placement AS x WHERE x.kind = unplace.kind AND x.name = unplace.name;
 END;
