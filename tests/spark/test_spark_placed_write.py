@@ -154,6 +154,7 @@ def test_an_aborted_placed_write_leaves_nothing_and_options_are_checked(
         placed.routes_of(bad, parse_write({"placementHome": bad, "topic": "orders"}))
 
 
+@pytest.mark.chaos  # ~25 s of Spark streaming: `make chaos` (the batch write is in the suite)
 def test_a_stream_is_written_through_the_map_once_per_micro_batch(
     spark: Any, make_db: Callable[..., str], tmp_path: Path
 ) -> None:
