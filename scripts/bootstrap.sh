@@ -23,6 +23,22 @@ if ! have_server; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql postgresql-contrib >/dev/null
 fi
 
+# `pgmbus install --schedule` runs the storage upkeep from pg_cron; the embedded clusters preload
+# it when Debian's postgresql-<major>-cron is installed (the tests schedule jobs with it).
+major="$(ls /usr/lib/postgresql 2>/dev/null | sort -n | tail -1)"
+if [ -n "$major" ] && [ ! -f "/usr/lib/postgresql/$major/lib/pg_cron.so" ] &&
+    command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing Debian's postgresql-$major-cron (pg_cron, the scheduled upkeep)" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "postgresql-$major-cron" \
+        >/dev/null 2>&1 || {
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "postgresql-$major-cron" \
+            >/dev/null 2>&1 || echo "bootstrap: could not install pg_cron" >&2
+    }
+fi
+
 # The Spark benchmarks compare with Spark's JDBC source; Debian packages its driver.
 if [ ! -f /usr/share/java/postgresql.jar ] && command -v apt-get >/dev/null 2>&1; then
     echo "bootstrap: installing Debian's libpostgresql-jdbc-java (Spark JDBC baseline)" >&2

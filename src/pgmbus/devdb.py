@@ -305,6 +305,14 @@ class DevCluster:
         }
         if self.ephemeral:
             settings.update(fsync="off", full_page_writes="off", synchronous_commit="off")
+        if (bindir.parent / "lib" / "pg_cron.so").exists():
+            # `pgmbus install --schedule` runs the storage upkeep from pg_cron (Debian's
+            # postgresql-<n>-cron); its jobs run as background workers, no libpq login needed
+            settings.update(
+                shared_preload_libraries="'pg_cron'",
+                **{"cron.database_name": "'postgres'", "cron.use_background_workers": "on"},
+                max_worker_processes="32",
+            )
         version = (self.data_dir / "PG_VERSION").read_text().strip()
         if version.isdigit() and int(version) >= 14:
             # after a crash the startup syncs the data folder before recovery: one syncfs call

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from pgmbus import __version__, schema
+from pgmbus import schedule as upkeep
 from pgmbus.cli.common import (
     DsnOption,
     JsonOption,
     connect,
     console,
+    database,
     make_table,
     print_json,
     reports_errors,
@@ -30,10 +34,43 @@ def _report(result: schema.InstallResult) -> None:
 
 
 @reports_errors
-def install_cmd(dsn: DsnOption = None) -> None:
+def install_cmd(
+    dsn: DsnOption = None,
+    schedule: Annotated[
+        bool,
+        typer.Option(
+            "--schedule",
+            help="Also schedule the storage upkeep with pg_cron (queue rotation, mbus.maintain): "
+            "no client needs to run it.",
+        ),
+    ] = False,
+    unschedule: Annotated[
+        bool, typer.Option("--unschedule", help="Remove the pg_cron upkeep job of the database.")
+    ] = False,
+    every: Annotated[
+        str,
+        typer.Option(
+            "--every",
+            help="The upkeep job's pg_cron schedule (a cron expression; '<n> seconds' with "
+            "pg_cron 1.5+).",
+        ),
+    ] = upkeep.DEFAULT_EVERY,
+) -> None:
     """Install the mbus schema (a no-op when it is installed and current)."""
+    if schedule and unschedule:
+        raise typer.BadParameter("give --schedule or --unschedule, not both")
     with connect(dsn, need_schema=False) as conn:
         _report(schema.install(conn))
+    if schedule:
+        job = upkeep.schedule_upkeep(database(dsn), every)
+        console.print(
+            f"scheduled the upkeep of {job.database} with pg_cron: job {job.jobid} "
+            f"'{upkeep.job_name(job.database)}', {job.schedule}",
+            highlight=False,
+        )
+    elif unschedule:
+        removed = upkeep.unschedule_upkeep(database(dsn))
+        console.print("removed the pg_cron upkeep job" if removed else "no pg_cron upkeep job")
 
 
 @reports_errors
