@@ -14,6 +14,7 @@ SIZES = {
     "selector_backlog": 600,
     "queue_soak": 1_000,
     "queue_soak_sql": 1_000,
+    "queue_soak_cron": 1_000,
     "peer_pgqueuer": 20,
 }
 
