@@ -3,8 +3,10 @@
 Queues rotate and truncate their segments from their own claims, but a claim sent with
 parameters may not truncate (the lock would last into the caller's transaction), and streams
 need ``mbus.maintain`` for partitions and retention. A pg_cron job (Debian's
-``postgresql-<n>-cron``, preloaded by the server) runs both in a transaction of its own:
-``mbus.rotate_queues()`` then ``mbus.maintain()``. The job is named
+``postgresql-<n>-cron``, preloaded by the server) runs ``CALL mbus.upkeep_run(50)`` every
+minute: for 50 seconds it rotates every queue about once a second, each call committed on its
+own (a drained segment still locked by consumers is closed by one call and truncated by a later
+one; one call a minute never truncates under load), then ``mbus.maintain()``. The job is named
 ``pgmbus-upkeep:<database>`` and lives in pg_cron's database (``cron.database_name``); scheduling
 again replaces it, so there is never more than one per database.
 """
@@ -20,7 +22,7 @@ from pgmbus.errors import ConfigurationError, translating
 from pgmbus.sqlfiles import load_queries
 
 _Q = load_queries("schedule.sql")
-COMMAND = "SELECT mbus.rotate_queues(); SELECT mbus.maintain()"
+COMMAND = "CALL mbus.upkeep_run(50)"
 DEFAULT_EVERY = "* * * * *"
 
 
