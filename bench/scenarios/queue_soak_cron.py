@@ -2,8 +2,9 @@
 
 ``queue_soak_sql``'s work (two producers posting 50 per call, two consumers claiming 50 per
 call from SQL, nobody calling ``mbus.rotate_queue``), with the claims' own upkeep off on both
-sides. Candidate: the pg_cron job of ``pgmbus.schedule`` runs ``mbus.rotate_queues()`` and
-``mbus.maintain()`` every minute in a transaction of its own (pg_cron 1.4's finest schedule).
+sides. Candidate: the pg_cron job of ``pgmbus.schedule``, ``CALL mbus.upkeep_run(50)`` every
+minute (pg_cron 1.4's finest schedule): every queue rotated about once a second, each call in
+its own transaction, then ``mbus.maintain()``.
 Baseline: no upkeep at all. Needs a server that preloads pg_cron (the embedded clusters do
 when Debian's package is installed). ``extra`` as in ``queue_soak``; sizes are sampled per
 window, so with a one-minute job use a size that lasts several minutes (``--size 3000000``).
