@@ -448,3 +448,79 @@ def test_claims_under_repeatable_read_do_not_call_the_upkeep(ac: Conn, autodb: s
         row = tx.execute(calls).fetchone()
         assert row is not None and row["n"] == 1
         tx.rollback()
+
+
+def _post_spread_over_segments(conn: Conn) -> tuple[int, int]:
+    """Five messages whose claim order alternates between segments: a (vt +30 s) and b (now)
+    in the current segment; after a rotation c (+10 s) and d (+50 s) in the next; e parked in
+    segment 0 (+2 h). Claimed three hours ahead, the order is b, c, a, d, e. Returns the two
+    rotating segments."""
+    def post(name: str, delay: str) -> None:
+        conn.execute(
+            "SELECT mbus.post_jobs(%s, delayed_until => now() + %s::interval)",
+            (Jsonb({"n": name, "pad": "x" * 100}), delay),
+        )
+
+    post_many(conn, 200, start=1000)  # segment 1 past rotate_bytes
+    assert sorted(drain(conn)) == list(range(1000, 1200))
+    post("a", "30 seconds")
+    post("b", "0 seconds")
+    first = segment_counts(conn)
+    second = rotate(conn)["current"]
+    assert list(first) != [second]
+    post("c", "10 seconds")
+    post("d", "50 seconds")
+    post("e", "2 hours")
+    assert segment_counts(conn) == {0: 1, **first, second: 2}
+    return next(iter(first)), second
+
+
+def test_batch_claims_across_segments_return_claim_order(ac: Conn) -> None:
+    """A batch whose rows sit in several segments is deleted (consumen) or leased segment by
+    segment, and still comes back in claim order, (vt, id), across the segments; a lease whose
+    rows reached max_attempts buries them from every segment."""
+    later = "now() + interval '3 hours'"
+    _post_spread_over_segments(ac)
+    rows = ac.execute(f"SELECT data FROM mbus.consumen_jobs_by_default(10, {later})").fetchall()
+    assert [r["data"]["n"] for r in rows] == ["b", "c", "a", "d", "e"]
+    assert segment_counts(ac) == {}
+
+    first, second = _post_spread_over_segments(ac)
+    rows = ac.execute(
+        f"SELECT data, lease_token FROM mbus.lease_jobs_by_default(10, '1 minute', NULL, {later})"
+    ).fetchall()
+    assert [r["data"]["n"] for r in rows] == ["b", "c", "a", "d", "e"]
+    assert all(r["lease_token"] is not None for r in rows)
+    assert segment_counts(ac) == {0: 1, first: 2, second: 2}  # leased in place
+    # a, c, e leased once more (attempts 2); then max_attempts 2 buries them, leases b and d
+    ac.execute(
+        "UPDATE mbus.q_jobs SET attempts = 2 WHERE data->>'n' IN ('a', 'c', 'e')"
+    )
+    rows = ac.execute(
+        "SELECT data FROM mbus.lease_jobs_by_default(10, '1 minute', 2, "
+        "now() + interval '4 hours')"
+    ).fetchall()
+    assert [r["data"]["n"] for r in rows] == ["b", "d"]
+    buried = ac.execute(
+        "SELECT data->>'n' AS n, reason FROM mbus.dmq WHERE qname = 'jobs' ORDER BY 1"
+    ).fetchall()
+    assert [(b["n"], b["reason"]) for b in buried] == [
+        (n, "max_attempts (2) exceeded") for n in ("a", "c", "e")
+    ]
+    assert segment_counts(ac) == {first: 1, second: 1}
+
+
+def test_single_claims_take_from_every_segment(ac: Conn) -> None:
+    """consume_ takes one message at a time from whichever segment holds the next due one."""
+    later = "now() + interval '3 hours'"
+    _post_spread_over_segments(ac)
+    counted = "SELECT consumed FROM mbus.queue_counters('jobs') WHERE cname = 'default'"
+    before = ac.execute(counted).fetchone()
+    got = []
+    for _ in range(6):
+        rows = ac.execute(f"SELECT data FROM mbus.consume_jobs_by_default({later})").fetchall()
+        got += [r["data"]["n"] for r in rows]
+    assert got == ["b", "c", "a", "d", "e"]
+    after = ac.execute(counted).fetchone()
+    assert before is not None and after is not None
+    assert after["consumed"] - before["consumed"] == 5  # the sixth call claimed nothing

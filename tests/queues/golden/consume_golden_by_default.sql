@@ -11,7 +11,8 @@ DECLARE
     v_closing smallint;
     v_due     boolean;
     v_prio    boolean;
-    v_n       bigint;
+    v_seg     smallint;  -- the claimed message's segment and ctid
+    v_tid     tid;
 BEGIN
     SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds' THEN s.closing END,
            s.upkept_at < clock_timestamp() - s.upkeep_every, s.prioritized
@@ -31,244 +32,145 @@ BEGIN
     END IF;
     IF v_closing IS NULL THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
-                 WHERE s.c = 1 AND s.priority > 0 AND s.vt <= v_now
-                   AND (s.expires IS NULL OR s.expires > v_now)
-                 ORDER BY s.c, s.priority DESC, s.vt, s.id
-                 LIMIT 1
-                 FOR UPDATE SKIP LOCKED) AS tier
-                UNION ALL
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
-                 WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                   AND s.priority = 0
-                 ORDER BY s.vt, s.id
-                 LIMIT 1
-                 FOR UPDATE SKIP LOCKED) AS fifo
-                LIMIT 1),
-    d0 AS (
-        DELETE FROM mbus."q_golden$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d1 AS (
-        DELETE FROM mbus."q_golden$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d2 AS (
-        DELETE FROM mbus."q_golden$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d3 AS (
-        DELETE FROM mbus."q_golden$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2 UNION ALL SELECT * FROM d3) AS d;
+            SELECT x.seg, x.tid INTO v_seg, v_tid
+            FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio
+                                 FROM mbus.q_golden AS s
+                                 WHERE s.c = 1 AND s.priority > 0 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)
+                                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                                 LIMIT 1
+                                 FOR UPDATE SKIP LOCKED) AS tier
+                  UNION ALL
+                  SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio
+                                 FROM mbus.q_golden AS s
+                                 WHERE s.c = 1 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)
+                                   AND s.priority = 0
+                                 ORDER BY s.vt, s.id
+                                 LIMIT 1
+                                 FOR UPDATE SKIP LOCKED) AS fifo
+                  LIMIT 1) AS x;
         ELSE
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
-                WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                ORDER BY s.vt, s.id
-                LIMIT 1
-                FOR UPDATE SKIP LOCKED),
-    d0 AS (
-        DELETE FROM mbus."q_golden$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d1 AS (
-        DELETE FROM mbus."q_golden$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d2 AS (
-        DELETE FROM mbus."q_golden$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d3 AS (
-        DELETE FROM mbus."q_golden$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2 UNION ALL SELECT * FROM d3) AS d;
+            SELECT x.seg, x.tid INTO v_seg, v_tid
+            FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
+                  FROM mbus.q_golden AS s
+                  WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                  ORDER BY s.vt, s.id
+                  LIMIT 1
+                  FOR UPDATE SKIP LOCKED) AS x;
         END IF;
     ELSIF v_closing = 1 THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
-                 WHERE s.c = 1 AND s.priority > 0 AND s.vt <= v_now
-                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
-                 ORDER BY s.c, s.priority DESC, s.vt, s.id
-                 LIMIT 1
-                 FOR UPDATE SKIP LOCKED) AS tier
-                UNION ALL
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
-                 WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                   AND s.priority = 0 AND s.seg IN (0, 2, 3)
-                 ORDER BY s.vt, s.id
-                 LIMIT 1
-                 FOR UPDATE SKIP LOCKED) AS fifo
-                LIMIT 1),
-    d0 AS (
-        DELETE FROM mbus."q_golden$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d2 AS (
-        DELETE FROM mbus."q_golden$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d3 AS (
-        DELETE FROM mbus."q_golden$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d2 UNION ALL SELECT * FROM d3) AS d;
+            SELECT x.seg, x.tid INTO v_seg, v_tid
+            FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio
+                                 FROM mbus.q_golden AS s
+                                 WHERE s.c = 1 AND s.priority > 0 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
+                                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                                 LIMIT 1
+                                 FOR UPDATE SKIP LOCKED) AS tier
+                  UNION ALL
+                  SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio
+                                 FROM mbus.q_golden AS s
+                                 WHERE s.c = 1 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)
+                                   AND s.priority = 0 AND s.seg IN (0, 2, 3)
+                                 ORDER BY s.vt, s.id
+                                 LIMIT 1
+                                 FOR UPDATE SKIP LOCKED) AS fifo
+                  LIMIT 1) AS x;
         ELSE
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
-                WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
-                ORDER BY s.vt, s.id
-                LIMIT 1
-                FOR UPDATE SKIP LOCKED),
-    d0 AS (
-        DELETE FROM mbus."q_golden$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d2 AS (
-        DELETE FROM mbus."q_golden$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d3 AS (
-        DELETE FROM mbus."q_golden$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d2 UNION ALL SELECT * FROM d3) AS d;
+            SELECT x.seg, x.tid INTO v_seg, v_tid
+            FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
+                  FROM mbus.q_golden AS s
+                  WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
+                  ORDER BY s.vt, s.id
+                  LIMIT 1
+                  FOR UPDATE SKIP LOCKED) AS x;
         END IF;
     ELSIF v_closing = 2 THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
-                 WHERE s.c = 1 AND s.priority > 0 AND s.vt <= v_now
-                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
-                 ORDER BY s.c, s.priority DESC, s.vt, s.id
-                 LIMIT 1
-                 FOR UPDATE SKIP LOCKED) AS tier
-                UNION ALL
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
-                 WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                   AND s.priority = 0 AND s.seg IN (0, 1, 3)
-                 ORDER BY s.vt, s.id
-                 LIMIT 1
-                 FOR UPDATE SKIP LOCKED) AS fifo
-                LIMIT 1),
-    d0 AS (
-        DELETE FROM mbus."q_golden$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d1 AS (
-        DELETE FROM mbus."q_golden$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d3 AS (
-        DELETE FROM mbus."q_golden$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d3) AS d;
+            SELECT x.seg, x.tid INTO v_seg, v_tid
+            FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio
+                                 FROM mbus.q_golden AS s
+                                 WHERE s.c = 1 AND s.priority > 0 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
+                                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                                 LIMIT 1
+                                 FOR UPDATE SKIP LOCKED) AS tier
+                  UNION ALL
+                  SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio
+                                 FROM mbus.q_golden AS s
+                                 WHERE s.c = 1 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)
+                                   AND s.priority = 0 AND s.seg IN (0, 1, 3)
+                                 ORDER BY s.vt, s.id
+                                 LIMIT 1
+                                 FOR UPDATE SKIP LOCKED) AS fifo
+                  LIMIT 1) AS x;
         ELSE
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
-                WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
-                ORDER BY s.vt, s.id
-                LIMIT 1
-                FOR UPDATE SKIP LOCKED),
-    d0 AS (
-        DELETE FROM mbus."q_golden$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d1 AS (
-        DELETE FROM mbus."q_golden$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d3 AS (
-        DELETE FROM mbus."q_golden$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d3) AS d;
+            SELECT x.seg, x.tid INTO v_seg, v_tid
+            FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
+                  FROM mbus.q_golden AS s
+                  WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
+                  ORDER BY s.vt, s.id
+                  LIMIT 1
+                  FOR UPDATE SKIP LOCKED) AS x;
         END IF;
     ELSE
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
-                 WHERE s.c = 1 AND s.priority > 0 AND s.vt <= v_now
-                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
-                 ORDER BY s.c, s.priority DESC, s.vt, s.id
-                 LIMIT 1
-                 FOR UPDATE SKIP LOCKED) AS tier
-                UNION ALL
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
-                 WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                   AND s.priority = 0 AND s.seg IN (0, 1, 2)
-                 ORDER BY s.vt, s.id
-                 LIMIT 1
-                 FOR UPDATE SKIP LOCKED) AS fifo
-                LIMIT 1),
-    d0 AS (
-        DELETE FROM mbus."q_golden$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d1 AS (
-        DELETE FROM mbus."q_golden$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d2 AS (
-        DELETE FROM mbus."q_golden$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2) AS d;
+            SELECT x.seg, x.tid INTO v_seg, v_tid
+            FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio
+                                 FROM mbus.q_golden AS s
+                                 WHERE s.c = 1 AND s.priority > 0 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
+                                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                                 LIMIT 1
+                                 FOR UPDATE SKIP LOCKED) AS tier
+                  UNION ALL
+                  SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio
+                                 FROM mbus.q_golden AS s
+                                 WHERE s.c = 1 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)
+                                   AND s.priority = 0 AND s.seg IN (0, 1, 2)
+                                 ORDER BY s.vt, s.id
+                                 LIMIT 1
+                                 FOR UPDATE SKIP LOCKED) AS fifo
+                  LIMIT 1) AS x;
         ELSE
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden AS s
-                WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
-                ORDER BY s.vt, s.id
-                LIMIT 1
-                FOR UPDATE SKIP LOCKED),
-    d0 AS (
-        DELETE FROM mbus."q_golden$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d1 AS (
-        DELETE FROM mbus."q_golden$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d2 AS (
-        DELETE FROM mbus."q_golden$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2) AS d;
+            SELECT x.seg, x.tid INTO v_seg, v_tid
+            FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
+                  FROM mbus.q_golden AS s
+                  WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
+                  ORDER BY s.vt, s.id
+                  LIMIT 1
+                  FOR UPDATE SKIP LOCKED) AS x;
         END IF;
     END IF;
-    GET DIAGNOSTICS v_n = ROW_COUNT;
-    IF v_n > 0 THEN  -- counter: deliveries consumed
-        PERFORM nextval('mbus."q_golden$c1$consumed"') FROM generate_series(1, v_n);
+    IF v_tid IS NULL THEN
+        RETURN;  -- nothing to claim
     END IF;
+    IF v_seg = 0 THEN
+        RETURN QUERY DELETE FROM mbus."q_golden$0" AS q WHERE q.ctid = v_tid
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz;
+    ELSIF v_seg = 1 THEN
+        RETURN QUERY DELETE FROM mbus."q_golden$1" AS q WHERE q.ctid = v_tid
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz;
+    ELSIF v_seg = 2 THEN
+        RETURN QUERY DELETE FROM mbus."q_golden$2" AS q WHERE q.ctid = v_tid
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz;
+    ELSIF v_seg = 3 THEN
+        RETURN QUERY DELETE FROM mbus."q_golden$3" AS q WHERE q.ctid = v_tid
+        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz;
+    END IF;
+    PERFORM nextval('mbus."q_golden$c1$consumed"');  -- counter: deliveries consumed
 END;
 $function$

@@ -13,7 +13,12 @@ DECLARE
     v_closing smallint;
     v_due     boolean;
     v_prio    boolean;
-    v_n       bigint;
+    v_ids     bigint[];  -- the claimed messages, in claim order
+    v_t0      tid[];     -- their ctids in segment 0, 1, 2, 3
+    v_t1      tid[];
+    v_t2      tid[];
+    v_t3      tid[];
+    v_rows    mbus.qt_model[];
 BEGIN
     SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds' THEN s.closing END,
            s.upkept_at < clock_timestamp() - s.upkeep_every, s.prioritized
@@ -34,247 +39,213 @@ BEGIN
     IF EXISTS (SELECT 1 FROM mbus.queue_pause AS p WHERE p.qname = 'golden_secure' AND p.cname IN ('', 'default')) THEN
         RETURN;  -- paused
     END IF;
-    -- The TID scans delete in physical order: sort the claimed rows back into claim order.
     IF v_closing IS NULL THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden_secure AS s
-                 WHERE s.c = 4 AND s.priority > 0 AND s.vt <= v_now
-                   AND (s.expires IS NULL OR s.expires > v_now)
-                 ORDER BY s.c, s.priority DESC, s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS tier
-                UNION ALL
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden_secure AS s
-                 WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                   AND s.priority = 0
-                 ORDER BY s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS fifo
-                LIMIT amt),
-    d0 AS (
-        DELETE FROM mbus."q_golden_secure$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d1 AS (
-        DELETE FROM mbus."q_golden_secure$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$1"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d2 AS (
-        DELETE FROM mbus."q_golden_secure$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$2"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d3 AS (
-        DELETE FROM mbus."q_golden_secure$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$3"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
+            SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3
+            FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio
+                                 FROM mbus.q_golden_secure AS s
+                                 WHERE s.c = 4 AND s.priority > 0 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)
+                                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                                 LIMIT amt
+                                 FOR UPDATE SKIP LOCKED) AS tier
+                  UNION ALL
+                  SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio
+                                 FROM mbus.q_golden_secure AS s
+                                 WHERE s.c = 4 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)
+                                   AND s.priority = 0
+                                 ORDER BY s.vt, s.id
+                                 LIMIT amt
+                                 FOR UPDATE SKIP LOCKED) AS fifo
+                  LIMIT amt) AS x;
         ELSE
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden_secure AS s
-                WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                ORDER BY s.vt, s.id
-                LIMIT amt
-                FOR UPDATE SKIP LOCKED),
-    d0 AS (
-        DELETE FROM mbus."q_golden_secure$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d1 AS (
-        DELETE FROM mbus."q_golden_secure$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$1"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d2 AS (
-        DELETE FROM mbus."q_golden_secure$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$2"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d3 AS (
-        DELETE FROM mbus."q_golden_secure$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$3"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_vt, d.id;
+            SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3
+            FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
+                  FROM mbus.q_golden_secure AS s
+                  WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                  ORDER BY s.vt, s.id
+                  LIMIT amt
+                  FOR UPDATE SKIP LOCKED) AS x;
         END IF;
     ELSIF v_closing = 1 THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden_secure AS s
-                 WHERE s.c = 4 AND s.priority > 0 AND s.vt <= v_now
-                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
-                 ORDER BY s.c, s.priority DESC, s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS tier
-                UNION ALL
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden_secure AS s
-                 WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                   AND s.priority = 0 AND s.seg IN (0, 2, 3)
-                 ORDER BY s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS fifo
-                LIMIT amt),
-    d0 AS (
-        DELETE FROM mbus."q_golden_secure$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d2 AS (
-        DELETE FROM mbus."q_golden_secure$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$2"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d3 AS (
-        DELETE FROM mbus."q_golden_secure$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$3"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d2 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
+            SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3
+            FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio
+                                 FROM mbus.q_golden_secure AS s
+                                 WHERE s.c = 4 AND s.priority > 0 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
+                                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                                 LIMIT amt
+                                 FOR UPDATE SKIP LOCKED) AS tier
+                  UNION ALL
+                  SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio
+                                 FROM mbus.q_golden_secure AS s
+                                 WHERE s.c = 4 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)
+                                   AND s.priority = 0 AND s.seg IN (0, 2, 3)
+                                 ORDER BY s.vt, s.id
+                                 LIMIT amt
+                                 FOR UPDATE SKIP LOCKED) AS fifo
+                  LIMIT amt) AS x;
         ELSE
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden_secure AS s
-                WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
-                ORDER BY s.vt, s.id
-                LIMIT amt
-                FOR UPDATE SKIP LOCKED),
-    d0 AS (
-        DELETE FROM mbus."q_golden_secure$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d2 AS (
-        DELETE FROM mbus."q_golden_secure$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$2"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d3 AS (
-        DELETE FROM mbus."q_golden_secure$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$3"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d2 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_vt, d.id;
+            SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3
+            FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
+                  FROM mbus.q_golden_secure AS s
+                  WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
+                  ORDER BY s.vt, s.id
+                  LIMIT amt
+                  FOR UPDATE SKIP LOCKED) AS x;
         END IF;
     ELSIF v_closing = 2 THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden_secure AS s
-                 WHERE s.c = 4 AND s.priority > 0 AND s.vt <= v_now
-                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
-                 ORDER BY s.c, s.priority DESC, s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS tier
-                UNION ALL
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden_secure AS s
-                 WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                   AND s.priority = 0 AND s.seg IN (0, 1, 3)
-                 ORDER BY s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS fifo
-                LIMIT amt),
-    d0 AS (
-        DELETE FROM mbus."q_golden_secure$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d1 AS (
-        DELETE FROM mbus."q_golden_secure$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$1"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d3 AS (
-        DELETE FROM mbus."q_golden_secure$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$3"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
+            SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3
+            FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio
+                                 FROM mbus.q_golden_secure AS s
+                                 WHERE s.c = 4 AND s.priority > 0 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
+                                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                                 LIMIT amt
+                                 FOR UPDATE SKIP LOCKED) AS tier
+                  UNION ALL
+                  SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio
+                                 FROM mbus.q_golden_secure AS s
+                                 WHERE s.c = 4 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)
+                                   AND s.priority = 0 AND s.seg IN (0, 1, 3)
+                                 ORDER BY s.vt, s.id
+                                 LIMIT amt
+                                 FOR UPDATE SKIP LOCKED) AS fifo
+                  LIMIT amt) AS x;
         ELSE
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden_secure AS s
-                WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
-                ORDER BY s.vt, s.id
-                LIMIT amt
-                FOR UPDATE SKIP LOCKED),
-    d0 AS (
-        DELETE FROM mbus."q_golden_secure$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d1 AS (
-        DELETE FROM mbus."q_golden_secure$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$1"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d3 AS (
-        DELETE FROM mbus."q_golden_secure$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$3"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d3) AS d ORDER BY d.claim_vt, d.id;
+            SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3
+            FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
+                  FROM mbus.q_golden_secure AS s
+                  WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
+                  ORDER BY s.vt, s.id
+                  LIMIT amt
+                  FOR UPDATE SKIP LOCKED) AS x;
         END IF;
     ELSE
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden_secure AS s
-                 WHERE s.c = 4 AND s.priority > 0 AND s.vt <= v_now
-                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
-                 ORDER BY s.c, s.priority DESC, s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS tier
-                UNION ALL
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden_secure AS s
-                 WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                   AND s.priority = 0 AND s.seg IN (0, 1, 2)
-                 ORDER BY s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS fifo
-                LIMIT amt),
-    d0 AS (
-        DELETE FROM mbus."q_golden_secure$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d1 AS (
-        DELETE FROM mbus."q_golden_secure$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$1"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d2 AS (
-        DELETE FROM mbus."q_golden_secure$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$2"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2) AS d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
+            SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3
+            FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio
+                                 FROM mbus.q_golden_secure AS s
+                                 WHERE s.c = 4 AND s.priority > 0 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
+                                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                                 LIMIT amt
+                                 FOR UPDATE SKIP LOCKED) AS tier
+                  UNION ALL
+                  SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio
+                                 FROM mbus.q_golden_secure AS s
+                                 WHERE s.c = 4 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)
+                                   AND s.priority = 0 AND s.seg IN (0, 1, 2)
+                                 ORDER BY s.vt, s.id
+                                 LIMIT amt
+                                 FOR UPDATE SKIP LOCKED) AS fifo
+                  LIMIT amt) AS x;
         ELSE
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.q_golden_secure AS s
-                WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
-                ORDER BY s.vt, s.id
-                LIMIT amt
-                FOR UPDATE SKIP LOCKED),
-    d0 AS (
-        DELETE FROM mbus."q_golden_secure$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$0"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d1 AS (
-        DELETE FROM mbus."q_golden_secure$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$1"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
-    d2 AS (
-        DELETE FROM mbus."q_golden_secure$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = 'mbus."q_golden_secure$2"'::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (SELECT * FROM d0 UNION ALL SELECT * FROM d1 UNION ALL SELECT * FROM d2) AS d ORDER BY d.claim_vt, d.id;
+            SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3
+            FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
+                  FROM mbus.q_golden_secure AS s
+                  WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
+                  ORDER BY s.vt, s.id
+                  LIMIT amt
+                  FOR UPDATE SKIP LOCKED) AS x;
         END IF;
     END IF;
-    GET DIAGNOSTICS v_n = ROW_COUNT;
-    IF v_n > 0 THEN  -- counter: deliveries consumed
-        PERFORM nextval('mbus."q_golden_secure$c4$consumed"') FROM generate_series(1, v_n);
+    IF v_ids IS NULL THEN
+        RETURN;  -- nothing to claim
     END IF;
+    -- The TID scans delete in physical order: the rows go back in claim order.
+    IF num_nonnulls(v_t0, v_t1, v_t2, v_t3) = 1 THEN
+        IF v_t0 IS NOT NULL THEN
+            RETURN QUERY
+            WITH d AS (DELETE FROM mbus."q_golden_secure$0" AS q WHERE q.ctid = ANY (v_t0)
+                       RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
+        ELSIF v_t1 IS NOT NULL THEN
+            RETURN QUERY
+            WITH d AS (DELETE FROM mbus."q_golden_secure$1" AS q WHERE q.ctid = ANY (v_t1)
+                       RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
+        ELSIF v_t2 IS NOT NULL THEN
+            RETURN QUERY
+            WITH d AS (DELETE FROM mbus."q_golden_secure$2" AS q WHERE q.ctid = ANY (v_t2)
+                       RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
+        ELSIF v_t3 IS NOT NULL THEN
+            RETURN QUERY
+            WITH d AS (DELETE FROM mbus."q_golden_secure$3" AS q WHERE q.ctid = ANY (v_t3)
+                       RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
+        END IF;
+    ELSE
+        IF v_t0 IS NOT NULL THEN
+            WITH d AS (DELETE FROM mbus."q_golden_secure$0" AS q WHERE q.ctid = ANY (v_t0)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz)
+            SELECT v_rows || array_agg(d::mbus.qt_model) INTO v_rows FROM d;
+        END IF;
+        IF v_t1 IS NOT NULL THEN
+            WITH d AS (DELETE FROM mbus."q_golden_secure$1" AS q WHERE q.ctid = ANY (v_t1)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz)
+            SELECT v_rows || array_agg(d::mbus.qt_model) INTO v_rows FROM d;
+        END IF;
+        IF v_t2 IS NOT NULL THEN
+            WITH d AS (DELETE FROM mbus."q_golden_secure$2" AS q WHERE q.ctid = ANY (v_t2)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz)
+            SELECT v_rows || array_agg(d::mbus.qt_model) INTO v_rows FROM d;
+        END IF;
+        IF v_t3 IS NOT NULL THEN
+            WITH d AS (DELETE FROM mbus."q_golden_secure$3" AS q WHERE q.ctid = ANY (v_t3)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz)
+            SELECT v_rows || array_agg(d::mbus.qt_model) INTO v_rows FROM d;
+        END IF;
+        RETURN QUERY SELECT r.* FROM unnest(v_rows) AS r
+            JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = r.id ORDER BY o.ord;
+    END IF;
+    PERFORM nextval('mbus."q_golden_secure$c4$consumed"') FROM generate_series(1, cardinality(v_ids));  -- counter: consumed
 END;
 $function$

@@ -11,6 +11,16 @@ DECLARE
     v_closing smallint;
     v_due     boolean;
     v_prio    boolean;
+    v_ids     bigint[];  -- the claimed messages, in claim order
+    v_t0      tid[];     -- the ctids to lease in segment 0, 1, 2, 3
+    v_t1      tid[];
+    v_t2      tid[];
+    v_t3      tid[];
+    v_g0      tid[];     -- the ctids to bury (max_attempts reached) in segment 0, 1, 2, 3
+    v_g1      tid[];
+    v_g2      tid[];
+    v_g3      tid[];
+    v_rows    mbus.qt_model[];
 BEGIN
     SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds' THEN s.closing END,
            s.upkept_at < clock_timestamp() - s.upkeep_every, s.prioritized
@@ -39,474 +49,330 @@ BEGIN
     END IF;
     IF v_closing IS NULL THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
-                        s.priority AS claim_prio
-                 FROM mbus.q_golden AS s
-                 WHERE s.c = 2 AND s.priority > 0 AND s.vt <= v_now
-                   AND (s.expires IS NULL OR s.expires > v_now)
-                 ORDER BY s.c, s.priority DESC, s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS tier
-                UNION ALL
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
-                        s.priority AS claim_prio
-                 FROM mbus.q_golden AS s
-                 WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                   AND s.priority = 0
-                 ORDER BY s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS fifo
-                LIMIT amt),
-    g0 AS (
-        DELETE FROM mbus."q_golden$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g1 AS (
-        DELETE FROM mbus."q_golden$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g2 AS (
-        DELETE FROM mbus."q_golden$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g3 AS (
-        DELETE FROM mbus."q_golden$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-            buried AS (
-                INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason, priority)
-                SELECT 'golden', 'vip', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
-                       g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%s) exceeded', max_attempts), g.priority
-                FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g1 UNION ALL SELECT * FROM g2 UNION ALL SELECT * FROM g3) AS g),
-    u0 AS (
-        UPDATE mbus."q_golden$0" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u1 AS (
-        UPDATE mbus."q_golden$1" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u2 AS (
-        UPDATE mbus."q_golden$2" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u3 AS (
-        UPDATE mbus."q_golden$3" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel)
-            -- in claim order (the UPDATEs return their rows segment by segment)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
-                   d.consume_after, d.attempts, d.lease_token, d.vt
-            FROM (SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u2 UNION ALL SELECT * FROM u3) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
-            ORDER BY s.claim_prio DESC, s.claim_vt, s.id;
-        ELSE
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+            SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND x.dead)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_g0, v_g1, v_g2, v_g3
+            FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
-                FROM mbus.q_golden AS s
-                WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                ORDER BY s.vt, s.id
-                LIMIT amt
-                FOR UPDATE SKIP LOCKED),
-    g0 AS (
-        DELETE FROM mbus."q_golden$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g1 AS (
-        DELETE FROM mbus."q_golden$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g2 AS (
-        DELETE FROM mbus."q_golden$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g3 AS (
-        DELETE FROM mbus."q_golden$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-            buried AS (
-                INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason, priority)
-                SELECT 'golden', 'vip', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
-                       g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%s) exceeded', max_attempts), g.priority
-                FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g1 UNION ALL SELECT * FROM g2 UNION ALL SELECT * FROM g3) AS g),
-    u0 AS (
-        UPDATE mbus."q_golden$0" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u1 AS (
-        UPDATE mbus."q_golden$1" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u2 AS (
-        UPDATE mbus."q_golden$2" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u3 AS (
-        UPDATE mbus."q_golden$3" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel)
-            -- in claim order (the UPDATEs return their rows segment by segment)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
-                   d.consume_after, d.attempts, d.lease_token, d.vt
-            FROM (SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u2 UNION ALL SELECT * FROM u3) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
-            ORDER BY s.claim_vt, s.id;
+                                 FROM mbus.q_golden AS s
+                                 WHERE s.c = 2 AND s.priority > 0 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)
+                                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                                 LIMIT amt
+                                 FOR UPDATE SKIP LOCKED) AS tier
+                  UNION ALL
+                  SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio,
+                       s.attempts >= coalesce(max_attempts, 2147483647) AS dead
+                                 FROM mbus.q_golden AS s
+                                 WHERE s.c = 2 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)
+                                   AND s.priority = 0
+                                 ORDER BY s.vt, s.id
+                                 LIMIT amt
+                                 FOR UPDATE SKIP LOCKED) AS fifo
+                  LIMIT amt) AS x;
+        ELSE
+            SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND x.dead)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_g0, v_g1, v_g2, v_g3
+            FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                       s.attempts >= coalesce(max_attempts, 2147483647) AS dead
+                  FROM mbus.q_golden AS s
+                  WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                  ORDER BY s.vt, s.id
+                  LIMIT amt
+                  FOR UPDATE SKIP LOCKED) AS x;
         END IF;
     ELSIF v_closing = 1 THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
-                        s.priority AS claim_prio
-                 FROM mbus.q_golden AS s
-                 WHERE s.c = 2 AND s.priority > 0 AND s.vt <= v_now
-                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
-                 ORDER BY s.c, s.priority DESC, s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS tier
-                UNION ALL
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
-                        s.priority AS claim_prio
-                 FROM mbus.q_golden AS s
-                 WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                   AND s.priority = 0 AND s.seg IN (0, 2, 3)
-                 ORDER BY s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS fifo
-                LIMIT amt),
-    g0 AS (
-        DELETE FROM mbus."q_golden$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g2 AS (
-        DELETE FROM mbus."q_golden$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g3 AS (
-        DELETE FROM mbus."q_golden$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-            buried AS (
-                INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason, priority)
-                SELECT 'golden', 'vip', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
-                       g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%s) exceeded', max_attempts), g.priority
-                FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g2 UNION ALL SELECT * FROM g3) AS g),
-    u0 AS (
-        UPDATE mbus."q_golden$0" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u2 AS (
-        UPDATE mbus."q_golden$2" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u3 AS (
-        UPDATE mbus."q_golden$3" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel)
-            -- in claim order (the UPDATEs return their rows segment by segment)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
-                   d.consume_after, d.attempts, d.lease_token, d.vt
-            FROM (SELECT * FROM u0 UNION ALL SELECT * FROM u2 UNION ALL SELECT * FROM u3) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
-            ORDER BY s.claim_prio DESC, s.claim_vt, s.id;
-        ELSE
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+            SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND x.dead)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_g0, v_g1, v_g2, v_g3
+            FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
-                FROM mbus.q_golden AS s
-                WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
-                ORDER BY s.vt, s.id
-                LIMIT amt
-                FOR UPDATE SKIP LOCKED),
-    g0 AS (
-        DELETE FROM mbus."q_golden$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g2 AS (
-        DELETE FROM mbus."q_golden$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g3 AS (
-        DELETE FROM mbus."q_golden$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-            buried AS (
-                INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason, priority)
-                SELECT 'golden', 'vip', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
-                       g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%s) exceeded', max_attempts), g.priority
-                FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g2 UNION ALL SELECT * FROM g3) AS g),
-    u0 AS (
-        UPDATE mbus."q_golden$0" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u2 AS (
-        UPDATE mbus."q_golden$2" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u3 AS (
-        UPDATE mbus."q_golden$3" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel)
-            -- in claim order (the UPDATEs return their rows segment by segment)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
-                   d.consume_after, d.attempts, d.lease_token, d.vt
-            FROM (SELECT * FROM u0 UNION ALL SELECT * FROM u2 UNION ALL SELECT * FROM u3) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
-            ORDER BY s.claim_vt, s.id;
+                                 FROM mbus.q_golden AS s
+                                 WHERE s.c = 2 AND s.priority > 0 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
+                                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                                 LIMIT amt
+                                 FOR UPDATE SKIP LOCKED) AS tier
+                  UNION ALL
+                  SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio,
+                       s.attempts >= coalesce(max_attempts, 2147483647) AS dead
+                                 FROM mbus.q_golden AS s
+                                 WHERE s.c = 2 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)
+                                   AND s.priority = 0 AND s.seg IN (0, 2, 3)
+                                 ORDER BY s.vt, s.id
+                                 LIMIT amt
+                                 FOR UPDATE SKIP LOCKED) AS fifo
+                  LIMIT amt) AS x;
+        ELSE
+            SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND x.dead)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_g0, v_g1, v_g2, v_g3
+            FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                       s.attempts >= coalesce(max_attempts, 2147483647) AS dead
+                  FROM mbus.q_golden AS s
+                  WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
+                  ORDER BY s.vt, s.id
+                  LIMIT amt
+                  FOR UPDATE SKIP LOCKED) AS x;
         END IF;
     ELSIF v_closing = 2 THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
-                        s.priority AS claim_prio
-                 FROM mbus.q_golden AS s
-                 WHERE s.c = 2 AND s.priority > 0 AND s.vt <= v_now
-                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
-                 ORDER BY s.c, s.priority DESC, s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS tier
-                UNION ALL
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
-                        s.priority AS claim_prio
-                 FROM mbus.q_golden AS s
-                 WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                   AND s.priority = 0 AND s.seg IN (0, 1, 3)
-                 ORDER BY s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS fifo
-                LIMIT amt),
-    g0 AS (
-        DELETE FROM mbus."q_golden$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g1 AS (
-        DELETE FROM mbus."q_golden$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g3 AS (
-        DELETE FROM mbus."q_golden$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-            buried AS (
-                INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason, priority)
-                SELECT 'golden', 'vip', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
-                       g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%s) exceeded', max_attempts), g.priority
-                FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g1 UNION ALL SELECT * FROM g3) AS g),
-    u0 AS (
-        UPDATE mbus."q_golden$0" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u1 AS (
-        UPDATE mbus."q_golden$1" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u3 AS (
-        UPDATE mbus."q_golden$3" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel)
-            -- in claim order (the UPDATEs return their rows segment by segment)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
-                   d.consume_after, d.attempts, d.lease_token, d.vt
-            FROM (SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u3) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
-            ORDER BY s.claim_prio DESC, s.claim_vt, s.id;
-        ELSE
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+            SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND x.dead)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_g0, v_g1, v_g2, v_g3
+            FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
-                FROM mbus.q_golden AS s
-                WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
-                ORDER BY s.vt, s.id
-                LIMIT amt
-                FOR UPDATE SKIP LOCKED),
-    g0 AS (
-        DELETE FROM mbus."q_golden$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g1 AS (
-        DELETE FROM mbus."q_golden$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g3 AS (
-        DELETE FROM mbus."q_golden$3" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-            buried AS (
-                INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason, priority)
-                SELECT 'golden', 'vip', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
-                       g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%s) exceeded', max_attempts), g.priority
-                FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g1 UNION ALL SELECT * FROM g3) AS g),
-    u0 AS (
-        UPDATE mbus."q_golden$0" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u1 AS (
-        UPDATE mbus."q_golden$1" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u3 AS (
-        UPDATE mbus."q_golden$3" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$3"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel)
-            -- in claim order (the UPDATEs return their rows segment by segment)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
-                   d.consume_after, d.attempts, d.lease_token, d.vt
-            FROM (SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u3) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
-            ORDER BY s.claim_vt, s.id;
+                                 FROM mbus.q_golden AS s
+                                 WHERE s.c = 2 AND s.priority > 0 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
+                                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                                 LIMIT amt
+                                 FOR UPDATE SKIP LOCKED) AS tier
+                  UNION ALL
+                  SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio,
+                       s.attempts >= coalesce(max_attempts, 2147483647) AS dead
+                                 FROM mbus.q_golden AS s
+                                 WHERE s.c = 2 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)
+                                   AND s.priority = 0 AND s.seg IN (0, 1, 3)
+                                 ORDER BY s.vt, s.id
+                                 LIMIT amt
+                                 FOR UPDATE SKIP LOCKED) AS fifo
+                  LIMIT amt) AS x;
+        ELSE
+            SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND x.dead)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_g0, v_g1, v_g2, v_g3
+            FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                       s.attempts >= coalesce(max_attempts, 2147483647) AS dead
+                  FROM mbus.q_golden AS s
+                  WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
+                  ORDER BY s.vt, s.id
+                  LIMIT amt
+                  FOR UPDATE SKIP LOCKED) AS x;
         END IF;
     ELSE
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
-                        s.priority AS claim_prio
-                 FROM mbus.q_golden AS s
-                 WHERE s.c = 2 AND s.priority > 0 AND s.vt <= v_now
-                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
-                 ORDER BY s.c, s.priority DESC, s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS tier
-                UNION ALL
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
-                        s.priority AS claim_prio
-                 FROM mbus.q_golden AS s
-                 WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                   AND s.priority = 0 AND s.seg IN (0, 1, 2)
-                 ORDER BY s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS fifo
-                LIMIT amt),
-    g0 AS (
-        DELETE FROM mbus."q_golden$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g1 AS (
-        DELETE FROM mbus."q_golden$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g2 AS (
-        DELETE FROM mbus."q_golden$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-            buried AS (
-                INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason, priority)
-                SELECT 'golden', 'vip', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
-                       g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%s) exceeded', max_attempts), g.priority
-                FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g1 UNION ALL SELECT * FROM g2) AS g),
-    u0 AS (
-        UPDATE mbus."q_golden$0" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u1 AS (
-        UPDATE mbus."q_golden$1" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u2 AS (
-        UPDATE mbus."q_golden$2" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel)
-            -- in claim order (the UPDATEs return their rows segment by segment)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
-                   d.consume_after, d.attempts, d.lease_token, d.vt
-            FROM (SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u2) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
-            ORDER BY s.claim_prio DESC, s.claim_vt, s.id;
-        ELSE
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
+            SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND x.dead)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_g0, v_g1, v_g2, v_g3
+            FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
-                FROM mbus.q_golden AS s
-                WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
-                ORDER BY s.vt, s.id
-                LIMIT amt
-                FOR UPDATE SKIP LOCKED),
-    g0 AS (
-        DELETE FROM mbus."q_golden$0" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g1 AS (
-        DELETE FROM mbus."q_golden$1" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-    g2 AS (
-        DELETE FROM mbus."q_golden$2" AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority),
-            buried AS (
-                INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason, priority)
-                SELECT 'golden', 'vip', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
-                       g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%s) exceeded', max_attempts), g.priority
-                FROM (SELECT * FROM g0 UNION ALL SELECT * FROM g1 UNION ALL SELECT * FROM g2) AS g),
-    u0 AS (
-        UPDATE mbus."q_golden$0" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$0"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u1 AS (
-        UPDATE mbus."q_golden$1" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$1"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel),
-    u2 AS (
-        UPDATE mbus."q_golden$2" AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = 'mbus."q_golden$2"'::regclass))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt, q.tableoid AS rel)
-            -- in claim order (the UPDATEs return their rows segment by segment)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
-                   d.consume_after, d.attempts, d.lease_token, d.vt
-            FROM (SELECT * FROM u0 UNION ALL SELECT * FROM u1 UNION ALL SELECT * FROM u2) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
-            ORDER BY s.claim_vt, s.id;
+                                 FROM mbus.q_golden AS s
+                                 WHERE s.c = 2 AND s.priority > 0 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
+                                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                                 LIMIT amt
+                                 FOR UPDATE SKIP LOCKED) AS tier
+                  UNION ALL
+                  SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio,
+                       s.attempts >= coalesce(max_attempts, 2147483647) AS dead
+                                 FROM mbus.q_golden AS s
+                                 WHERE s.c = 2 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)
+                                   AND s.priority = 0 AND s.seg IN (0, 1, 2)
+                                 ORDER BY s.vt, s.id
+                                 LIMIT amt
+                                 FOR UPDATE SKIP LOCKED) AS fifo
+                  LIMIT amt) AS x;
+        ELSE
+            SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND x.dead)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_g0, v_g1, v_g2, v_g3
+            FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                       s.attempts >= coalesce(max_attempts, 2147483647) AS dead
+                  FROM mbus.q_golden AS s
+                  WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
+                  ORDER BY s.vt, s.id
+                  LIMIT amt
+                  FOR UPDATE SKIP LOCKED) AS x;
         END IF;
+    END IF;
+    IF v_ids IS NULL THEN
+        RETURN;  -- nothing to claim
+    END IF;
+    IF v_g0 IS NOT NULL THEN  -- delivered max_attempts times already: to the dmq
+        WITH g AS (DELETE FROM mbus."q_golden$0" AS q WHERE q.ctid = ANY (v_g0)
+                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority)
+        INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
+                              properties, data, consume_after, attempts, reason, priority)
+        SELECT 'golden', 'vip', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
+               g.properties, g.data, g.consume_after, g.attempts,
+               format('max_attempts (%s) exceeded', max_attempts), g.priority
+        FROM g;
+    END IF;
+    IF v_g1 IS NOT NULL THEN  -- delivered max_attempts times already: to the dmq
+        WITH g AS (DELETE FROM mbus."q_golden$1" AS q WHERE q.ctid = ANY (v_g1)
+                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority)
+        INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
+                              properties, data, consume_after, attempts, reason, priority)
+        SELECT 'golden', 'vip', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
+               g.properties, g.data, g.consume_after, g.attempts,
+               format('max_attempts (%s) exceeded', max_attempts), g.priority
+        FROM g;
+    END IF;
+    IF v_g2 IS NOT NULL THEN  -- delivered max_attempts times already: to the dmq
+        WITH g AS (DELETE FROM mbus."q_golden$2" AS q WHERE q.ctid = ANY (v_g2)
+                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority)
+        INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
+                              properties, data, consume_after, attempts, reason, priority)
+        SELECT 'golden', 'vip', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
+               g.properties, g.data, g.consume_after, g.attempts,
+               format('max_attempts (%s) exceeded', max_attempts), g.priority
+        FROM g;
+    END IF;
+    IF v_g3 IS NOT NULL THEN  -- delivered max_attempts times already: to the dmq
+        WITH g AS (DELETE FROM mbus."q_golden$3" AS q WHERE q.ctid = ANY (v_g3)
+                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority)
+        INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
+                              properties, data, consume_after, attempts, reason, priority)
+        SELECT 'golden', 'vip', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
+               g.properties, g.data, g.consume_after, g.attempts,
+               format('max_attempts (%s) exceeded', max_attempts), g.priority
+        FROM g;
+    END IF;
+    -- The TID scans update in physical order: the rows go back in claim order.
+    IF num_nonnulls(v_t0, v_t1, v_t2, v_t3) = 1 THEN
+        IF v_t0 IS NOT NULL THEN
+            RETURN QUERY
+            WITH u AS (UPDATE mbus."q_golden$0" AS q
+                       SET vt = v_now + lease, attempts = q.attempts + 1,
+                           lease_token = gen_random_uuid()
+                       WHERE q.ctid = ANY (v_t0)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+            SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
+            ORDER BY o.ord;
+        ELSIF v_t1 IS NOT NULL THEN
+            RETURN QUERY
+            WITH u AS (UPDATE mbus."q_golden$1" AS q
+                       SET vt = v_now + lease, attempts = q.attempts + 1,
+                           lease_token = gen_random_uuid()
+                       WHERE q.ctid = ANY (v_t1)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+            SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
+            ORDER BY o.ord;
+        ELSIF v_t2 IS NOT NULL THEN
+            RETURN QUERY
+            WITH u AS (UPDATE mbus."q_golden$2" AS q
+                       SET vt = v_now + lease, attempts = q.attempts + 1,
+                           lease_token = gen_random_uuid()
+                       WHERE q.ctid = ANY (v_t2)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+            SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
+            ORDER BY o.ord;
+        ELSIF v_t3 IS NOT NULL THEN
+            RETURN QUERY
+            WITH u AS (UPDATE mbus."q_golden$3" AS q
+                       SET vt = v_now + lease, attempts = q.attempts + 1,
+                           lease_token = gen_random_uuid()
+                       WHERE q.ctid = ANY (v_t3)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+            SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
+            ORDER BY o.ord;
+        END IF;
+    ELSIF num_nonnulls(v_t0, v_t1, v_t2, v_t3) > 1 THEN
+        IF v_t0 IS NOT NULL THEN
+            WITH u AS (UPDATE mbus."q_golden$0" AS q
+                       SET vt = v_now + lease, attempts = q.attempts + 1,
+                           lease_token = gen_random_uuid()
+                       WHERE q.ctid = ANY (v_t0)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+            SELECT v_rows || array_agg(u::mbus.qt_model) INTO v_rows FROM u;
+        END IF;
+        IF v_t1 IS NOT NULL THEN
+            WITH u AS (UPDATE mbus."q_golden$1" AS q
+                       SET vt = v_now + lease, attempts = q.attempts + 1,
+                           lease_token = gen_random_uuid()
+                       WHERE q.ctid = ANY (v_t1)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+            SELECT v_rows || array_agg(u::mbus.qt_model) INTO v_rows FROM u;
+        END IF;
+        IF v_t2 IS NOT NULL THEN
+            WITH u AS (UPDATE mbus."q_golden$2" AS q
+                       SET vt = v_now + lease, attempts = q.attempts + 1,
+                           lease_token = gen_random_uuid()
+                       WHERE q.ctid = ANY (v_t2)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+            SELECT v_rows || array_agg(u::mbus.qt_model) INTO v_rows FROM u;
+        END IF;
+        IF v_t3 IS NOT NULL THEN
+            WITH u AS (UPDATE mbus."q_golden$3" AS q
+                       SET vt = v_now + lease, attempts = q.attempts + 1,
+                           lease_token = gen_random_uuid()
+                       WHERE q.ctid = ANY (v_t3)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+            SELECT v_rows || array_agg(u::mbus.qt_model) INTO v_rows FROM u;
+        END IF;
+        RETURN QUERY SELECT r.* FROM unnest(v_rows) AS r
+            JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = r.id ORDER BY o.ord;
     END IF;
 END;
 $function$

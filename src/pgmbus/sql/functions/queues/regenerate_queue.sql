@@ -89,18 +89,30 @@ DECLARE
     v_cdone    text;
     v_acked    text := '';  -- ack_<q>: CASE arms bumping the consumed counter of the row's consumer
     v_paused   text;  -- claims: the pause check of one consumer (mbus.queue_pause)
-    -- Claim pieces per variant k (array index k + 1): k = 0 reads every segment, k = 1..3
-    -- every segment but k, the one rotate_queue is closing (see rotate_queue).
+    -- Claims (per consumer) take two steps. A first statement locks the claimed rows through
+    -- the parent (FOR UPDATE SKIP LOCKED, ordered by (vt, id): one ordered Merge Append over the
+    -- segments' claim indexes) and keeps their ctids per segment n (v_tn; the lease's dead rows
+    -- in v_gn), since a ctid names a row only within its segment. Then one DELETE or UPDATE by
+    -- ctid runs for each segment that holds claimed rows, usually one. A single statement with
+    -- a data-modifying CTE per segment started all four of them (up to nine for a lease) for
+    -- one message (pgbench profile in docs/benchmarks.md). Variant k = 0 of the first
+    -- statement reads every segment, k = 1..3 every segment but k, the one rotate_queue is
+    -- closing; statements naming a segment run only when it holds claimed rows.
     v_filter   text[] := ARRAY['', '', '', ''];  -- the seg condition that prunes segment k
-    v_dels     text[] := ARRAY['', '', '', ''];  -- dn: delete the claimed rows of segment n
-    v_dunion   text[] := ARRAY['', '', '', ''];
-    v_gone     text[] := ARRAY['', '', '', ''];  -- lease: gn deletes the dead rows of segment n
-    v_gunion   text[] := ARRAY['', '', '', ''];
-    v_ups      text[] := ARRAY['', '', '', ''];  -- lease: un leases the other rows of segment n
-    v_uunion   text[] := ARRAY['', '', '', ''];
-    v_cn       text;  -- the claim chains of one consumer (consumen, consume, lease)
-    v_c1       text;
-    v_cl       text;
+    v_pick     text;  -- one consumer's claim statements: consumen_, consume_, lease_
+    v_pick1    text;
+    v_pickl    text;
+    v_del1     text;  -- consume_: delete the claimed row from its segment
+    v_delsole  text;  -- consumen_: delete the claimed rows, all in one segment
+    v_delmany  text;  -- consumen_: delete them segment by segment, gathered in v_rows
+    v_bury     text;  -- lease_: the dead rows of each segment to the dmq
+    v_upsole   text;  -- lease_: lease the rows, all in one segment
+    v_upmany   text;  -- lease_: lease them segment by segment, gathered in v_rows
+    v_claimn   text;  -- the claim query (consumen_, consume_) and the lease's (with dead)
+    v_claimp   text;
+    v_claiml   text;
+    v_claimlp  text;
+    v_segn     text;
     -- Claims first read the queue's segment row: the segment being closed (trusted for 10 s)
     -- and whether the storage upkeep is due (upkept_at upkeep_every old). When it is and the claim
     -- starts its transaction (nothing written yet, within 10 ms of its start), the claim runs
@@ -123,7 +135,6 @@ DECLARE
                     THEN s.closing END
         INTO v_closing FROM mbus.queue_segment AS s WHERE s.qname = %1$L;
     END IF;$t$, qname);
-    v_seg      text;
     r          record;
     ret_cols   text := format(
         'q.id AS id, coalesce(q.iid, %L || q.id || ''@'' || v_db) AS iid, '
@@ -136,37 +147,9 @@ DECLARE
         regenerate_queue.qname || '.', regenerate_queue.qname);
 BEGIN
     PERFORM mbus.queue_counter_sequences(q);
-    FOR k IN 0 .. 3 LOOP
-        IF k > 0 THEN
-            v_filter[k + 1] := format(' AND s.seg IN (%s)',
-                                      array_to_string(array_remove(ARRAY[0, 1, 2, 3], k), ', '));
-        END IF;
-        FOR n IN 0 .. 3 LOOP
-            CONTINUE WHEN n = k AND k > 0;
-            v_seg := 'mbus.' || quote_ident(tbl || '$' || n);
-            v_dels[k + 1] := v_dels[k + 1] || format($t$,
-    d%1$s AS (
-        DELETE FROM %2$s AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.rel = %3$L::regclass))
-        RETURNING q.vt AS claim_vt, q.priority AS claim_prio, %4$s)$t$, n, v_seg, v_seg, ret_cols);
-            v_gone[k + 1] := v_gone[k + 1] || format($t$,
-    g%1$s AS (
-        DELETE FROM %2$s AS q
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE s.dead AND s.rel = %3$L::regclass))
-        RETURNING %4$s, q.priority AS priority)$t$, n, v_seg, v_seg, ret_cols);
-            v_ups[k + 1] := v_ups[k + 1] || format($t$,
-    u%1$s AS (
-        UPDATE %2$s AS q
-        SET vt = v_now + lease, attempts = q.attempts + 1, lease_token = gen_random_uuid()
-        WHERE q.ctid = ANY (ARRAY(SELECT s.tid FROM s WHERE NOT s.dead AND s.rel = %3$L::regclass))
-        RETURNING %4$s, q.lease_token, q.vt, q.tableoid AS rel)$t$, n, v_seg, v_seg, ret_cols);
-            v_dunion[k + 1] := v_dunion[k + 1] || CASE WHEN v_dunion[k + 1] = '' THEN ''
-                               ELSE ' UNION ALL ' END || format('SELECT * FROM d%s', n);
-            v_gunion[k + 1] := v_gunion[k + 1] || CASE WHEN v_gunion[k + 1] = '' THEN ''
-                               ELSE ' UNION ALL ' END || format('SELECT * FROM g%s', n);
-            v_uunion[k + 1] := v_uunion[k + 1] || CASE WHEN v_uunion[k + 1] = '' THEN ''
-                               ELSE ' UNION ALL ' END || format('SELECT * FROM u%s', n);
-        END LOOP;
+    FOR k IN 1 .. 3 LOOP
+        v_filter[k + 1] := format(' AND s.seg IN (%s)',
+                                  array_to_string(array_remove(ARRAY[0, 1, 2, 3], k), ', '));
     END LOOP;
 
     -- Fan-out: one INSERT per consumer, guarded by its selector (t is the message).
@@ -639,168 +622,174 @@ BEGIN
 END;
 $b$, tbl, ret_cols, q, q));
 
-    -- Per consumer: consume, consumen, lease, take_from. Claims lock through the parent (one
-    -- ordered Merge Append over the segments' claim indexes), then delete or update the locked
-    -- rows segment by segment by ctid (a ctid names a row only within its segment). While
-    -- rotate_queue closes a drained segment k, claims run the variant whose constant seg
-    -- condition prunes k at plan time: that plan does not name k, so new claims do not lock
-    -- it and rotate_queue can truncate it although consumers' transactions overlap.
+    -- Per consumer: consume, consumen, lease, take_from. Claims take two steps (see v_pick
+    -- above): lock the claimed rows through the parent, then delete or update them by ctid in
+    -- each segment that holds some. While rotate_queue closes a drained segment k, claims run
+    -- the variant whose constant seg condition prunes k at plan time: no statement they run
+    -- names k, so new claims do not lock it and rotate_queue can truncate it although
+    -- consumers' transactions overlap.
     FOR r IN SELECT c.cid, c.cname FROM mbus.consumer AS c WHERE c.qname = q LOOP
         SELECT jsonb_object_agg(g.what, g.name) INTO v_cfn
         FROM mbus.generated_names(q, r.cname) AS g WHERE g.kind = 'function';
-        v_cn := '';
-        v_c1 := '';
-        v_cl := '';
         -- Pause (mbus.pause_queue): a paused queue or consumer is not claimed from.
         v_paused := format($t$
     IF EXISTS (SELECT 1 FROM mbus.queue_pause AS p WHERE p.qname = %L AND p.cname IN ('', %L)) THEN
         RETURN;  -- paused
     END IF;$t$, q, r.cname);
         -- Counter: deliveries this consumer consumed (ack_<q> counts those of leases).
-        v_cdone := format($t$
-    GET DIAGNOSTICS v_n = ROW_COUNT;
-    IF v_n > 0 THEN  -- counter: deliveries consumed
-        PERFORM nextval(%L) FROM generate_series(1, v_n);
-    END IF;$t$, 'mbus.' || quote_ident(format('q_%s$c%s$consumed', q, r.cid)));
+        v_cdone := 'mbus.' || quote_ident(format('q_%s$c%s$consumed', q, r.cid));
+        v_pick := '';
+        v_pick1 := '';
+        v_pickl := '';
+        v_del1 := '';
+        v_delsole := '';
+        v_delmany := '';
+        v_bury := '';
+        v_upsole := '';
+        v_upmany := '';
+        FOR n IN 0 .. 3 LOOP
+            v_segn := 'mbus.' || quote_ident(tbl || '$' || n);
+            v_del1 := v_del1 || format($t$
+    %1$s v_seg = %2$s THEN
+        RETURN QUERY DELETE FROM %3$s AS q WHERE q.ctid = v_tid
+        RETURNING %4$s, NULL::uuid, NULL::timestamptz;$t$,
+                CASE n WHEN 0 THEN 'IF' ELSE 'ELSIF' END, n, v_segn, ret_cols);
+            v_delsole := v_delsole || format($t$
+        %1$s v_t%2$s IS NOT NULL THEN
+            RETURN QUERY
+            WITH d AS (DELETE FROM %3$s AS q WHERE q.ctid = ANY (v_t%2$s)
+                       RETURNING q.vt AS claim_vt, q.priority AS claim_prio, %4$s)
+            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
+                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
+            FROM d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;$t$,
+                CASE n WHEN 0 THEN 'IF' ELSE 'ELSIF' END, n, v_segn, ret_cols);
+            v_delmany := v_delmany || format($t$
+        IF v_t%1$s IS NOT NULL THEN
+            WITH d AS (DELETE FROM %2$s AS q WHERE q.ctid = ANY (v_t%1$s)
+                       RETURNING %3$s, NULL::uuid, NULL::timestamptz)
+            SELECT v_rows || array_agg(d::mbus.qt_model) INTO v_rows FROM d;
+        END IF;$t$, n, v_segn, ret_cols);
+            v_bury := v_bury || format($t$
+    IF v_g%1$s IS NOT NULL THEN  -- delivered max_attempts times already: to the dmq
+        WITH g AS (DELETE FROM %2$s AS q WHERE q.ctid = ANY (v_g%1$s)
+                   RETURNING %3$s, q.priority AS priority)
+        INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
+                              properties, data, consume_after, attempts, reason, priority)
+        SELECT %4$L, %5$L, g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
+               g.properties, g.data, g.consume_after, g.attempts,
+               format('max_attempts (%%s) exceeded', max_attempts), g.priority
+        FROM g;
+    END IF;$t$, n, v_segn, ret_cols, q, r.cname);
+            v_upsole := v_upsole || format($t$
+        %1$s v_t%2$s IS NOT NULL THEN
+            RETURN QUERY
+            WITH u AS (UPDATE %3$s AS q
+                       SET vt = v_now + lease, attempts = q.attempts + 1,
+                           lease_token = gen_random_uuid()
+                       WHERE q.ctid = ANY (v_t%2$s)
+                       RETURNING %4$s, q.lease_token, q.vt)
+            SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
+            ORDER BY o.ord;$t$,
+                CASE n WHEN 0 THEN 'IF' ELSE 'ELSIF' END, n, v_segn, ret_cols);
+            v_upmany := v_upmany || format($t$
+        IF v_t%1$s IS NOT NULL THEN
+            WITH u AS (UPDATE %2$s AS q
+                       SET vt = v_now + lease, attempts = q.attempts + 1,
+                           lease_token = gen_random_uuid()
+                       WHERE q.ctid = ANY (v_t%1$s)
+                       RETURNING %3$s, q.lease_token, q.vt)
+            SELECT v_rows || array_agg(u::mbus.qt_model) INTO v_rows FROM u;
+        END IF;$t$, n, v_segn, ret_cols);
+        END LOOP;
         FOR k IN 0 .. 3 LOOP
-            v_cn := v_cn || format($t$
-    %5$s
+            -- %1$I the queue's table, %2$s the consumer, %3$s the variant's branch, %4$s its
+            -- seg condition, %5$s the claimed row's columns, %6$s the limit.
+            v_claimp := $t$
+            FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio%5$s
+                                 FROM mbus.%1$I AS s
+                                 WHERE s.c = %2$s AND s.priority > 0 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)%4$s
+                                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                                 LIMIT %6$s
+                                 FOR UPDATE SKIP LOCKED) AS tier
+                  UNION ALL
+                  SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio%5$s
+                                 FROM mbus.%1$I AS s
+                                 WHERE s.c = %2$s AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)
+                                   AND s.priority = 0%4$s
+                                 ORDER BY s.vt, s.id
+                                 LIMIT %6$s
+                                 FOR UPDATE SKIP LOCKED) AS fifo
+                  LIMIT %6$s) AS x;$t$;
+            v_claimn := $t$
+            FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt%5$s
+                  FROM mbus.%1$I AS s
+                  WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%4$s
+                  ORDER BY s.vt, s.id
+                  LIMIT %6$s
+                  FOR UPDATE SKIP LOCKED) AS x;$t$;
+            v_pick := v_pick || format($t$
+    %3$s
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
-                 WHERE s.c = %2$s AND s.priority > 0 AND s.vt <= v_now
-                   AND (s.expires IS NULL OR s.expires > v_now)%6$s
-                 ORDER BY s.c, s.priority DESC, s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS tier
-                UNION ALL
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
-                 WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                   AND s.priority = 0%6$s
-                 ORDER BY s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS fifo
-                LIMIT amt)%3$s
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (%4$s) AS d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
+            SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3$t$ || v_claimp || $t$
         ELSE
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
-                WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%6$s
-                ORDER BY s.vt, s.id
-                LIMIT amt
-                FOR UPDATE SKIP LOCKED)%3$s
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (%4$s) AS d ORDER BY d.claim_vt, d.id;
+            SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3$t$ || v_claimn || $t$
         END IF;$t$,
-                tbl, r.cid, v_dels[k + 1], v_dunion[k + 1],
+                tbl, r.cid,
                 CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
-                       ELSE format('ELSIF v_closing = %s THEN', k) END, v_filter[k + 1]);
-            v_c1 := v_c1 || format($t$
-    %5$s
+                       ELSE format('ELSIF v_closing = %s THEN', k) END,
+                v_filter[k + 1], '', 'amt');
+            v_pick1 := v_pick1 || format($t$
+    %3$s
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
-                 WHERE s.c = %2$s AND s.priority > 0 AND s.vt <= v_now
-                   AND (s.expires IS NULL OR s.expires > v_now)%6$s
-                 ORDER BY s.c, s.priority DESC, s.vt, s.id
-                 LIMIT 1
-                 FOR UPDATE SKIP LOCKED) AS tier
-                UNION ALL
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
-                 WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                   AND s.priority = 0%6$s
-                 ORDER BY s.vt, s.id
-                 LIMIT 1
-                 FOR UPDATE SKIP LOCKED) AS fifo
-                LIMIT 1)%3$s
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (%4$s) AS d;
+            SELECT x.seg, x.tid INTO v_seg, v_tid$t$ || v_claimp || $t$
         ELSE
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT s.tableoid AS rel, s.ctid AS tid FROM mbus.%1$I AS s
-                WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%6$s
-                ORDER BY s.vt, s.id
-                LIMIT 1
-                FOR UPDATE SKIP LOCKED)%3$s
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
-                   d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
-            FROM (%4$s) AS d;
+            SELECT x.seg, x.tid INTO v_seg, v_tid$t$ || v_claimn || $t$
         END IF;$t$,
-                tbl, r.cid, v_dels[k + 1], v_dunion[k + 1],
+                tbl, r.cid,
                 CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
-                       ELSE format('ELSIF v_closing = %s THEN', k) END, v_filter[k + 1]);
-            v_cl := v_cl || format($t$
-    %9$s
+                       ELSE format('ELSIF v_closing = %s THEN', k) END,
+                v_filter[k + 1], '', '1');
+            v_pickl := v_pickl || format($t$
+    %3$s
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
-                        s.priority AS claim_prio
-                 FROM mbus.%1$I AS s
-                 WHERE s.c = %2$s AND s.priority > 0 AND s.vt <= v_now
-                   AND (s.expires IS NULL OR s.expires > v_now)%10$s
-                 ORDER BY s.c, s.priority DESC, s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS tier
-                UNION ALL
-                SELECT * FROM (SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead,
-                        s.priority AS claim_prio
-                 FROM mbus.%1$I AS s
-                 WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
-                   AND s.priority = 0%10$s
-                 ORDER BY s.vt, s.id
-                 LIMIT amt
-                 FOR UPDATE SKIP LOCKED) AS fifo
-                LIMIT amt)%3$s,
-            buried AS (
-                INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason, priority)
-                SELECT %4$L, %5$L, g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
-                       g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%%s) exceeded', max_attempts), g.priority
-                FROM (%6$s) AS g)%7$s
-            -- in claim order (the UPDATEs return their rows segment by segment)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
-                   d.consume_after, d.attempts, d.lease_token, d.vt
-            FROM (%8$s) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
-            ORDER BY s.claim_prio DESC, s.claim_vt, s.id;
+            SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND x.dead)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_g0, v_g1, v_g2, v_g3$t$ || v_claimp || $t$
         ELSE
-            RETURN QUERY
-            WITH s AS MATERIALIZED (
-                SELECT s.tableoid AS rel, s.ctid AS tid, s.vt AS claim_vt, s.id AS id,
-                       s.attempts >= coalesce(max_attempts, 2147483647) AS dead
-                FROM mbus.%1$I AS s
-                WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%10$s
-                ORDER BY s.vt, s.id
-                LIMIT amt
-                FOR UPDATE SKIP LOCKED)%3$s,
-            buried AS (
-                INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                                      properties, data, consume_after, attempts, reason, priority)
-                SELECT %4$L, %5$L, g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
-                       g.properties, g.data, g.consume_after, g.attempts,
-                       format('max_attempts (%%s) exceeded', max_attempts), g.priority
-                FROM (%6$s) AS g)%7$s
-            -- in claim order (the UPDATEs return their rows segment by segment)
-            SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties, d.data,
-                   d.consume_after, d.attempts, d.lease_token, d.vt
-            FROM (%8$s) AS d JOIN s ON s.rel = d.rel AND s.id = d.id AND NOT s.dead
-            ORDER BY s.claim_vt, s.id;
+            SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND x.dead)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_g0, v_g1, v_g2, v_g3$t$ || v_claimn || $t$
         END IF;$t$,
-                tbl, r.cid, v_gone[k + 1], q, r.cname, v_gunion[k + 1], v_ups[k + 1],
-                v_uunion[k + 1],
+                tbl, r.cid,
                 CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
-                       ELSE format('ELSIF v_closing = %s THEN', k) END, v_filter[k + 1]);
+                       ELSE format('ELSIF v_closing = %s THEN', k) END,
+                v_filter[k + 1],
+                E',\n                       s.attempts >= coalesce(max_attempts, 2147483647) AS dead',
+                'amt');
         END LOOP;
 
         EXECUTE format($f$
@@ -814,15 +803,30 @@ DECLARE
     v_closing smallint;
     v_due     boolean;
     v_prio    boolean;
-    v_n       bigint;
+    v_ids     bigint[];  -- the claimed messages, in claim order
+    v_t0      tid[];     -- their ctids in segment 0, 1, 2, 3
+    v_t1      tid[];
+    v_t2      tid[];
+    v_t3      tid[];
+    v_rows    mbus.qt_model[];
 BEGIN%2$s
     IF amt IS NULL OR amt < 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
-    END IF;%3$s
-    -- The TID scans delete in physical order: sort the claimed rows back into claim order.%1$s
-    END IF;%4$s
+    END IF;%3$s%1$s
+    END IF;
+    IF v_ids IS NULL THEN
+        RETURN;  -- nothing to claim
+    END IF;
+    -- The TID scans delete in physical order: the rows go back in claim order.
+    IF num_nonnulls(v_t0, v_t1, v_t2, v_t3) = 1 THEN%4$s
+        END IF;
+    ELSE%5$s
+        RETURN QUERY SELECT r.* FROM unnest(v_rows) AS r
+            JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = r.id ORDER BY o.ord;
+    END IF;
+    PERFORM nextval(%6$L) FROM generate_series(1, cardinality(v_ids));  -- counter: consumed
 END;
-$b$, v_cn, v_closing, v_paused, v_cdone));
+$b$, v_pick, v_closing, v_paused, v_delsole, v_delmany, v_cdone));
 
         EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(p_now timestamptz DEFAULT NULL)
@@ -835,11 +839,17 @@ DECLARE
     v_closing smallint;
     v_due     boolean;
     v_prio    boolean;
-    v_n       bigint;
+    v_seg     smallint;  -- the claimed message's segment and ctid
+    v_tid     tid;
 BEGIN%2$s%3$s%1$s
+    END IF;
+    IF v_tid IS NULL THEN
+        RETURN;  -- nothing to claim
     END IF;%4$s
+    END IF;
+    PERFORM nextval(%5$L);  -- counter: deliveries consumed
 END;
-$b$, v_c1, v_closing, v_paused, v_cdone));
+$b$, v_pick1, v_closing, v_paused, v_del1, v_cdone));
 
         -- lease_<q>_by_<c>: claim up to amt with a visibility timeout; a message already
         -- delivered max_attempts times goes to the dmq instead of being returned.
@@ -855,6 +865,16 @@ DECLARE
     v_closing smallint;
     v_due     boolean;
     v_prio    boolean;
+    v_ids     bigint[];  -- the claimed messages, in claim order
+    v_t0      tid[];     -- the ctids to lease in segment 0, 1, 2, 3
+    v_t1      tid[];
+    v_t2      tid[];
+    v_t3      tid[];
+    v_g0      tid[];     -- the ctids to bury (max_attempts reached) in segment 0, 1, 2, 3
+    v_g1      tid[];
+    v_g2      tid[];
+    v_g3      tid[];
+    v_rows    mbus.qt_model[];
 BEGIN%2$s
     IF amt IS NULL OR amt < 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
@@ -866,8 +886,18 @@ BEGIN%2$s
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'max_attempts must be >= 1';
     END IF;%3$s%1$s
     END IF;
+    IF v_ids IS NULL THEN
+        RETURN;  -- nothing to claim
+    END IF;%4$s
+    -- The TID scans update in physical order: the rows go back in claim order.
+    IF num_nonnulls(v_t0, v_t1, v_t2, v_t3) = 1 THEN%5$s
+        END IF;
+    ELSIF num_nonnulls(v_t0, v_t1, v_t2, v_t3) > 1 THEN%6$s
+        RETURN QUERY SELECT r.* FROM unnest(v_rows) AS r
+            JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = r.id ORDER BY o.ord;
+    END IF;
 END;
-$b$, v_cl, v_closing, v_paused));
+$b$, v_pickl, v_closing, v_paused, v_bury, v_upsole, v_upmany));
 
         EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(msgid text, p_now timestamptz DEFAULT NULL)
