@@ -11,12 +11,16 @@ DECLARE
     v_closing smallint;
     v_due     boolean;
     v_prio    boolean;
+    v_paused  boolean;
+    v_n       bigint;    -- counter: deliveries consumed
     v_seg     smallint;  -- the claimed message's segment and ctid
     v_tid     tid;
 BEGIN
     SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds' THEN s.closing END,
-           s.upkept_at < clock_timestamp() - s.upkeep_every, s.prioritized
-    INTO v_closing, v_due, v_prio FROM mbus.queue_segment AS s WHERE s.qname = 'golden';
+           s.upkept_at < clock_timestamp() - s.upkeep_every, s.prioritized,
+           EXISTS (SELECT 1 FROM mbus.queue_pause AS p WHERE p.qname = 'golden' AND p.cname IN ('', 'vip'))
+    INTO v_closing, v_due, v_prio, v_paused
+    FROM (VALUES (1)) AS one (x) LEFT JOIN mbus.queue_segment AS s ON s.qname = 'golden';
     IF v_due AND pg_current_xact_id_if_assigned() IS NULL
        AND statement_timestamp() - transaction_timestamp() < interval '10 milliseconds'
        AND current_setting('transaction_isolation') = 'read committed' THEN
@@ -27,12 +31,12 @@ BEGIN
                     THEN s.closing END
         INTO v_closing FROM mbus.queue_segment AS s WHERE s.qname = 'golden';
     END IF;
-    IF EXISTS (SELECT 1 FROM mbus.queue_pause AS p WHERE p.qname = 'golden' AND p.cname IN ('', 'vip')) THEN
+    IF v_paused THEN
         RETURN;  -- paused
     END IF;
     IF v_closing IS NULL THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            SELECT x.seg, x.tid INTO v_seg, v_tid
+            SELECT x.seg, x.tid, nextval('mbus."q_golden$c2$consumed"') INTO v_seg, v_tid, v_n
             FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden AS s
@@ -53,7 +57,7 @@ BEGIN
                                  FOR UPDATE SKIP LOCKED) AS fifo
                   LIMIT 1) AS x;
         ELSE
-            SELECT x.seg, x.tid INTO v_seg, v_tid
+            SELECT x.seg, x.tid, nextval('mbus."q_golden$c2$consumed"') INTO v_seg, v_tid, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden AS s
                   WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
@@ -63,7 +67,7 @@ BEGIN
         END IF;
     ELSIF v_closing = 1 THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            SELECT x.seg, x.tid INTO v_seg, v_tid
+            SELECT x.seg, x.tid, nextval('mbus."q_golden$c2$consumed"') INTO v_seg, v_tid, v_n
             FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden AS s
@@ -84,7 +88,7 @@ BEGIN
                                  FOR UPDATE SKIP LOCKED) AS fifo
                   LIMIT 1) AS x;
         ELSE
-            SELECT x.seg, x.tid INTO v_seg, v_tid
+            SELECT x.seg, x.tid, nextval('mbus."q_golden$c2$consumed"') INTO v_seg, v_tid, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden AS s
                   WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
@@ -94,7 +98,7 @@ BEGIN
         END IF;
     ELSIF v_closing = 2 THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            SELECT x.seg, x.tid INTO v_seg, v_tid
+            SELECT x.seg, x.tid, nextval('mbus."q_golden$c2$consumed"') INTO v_seg, v_tid, v_n
             FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden AS s
@@ -115,7 +119,7 @@ BEGIN
                                  FOR UPDATE SKIP LOCKED) AS fifo
                   LIMIT 1) AS x;
         ELSE
-            SELECT x.seg, x.tid INTO v_seg, v_tid
+            SELECT x.seg, x.tid, nextval('mbus."q_golden$c2$consumed"') INTO v_seg, v_tid, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden AS s
                   WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
@@ -125,7 +129,7 @@ BEGIN
         END IF;
     ELSE
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            SELECT x.seg, x.tid INTO v_seg, v_tid
+            SELECT x.seg, x.tid, nextval('mbus."q_golden$c2$consumed"') INTO v_seg, v_tid, v_n
             FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden AS s
@@ -146,7 +150,7 @@ BEGIN
                                  FOR UPDATE SKIP LOCKED) AS fifo
                   LIMIT 1) AS x;
         ELSE
-            SELECT x.seg, x.tid INTO v_seg, v_tid
+            SELECT x.seg, x.tid, nextval('mbus."q_golden$c2$consumed"') INTO v_seg, v_tid, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden AS s
                   WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
@@ -171,6 +175,5 @@ BEGIN
         RETURN QUERY DELETE FROM mbus."q_golden$3" AS q WHERE q.ctid = v_tid
         RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz;
     END IF;
-    PERFORM nextval('mbus."q_golden$c2$consumed"');  -- counter: deliveries consumed
 END;
 $function$

@@ -11,6 +11,8 @@ DECLARE
     v_closing smallint;
     v_due     boolean;
     v_prio    boolean;
+    v_paused  boolean;
+    v_n       bigint;    -- counter: deliveries consumed
     v_ids     bigint[];  -- the claimed messages, in claim order
     v_t0      tid[];     -- their ctids in segment 0, 1, 2, 3
     v_t1      tid[];
@@ -18,9 +20,14 @@ DECLARE
     v_t3      tid[];
     v_rows    mbus.qt_model[];
 BEGIN
+    IF amt IS NULL OR amt < 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
+    END IF;
     SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds' THEN s.closing END,
-           s.upkept_at < clock_timestamp() - s.upkeep_every, s.prioritized
-    INTO v_closing, v_due, v_prio FROM mbus.queue_segment AS s WHERE s.qname = 'golden';
+           s.upkept_at < clock_timestamp() - s.upkeep_every, s.prioritized,
+           EXISTS (SELECT 1 FROM mbus.queue_pause AS p WHERE p.qname = 'golden' AND p.cname IN ('', 'vip'))
+    INTO v_closing, v_due, v_prio, v_paused
+    FROM (VALUES (1)) AS one (x) LEFT JOIN mbus.queue_segment AS s ON s.qname = 'golden';
     IF v_due AND pg_current_xact_id_if_assigned() IS NULL
        AND statement_timestamp() - transaction_timestamp() < interval '10 milliseconds'
        AND current_setting('transaction_isolation') = 'read committed' THEN
@@ -31,18 +38,16 @@ BEGIN
                     THEN s.closing END
         INTO v_closing FROM mbus.queue_segment AS s WHERE s.qname = 'golden';
     END IF;
-    IF amt IS NULL OR amt < 0 THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
-    END IF;
-    IF EXISTS (SELECT 1 FROM mbus.queue_pause AS p WHERE p.qname = 'golden' AND p.cname IN ('', 'vip')) THEN
+    IF v_paused THEN
         RETURN;  -- paused
     END IF;
     IF v_closing IS NULL THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
             SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
                    array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
-            INTO v_ids, v_t0, v_t1, v_t2, v_t3
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3),
+                   count(nextval('mbus."q_golden$c2$consumed"'))  -- counter: deliveries consumed
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n
             FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden AS s
@@ -65,8 +70,9 @@ BEGIN
         ELSE
             SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),
                    array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
-            INTO v_ids, v_t0, v_t1, v_t2, v_t3
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3),
+                   count(nextval('mbus."q_golden$c2$consumed"'))  -- counter: deliveries consumed
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden AS s
                   WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
@@ -78,8 +84,9 @@ BEGIN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
             SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
                    array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
-            INTO v_ids, v_t0, v_t1, v_t2, v_t3
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3),
+                   count(nextval('mbus."q_golden$c2$consumed"'))  -- counter: deliveries consumed
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n
             FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden AS s
@@ -102,8 +109,9 @@ BEGIN
         ELSE
             SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),
                    array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
-            INTO v_ids, v_t0, v_t1, v_t2, v_t3
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3),
+                   count(nextval('mbus."q_golden$c2$consumed"'))  -- counter: deliveries consumed
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden AS s
                   WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
@@ -115,8 +123,9 @@ BEGIN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
             SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
                    array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
-            INTO v_ids, v_t0, v_t1, v_t2, v_t3
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3),
+                   count(nextval('mbus."q_golden$c2$consumed"'))  -- counter: deliveries consumed
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n
             FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden AS s
@@ -139,8 +148,9 @@ BEGIN
         ELSE
             SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),
                    array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
-            INTO v_ids, v_t0, v_t1, v_t2, v_t3
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3),
+                   count(nextval('mbus."q_golden$c2$consumed"'))  -- counter: deliveries consumed
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden AS s
                   WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
@@ -152,8 +162,9 @@ BEGIN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
             SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
                    array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
-            INTO v_ids, v_t0, v_t1, v_t2, v_t3
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3),
+                   count(nextval('mbus."q_golden$c2$consumed"'))  -- counter: deliveries consumed
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n
             FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden AS s
@@ -176,8 +187,9 @@ BEGIN
         ELSE
             SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),
                    array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
-            INTO v_ids, v_t0, v_t1, v_t2, v_t3
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3),
+                   count(nextval('mbus."q_golden$c2$consumed"'))  -- counter: deliveries consumed
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden AS s
                   WHERE s.c = 2 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
@@ -244,6 +256,5 @@ BEGIN
         RETURN QUERY SELECT r.* FROM unnest(v_rows) AS r
             JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = r.id ORDER BY o.ord;
     END IF;
-    PERFORM nextval('mbus."q_golden$c2$consumed"') FROM generate_series(1, cardinality(v_ids));  -- counter: consumed
 END;
 $function$

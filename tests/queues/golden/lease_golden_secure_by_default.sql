@@ -13,6 +13,7 @@ DECLARE
     v_closing smallint;
     v_due     boolean;
     v_prio    boolean;
+    v_paused  boolean;
     v_ids     bigint[];  -- the claimed messages, in claim order
     v_t0      tid[];     -- the ctids to lease in segment 0, 1, 2, 3
     v_t1      tid[];
@@ -24,9 +25,20 @@ DECLARE
     v_g3      tid[];
     v_rows    mbus.qt_model[];
 BEGIN
+    IF amt IS NULL OR amt < 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
+    END IF;
+    IF lease IS NULL OR lease <= '0'::interval THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'lease must be > 0';
+    END IF;
+    IF max_attempts IS NOT NULL AND max_attempts < 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'max_attempts must be >= 1';
+    END IF;
     SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds' THEN s.closing END,
-           s.upkept_at < clock_timestamp() - s.upkeep_every, s.prioritized
-    INTO v_closing, v_due, v_prio FROM mbus.queue_segment AS s WHERE s.qname = 'golden_secure';
+           s.upkept_at < clock_timestamp() - s.upkeep_every, s.prioritized,
+           EXISTS (SELECT 1 FROM mbus.queue_pause AS p WHERE p.qname = 'golden_secure' AND p.cname IN ('', 'default'))
+    INTO v_closing, v_due, v_prio, v_paused
+    FROM (VALUES (1)) AS one (x) LEFT JOIN mbus.queue_segment AS s ON s.qname = 'golden_secure';
     IF v_due AND pg_current_xact_id_if_assigned() IS NULL
        AND statement_timestamp() - transaction_timestamp() < interval '10 milliseconds'
        AND current_setting('transaction_isolation') = 'read committed' THEN
@@ -37,16 +49,7 @@ BEGIN
                     THEN s.closing END
         INTO v_closing FROM mbus.queue_segment AS s WHERE s.qname = 'golden_secure';
     END IF;
-    IF amt IS NULL OR amt < 0 THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
-    END IF;
-    IF lease IS NULL OR lease <= '0'::interval THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'lease must be > 0';
-    END IF;
-    IF max_attempts IS NOT NULL AND max_attempts < 1 THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'max_attempts must be >= 1';
-    END IF;
-    IF EXISTS (SELECT 1 FROM mbus.queue_pause AS p WHERE p.qname = 'golden_secure' AND p.cname IN ('', 'default')) THEN
+    IF v_paused THEN
         RETURN;  -- paused
     END IF;
     IF v_closing IS NULL THEN

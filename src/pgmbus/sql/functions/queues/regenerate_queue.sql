@@ -86,9 +86,11 @@ DECLARE
     v_guard    text;  -- what post_ and postn_ check first: a consumer exists, expires is ahead
     v_posted   text := format('%L', 'mbus.' || quote_ident('q_' || qname || '$posted'));
     v_cposted  text;  -- a consumer's counter sequences (mbus.queue_counters), as literals
+    v_count    text := '';  -- post_: the consumers' posted counters, added up
+    v_single   boolean;  -- one consumer: post_ looks the segment up in its INSERT
+    v_segexpr  text;
     v_cdone    text;
     v_acked    text := '';  -- ack_<q>: CASE arms bumping the consumed counter of the row's consumer
-    v_paused   text;  -- claims: the pause check of one consumer (mbus.queue_pause)
     -- Claims (per consumer) take two steps. A first statement locks the claimed rows through
     -- the parent (FOR UPDATE SKIP LOCKED, ordered by (vt, id): one ordered Merge Append over the
     -- segments' claim indexes) and keeps their ctids per segment n (v_tn; the lease's dead rows
@@ -114,17 +116,22 @@ DECLARE
     v_claimlp  text;
     v_segn     text;
     -- Claims first read the queue's segment row: the segment being closed (trusted for 10 s)
-    -- and whether the storage upkeep is due (upkept_at upkeep_every old). When it is and the claim
-    -- starts its transaction (nothing written yet, within 10 ms of its start), the claim runs
-    -- mbus.rotate_queue(q, 1) (no wait) first, so consumers that only call SQL keep the
-    -- segments rotating. It truncates only when the claim is surely its transaction's only
-    -- statement (statement start = transaction start: simple protocol in autocommit), since a
-    -- TRUNCATE's lock lasts to commit; otherwise a drained segment is left to autovacuum and
-    -- may become current again (mbus.claim_upkeep tells rotate_queue).
-    v_closing  text := format($t$
+    -- and whether the storage upkeep is due (upkept_at upkeep_every old), and, in the same
+    -- statement, whether the queue or the consumer is paused (mbus.queue_pause). When the
+    -- upkeep is due and the claim starts its transaction (nothing written yet, within 10 ms of
+    -- its start), the claim runs mbus.rotate_queue(q, 1) (no wait) first, so consumers that
+    -- only call SQL keep the segments rotating. It truncates only when the claim is surely its
+    -- transaction's only statement (statement start = transaction start: simple protocol in
+    -- autocommit), since a TRUNCATE's lock lasts to commit; otherwise a drained segment is left
+    -- to autovacuum and may become current again (mbus.claim_upkeep tells rotate_queue). A
+    -- paused claim returns after the upkeep. Per consumer: %1$L the queue, %2$L the consumer.
+    v_closing  text;
+    v_head     text := $t$
     SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds' THEN s.closing END,
-           s.upkept_at < clock_timestamp() - s.upkeep_every, s.prioritized
-    INTO v_closing, v_due, v_prio FROM mbus.queue_segment AS s WHERE s.qname = %1$L;
+           s.upkept_at < clock_timestamp() - s.upkeep_every, s.prioritized,
+           EXISTS (SELECT 1 FROM mbus.queue_pause AS p WHERE p.qname = %1$L AND p.cname IN ('', %2$L))
+    INTO v_closing, v_due, v_prio, v_paused
+    FROM (VALUES (1)) AS one (x) LEFT JOIN mbus.queue_segment AS s ON s.qname = %1$L;
     IF v_due AND pg_current_xact_id_if_assigned() IS NULL
        AND statement_timestamp() - transaction_timestamp() < interval '10 milliseconds'
        AND current_setting('transaction_isolation') = 'read committed' THEN
@@ -134,7 +141,10 @@ DECLARE
         SELECT CASE WHEN s.closing_since > clock_timestamp() - interval '10 seconds'
                     THEN s.closing END
         INTO v_closing FROM mbus.queue_segment AS s WHERE s.qname = %1$L;
-    END IF;$t$, qname);
+    END IF;
+    IF v_paused THEN
+        RETURN;  -- paused
+    END IF;$t$;
     r          record;
     ret_cols   text := format(
         'q.id AS id, coalesce(q.iid, %L || q.id || ''@'' || v_db) AS iid, '
@@ -152,7 +162,15 @@ BEGIN
                                   array_to_string(array_remove(ARRAY[0, 1, 2, 3], k), ', '));
     END LOOP;
 
-    -- Fan-out: one INSERT per consumer, guarded by its selector (t is the message).
+    -- Fan-out: one INSERT per consumer, guarded by its selector (t is the message). Deliveries
+    -- that will wait long go to the parking segment 0 (never truncated), the others to the
+    -- current segment, looked up inline (mbus.segment_of, the column default, has SET
+    -- search_path: never inlined, ~85 us of CPU per post in the pgbench profile). With one
+    -- consumer the lookup is part of its INSERT, else it is done once into v_seg.
+    v_single := (SELECT count(*) = 1 FROM mbus.consumer AS c WHERE c.qname = q);
+    v_segexpr := format($t$CASE WHEN v_vt > t.added + interval '1 minute' THEN 0
+                  ELSE coalesce((SELECT s.cur FROM mbus.queue_segment AS s WHERE s.qname = %L),
+                                1::smallint) END$t$, q);
     FOR r IN SELECT c.cid, c.cname, c.selector FROM mbus.consumer AS c
              WHERE c.qname = q ORDER BY c.cid LOOP
         v_ncons := v_ncons + 1;
@@ -175,12 +193,16 @@ BEGIN
     %s INSERT INTO mbus.%I (c, vt, id, iid, added, delayed_until, expires, headers, properties, data,
                            consume_after, seg, priority)
         VALUES (%s, v_vt, t.id, v_iid, t.added, t.delayed_until,
-                t.expires, v_hdr, t.properties, t.data, t.consume_after, v_seg, v_prio);
-        PERFORM nextval(%s);  -- counter: deliveries to this consumer
+                t.expires, v_hdr, t.properties, t.data, t.consume_after,
+                %s, v_prio);
     %s$t$,
             CASE WHEN r.selector IS NULL THEN '' ELSE format('IF v_c%s THEN', r.cid) END,
-            tbl, r.cid, v_cposted,
+            tbl, r.cid, CASE WHEN v_single THEN v_segexpr ELSE 'v_seg' END,
             CASE WHEN r.selector IS NULL THEN '' ELSE 'END IF;' END);
+        -- counter: deliveries to this consumer (bumped with the others at the end of post_)
+        v_count := v_count || E',\n                  ' || CASE WHEN r.selector IS NULL
+            THEN format('nextval(%s)', v_cposted)
+            ELSE format('CASE WHEN v_c%s THEN nextval(%s) END', r.cid, v_cposted) END;
         v_fanoutn := v_fanoutn || format($t$,
     %s AS (
         INSERT INTO mbus.%I (c, vt, id, iid, added, delayed_until, expires, headers, properties,
@@ -235,14 +257,9 @@ BEGIN
         IF mbus.await_deps(%L, t.id, t.iid, t.consume_after) THEN
             v_vt := 'infinity';
         END IF;
-    END IF;
-    -- Deliveries that will wait long go to the parking segment 0 (never truncated). The
-    -- current segment is looked up inline: mbus.segment_of (the column default) has SET
-    -- search_path, so it is never inlined and cost ~85 us of CPU per post (pgbench profile).
-    v_seg := CASE WHEN v_vt > t.added + interval '1 minute' THEN 0
-                  ELSE coalesce((SELECT s.cur FROM mbus.queue_segment AS s WHERE s.qname = %L),
-                                1::smallint) END;$t$,
-        q, q) || CASE WHEN v_sel = '' THEN '' ELSE format($t$
+    END IF;%s$t$,
+        q, CASE WHEN v_single THEN '' ELSE E'\n    v_seg := ' || v_segexpr || ';' END)
+        || CASE WHEN v_sel = '' THEN '' ELSE format($t$
     -- Selectors, all in one block; when one raises, each again in its own: the copy of a
     -- consumer or trigger whose selector raised goes to mbus.dmq, the others are delivered.
     BEGIN%s
@@ -276,7 +293,9 @@ DECLARE
     v_iid text;   -- stored iid: NULL when it is this queue's own '<q>.<id>@<db>'
     v_hdr jsonb;  -- stored headers: NULL when they are the default ones
     v_dup mbus.queue_dedupe;
-    v_prio smallint := 0;  -- priority: 0..32767, higher claimed first%6$s
+    v_prio smallint := 0;  -- priority: 0..32767, higher claimed first
+    v_count bigint[];
+    v_wait boolean;%6$s
 BEGIN%7$s
     IF priority IS DISTINCT FROM 0 AND priority IS NOT NULL THEN
         IF priority < 0 OR priority > 32767 THEN
@@ -356,8 +375,12 @@ BEGIN%7$s
         UPDATE mbus.queue_segment AS s SET prioritized = true
         WHERE s.qname = %1$L AND NOT s.prioritized;
     END IF;
-    PERFORM nextval(%11$s);  -- counter: messages posted to the queue
-    IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = %1$L) THEN
+    -- Counters (messages posted to the queue, deliveries to each consumer) and whether someone
+    -- waits on the queue (the notify is sent only then), in one statement.
+    SELECT ARRAY[nextval(%11$s)%13$s],
+           EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = %1$L)
+    INTO v_count, v_wait;
+    IF v_wait THEN
         PERFORM pg_notify(%5$L, %1$L);
     END IF;
     RETURN t.iid;
@@ -370,7 +393,8 @@ $b$, q, q || '.', v_fanout, v_triggers, chan, v_vars, v_guard, tbl, q || ' ', v_
     ELSE
         t.headers := jsonb_build_object('seenby', jsonb_build_array(current_database()),
                                         'source_db', current_database(), 'destination', %L,
-                                        'enqueue_time', t.added);$t$, q) END));
+                                        'enqueue_time', t.added);$t$, q) END,
+        v_count));
 
     -- postn_<q>: many messages in one statement (one INSERT per consumer in data-modifying
     -- CTEs over the same numbered messages m); returns their iids in the order of data.
@@ -631,12 +655,10 @@ $b$, tbl, ret_cols, q, q));
     FOR r IN SELECT c.cid, c.cname FROM mbus.consumer AS c WHERE c.qname = q LOOP
         SELECT jsonb_object_agg(g.what, g.name) INTO v_cfn
         FROM mbus.generated_names(q, r.cname) AS g WHERE g.kind = 'function';
-        -- Pause (mbus.pause_queue): a paused queue or consumer is not claimed from.
-        v_paused := format($t$
-    IF EXISTS (SELECT 1 FROM mbus.queue_pause AS p WHERE p.qname = %L AND p.cname IN ('', %L)) THEN
-        RETURN;  -- paused
-    END IF;$t$, q, r.cname);
-        -- Counter: deliveries this consumer consumed (ack_<q> counts those of leases).
+        -- The segment row, the upkeep and the pause (mbus.pause_queue) check; see v_head.
+        v_closing := format(v_head, q, r.cname);
+        -- Counter: deliveries this consumer consumed (ack_<q> counts those of leases), bumped
+        -- by the claim statement for each row it returns.
         v_cdone := 'mbus.' || quote_ident(format('q_%s$c%s$consumed', q, r.cid));
         v_pick := '';
         v_pick1 := '';
@@ -736,29 +758,31 @@ $b$, tbl, ret_cols, q, q));
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
             SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
                    array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
-            INTO v_ids, v_t0, v_t1, v_t2, v_t3$t$ || v_claimp || $t$
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3),
+                   count(nextval(%7$L))  -- counter: deliveries consumed
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n$t$ || v_claimp || $t$
         ELSE
             SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),
                    array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3)
-            INTO v_ids, v_t0, v_t1, v_t2, v_t3$t$ || v_claimn || $t$
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3),
+                   count(nextval(%7$L))  -- counter: deliveries consumed
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n$t$ || v_claimn || $t$
         END IF;$t$,
                 tbl, r.cid,
                 CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
                        ELSE format('ELSIF v_closing = %s THEN', k) END,
-                v_filter[k + 1], '', 'amt');
+                v_filter[k + 1], '', 'amt', v_cdone);
             v_pick1 := v_pick1 || format($t$
     %3$s
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            SELECT x.seg, x.tid INTO v_seg, v_tid$t$ || v_claimp || $t$
+            SELECT x.seg, x.tid, nextval(%7$L) INTO v_seg, v_tid, v_n$t$ || v_claimp || $t$
         ELSE
-            SELECT x.seg, x.tid INTO v_seg, v_tid$t$ || v_claimn || $t$
+            SELECT x.seg, x.tid, nextval(%7$L) INTO v_seg, v_tid, v_n$t$ || v_claimn || $t$
         END IF;$t$,
                 tbl, r.cid,
                 CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
                        ELSE format('ELSIF v_closing = %s THEN', k) END,
-                v_filter[k + 1], '', '1');
+                v_filter[k + 1], '', '1', v_cdone);
             v_pickl := v_pickl || format($t$
     %3$s
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
@@ -803,30 +827,31 @@ DECLARE
     v_closing smallint;
     v_due     boolean;
     v_prio    boolean;
+    v_paused  boolean;
+    v_n       bigint;    -- counter: deliveries consumed
     v_ids     bigint[];  -- the claimed messages, in claim order
     v_t0      tid[];     -- their ctids in segment 0, 1, 2, 3
     v_t1      tid[];
     v_t2      tid[];
     v_t3      tid[];
     v_rows    mbus.qt_model[];
-BEGIN%2$s
+BEGIN
     IF amt IS NULL OR amt < 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
-    END IF;%3$s%1$s
+    END IF;%2$s%1$s
     END IF;
     IF v_ids IS NULL THEN
         RETURN;  -- nothing to claim
     END IF;
     -- The TID scans delete in physical order: the rows go back in claim order.
-    IF num_nonnulls(v_t0, v_t1, v_t2, v_t3) = 1 THEN%4$s
+    IF num_nonnulls(v_t0, v_t1, v_t2, v_t3) = 1 THEN%3$s
         END IF;
-    ELSE%5$s
+    ELSE%4$s
         RETURN QUERY SELECT r.* FROM unnest(v_rows) AS r
             JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = r.id ORDER BY o.ord;
     END IF;
-    PERFORM nextval(%6$L) FROM generate_series(1, cardinality(v_ids));  -- counter: consumed
 END;
-$b$, v_pick, v_closing, v_paused, v_delsole, v_delmany, v_cdone));
+$b$, v_pick, v_closing, v_delsole, v_delmany));
 
         EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(p_now timestamptz DEFAULT NULL)
@@ -839,17 +864,18 @@ DECLARE
     v_closing smallint;
     v_due     boolean;
     v_prio    boolean;
+    v_paused  boolean;
+    v_n       bigint;    -- counter: deliveries consumed
     v_seg     smallint;  -- the claimed message's segment and ctid
     v_tid     tid;
-BEGIN%2$s%3$s%1$s
+BEGIN%2$s%1$s
     END IF;
     IF v_tid IS NULL THEN
         RETURN;  -- nothing to claim
-    END IF;%4$s
+    END IF;%3$s
     END IF;
-    PERFORM nextval(%5$L);  -- counter: deliveries consumed
 END;
-$b$, v_pick1, v_closing, v_paused, v_del1, v_cdone));
+$b$, v_pick1, v_closing, v_del1));
 
         -- lease_<q>_by_<c>: claim up to amt with a visibility timeout; a message already
         -- delivered max_attempts times goes to the dmq instead of being returned.
@@ -865,6 +891,7 @@ DECLARE
     v_closing smallint;
     v_due     boolean;
     v_prio    boolean;
+    v_paused  boolean;
     v_ids     bigint[];  -- the claimed messages, in claim order
     v_t0      tid[];     -- the ctids to lease in segment 0, 1, 2, 3
     v_t1      tid[];
@@ -875,7 +902,7 @@ DECLARE
     v_g2      tid[];
     v_g3      tid[];
     v_rows    mbus.qt_model[];
-BEGIN%2$s
+BEGIN
     IF amt IS NULL OR amt < 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
     END IF;
@@ -884,20 +911,20 @@ BEGIN%2$s
     END IF;
     IF max_attempts IS NOT NULL AND max_attempts < 1 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'max_attempts must be >= 1';
-    END IF;%3$s%1$s
+    END IF;%2$s%1$s
     END IF;
     IF v_ids IS NULL THEN
         RETURN;  -- nothing to claim
-    END IF;%4$s
+    END IF;%3$s
     -- The TID scans update in physical order: the rows go back in claim order.
-    IF num_nonnulls(v_t0, v_t1, v_t2, v_t3) = 1 THEN%5$s
+    IF num_nonnulls(v_t0, v_t1, v_t2, v_t3) = 1 THEN%4$s
         END IF;
-    ELSIF num_nonnulls(v_t0, v_t1, v_t2, v_t3) > 1 THEN%6$s
+    ELSIF num_nonnulls(v_t0, v_t1, v_t2, v_t3) > 1 THEN%5$s
         RETURN QUERY SELECT r.* FROM unnest(v_rows) AS r
             JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = r.id ORDER BY o.ord;
     END IF;
 END;
-$b$, v_pickl, v_closing, v_paused, v_bury, v_upsole, v_upmany));
+$b$, v_pickl, v_closing, v_bury, v_upsole, v_upmany));
 
         EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(msgid text, p_now timestamptz DEFAULT NULL)
