@@ -455,6 +455,7 @@ def _post_spread_over_segments(conn: Conn) -> tuple[int, int]:
     in the current segment; after a rotation c (+10 s) and d (+50 s) in the next; e parked in
     segment 0 (+2 h). Claimed three hours ahead, the order is b, c, a, d, e. Returns the two
     rotating segments."""
+
     def post(name: str, delay: str) -> None:
         conn.execute(
             "SELECT mbus.post_jobs(%s, delayed_until => now() + %s::interval)",
@@ -493,12 +494,9 @@ def test_batch_claims_across_segments_return_claim_order(ac: Conn) -> None:
     assert all(r["lease_token"] is not None for r in rows)
     assert segment_counts(ac) == {0: 1, first: 2, second: 2}  # leased in place
     # a, c, e leased once more (attempts 2); then max_attempts 2 buries them, leases b and d
-    ac.execute(
-        "UPDATE mbus.q_jobs SET attempts = 2 WHERE data->>'n' IN ('a', 'c', 'e')"
-    )
+    ac.execute("UPDATE mbus.q_jobs SET attempts = 2 WHERE data->>'n' IN ('a', 'c', 'e')")
     rows = ac.execute(
-        "SELECT data FROM mbus.lease_jobs_by_default(10, '1 minute', 2, "
-        "now() + interval '4 hours')"
+        "SELECT data FROM mbus.lease_jobs_by_default(10, '1 minute', 2, now() + interval '4 hours')"
     ).fetchall()
     assert [r["data"]["n"] for r in rows] == ["b", "d"]
     buried = ac.execute(
@@ -524,3 +522,36 @@ def test_single_claims_take_from_every_segment(ac: Conn) -> None:
     after = ac.execute(counted).fetchone()
     assert before is not None and after is not None
     assert after["consumed"] - before["consumed"] == 5  # the sixth call claimed nothing
+
+
+def test_lease_tokens_name_their_segment_and_older_tokens_still_ack(ac: Conn) -> None:
+    """A lease token ends in its segment's number, so ack_ probes that segment alone; a token
+    that does not (one issued before this scheme) is still acknowledged, through the parent,
+    and a token nobody holds is refused (MB007) whatever its last digit."""
+    post_many(ac, 3)
+    rows = ac.execute(
+        "SELECT lease_token FROM mbus.lease_jobs_by_default(3, '1 minute')"
+    ).fetchall()
+    tokens = [str(r["lease_token"]) for r in rows]
+    segs = ac.execute(
+        "SELECT DISTINCT seg FROM mbus.q_jobs WHERE lease_token IS NOT NULL"
+    ).fetchall()
+    assert [s["seg"] for s in segs] == [1]
+    assert all(t.endswith("1") for t in tokens)
+    ac.execute("SELECT mbus.ack_jobs(%s::uuid)", (tokens[0],))
+    # an older token: another last digit, pointing at a segment that does not hold the row
+    for digit, token in zip("2f", tokens[1:], strict=True):
+        older = token[:-1] + digit
+        ac.execute(
+            "UPDATE mbus.q_jobs SET lease_token = %s::uuid WHERE lease_token = %s::uuid",
+            (older, token),
+        )
+        ac.execute("SELECT mbus.ack_jobs(%s::uuid)", (older,))
+        with pytest.raises(psycopg.Error) as err:
+            ac.execute("SELECT mbus.ack_jobs(%s::uuid)", (older,))
+        assert err.value.sqlstate == "MB007"
+    assert segment_counts(ac) == {}
+    consumed = ac.execute(
+        "SELECT consumed FROM mbus.queue_counters('jobs') WHERE cname = 'default'"
+    ).fetchone()
+    assert consumed is not None and consumed["consumed"] == 3

@@ -3,15 +3,33 @@ CREATE OR REPLACE FUNCTION mbus.ack_golden(token uuid, p_now timestamp with time
  LANGUAGE plpgsql
 AS $function$
 DECLARE
-    v_c integer;
+    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_c   integer;
+    v_n   bigint;  -- counter: deliveries the row's consumer consumed
 BEGIN
-    DELETE FROM mbus.q_golden AS q
-    WHERE q.lease_token = token AND q.vt > coalesce(p_now, clock_timestamp())
-    RETURNING q.c INTO v_c;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB007',
-            MESSAGE = format('lease %s on queue %s is no longer held', token, 'golden');
+    CASE right(token::text, 1)
+    WHEN '0' THEN
+        DELETE FROM mbus."q_golden$0" AS q WHERE q.lease_token = token AND q.vt > v_now
+        RETURNING q.c, CASE q.c WHEN 1 THEN nextval('mbus."q_golden$c1$consumed"') WHEN 2 THEN nextval('mbus."q_golden$c2$consumed"') END INTO v_c, v_n;
+    WHEN '1' THEN
+        DELETE FROM mbus."q_golden$1" AS q WHERE q.lease_token = token AND q.vt > v_now
+        RETURNING q.c, CASE q.c WHEN 1 THEN nextval('mbus."q_golden$c1$consumed"') WHEN 2 THEN nextval('mbus."q_golden$c2$consumed"') END INTO v_c, v_n;
+    WHEN '2' THEN
+        DELETE FROM mbus."q_golden$2" AS q WHERE q.lease_token = token AND q.vt > v_now
+        RETURNING q.c, CASE q.c WHEN 1 THEN nextval('mbus."q_golden$c1$consumed"') WHEN 2 THEN nextval('mbus."q_golden$c2$consumed"') END INTO v_c, v_n;
+    WHEN '3' THEN
+        DELETE FROM mbus."q_golden$3" AS q WHERE q.lease_token = token AND q.vt > v_now
+        RETURNING q.c, CASE q.c WHEN 1 THEN nextval('mbus."q_golden$c1$consumed"') WHEN 2 THEN nextval('mbus."q_golden$c2$consumed"') END INTO v_c, v_n;
+    ELSE
+        NULL;
+    END CASE;
+    IF v_c IS NULL THEN
+        DELETE FROM mbus.q_golden AS q WHERE q.lease_token = token AND q.vt > v_now
+        RETURNING q.c, CASE q.c WHEN 1 THEN nextval('mbus."q_golden$c1$consumed"') WHEN 2 THEN nextval('mbus."q_golden$c2$consumed"') END INTO v_c, v_n;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB007',
+                MESSAGE = format('lease %s on queue %s is no longer held', token, 'golden');
+        END IF;
     END IF;
-    PERFORM CASE v_c WHEN 1 THEN nextval('mbus."q_golden$c1$consumed"') WHEN 2 THEN nextval('mbus."q_golden$c2$consumed"') END;  -- counter: deliveries the row's consumer consumed
 END;
 $function$

@@ -115,6 +115,7 @@ DECLARE
     v_claiml   text;
     v_claimlp  text;
     v_segn     text;
+    v_ackseg   text;  -- ack_<q>: its DELETE in each segment
     -- Claims first read the queue's segment row: the segment being closed (trusted for 10 s)
     -- and whether the storage upkeep is due (upkept_at upkeep_every old), and, in the same
     -- statement, whether the queue or the consumer is paused (mbus.queue_pause). When the
@@ -551,26 +552,43 @@ BEGIN
 END;
 $b$, tbl, ret_cols, q));
 
-    -- ack_<q>(token): the leased message is done; MB007 when the token no longer owns it.
+    -- ack_<q>(token): the leased message is done; MB007 when the token no longer owns it. A
+    -- lease token ends in the number of its segment (lease_<q>_by_<c>), so the DELETE probes
+    -- that segment's lease-token index alone; a token from before that scheme, or a miss, goes
+    -- through the parent (every segment). The consumer's counter is bumped by the DELETE.
+    v_ackseg := '';
+    FOR n IN 0 .. 3 LOOP
+        v_ackseg := v_ackseg || format($t$
+    WHEN '%1$s' THEN
+        DELETE FROM %2$s AS q WHERE q.lease_token = token AND q.vt > v_now
+        RETURNING q.c, %3$s INTO v_c, v_n;$t$,
+            n, 'mbus.' || quote_ident(tbl || '$' || n),
+            CASE WHEN v_acked = '' THEN 'NULL::bigint' ELSE format('CASE q.c%s END', v_acked) END);
+    END LOOP;
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(token uuid, p_now timestamptz DEFAULT NULL)
 RETURNS void LANGUAGE plpgsql VOLATILE AS %L$f$,
         v_fn->>'ack', format($b$
 DECLARE
-    v_c integer;
+    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_c   integer;
+    v_n   bigint;  -- counter: deliveries the row's consumer consumed
 BEGIN
-    DELETE FROM mbus.%I AS q
-    WHERE q.lease_token = token AND q.vt > coalesce(p_now, clock_timestamp())
-    RETURNING q.c INTO v_c;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB007',
-            MESSAGE = format('lease %%s on queue %%s is no longer held', token, %L);
+    CASE right(token::text, 1)%4$s
+    ELSE
+        NULL;
+    END CASE;
+    IF v_c IS NULL THEN
+        DELETE FROM mbus.%1$I AS q WHERE q.lease_token = token AND q.vt > v_now
+        RETURNING q.c, %3$s INTO v_c, v_n;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB007',
+                MESSAGE = format('lease %%s on queue %%s is no longer held', token, %2$L);
+        END IF;
     END IF;
-%s
 END;
-$b$, tbl, q, CASE WHEN v_acked = '' THEN '' ELSE format(
-        '    PERFORM CASE v_c%s END;  -- counter: deliveries the row''s consumer consumed',
-        v_acked) END));
+$b$, tbl, q, CASE WHEN v_acked = '' THEN 'NULL::bigint' ELSE format('CASE q.c%s END', v_acked) END,
+        v_ackseg));
 
     -- nack_<q>(token, delay): give the leased message back, visible again after delay.
     EXECUTE format($f$
@@ -704,20 +722,29 @@ $b$, tbl, ret_cols, q, q));
     END IF;$t$, n, v_segn, ret_cols, q, r.cname);
             v_upsole := v_upsole || format($t$
         %1$s v_t%2$s IS NOT NULL THEN
-            RETURN QUERY
-            WITH u AS (UPDATE %3$s AS q
-                       SET vt = v_now + lease, attempts = q.attempts + 1,
-                           lease_token = gen_random_uuid()
-                       WHERE q.ctid = ANY (v_t%2$s)
-                       RETURNING %4$s, q.lease_token, q.vt)
-            SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
-            ORDER BY o.ord;$t$,
+            IF cardinality(v_t%2$s) = 1 THEN  -- one row: no order to restore
+                RETURN QUERY
+                UPDATE %3$s AS q
+                SET vt = v_now + lease, attempts = q.attempts + 1,
+                    lease_token = (left(gen_random_uuid()::text, 35) || '%2$s')::uuid
+                WHERE q.ctid = v_t%2$s[1]
+                RETURNING %4$s, q.lease_token, q.vt;
+            ELSE
+                RETURN QUERY
+                WITH u AS (UPDATE %3$s AS q
+                           SET vt = v_now + lease, attempts = q.attempts + 1,
+                               lease_token = (left(gen_random_uuid()::text, 35) || '%2$s')::uuid
+                           WHERE q.ctid = ANY (v_t%2$s)
+                           RETURNING %4$s, q.lease_token, q.vt)
+                SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
+                ORDER BY o.ord;
+            END IF;$t$,
                 CASE n WHEN 0 THEN 'IF' ELSE 'ELSIF' END, n, v_segn, ret_cols);
             v_upmany := v_upmany || format($t$
         IF v_t%1$s IS NOT NULL THEN
             WITH u AS (UPDATE %2$s AS q
                        SET vt = v_now + lease, attempts = q.attempts + 1,
-                           lease_token = gen_random_uuid()
+                           lease_token = (left(gen_random_uuid()::text, 35) || '%1$s')::uuid
                        WHERE q.ctid = ANY (v_t%1$s)
                        RETURNING %3$s, q.lease_token, q.vt)
             SELECT v_rows || array_agg(u::mbus.qt_model) INTO v_rows FROM u;
