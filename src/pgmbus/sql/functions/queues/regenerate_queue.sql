@@ -31,8 +31,14 @@
 --             peek_, clear_queue_, take_, ack_, nack_, extend_, bury_<q>; per consumer consume_,
 --             consumen_, lease_, take_from_<q>_by_<c>.
 --             Claims lock through the parent: FOR UPDATE SKIP LOCKED ordered by (vt, id) (one
---             ordered Merge Append over the segments' claim indexes), then delete or update the
---             locked rows segment by segment by ctid (a ctid names a row only within its segment).
+--             ordered Merge Append over the segments' claim indexes), keeping the locked rows'
+--             ctids per segment; then one DELETE or UPDATE by ctid per segment that holds some (a
+--             ctid names a row only within its segment), the rows returned in claim order. The
+--             same statement reads the pause flag with the segment row; the consumed counter is
+--             bumped by the claim (consume_, consumen_) or by ack_. A lease token's last hex
+--             digit is its segment's number: ack_ deletes there, else through the parent.
+--             post_ bumps its counters and checks for waiters in one statement; with one
+--             consumer its INSERT looks the current segment up itself.
 --             Priority (migration 0017): post_<q>(priority => 0..32767, else MB006) stores it
 --             and sets queue_segment.prioritized on the queue's first priority > 0. Claims
 --             branch on the flag: unflagged, today's statement; flagged, s is the priority tier
