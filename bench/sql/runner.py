@@ -148,7 +148,9 @@ class Runner:
         self.progress = progress
         self.pgbench_bin = server.bindir / "pgbench"
         self._templates: dict[str, str] = {}
-        self._per_client: dict[tuple[str, str], float] = {}
+        # the best rate per client seen for (path, side, synchronous_commit): sizes the backlog
+        # (a rate learnt with sync on would leave a sync off run without messages)
+        self._per_client: dict[tuple[str, str, bool], float] = {}
 
     def close(self) -> None:
         """Drop the engines' template databases."""
@@ -186,16 +188,16 @@ class Runner:
             row = conn.execute(self.q[st.side.backlog]).fetchone()
         return int(str(row[0])) if row and row[0] is not None else 0
 
-    def _target(self, path: PathSpec, side: Side, clients: int) -> int:
+    def _target(self, path: PathSpec, side: Side, clients: int, sync: bool) -> int:
         if self.opts.transactions is not None:
             return self.opts.transactions * clients * side.per_tx + 10 * side.per_tx
-        per_client = self._per_client.get((path.name, side.name), path.guess_per_client)
+        per_client = self._per_client.get((path.name, side.name, sync), path.guess_per_client)
         return min(
             MAX_BACKLOG, int(1.5 * per_client * clients * self.opts.seconds) + 10 * side.per_tx
         )
 
-    def _top_up(self, path: PathSpec, st: _SideState, clients: int) -> None:
-        target = self._target(path, st.side, clients)
+    def _top_up(self, path: PathSpec, st: _SideState, clients: int, sync: bool) -> None:
+        target = self._target(path, st.side, clients, sync)
         missing = target - self._backlog(st)
         with psycopg.connect(st.dsn, autocommit=True) as conn:
             while missing > 0:
@@ -209,7 +211,7 @@ class Runner:
     def _run_once(self, path: PathSpec, st: _SideState, clients: int, sync: bool) -> Sample:
         side = st.side
         if side.backlog:
-            self._top_up(path, st, clients)
+            self._top_up(path, st, clients, sync)
             before_backlog = self._backlog(st)
         self.server.checkpoint()
         kids = children(self.server.postmaster_pid)
@@ -241,7 +243,7 @@ class Runner:
             latency_ms=result.latency_ms,
             drained=drained,
         )
-        key = (path.name, side.name)
+        key = (path.name, side.name, sync)
         self._per_client[key] = max(self._per_client.get(key, 0.0), sample.rate / clients)
         return sample
 
