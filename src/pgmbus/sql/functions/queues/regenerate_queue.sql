@@ -121,6 +121,23 @@ DECLARE
     v_claiml   text;
     v_claimlp  text;
     v_segn     text;
+    -- The rest of a batch claim's select list (after the ids in claim order) and its INTO: the
+    -- ctids per segment, and the counter (consumen_) or the dead rows per segment (lease_).
+    v_aggn     text := $t$
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3),
+                   count(nextval(%7$L))  -- counter: deliveries consumed
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n$t$;
+    v_aggl     text := $t$
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND NOT x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND x.dead),
+                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND x.dead)
+            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_g0, v_g1, v_g2, v_g3$t$;
     v_ackseg   text;  -- ack_<q>: its DELETE in each segment
     -- Claims first read the queue's segment row: the segment being closed (trusted for 10 s)
     -- and whether the storage upkeep is due (upkept_at upkeep_every old), and, in the same
@@ -789,17 +806,11 @@ $b$, tbl, ret_cols, q, q));
             v_pick := v_pick || format($t$
     %3$s
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3),
-                   count(nextval(%7$L))  -- counter: deliveries consumed
-            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n$t$ || v_claimp || $t$
+            SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),$t$
+                || v_aggn || v_claimp || $t$
         ELSE
-            SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 0), array_agg(x.tid) FILTER (WHERE x.seg = 1),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 2), array_agg(x.tid) FILTER (WHERE x.seg = 3),
-                   count(nextval(%7$L))  -- counter: deliveries consumed
-            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n$t$ || v_claimn || $t$
+            SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),$t$
+                || v_aggn || v_claimn || $t$
         END IF;$t$,
                 tbl, r.cid,
                 CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
@@ -819,27 +830,11 @@ $b$, tbl, ret_cols, q, q));
             v_pickl := v_pickl || format($t$
     %3$s
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
-            SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND NOT x.dead),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND NOT x.dead),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND NOT x.dead),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND NOT x.dead),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND x.dead),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND x.dead),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND x.dead),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND x.dead)
-            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_g0, v_g1, v_g2, v_g3$t$ || v_claimp || $t$
+            SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),$t$
+                || v_aggl || v_claimp || $t$
         ELSE
-            SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND NOT x.dead),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND NOT x.dead),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND NOT x.dead),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND NOT x.dead),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 0 AND x.dead),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 1 AND x.dead),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 2 AND x.dead),
-                   array_agg(x.tid) FILTER (WHERE x.seg = 3 AND x.dead)
-            INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_g0, v_g1, v_g2, v_g3$t$ || v_claimn || $t$
+            SELECT array_agg(x.id ORDER BY x.claim_vt, x.id),$t$
+                || v_aggl || v_claimn || $t$
         END IF;$t$,
                 tbl, r.cid,
                 CASE k WHEN 0 THEN 'IF v_closing IS NULL THEN' WHEN 3 THEN 'ELSE'
