@@ -307,77 +307,41 @@ BEGIN
     -- The TID scans update in physical order: the rows go back in claim order.
     IF num_nonnulls(v_t0, v_t1, v_t2, v_t3) = 1 THEN
         IF v_t0 IS NOT NULL THEN
-            IF cardinality(v_t0) = 1 THEN  -- one row: no order to restore
-                RETURN QUERY
-                UPDATE mbus."q_golden_secure$0" AS q
-                SET vt = v_now + lease, attempts = q.attempts + 1,
-                    lease_token = (left(gen_random_uuid()::text, 35) || '0')::uuid
-                WHERE q.ctid = v_t0[1]
-                RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt;
-            ELSE
-                RETURN QUERY
-                WITH u AS (UPDATE mbus."q_golden_secure$0" AS q
-                           SET vt = v_now + lease, attempts = q.attempts + 1,
-                               lease_token = (left(gen_random_uuid()::text, 35) || '0')::uuid
-                           WHERE q.ctid = ANY (v_t0)
-                           RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
-                SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
-                ORDER BY o.ord;
-            END IF;
+            RETURN QUERY
+            WITH u AS (UPDATE mbus."q_golden_secure$0" AS q
+                       SET vt = v_now + lease, attempts = q.attempts + 1,
+                           lease_token = (left(gen_random_uuid()::text, 35) || '0')::uuid
+                       WHERE q.ctid = ANY (v_t0)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+            SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
+            ORDER BY o.ord;
         ELSIF v_t1 IS NOT NULL THEN
-            IF cardinality(v_t1) = 1 THEN  -- one row: no order to restore
-                RETURN QUERY
-                UPDATE mbus."q_golden_secure$1" AS q
-                SET vt = v_now + lease, attempts = q.attempts + 1,
-                    lease_token = (left(gen_random_uuid()::text, 35) || '1')::uuid
-                WHERE q.ctid = v_t1[1]
-                RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt;
-            ELSE
-                RETURN QUERY
-                WITH u AS (UPDATE mbus."q_golden_secure$1" AS q
-                           SET vt = v_now + lease, attempts = q.attempts + 1,
-                               lease_token = (left(gen_random_uuid()::text, 35) || '1')::uuid
-                           WHERE q.ctid = ANY (v_t1)
-                           RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
-                SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
-                ORDER BY o.ord;
-            END IF;
+            RETURN QUERY
+            WITH u AS (UPDATE mbus."q_golden_secure$1" AS q
+                       SET vt = v_now + lease, attempts = q.attempts + 1,
+                           lease_token = (left(gen_random_uuid()::text, 35) || '1')::uuid
+                       WHERE q.ctid = ANY (v_t1)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+            SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
+            ORDER BY o.ord;
         ELSIF v_t2 IS NOT NULL THEN
-            IF cardinality(v_t2) = 1 THEN  -- one row: no order to restore
-                RETURN QUERY
-                UPDATE mbus."q_golden_secure$2" AS q
-                SET vt = v_now + lease, attempts = q.attempts + 1,
-                    lease_token = (left(gen_random_uuid()::text, 35) || '2')::uuid
-                WHERE q.ctid = v_t2[1]
-                RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt;
-            ELSE
-                RETURN QUERY
-                WITH u AS (UPDATE mbus."q_golden_secure$2" AS q
-                           SET vt = v_now + lease, attempts = q.attempts + 1,
-                               lease_token = (left(gen_random_uuid()::text, 35) || '2')::uuid
-                           WHERE q.ctid = ANY (v_t2)
-                           RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
-                SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
-                ORDER BY o.ord;
-            END IF;
+            RETURN QUERY
+            WITH u AS (UPDATE mbus."q_golden_secure$2" AS q
+                       SET vt = v_now + lease, attempts = q.attempts + 1,
+                           lease_token = (left(gen_random_uuid()::text, 35) || '2')::uuid
+                       WHERE q.ctid = ANY (v_t2)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+            SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
+            ORDER BY o.ord;
         ELSIF v_t3 IS NOT NULL THEN
-            IF cardinality(v_t3) = 1 THEN  -- one row: no order to restore
-                RETURN QUERY
-                UPDATE mbus."q_golden_secure$3" AS q
-                SET vt = v_now + lease, attempts = q.attempts + 1,
-                    lease_token = (left(gen_random_uuid()::text, 35) || '3')::uuid
-                WHERE q.ctid = v_t3[1]
-                RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt;
-            ELSE
-                RETURN QUERY
-                WITH u AS (UPDATE mbus."q_golden_secure$3" AS q
-                           SET vt = v_now + lease, attempts = q.attempts + 1,
-                               lease_token = (left(gen_random_uuid()::text, 35) || '3')::uuid
-                           WHERE q.ctid = ANY (v_t3)
-                           RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
-                SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
-                ORDER BY o.ord;
-            END IF;
+            RETURN QUERY
+            WITH u AS (UPDATE mbus."q_golden_secure$3" AS q
+                       SET vt = v_now + lease, attempts = q.attempts + 1,
+                           lease_token = (left(gen_random_uuid()::text, 35) || '3')::uuid
+                       WHERE q.ctid = ANY (v_t3)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden_secure.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden_secure'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+            SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
+            ORDER BY o.ord;
         END IF;
     ELSIF num_nonnulls(v_t0, v_t1, v_t2, v_t3) > 1 THEN
         IF v_t0 IS NOT NULL THEN

@@ -37,8 +37,7 @@
 --             same statement reads the pause flag with the segment row; the consumed counter is
 --             bumped by the claim (consume_, consumen_) or by ack_. A lease token's last hex
 --             digit is its segment's number: ack_ deletes there, else through the parent.
---             post_ bumps its counters and checks for waiters in one statement; with one
---             consumer its INSERT looks the current segment up itself.
+--             post_ bumps its counters and checks for waiters in one statement.
 --             Priority (migration 0017): post_<q>(priority => 0..32767, else MB006) stores it
 --             and sets queue_segment.prioritized on the queue's first priority > 0. Claims
 --             branch on the flag: unflagged, today's statement; flagged, s is the priority tier
@@ -92,9 +91,7 @@ DECLARE
     v_guard    text;  -- what post_ and postn_ check first: a consumer exists, expires is ahead
     v_posted   text := format('%L', 'mbus.' || quote_ident('q_' || qname || '$posted'));
     v_cposted  text;  -- a consumer's counter sequences (mbus.queue_counters), as literals
-    v_count    text := '';  -- post_: the consumers' posted counters, added up
-    v_single   boolean;  -- one consumer: post_ looks the segment up in its INSERT
-    v_segexpr  text;
+    v_count    text := '';  -- post_: nextval of each consumer's posted counter, one statement
     v_cdone    text;
     v_acked    text := '';  -- ack_<q>: CASE arms bumping the consumed counter of the row's consumer
     -- Claims (per consumer) take two steps. A first statement locks the claimed rows through
@@ -116,10 +113,37 @@ DECLARE
     v_bury     text;  -- lease_: the dead rows of each segment to the dmq
     v_upsole   text;  -- lease_: lease the rows, all in one segment
     v_upmany   text;  -- lease_: lease them segment by segment, gathered in v_rows
-    v_claimn   text;  -- the claim query (consumen_, consume_) and the lease's (with dead)
-    v_claimp   text;
-    v_claiml   text;
-    v_claimlp  text;
+    -- The claim query of the batch claims and consume_, priority tier first (v_claimp) or FIFO
+    -- only (v_claimn), as format templates: %1$I the queue's table, %2$s the consumer, %3$s
+    -- the variant's branch, %4$s its seg condition, %5$s more columns of the claimed row, %6$s
+    -- the limit.
+    v_claimp   text := $t$
+            FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio%5$s
+                                 FROM mbus.%1$I AS s
+                                 WHERE s.c = %2$s AND s.priority > 0 AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)%4$s
+                                 ORDER BY s.c, s.priority DESC, s.vt, s.id
+                                 LIMIT %6$s
+                                 FOR UPDATE SKIP LOCKED) AS tier
+                  UNION ALL
+                  SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
+                                        s.priority AS claim_prio%5$s
+                                 FROM mbus.%1$I AS s
+                                 WHERE s.c = %2$s AND s.vt <= v_now
+                                   AND (s.expires IS NULL OR s.expires > v_now)
+                                   AND s.priority = 0%4$s
+                                 ORDER BY s.vt, s.id
+                                 LIMIT %6$s
+                                 FOR UPDATE SKIP LOCKED) AS fifo
+                  LIMIT %6$s) AS x;$t$;
+    v_claimn   text := $t$
+            FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt%5$s
+                  FROM mbus.%1$I AS s
+                  WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%4$s
+                  ORDER BY s.vt, s.id
+                  LIMIT %6$s
+                  FOR UPDATE SKIP LOCKED) AS x;$t$;
     v_segn     text;
     -- The rest of a batch claim's select list (after the ids in claim order) and its INTO: the
     -- ctids per segment, and the counter (consumen_) or the dead rows per segment (lease_).
@@ -139,6 +163,7 @@ DECLARE
                    array_agg(x.tid) FILTER (WHERE x.seg = 3 AND x.dead)
             INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_g0, v_g1, v_g2, v_g3$t$;
     v_ackseg   text;  -- ack_<q>: its DELETE in each segment
+    v_ackn     text;  -- ack_<q>: the deleted row's consumer's counter, bumped by the DELETE
     -- Claims first read the queue's segment row: the segment being closed (trusted for 10 s)
     -- and whether the storage upkeep is due (upkept_at upkeep_every old), and, in the same
     -- statement, whether the queue or the consumer is paused (mbus.queue_pause). When the
@@ -186,15 +211,7 @@ BEGIN
                                   array_to_string(array_remove(ARRAY[0, 1, 2, 3], k), ', '));
     END LOOP;
 
-    -- Fan-out: one INSERT per consumer, guarded by its selector (t is the message). Deliveries
-    -- that will wait long go to the parking segment 0 (never truncated), the others to the
-    -- current segment, looked up inline (mbus.segment_of, the column default, has SET
-    -- search_path: never inlined, ~85 us of CPU per post in the pgbench profile). With one
-    -- consumer the lookup is part of its INSERT, else it is done once into v_seg.
-    v_single := (SELECT count(*) = 1 FROM mbus.consumer AS c WHERE c.qname = q);
-    v_segexpr := format($t$CASE WHEN v_vt > t.added + interval '1 minute' THEN 0
-                  ELSE coalesce((SELECT s.cur FROM mbus.queue_segment AS s WHERE s.qname = %L),
-                                1::smallint) END$t$, q);
+    -- Fan-out: one INSERT per consumer, guarded by its selector (t is the message).
     FOR r IN SELECT c.cid, c.cname, c.selector FROM mbus.consumer AS c
              WHERE c.qname = q ORDER BY c.cid LOOP
         v_ncons := v_ncons + 1;
@@ -217,11 +234,10 @@ BEGIN
     %s INSERT INTO mbus.%I (c, vt, id, iid, added, delayed_until, expires, headers, properties, data,
                            consume_after, seg, priority)
         VALUES (%s, v_vt, t.id, v_iid, t.added, t.delayed_until,
-                t.expires, v_hdr, t.properties, t.data, t.consume_after,
-                %s, v_prio);
+                t.expires, v_hdr, t.properties, t.data, t.consume_after, v_seg, v_prio);
     %s$t$,
             CASE WHEN r.selector IS NULL THEN '' ELSE format('IF v_c%s THEN', r.cid) END,
-            tbl, r.cid, CASE WHEN v_single THEN v_segexpr ELSE 'v_seg' END,
+            tbl, r.cid,
             CASE WHEN r.selector IS NULL THEN '' ELSE 'END IF;' END);
         -- counter: deliveries to this consumer (bumped with the others at the end of post_)
         v_count := v_count || E',\n                  ' || CASE WHEN r.selector IS NULL
@@ -281,8 +297,14 @@ BEGIN
         IF mbus.await_deps(%L, t.id, t.iid, t.consume_after) THEN
             v_vt := 'infinity';
         END IF;
-    END IF;%s$t$,
-        q, CASE WHEN v_single THEN '' ELSE E'\n    v_seg := ' || v_segexpr || ';' END)
+    END IF;
+    -- Deliveries that will wait long go to the parking segment 0 (never truncated). The
+    -- current segment is looked up inline: mbus.segment_of (the column default) has SET
+    -- search_path, so it is never inlined and cost ~85 us of CPU per post (pgbench profile).
+    v_seg := CASE WHEN v_vt > t.added + interval '1 minute' THEN 0
+                  ELSE coalesce((SELECT s.cur FROM mbus.queue_segment AS s WHERE s.qname = %L),
+                                1::smallint) END;$t$,
+        q, q)
         || CASE WHEN v_sel = '' THEN '' ELSE format($t$
     -- Selectors, all in one block; when one raises, each again in its own: the copy of a
     -- consumer or trigger whose selector raised goes to mbus.dmq, the others are delivered.
@@ -318,7 +340,7 @@ DECLARE
     v_hdr jsonb;  -- stored headers: NULL when they are the default ones
     v_dup mbus.queue_dedupe;
     v_prio smallint := 0;  -- priority: 0..32767, higher claimed first
-    v_count bigint[];
+    v_count bigint[];  -- the counters' new values (not used)
     v_wait boolean;%6$s
 BEGIN%7$s
     IF priority IS DISTINCT FROM 0 AND priority IS NOT NULL THEN
@@ -580,13 +602,13 @@ $b$, tbl, ret_cols, q));
     -- that segment's lease-token index alone; a token from before that scheme, or a miss, goes
     -- through the parent (every segment). The consumer's counter is bumped by the DELETE.
     v_ackseg := '';
+    v_ackn := CASE WHEN v_acked = '' THEN 'NULL::bigint' ELSE format('CASE q.c%s END', v_acked) END;
     FOR n IN 0 .. 3 LOOP
         v_ackseg := v_ackseg || format($t$
     WHEN '%1$s' THEN
         DELETE FROM %2$s AS q WHERE q.lease_token = token AND q.vt > v_now
         RETURNING q.c, %3$s INTO v_c, v_n;$t$,
-            n, 'mbus.' || quote_ident(tbl || '$' || n),
-            CASE WHEN v_acked = '' THEN 'NULL::bigint' ELSE format('CASE q.c%s END', v_acked) END);
+            n, 'mbus.' || quote_ident(tbl || '$' || n), v_ackn);
     END LOOP;
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(token uuid, p_now timestamptz DEFAULT NULL)
@@ -610,8 +632,7 @@ BEGIN
         END IF;
     END IF;
 END;
-$b$, tbl, q, CASE WHEN v_acked = '' THEN 'NULL::bigint' ELSE format('CASE q.c%s END', v_acked) END,
-        v_ackseg));
+$b$, tbl, q, v_ackn, v_ackseg));
 
     -- nack_<q>(token, delay): give the leased message back, visible again after delay.
     EXECUTE format($f$
@@ -745,23 +766,14 @@ $b$, tbl, ret_cols, q, q));
     END IF;$t$, n, v_segn, ret_cols, q, r.cname);
             v_upsole := v_upsole || format($t$
         %1$s v_t%2$s IS NOT NULL THEN
-            IF cardinality(v_t%2$s) = 1 THEN  -- one row: no order to restore
-                RETURN QUERY
-                UPDATE %3$s AS q
-                SET vt = v_now + lease, attempts = q.attempts + 1,
-                    lease_token = (left(gen_random_uuid()::text, 35) || '%2$s')::uuid
-                WHERE q.ctid = v_t%2$s[1]
-                RETURNING %4$s, q.lease_token, q.vt;
-            ELSE
-                RETURN QUERY
-                WITH u AS (UPDATE %3$s AS q
-                           SET vt = v_now + lease, attempts = q.attempts + 1,
-                               lease_token = (left(gen_random_uuid()::text, 35) || '%2$s')::uuid
-                           WHERE q.ctid = ANY (v_t%2$s)
-                           RETURNING %4$s, q.lease_token, q.vt)
-                SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
-                ORDER BY o.ord;
-            END IF;$t$,
+            RETURN QUERY
+            WITH u AS (UPDATE %3$s AS q
+                       SET vt = v_now + lease, attempts = q.attempts + 1,
+                           lease_token = (left(gen_random_uuid()::text, 35) || '%2$s')::uuid
+                       WHERE q.ctid = ANY (v_t%2$s)
+                       RETURNING %4$s, q.lease_token, q.vt)
+            SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
+            ORDER BY o.ord;$t$,
                 CASE n WHEN 0 THEN 'IF' ELSE 'ELSIF' END, n, v_segn, ret_cols);
             v_upmany := v_upmany || format($t$
         IF v_t%1$s IS NOT NULL THEN
@@ -774,35 +786,6 @@ $b$, tbl, ret_cols, q, q));
         END IF;$t$, n, v_segn, ret_cols);
         END LOOP;
         FOR k IN 0 .. 3 LOOP
-            -- %1$I the queue's table, %2$s the consumer, %3$s the variant's branch, %4$s its
-            -- seg condition, %5$s the claimed row's columns, %6$s the limit.
-            v_claimp := $t$
-            FROM (SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
-                                        s.priority AS claim_prio%5$s
-                                 FROM mbus.%1$I AS s
-                                 WHERE s.c = %2$s AND s.priority > 0 AND s.vt <= v_now
-                                   AND (s.expires IS NULL OR s.expires > v_now)%4$s
-                                 ORDER BY s.c, s.priority DESC, s.vt, s.id
-                                 LIMIT %6$s
-                                 FOR UPDATE SKIP LOCKED) AS tier
-                  UNION ALL
-                  SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
-                                        s.priority AS claim_prio%5$s
-                                 FROM mbus.%1$I AS s
-                                 WHERE s.c = %2$s AND s.vt <= v_now
-                                   AND (s.expires IS NULL OR s.expires > v_now)
-                                   AND s.priority = 0%4$s
-                                 ORDER BY s.vt, s.id
-                                 LIMIT %6$s
-                                 FOR UPDATE SKIP LOCKED) AS fifo
-                  LIMIT %6$s) AS x;$t$;
-            v_claimn := $t$
-            FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt%5$s
-                  FROM mbus.%1$I AS s
-                  WHERE s.c = %2$s AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)%4$s
-                  ORDER BY s.vt, s.id
-                  LIMIT %6$s
-                  FOR UPDATE SKIP LOCKED) AS x;$t$;
             v_pick := v_pick || format($t$
     %3$s
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
