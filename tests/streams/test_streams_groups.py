@@ -100,6 +100,20 @@ def test_partial_batches_cover_a_big_transaction_once(connect: Connect) -> None:
     assert [e.id for e in drain(conn, "g", max_events=10)] == [late_id]
 
 
+def test_the_largest_limit_reads_everything(connect: Connect) -> None:
+    # read_next looks one row past the batch: max_events + 1 must not overflow an integer
+    conn = connect()
+    streams.create_group(conn, "g", start="beginning")
+    ids = streams.publish_batch(conn, "t", [{"i": i} for i in range(5)])
+    conn.commit()
+    batch = streams.read_next(conn, "g", limit=2**31 - 1)
+    assert [e.id for e in batch.events] == ids
+    assert batch.cursor is not None
+    streams.commit(conn, "g", batch.cursor)
+    conn.commit()
+    assert len(streams.read_next(conn, "g", limit=2**31 - 1)) == 0
+
+
 def test_own_events_published_after_reading_are_not_skipped(connect: Connect) -> None:
     conn = connect()
     streams.create_group(conn, "g", start="beginning")
