@@ -7,7 +7,7 @@ by the fill after every 1,000 events). A group has one reader, so the read runs 
 
 from __future__ import annotations
 
-from bench.sql.model import PathSpec, Side
+from bench.sql.model import PathSpec, Side, with_reference
 
 SQLFILE = "streams.sql"
 
@@ -68,3 +68,5 @@ PATHS: tuple[PathSpec, ...] = (
         guess_per_client=700_000,
     ),
 )
+
+PATHS = with_reference(PATHS)
