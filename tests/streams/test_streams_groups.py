@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import LiteralString
 
 import psycopg
 import pytest
@@ -311,3 +312,35 @@ def test_read_next_scans_the_index_in_order_even_with_stale_statistics(connect: 
     batch_plans = [p for p in plans if "events_txid_id" in p or "txid_id_idx" in p]
     assert batch_plans, plans
     assert not any("Bitmap Heap Scan" in p or "Seq Scan on events" in p for p in batch_plans)
+
+
+_HELPER_PLANS: dict[str, LiteralString] = {
+    "lock key": "EXPLAIN VERBOSE SELECT mbus._reader_lock_key(c.group_name, c.slot)"
+    " FROM mbus.stream_cursors AS c",
+    "position": "EXPLAIN VERBOSE SELECT mbus._format_position("
+    "ROW(c.lo, c.hi, c.after_txid, c.after_id)::mbus.stream_position)"
+    " FROM mbus.stream_cursors AS c",
+    "slot position": "EXPLAIN VERBOSE SELECT mbus._format_position("
+    "ROW(c.lo, c.hi, c.after_txid, c.after_id)::mbus.stream_position, c.slot)"
+    " FROM mbus.stream_cursors AS c",
+}
+
+
+@pytest.mark.parametrize("helper", sorted(_HELPER_PLANS))
+def test_read_path_helpers_are_inlined(connect: Connect, helper: str) -> None:
+    # An SQL helper that is not inlined is planned again on every call (read_next and commit
+    # call these once per batch); a stable operator in an IMMUTABLE body stops the inlining.
+    conn = connect()
+    plan = "\n".join(str(r[0]) for r in conn.execute(_HELPER_PLANS[helper]))
+    output = [line for line in plan.splitlines() if "Output:" in line]
+    assert output and not any("mbus._" in line for line in output), plan
+
+
+def test_format_position_matches_the_cursor_grammar(connect: Connect) -> None:
+    conn = connect()
+    rows = conn.execute(
+        "SELECT mbus._format_position(ROW('10:20:12,15', NULL, NULL, NULL)::mbus.stream_position),"
+        " mbus._format_position(ROW('10:20:12,15', '30:31:', '17', 42)::mbus.stream_position, 3),"
+        " mbus._format_position(ROW('10:20:', '30:30:', NULL, NULL)::mbus.stream_position)"
+    ).fetchone()
+    assert rows == ("10:20:12,15", "3@10:20:12,15;30:31:;17;42", "10:20:;30:30:")
