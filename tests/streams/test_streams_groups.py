@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import threading
-from typing import LiteralString
+from typing import Any, LiteralString
 
 import psycopg
 import pytest
@@ -344,3 +345,55 @@ def test_format_position_matches_the_cursor_grammar(connect: Connect) -> None:
         " mbus._format_position(ROW('10:20:', '30:30:', NULL, NULL)::mbus.stream_position)"
     ).fetchone()
     assert rows == ("10:20:12,15", "3@10:20:12,15;30:31:;17;42", "10:20:;30:30:")
+
+
+def _batch_buffers(conn: psycopg.Connection[Any], group: str, limit: int) -> tuple[int, int]:
+    """Read ``limit`` events (not committed): how many came back, and the most buffers one of
+    read_next's batch scans touched (auto_explain with BUFFERS)."""
+    plans: list[str] = []
+    conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+    conn.execute("LOAD 'auto_explain'")
+    conn.execute("SET auto_explain.log_min_duration = 0")
+    conn.execute("SET auto_explain.log_nested_statements = on")
+    conn.execute("SET auto_explain.log_analyze = on")
+    conn.execute("SET auto_explain.log_buffers = on")
+    conn.execute("SET auto_explain.log_level = notice")
+    got = len(streams.read_next(conn, group, limit=limit))
+    conn.execute("SET auto_explain.log_min_duration = -1")
+    hits = [
+        int(m.group(1))
+        for p in plans
+        if "txid_id_idx" in p
+        for m in [re.search(r"Buffers: shared hit=(\d+)", p)]
+        if m
+    ]
+    assert hits, plans
+    return got, max(hits)
+
+
+def test_a_long_transaction_read_in_pieces_is_not_walked_from_its_start(
+    connect: Connect,
+) -> None:
+    # A transaction still open when the group's position was taken is read through the list
+    # of ended transactions. Read in pieces, each piece must start at the position inside it,
+    # not at the transaction's first event (a walk that grew with every piece).
+    conn, long_tx = connect(), connect()
+    streams.create_group(conn, "g", start="now")
+    conn.commit()
+    streams.publish_batch(long_tx, "t", [{"i": i} for i in range(30_000)])  # held open
+    streams.publish(conn, "t", {"first": True})
+    conn.commit()
+    assert len(drain(conn, "g")) == 1  # the group's position now has long_tx in progress
+    long_tx.commit()
+    for _ in range(5):  # 25,000 events into the long transaction
+        with conn.transaction():
+            batch = streams.read_next(conn, "g", limit=5_000)
+            assert batch.cursor is not None and len(batch) == 5_000
+            streams.commit(conn, "g", batch.cursor)
+    got, buffers = _batch_buffers(conn, "g", 10)
+    conn.rollback()  # not committed: the drain below reads these again
+    assert got == 10
+    # from the position: a few index pages and one heap page; from the start: 25,000 index
+    # entries, about 100 pages
+    assert buffers < 30, buffers
+    assert len(drain(conn, "g", max_events=2_000)) == 5_000
