@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,3 +87,24 @@ class Options:
     durable: bool = True
     keep_going: bool = False
     extra: dict[str, str] = field(default_factory=dict)
+
+
+def with_reference(paths: tuple[PathSpec, ...]) -> tuple[PathSpec, ...]:
+    """Add side ``pgmbus-ref`` after every ``pgmbus`` side when ``$PGMBUS_REF_SRC`` is set.
+
+    It runs the pgmbus side's script on the schema of that other checkout (say main), in the
+    same run: a before/after comparison under the same load.
+    """
+    if not os.environ.get("PGMBUS_REF_SRC"):
+        return paths
+    out: list[PathSpec] = []
+    for path in paths:
+        sides = list(path.sides)
+        for side in path.sides:
+            if side.name == "pgmbus":
+                sides.insert(
+                    sides.index(side) + 1,
+                    dataclasses.replace(side, name="pgmbus-ref", engine="mbus_ref"),
+                )
+        out.append(dataclasses.replace(path, sides=tuple(sides)))
+    return tuple(out)

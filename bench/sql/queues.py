@@ -9,9 +9,8 @@ not on pop.
 from __future__ import annotations
 
 import dataclasses
-import os
 
-from bench.sql.model import PathSpec, Side
+from bench.sql.model import PathSpec, Side, with_reference
 
 SQLFILE = "queues.sql"
 
@@ -122,20 +121,4 @@ PATHS: tuple[PathSpec, ...] = (
     ),
 )
 
-
-def _with_reference(path: PathSpec) -> PathSpec:
-    """Add ``pgmbus-ref``: the pgmbus side's scripts on the schema of another checkout."""
-    sides = list(path.sides)
-    for side in path.sides:
-        if side.name == "pgmbus":
-            sides.insert(
-                sides.index(side) + 1,
-                dataclasses.replace(side, name="pgmbus-ref", engine="mbus_ref"),
-            )
-    return dataclasses.replace(path, sides=tuple(sides))
-
-
-# PGMBUS_REF_SRC=<checkout>: measure that checkout's pgmbus (say main) beside this one in the
-# same run, as side pgmbus-ref (a before/after comparison under the same load).
-if os.environ.get("PGMBUS_REF_SRC"):
-    PATHS = tuple(_with_reference(p) for p in PATHS)
+PATHS = with_reference(PATHS)

@@ -2,12 +2,13 @@
 
 Peers: raw ``INSERT`` into a table shaped like ``mbus.events`` and PgQ (``insert_event``;
 ``next_batch``/``get_batch_events``/``finish_batch`` over batches made by ``pgq.ticker``, called
-by the fill after every 1,000 events). A group has one reader, so the read runs with 1 client.
+by the fill after every 1,000 events; after every 10 on read10, a reader of small batches). A
+group has one reader, so the reads run with 1 client.
 """
 
 from __future__ import annotations
 
-from bench.sql.model import PathSpec, Side
+from bench.sql.model import PathSpec, Side, with_reference
 
 SQLFILE = "streams.sql"
 
@@ -20,6 +21,7 @@ def _side(
     prepare: tuple[str, ...],
     fill: tuple[str, ...] = (),
     backlog: str | None = None,
+    fill_chunk: int = 1000,
 ) -> Side:
     return Side(
         name,
@@ -29,7 +31,7 @@ def _side(
         prepare=prepare,
         fill=fill,
         backlog=backlog,
-        fill_chunk=1000,
+        fill_chunk=fill_chunk,
     )
 
 
@@ -67,4 +69,28 @@ PATHS: tuple[PathSpec, ...] = (
         max_clients=1,
         guess_per_client=700_000,
     ),
+    # A reader that wants fresh data reads small batches: the cost per batch, not per event.
+    PathSpec(
+        "read10",
+        "a consumer group reads 10 events per transaction (1 reader)",
+        (
+            _side("raw", "plain", "read10", 10, ("raw_events",), ("raw_fill",), "raw_backlog"),
+            _side("pgmbus", "mbus", "read10", 10, ("mbus_group",), ("mbus_fill",), "mbus_backlog"),
+            _side(
+                "pgq",
+                "pgq",
+                "read10",
+                10,
+                ("pgq_queue10",),
+                ("pgq_fill", "pgq_tick"),
+                "pgq_backlog",
+                fill_chunk=10,
+            ),
+        ),
+        sync=(True,),
+        max_clients=1,
+        guess_per_client=40_000,
+    ),
 )
+
+PATHS = with_reference(PATHS)

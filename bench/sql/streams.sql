@@ -35,8 +35,16 @@ SELECT sum(pending_events) FROM mbus.group_status() WHERE group_name = 'bench'
 
 -- name: pgq_queue
 SELECT pgq.create_queue('bench');
--- a tick per 1,000 events: the fill ticks after each chunk of 1,000, so each batch has 1,000
-SELECT pgq.set_queue_config('bench', 'ticker_max_count', '1000');
+-- a tick per 1,000 events: the fill calls the ticker after each chunk of 1,000, and the ticker
+-- ticks when one event is new (its count starts at the first tick's sequence value: with 1,000
+-- the first batch held 1,999 events), so each batch is one chunk
+SELECT pgq.set_queue_config('bench', 'ticker_max_count', '1');
+SELECT pgq.register_consumer('bench', 'reader')
+
+-- name: pgq_queue10
+-- the read10 path: a tick per 10 events (its fill calls the ticker after each chunk of 10)
+SELECT pgq.create_queue('bench');
+SELECT pgq.set_queue_config('bench', 'ticker_max_count', '1');
 SELECT pgq.register_consumer('bench', 'reader')
 
 -- name: pgq_fill

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import threading
+from typing import Any, LiteralString
 
 import psycopg
 import pytest
@@ -98,6 +100,20 @@ def test_partial_batches_cover_a_big_transaction_once(connect: Connect) -> None:
     assert [e.id for e in got] == ids
     late.commit()
     assert [e.id for e in drain(conn, "g", max_events=10)] == [late_id]
+
+
+def test_the_largest_limit_reads_everything(connect: Connect) -> None:
+    # read_next looks one row past the batch: max_events + 1 must not overflow an integer
+    conn = connect()
+    streams.create_group(conn, "g", start="beginning")
+    ids = streams.publish_batch(conn, "t", [{"i": i} for i in range(5)])
+    conn.commit()
+    batch = streams.read_next(conn, "g", limit=2**31 - 1)
+    assert [e.id for e in batch.events] == ids
+    assert batch.cursor is not None
+    streams.commit(conn, "g", batch.cursor)
+    conn.commit()
+    assert len(streams.read_next(conn, "g", limit=2**31 - 1)) == 0
 
 
 def test_own_events_published_after_reading_are_not_skipped(connect: Connect) -> None:
@@ -280,6 +296,21 @@ def test_commit_transaction_commits_cursor_and_transaction_together(connect: Con
         streams.commit_transaction(conn, "g", "garbage")
 
 
+def _explain_to_client(conn: psycopg.Connection[Any], *, analyze: bool = False) -> list[str]:
+    """From now on, the plan of every statement conn runs, nested ones too (auto_explain sent
+    to the client as notices), collected in the returned list; with buffers when analyze."""
+    plans: list[str] = []
+    conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+    conn.execute("LOAD 'auto_explain'")
+    conn.execute("SET auto_explain.log_min_duration = 0")
+    conn.execute("SET auto_explain.log_nested_statements = on")
+    if analyze:
+        conn.execute("SET auto_explain.log_analyze = on")
+        conn.execute("SET auto_explain.log_buffers = on")
+    conn.execute("SET auto_explain.log_level = notice")
+    return plans
+
+
 def test_read_next_scans_the_index_in_order_even_with_stale_statistics(connect: Connect) -> None:
     conn = connect(autocommit=True)
     streams.create_group(conn, "g", start="beginning")
@@ -287,13 +318,85 @@ def test_read_next_scans_the_index_in_order_even_with_stale_statistics(connect: 
     conn.execute("ANALYZE mbus.events")  # statistics from a near-empty log
     for _ in range(5):
         streams.publish_batch(conn, "t", [{"i": i} for i in range(1000)])
-    plans: list[str] = []
-    conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
-    conn.execute("LOAD 'auto_explain'")
-    conn.execute("SET auto_explain.log_min_duration = 0")
-    conn.execute("SET auto_explain.log_nested_statements = on")
-    conn.execute("SET auto_explain.log_level = notice")
+    plans = _explain_to_client(conn)
     assert len(streams.read_next(conn, "g", limit=10)) == 10
     batch_plans = [p for p in plans if "events_txid_id" in p or "txid_id_idx" in p]
     assert batch_plans, plans
     assert not any("Bitmap Heap Scan" in p or "Seq Scan on events" in p for p in batch_plans)
+
+
+_HELPER_PLANS: dict[str, LiteralString] = {
+    "lock key": "EXPLAIN VERBOSE SELECT mbus._reader_lock_key(c.group_name, c.slot)"
+    " FROM mbus.stream_cursors AS c",
+    "position": "EXPLAIN VERBOSE SELECT mbus._format_position("
+    "ROW(c.lo, c.hi, c.after_txid, c.after_id)::mbus.stream_position)"
+    " FROM mbus.stream_cursors AS c",
+    "slot position": "EXPLAIN VERBOSE SELECT mbus._format_position("
+    "ROW(c.lo, c.hi, c.after_txid, c.after_id)::mbus.stream_position, c.slot)"
+    " FROM mbus.stream_cursors AS c",
+}
+
+
+@pytest.mark.parametrize("helper", sorted(_HELPER_PLANS))
+def test_read_path_helpers_are_inlined(connect: Connect, helper: str) -> None:
+    # An SQL helper that is not inlined is planned again on every call (read_next and commit
+    # call these once per batch); a stable operator in an IMMUTABLE body stops the inlining.
+    conn = connect()
+    plan = "\n".join(str(r[0]) for r in conn.execute(_HELPER_PLANS[helper]))
+    output = [line for line in plan.splitlines() if "Output:" in line]
+    assert output and not any("mbus._" in line for line in output), plan
+
+
+def test_format_position_matches_the_cursor_grammar(connect: Connect) -> None:
+    conn = connect()
+    rows = conn.execute(
+        "SELECT mbus._format_position(ROW('10:20:12,15', NULL, NULL, NULL)::mbus.stream_position),"
+        " mbus._format_position(ROW('10:20:12,15', '30:31:', '17', 42)::mbus.stream_position, 3),"
+        " mbus._format_position(ROW('10:20:', '30:30:', NULL, NULL)::mbus.stream_position)"
+    ).fetchone()
+    assert rows == ("10:20:12,15", "3@10:20:12,15;30:31:;17;42", "10:20:;30:30:")
+
+
+def _batch_buffers(conn: psycopg.Connection[Any], group: str, limit: int) -> tuple[int, int]:
+    """Read ``limit`` events (not committed): how many came back, and the most buffers one of
+    read_next's batch scans touched (auto_explain with BUFFERS)."""
+    plans = _explain_to_client(conn, analyze=True)
+    got = len(streams.read_next(conn, group, limit=limit))
+    conn.execute("SET auto_explain.log_min_duration = -1")
+    hits = [
+        int(m.group(1))
+        for p in plans
+        if "txid_id_idx" in p
+        for m in [re.search(r"Buffers: shared hit=(\d+)", p)]
+        if m
+    ]
+    assert hits, plans
+    return got, max(hits)
+
+
+def test_a_long_transaction_read_in_pieces_is_not_walked_from_its_start(
+    connect: Connect,
+) -> None:
+    # A transaction still open when the group's position was taken is read through the list
+    # of ended transactions. Read in pieces, each piece must start at the position inside it,
+    # not at the transaction's first event (a walk that grew with every piece).
+    conn, long_tx = connect(), connect()
+    streams.create_group(conn, "g", start="now")
+    conn.commit()
+    streams.publish_batch(long_tx, "t", [{"i": i} for i in range(30_000)])  # held open
+    streams.publish(conn, "t", {"first": True})
+    conn.commit()
+    assert len(drain(conn, "g")) == 1  # the group's position now has long_tx in progress
+    long_tx.commit()
+    for _ in range(5):  # 25,000 events into the long transaction
+        with conn.transaction():
+            batch = streams.read_next(conn, "g", limit=5_000)
+            assert batch.cursor is not None and len(batch) == 5_000
+            streams.commit(conn, "g", batch.cursor)
+    got, buffers = _batch_buffers(conn, "g", 10)
+    conn.rollback()  # not committed: the drain below reads these again
+    assert got == 10
+    # from the position: a few index pages and one heap page; from the start: 25,000 index
+    # entries, about 100 pages
+    assert buffers < 30, buffers
+    assert len(drain(conn, "g", max_events=2_000)) == 5_000

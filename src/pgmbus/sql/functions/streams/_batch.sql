@@ -3,11 +3,18 @@
 --
 -- Purpose:  The next events of the batch from a position lo to a snapshot hi, in (txid, id) order,
 --           after (after_txid, after_id). A transaction not visible in lo is either in lo's xip
---           list or at or after lo's xmax, so the batch is two index range scans on (txid, id):
---             1. `ended`: the xip transactions of lo that hi sees ended (txid = ANY);
---             2. the transactions from `from` (xmax(lo)) up to `to` (xmax(hi)) that hi sees.
---           Each scan stops at limit rows; the union is sorted and cut to limit again. A long
---           transaction makes the first list one entry longer; it never widens the second scan.
+--           list or at or after lo's xmax, so the batch is index range scans on (txid, id):
+--             1. `ended`: the xip transactions of lo that hi sees ended, after after_txid
+--                (txid = ANY), each read whole;
+--             2. the rest of after_txid's own events when it is one of those (txid = after_txid
+--                AND id > after_id: the scan starts at the position, not at the transaction's
+--                first event, so a long transaction read in pieces is read once, not once per
+--                piece from its start);
+--             3. the transactions from `from` (xmax(lo)) up to `to` (xmax(hi)) that hi sees,
+--                after the position when it is among them (event ids are positive, so
+--                (txid, id) > (from, -2^63) is txid >= from).
+--           Each scan stops at limit rows; the union is merged in order and cut to limit. A long
+--           transaction makes the first list one entry longer; it never widens the last scan.
 --           An SQL function without SET, so the planner inlines it into read_next's query (no
 --           intermediate copies of the rows). An event sent directly to one subscription
 --           (subscription_id) is read only by the group that owns that subscription; for the
@@ -35,11 +42,12 @@ CREATE OR REPLACE FUNCTION mbus._batch(p_ended xid8[], p_after_txid xid8, p_afte
 RETURNS SETOF mbus.stream_row
 LANGUAGE sql STABLE
 AS $$
+    -- The filters are repeated in each branch: applied once above the union, they kept the
+    -- planner from merging the three ordered scans (it sorted their whole output instead).
     SELECT b.* FROM (
         (SELECT e.txid, e.id, e.topic, e.key, e.payload, e.headers, e.published_at
          FROM mbus.events AS e
-         WHERE e.txid = ANY (p_ended)
-           AND (e.txid, e.id) > (p_after_txid, p_after_id)
+         WHERE e.txid = ANY (p_ended) AND e.txid > p_after_txid
            AND (p_topics IS NULL OR e.topic = ANY (p_topics))
            AND (p_nslots = 1 OR mbus.key_slot(e.key, e.id, p_nslots) = p_slot)
            AND (e.subscription_id IS NULL
@@ -50,8 +58,26 @@ AS $$
         UNION ALL
         (SELECT e.txid, e.id, e.topic, e.key, e.payload, e.headers, e.published_at
          FROM mbus.events AS e
-         WHERE e.txid >= p_from AND e.txid < p_to
-           AND (e.txid, e.id) > (p_after_txid, p_after_id)
+         WHERE p_after_txid = ANY (p_ended)
+           AND e.txid = p_after_txid AND e.id > p_after_id
+           AND (p_topics IS NULL OR e.topic = ANY (p_topics))
+           AND (p_nslots = 1 OR mbus.key_slot(e.key, e.id, p_nslots) = p_slot)
+           AND (e.subscription_id IS NULL
+                OR EXISTS (SELECT 1 FROM mbus.subscriptions AS s
+                           WHERE s.id = e.subscription_id AND s.group_name = p_group))
+         ORDER BY e.txid, e.id
+         LIMIT p_limit)
+        UNION ALL
+        (SELECT e.txid, e.id, e.topic, e.key, e.payload, e.headers, e.published_at
+         FROM mbus.events AS e
+         -- one lower bound, the row comparison: the scan starts there. (With a second
+         -- one, txid >= p_from, the index may start at either; started at the position
+         -- inside an ended transaction, it walked the rest of that transaction.)
+         WHERE (e.txid, e.id) > (CASE WHEN p_after_txid >= p_from THEN p_after_txid
+                                      ELSE p_from END,
+                                 CASE WHEN p_after_txid >= p_from THEN p_after_id
+                                      ELSE -9223372036854775808 END)
+           AND e.txid < p_to
            AND pg_visible_in_snapshot(e.txid, p_hi)
            AND (p_topics IS NULL OR e.topic = ANY (p_topics))
            AND (p_nslots = 1 OR mbus.key_slot(e.key, e.id, p_nslots) = p_slot)

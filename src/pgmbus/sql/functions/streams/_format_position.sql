@@ -10,7 +10,10 @@
 --             '<slot>@<position>'                  the same, for one slot of a slotted group.
 --           The second form lets a batch larger than max_events be read in pieces, each one
 --           committed on its own. mbus._parse_position reads this text back. A hot-path SQL
---           helper without SET (see mbus.publish).
+--           helper without SET (see mbus.publish), inlined into its callers: every part is
+--           immutable (explicit ::text casts joined by ||, skipping NULLs as concat_ws did;
+--           concat_ws is only stable, and a body less than immutable kept it from being inlined,
+--           so it was planned again on every call).
 -- Params:   p       the position (lo, hi, after_txid, after_id; hi NULL for the first form)
 --           p_slot  the slot to prefix as '<slot>@' (NULL = no prefix)
 -- Returns:  text: the cursor
@@ -22,5 +25,7 @@ LANGUAGE sql IMMUTABLE
 AS $$
     SELECT CASE WHEN p_slot IS NULL THEN '' ELSE p_slot::text || '@' END
         || CASE WHEN (p).hi IS NULL THEN (p).lo::text
-                ELSE concat_ws(';', (p).lo, (p).hi, (p).after_txid, (p).after_id) END;
+                ELSE coalesce((p).lo::text || ';', '') || (p).hi::text
+                     || coalesce(';' || (p).after_txid::text, '')
+                     || coalesce(';' || (p).after_id::text, '') END;
 $$;

@@ -7,7 +7,11 @@
 -- Returns:  bigint: the advisory lock key
 -- Locks:    none (computes the key; read_next takes the lock)
 -- Callers:  mbus.read_next
+-- Inlined into the caller: every operator is immutable (the slot is cast to text explicitly;
+-- text || integer is anytextcat, which is only stable, and an IMMUTABLE SQL function whose body
+-- is less than immutable is called, not inlined: planned again on every call). The key is the
+-- same string as before, so readers of an older release still exclude each other.
 CREATE OR REPLACE FUNCTION mbus._reader_lock_key(p_group text, p_slot integer)
 RETURNS bigint
 LANGUAGE sql IMMUTABLE
-AS $$ SELECT hashtextextended('mbus.streams.reader:' || p_group || ':' || p_slot, 0) $$;
+AS $$ SELECT hashtextextended('mbus.streams.reader:' || p_group || ':' || p_slot::text, 0) $$;
