@@ -6,7 +6,7 @@ retry policy, bucket leases and the attempts history (each has a price, measured
 
 from __future__ import annotations
 
-from bench.sql.model import PathSpec, Side
+from bench.sql.model import PathSpec, Side, with_reference
 
 SQLFILE = "timers.sql"
 
@@ -56,3 +56,5 @@ PATHS: tuple[PathSpec, ...] = (
         guess_per_client=15_000,
     ),
 )
+
+PATHS = with_reference(PATHS)

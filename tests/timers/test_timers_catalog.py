@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import psycopg
 from psycopg.types.json import Jsonb
 
 from tests.timers.conftest import Env
@@ -37,3 +38,26 @@ def test_claim_uses_the_due_index(env: Env) -> None:
         (t0 + timedelta(seconds=100), list(range(32)), t0)))
     assert "timer_callbacks_due" in plan, plan
     assert "Seq Scan" not in plan, plan
+
+
+def test_creating_a_timer_looks_its_row_up_by_key(env: Env) -> None:
+    # timer_create_many returns each item's row: once a join, which the planner (expecting 100
+    # items) ran as a hash of the whole table, so creating one timer cost O(timers stored).
+    t0 = datetime(2030, 1, 1, tzinfo=UTC)
+    items = [{"client_id": env.client.id, "group_key": "g", "event_key": f"e{i}",
+              "run_at": t0.isoformat(), "url": "http://127.0.0.1:9/"} for i in range(3000)]
+    env.sql("SELECT count(*) FROM mbus.timer_create_many(%s, %s)", (Jsonb(items), t0))
+    plans: list[str] = []
+    with psycopg.connect(env.dsn, autocommit=True) as conn:
+        conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+        conn.execute("LOAD 'auto_explain'")
+        conn.execute("SET auto_explain.log_min_duration = 0")
+        conn.execute("SET auto_explain.log_nested_statements = on")
+        conn.execute("SET auto_explain.log_level = notice")
+        created, callback = conn.execute(
+            "SELECT created, callback FROM mbus.timer_create(%s, 'g', 'one more', %s,"
+            " 'http://127.0.0.1:9/')", (env.client.id, t0)).fetchone() or (None, None)
+    assert created is True and callback["event_key"] == "one more"
+    lookups = [p for p in plans if "timer_callbacks" in p and "Insert" not in p]
+    assert lookups, plans
+    assert not any("Seq Scan on timer_callbacks" in p for p in lookups), lookups

@@ -26,10 +26,12 @@ CREATE OR REPLACE FUNCTION mbus.timer_create(
     p_stop_after_delay_s double precision DEFAULT NULL,
     p_originally_run_at timestamptz DEFAULT NULL, p_now timestamptz DEFAULT NULL,
     OUT created boolean, OUT callback jsonb)
-LANGUAGE sql
+LANGUAGE plpgsql
 SET search_path = pg_catalog
+-- PL/pgSQL, not SQL: with SET an SQL function is planned on every call.
 AS $$
-    SELECT m.created, m.callback
+BEGIN
+    SELECT m.created, m.callback INTO created, callback
     FROM mbus.timer_create_many(
         jsonb_build_array(jsonb_build_object(
             'client_id', p_client_id, 'group_key', p_group_key, 'event_key', p_event_key,
@@ -37,4 +39,5 @@ AS $$
             'stop_after_delay_s', p_stop_after_delay_s,
             'originally_run_at', p_originally_run_at)),
         p_now) AS m;
+END;
 $$;

@@ -101,13 +101,20 @@ BEGIN
                t.i->>'group_key' AS group_key, t.i->>'event_key' AS event_key
         FROM jsonb_array_elements(p_items) WITH ORDINALITY AS t(i, n)
     )
+    -- One key lookup per item (LATERAL): joined instead, the planner, expecting 100 items
+    -- from jsonb_array_elements, hashed the whole of timer_callbacks for a single timer, so
+    -- creating one cost O(timers stored): 2.5 ms with 2,800 timers.
     SELECT i.n,
-           c.id = ANY (coalesce(v_new, '{}'))
+           x.id = ANY (coalesce(v_new, '{}'))
                AND i.n = min(i.n) OVER (PARTITION BY i.client_id, i.group_key, i.event_key),
-           mbus.timer_callback_json(c)
+           x.callback
     FROM items AS i
-    JOIN mbus.timer_callbacks AS c
-      ON (c.client_id, c.group_key, c.event_key) = (i.client_id, i.group_key, i.event_key)
+    CROSS JOIN LATERAL (
+        SELECT c.id, mbus.timer_callback_json(c) AS callback
+        FROM mbus.timer_callbacks AS c
+        WHERE c.client_id = i.client_id AND c.group_key = i.group_key
+          AND c.event_key = i.event_key
+        LIMIT 1) AS x  -- the key is unique; the LIMIT keeps the lookup from becoming a join
     ORDER BY i.n;
 END;
 $$;

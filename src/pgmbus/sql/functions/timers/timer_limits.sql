@@ -10,14 +10,19 @@
 -- Callers:  mbus.timer_create_many, mbus.timer_update, mbus.timer_schedule_create
 CREATE OR REPLACE FUNCTION mbus.timer_limits()
 RETURNS jsonb
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog
+-- PL/pgSQL, not SQL: with SET an SQL function is planned on every call, and its subquery's
+-- settings were read once per reference (four reads for two settings).
 AS $$
-    SELECT jsonb_build_object(
+DECLARE
+    c jsonb := mbus.get_setting('timers.max_context_bytes');
+    u jsonb := mbus.get_setting('timers.max_url_length');
+BEGIN
+    RETURN jsonb_build_object(
         'max_context_bytes',
         CASE WHEN jsonb_typeof(c) = 'number' THEN c ELSE '65536' END,
         'max_url_length',
-        CASE WHEN jsonb_typeof(u) = 'number' THEN u ELSE '4096' END)
-    FROM (SELECT mbus.get_setting('timers.max_context_bytes') AS c,
-                 mbus.get_setting('timers.max_url_length') AS u) AS s;
+        CASE WHEN jsonb_typeof(u) = 'number' THEN u ELSE '4096' END);
+END;
 $$;

@@ -10,10 +10,14 @@
 -- Callers:  mbus.timer_retry_policy, mbus.timer_create_many
 CREATE OR REPLACE FUNCTION mbus.timer_retry_merge(p_retry jsonb)
 RETURNS jsonb
-LANGUAGE sql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog
+-- PL/pgSQL, not SQL: with SET an SQL function is planned on every call (timer_create_many
+-- calls it once per use of an item's retry, five times per timer).
 AS $$
-    SELECT '{"fast_retries": 2, "kind": "constant", "delay_s": 60, "factor": 2,
+BEGIN
+    RETURN '{"fast_retries": 2, "kind": "constant", "delay_s": 60, "factor": 2,
              "max_delay_s": 3600}'::jsonb
            || jsonb_strip_nulls(coalesce(nullif(p_retry, 'null'), '{}'));
+END;
 $$;
