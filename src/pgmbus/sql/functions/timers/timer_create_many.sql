@@ -56,7 +56,9 @@ BEGIN
                            ELSE format('item %s: %s', v_bad, v_problem) END;
     END IF;
     SELECT count(*) INTO v_buckets FROM mbus.timer_buckets;
-    WITH items AS (
+    -- Materialised: inlined, each use of i.retry below evaluated timer_retry_merge again (five
+    -- calls per item).
+    WITH items AS MATERIALIZED (
         SELECT t.n::integer AS n,
                (t.i->>'client_id')::bigint AS client_id,
                t.i->>'group_key' AS group_key,
