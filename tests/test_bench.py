@@ -37,3 +37,14 @@ def test_unknown_scenario_is_named() -> None:
         assert "insert_copy" in str(exc)
     else:
         raise AssertionError("expected SystemExit")
+
+
+def test_stream_cuts_walks_the_whole_transaction_in_cuts(pg_server: TestServer) -> None:
+    module = harness.load("stream_cuts")
+    report = harness.run(module, pg_server.admin_dsn, size=3_500, rounds=1)
+    data = report.as_dict()
+    # the scenario itself checks that both walks end at the transaction's end
+    assert data["candidate_extra"]["cuts"] == 4 and data["baseline_extra"]["cuts"] == 1
+    # the same rows copied out, plus one COPY header and trailer per part and cut
+    copied = data["candidate_extra"]["copied_mb"] - data["baseline_extra"]["copied_mb"]
+    assert abs(copied * 1e6 - 3 * 2 * 21) < 1

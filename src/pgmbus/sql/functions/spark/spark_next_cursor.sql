@@ -12,8 +12,9 @@
 --               batch; when only events of other topics arrived, it returns the new position
 --               (the group moves on).
 --           A partial p_from is finished first (the batch ends at its target at most). The
---           candidates are scanned in (txid, id) order on the events_txid_id index and the scan
---           stops at the cut.
+--           candidates are the ordered index range scans of mbus._spark_cut_scan, which start at
+--           the position (also inside a transaction) and stop at the cut: a cut costs the events
+--           it passes, not the size of the transaction it falls in.
 -- Params:   p_from        the batch's start cursor (text; not a slot cursor, MB006)
 --           p_to          the newest snapshot cursor to go to (text; its lo snapshot is used)
 --           p_max_events  at most this many events (NULL = no limit; MB006 when < 1)
@@ -29,13 +30,22 @@ CREATE OR REPLACE FUNCTION mbus.spark_next_cursor(
 RETURNS text
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog
+-- The candidates must be read as ordered index range scans whatever the statistics say, and
+-- planned once per session (as mbus.read_next does; see there): the newest transaction ids are
+-- past the histogram, and a bitmap scan plus sort read a whole transaction for every cut.
+SET enable_bitmapscan = off
+SET enable_seqscan = off
+SET jit = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_parsed record;
     v_from   mbus.stream_position;
     v_hi     pg_snapshot;
-    v_xip    xid8[];
-    v_xmax   xid8;
+    v_after_txid xid8;
+    v_after_id   bigint;
+    v_ended  xid8[];
+    v_start  xid8;
     v_n      bigint := 0;
     v_cut    boolean := false;
     v_txid   xid8;
@@ -60,20 +70,22 @@ BEGIN
             RETURN p_from;
         END IF;
     END IF;
-    v_xip := ARRAY(SELECT pg_snapshot_xip(v_from.lo));
-    v_xmax := pg_snapshot_xmax(v_from.lo);
+    -- events at or before the position are read (only a partial cursor has one)
+    v_after_txid := CASE WHEN v_from.hi IS NOT NULL THEN v_from.after_txid END;
+    v_after_txid := coalesce(v_after_txid, '0'::xid8);
+    v_after_id := CASE WHEN v_from.hi IS NOT NULL THEN v_from.after_id END;
+    v_after_id := coalesce(v_after_id, -1);
+    v_ended := ARRAY(SELECT x FROM pg_snapshot_xip(v_from.lo) AS x
+                     WHERE pg_visible_in_snapshot(x, v_hi) AND x >= v_after_txid);
+    v_start := pg_snapshot_xmax(v_from.lo);
+    -- With p_before alone the scan runs until the first event published at or after it.
     FOR r IN
-        SELECT e.txid, e.id, e.published_at
-        FROM mbus.events AS e
-        WHERE (e.txid = ANY (v_xip) OR (e.txid >= v_xmax AND e.txid < pg_snapshot_xmax(v_hi)))
-          AND pg_visible_in_snapshot(e.txid, v_hi)
-          AND NOT (pg_visible_in_snapshot(e.txid, v_from.lo)
-                   OR (v_from.hi IS NOT NULL
-                       AND (e.txid, e.id) <= (v_from.after_txid, v_from.after_id)))
-          AND (p_topics IS NULL OR e.topic = ANY (p_topics))
-        ORDER BY e.txid, e.id
-        LIMIT CASE WHEN p_before IS NULL THEN coalesce(p_max_events + 1, 1)
-                   ELSE p_max_events + 1 END
+        SELECT b.txid, b.id, b.published_at
+        FROM mbus._spark_cut_scan(v_ended, v_after_txid, v_after_id, v_start,
+                                  pg_snapshot_xmax(v_hi), v_hi, p_topics,
+                                  CASE WHEN p_before IS NULL
+                                       THEN coalesce(p_max_events::bigint + 1, 1)
+                                       ELSE p_max_events::bigint + 1 END) AS b
     LOOP
         IF (p_before IS NOT NULL AND r.published_at >= p_before)
            OR (p_max_events IS NOT NULL AND v_n >= p_max_events) THEN
@@ -93,12 +105,9 @@ BEGIN
     IF v_n = 0 THEN
         -- Nothing of ours; move on only if other events passed (else Spark would spin).
         IF p_topics IS NOT NULL AND EXISTS (
-            SELECT 1 FROM mbus.events AS e
-            WHERE (e.txid = ANY (v_xip) OR (e.txid >= v_xmax AND e.txid < pg_snapshot_xmax(v_hi)))
-              AND pg_visible_in_snapshot(e.txid, v_hi)
-              AND NOT (pg_visible_in_snapshot(e.txid, v_from.lo)
-                       OR (v_from.hi IS NOT NULL
-                           AND (e.txid, e.id) <= (v_from.after_txid, v_from.after_id)))) THEN
+            SELECT 1
+            FROM mbus._spark_cut_scan(v_ended, v_after_txid, v_after_id, v_start,
+                                      pg_snapshot_xmax(v_hi), v_hi, NULL, 1)) THEN
             RETURN mbus._format_position(ROW(v_hi, NULL, NULL, NULL));
         END IF;
         RETURN p_from;

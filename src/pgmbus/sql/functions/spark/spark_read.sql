@@ -11,19 +11,10 @@
 --           Written so that the planner inlines it into the caller's COPY (a single SELECT,
 --           LANGUAGE sql, no SET clause, every name qualified): rows stream out while the scan
 --           runs instead of being collected in a tuplestore first, no function is called per
---           row, and with literal cursors the _spark_* parts fold into constants.
---           The conditions on txid:
---             1. the range, an index condition on events_txid_id: txid in p_from's in-progress
---                list, or from p_from's xmax up to _spark_top(p_to); a micro-batch never scans
---                the whole log;
---             2. the fast path: a txid at or after _spark_top(p_from) (started after every
---                transaction p_from had seen) and before _spark_bottom(p_to) (ended before
---                p_to was taken) is in the range without looking further: two comparisons with
---                constants instead of two pg_visible_in_snapshot calls per row, and most of a
---                large read is such events;
---             3. otherwise the exact rule: visible at p_to (in its lo, or in its hi up to its
---                (txid, id)) and not at p_from (likewise).
---           The fast path is a subset of condition 1, so the plans stay those of the range.
+--           row, and with literal cursors the range's bounds (mbus._between, inlined too)
+--           fold into constants: a micro-batch is a few index range scans on (txid, id), a
+--           cut inside a huge transaction reads only its own part of it, and a large read
+--           takes the fast path for most events (see mbus._between).
 -- Params:   p_from     the range's start cursor (text)
 --           p_to       the range's end cursor (text)
 --           p_topics   only these topics (NULL = all)
@@ -58,23 +49,8 @@ RETURNS TABLE (id bigint, topic text, key text, payload jsonb, headers jsonb,
 LANGUAGE sql STABLE
 AS $$
     SELECT e.id, e.topic, e.key, e.payload, e.headers, e.published_at
-    FROM mbus.events AS e
-    WHERE (e.txid = ANY (mbus._spark_xip(p_from))
-           OR (e.txid >= pg_catalog.pg_snapshot_xmax(mbus._spark_lo(p_from))
-               AND e.txid < mbus._spark_top(p_to)))
-      AND ((e.txid >= mbus._spark_top(p_from) AND e.txid < mbus._spark_bottom(p_to))
-           OR ((pg_catalog.pg_visible_in_snapshot(e.txid, mbus._spark_lo(p_to))
-                OR (mbus._spark_hi(p_to) IS NOT NULL
-                    AND pg_catalog.pg_visible_in_snapshot(e.txid, mbus._spark_hi(p_to))
-                    AND (e.txid, e.id)
-                        <= (mbus._spark_after_txid(p_to), mbus._spark_after_id(p_to))))
-               AND NOT (pg_catalog.pg_visible_in_snapshot(e.txid, mbus._spark_lo(p_from))
-                        OR (mbus._spark_hi(p_from) IS NOT NULL
-                            AND pg_catalog.pg_visible_in_snapshot(e.txid, mbus._spark_hi(p_from))
-                            AND (e.txid, e.id)
-                                <= (mbus._spark_after_txid(p_from),
-                                    mbus._spark_after_id(p_from))))))
-      AND (p_topics IS NULL OR e.topic = ANY (p_topics))
+    FROM mbus._between(mbus._cursor_position(p_from), mbus._cursor_position(p_to)) AS e
+    WHERE (p_topics IS NULL OR e.topic = ANY (p_topics))
       AND ((p_subscription IS NULL AND e.subscription_id IS NULL)
            OR e.subscription_id = p_subscription)
       AND (p_nparts <= 1 OR e.id % p_nparts = p_part)

@@ -9,7 +9,7 @@
 --           p       the position (mbus.stream_position)
 -- Returns:  boolean
 -- Locks:    none
--- Callers:  mbus.read_between, group_status, _partition_needed, repair_after_restore
+-- Callers:  mbus._between, group_status, _partition_needed, repair_after_restore
 CREATE OR REPLACE FUNCTION mbus._consumed(p_txid xid8, p_id bigint, p mbus.stream_position)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE

@@ -3,9 +3,9 @@
 -- Purpose:  The events consumed at to_cursor and not at from_cursor, optionally only these topics
 --           and this key-hash slot of nslots, in id order. A pure function of its arguments while
 --           the events are retained: replays, audits and batch jobs read a range between two
---           cursors (current_cursor, group_cursor, read_next's) without any group. Scans the
---           (txid, id) index for lo's xip transactions and the range [xmax(from.lo),
---           xmax(to's hi or lo)); enable_seqscan is off for the reason given at the SET. A slot
+--           cursors (current_cursor, group_cursor, read_next's) without any group. The range is
+--           mbus._between's index range scans on (txid, id) (also inside a transaction, from a
+--           cursor's position on); enable_seqscan is off for the reason given at the SET. A slot
 --           prefix of the cursors is ignored. Events sent directly to one subscription are
 --           left out (only that subscription's group reads them).
 -- Params:   from_cursor  the earlier cursor (text)
@@ -33,9 +33,6 @@ AS $$
 DECLARE
     v_from mbus.stream_position;
     v_to   mbus.stream_position;
-    v_xip  xid8[];
-    v_xmax xid8;
-    v_top  xid8;
 BEGIN
     PERFORM mbus._check_log();
     IF (slot IS NULL) <> (nslots IS NULL) OR nslots < 1 OR slot < 0 OR slot >= nslots THEN
@@ -44,16 +41,10 @@ BEGIN
     END IF;
     v_from := (mbus._parse_position(from_cursor)).pos;
     v_to := (mbus._parse_position(to_cursor)).pos;
-    v_xip := ARRAY(SELECT pg_snapshot_xip(v_from.lo));
-    v_xmax := pg_snapshot_xmax(v_from.lo);
-    v_top := pg_snapshot_xmax(coalesce(v_to.hi, v_to.lo));
     RETURN QUERY
     SELECT e.id, e.topic, e.key, e.payload, e.headers, e.published_at
-    FROM mbus.events AS e
-    WHERE (e.txid = ANY (v_xip) OR (e.txid >= v_xmax AND e.txid < v_top))
-      AND mbus._consumed(e.txid, e.id, v_to)
-      AND NOT mbus._consumed(e.txid, e.id, v_from)
-      AND (topics IS NULL OR e.topic = ANY (topics))
+    FROM mbus._between(v_from, v_to) AS e
+    WHERE (topics IS NULL OR e.topic = ANY (topics))
       AND e.subscription_id IS NULL  -- directed events: only their subscription's group
       AND (nslots IS NULL OR mbus.key_slot(e.key, e.id, nslots) = slot)
     ORDER BY e.id;

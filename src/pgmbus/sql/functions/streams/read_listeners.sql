@@ -28,9 +28,6 @@ AS $$
 DECLARE
     v_from  mbus.stream_position;
     v_to    mbus.stream_position;
-    v_xip   xid8[];
-    v_xmax  xid8;
-    v_top   xid8;
     v_rows  mbus.stream_row[];
     v_dir   mbus.stream_row[];
     v_group text;
@@ -40,9 +37,6 @@ BEGIN
     PERFORM mbus._check_log();
     v_from := (mbus._parse_position(from_cursor)).pos;
     v_to := (mbus._parse_position(to_cursor)).pos;
-    v_xip := ARRAY(SELECT pg_snapshot_xip(v_from.lo));
-    v_xmax := pg_snapshot_xmax(v_from.lo);
-    v_top := pg_snapshot_xmax(coalesce(v_to.hi, v_to.lo));
     SELECT array_agg(ROW(e.txid, e.id, e.topic, e.key, e.payload, e.headers,
                          e.published_at)::mbus.stream_row ORDER BY e.txid, e.id)
            FILTER (WHERE e.subscription_id IS NULL),
@@ -50,10 +44,7 @@ BEGIN
                          e.published_at)::mbus.stream_row ORDER BY e.txid, e.id)
            FILTER (WHERE e.subscription_id = ANY (subscriptions))
     INTO v_rows, v_dir
-    FROM mbus.events AS e
-    WHERE (e.txid = ANY (v_xip) OR (e.txid >= v_xmax AND e.txid < v_top))
-      AND mbus._consumed(e.txid, e.id, v_to)
-      AND NOT mbus._consumed(e.txid, e.id, v_from);
+    FROM mbus._between(v_from, v_to) AS e;
     IF v_rows IS NOT NULL THEN
         FOR v_group IN
             SELECT DISTINCT s.group_name FROM mbus.subscriptions AS s
