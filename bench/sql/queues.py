@@ -105,7 +105,6 @@ PATHS: tuple[PathSpec, ...] = (
         "post1h",
         "post 1 message with headers (a trace id, a seenby list) per transaction",
         tuple(_post(s, "post1h", 1) for s in (_RAW, _MBUS)),
-        sync=(True,),
     ),
     PathSpec(
         "post100",
