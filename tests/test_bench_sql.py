@@ -155,3 +155,15 @@ def test_markdown_tables_have_a_row_per_side() -> None:
     assert "| 1 | off | raw | 1,000 |  | 0.50 | 50.0 | 300 |" in text
     assert "| 1 | off | pgmbus | 500 | 0.50 |  | 99.0 | 340 |" in text
     assert "skipped: no --pgmq-sql" in text
+
+
+def test_a_reference_that_is_not_a_checkout_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PYTHONPATH=<it>/src would not exist and the import would find this checkout's pgmbus:
+    # the "before" side would silently measure the "after" code
+    from bench.sql import engines
+
+    monkeypatch.setenv("PGMBUS_REF_SRC", str(tmp_path))
+    with pytest.raises(RuntimeError, match="not a pgmbus checkout"):
+        engines._mbus_ref("dbname=unused", None, _tiny())  # type: ignore[arg-type]

@@ -50,6 +50,9 @@ def _mbus(dsn: str, server: BenchServer, opts: Options) -> None:
 def _mbus_ref(dsn: str, server: BenchServer, opts: Options) -> None:
     """pgmbus's schema as the checkout at $PGMBUS_REF_SRC installs it (its own Python)."""
     src = os.environ["PGMBUS_REF_SRC"]
+    if not os.path.isdir(os.path.join(src, "src", "pgmbus")):
+        # else the import below finds this checkout's pgmbus and both sides measure the same
+        raise RuntimeError(f"PGMBUS_REF_SRC={src} is not a pgmbus checkout (no src/pgmbus)")
     code = (
         "import sys, psycopg\nfrom pgmbus import schema\n"
         "with psycopg.connect(sys.argv[1]) as conn:\n    schema.install(conn)\n"

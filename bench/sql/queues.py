@@ -102,6 +102,11 @@ PATHS: tuple[PathSpec, ...] = (
         sync=(True,),
     ),
     PathSpec(
+        "post1h",
+        "post 1 message with headers (a trace id, a seenby list) per transaction",
+        tuple(_post(s, "post1h", 1) for s in (_RAW, _MBUS)),
+    ),
+    PathSpec(
         "post100",
         "post 100 messages per call",
         tuple(_post(s, "post100", 100) for s in (_RAW, _MBUS, _PGMQ, _PGQUEUER, _PROCRASTINATE)),

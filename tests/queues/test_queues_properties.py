@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from psycopg import sql
 from psycopg.rows import dict_row
@@ -298,6 +298,73 @@ def test_any_payload(shared_dsn: str, data: Any, props: Any) -> None:
         rows = got.fetchall()
         assert len(rows) == 1 and norm(rows[0]["data"]) == norm(data)
         assert norm(rows[0]["properties"]) == norm(props)
+
+
+# The stamping rule as first written (an SQL expression): the reference the stored headers
+# are compared with, whatever mbus.stamp_headers has become.
+_STAMPED = """
+    SELECT h || jsonb_build_object(
+        'seenby', CASE
+            WHEN jsonb_typeof(h -> 'seenby') <> 'array' OR h -> 'seenby' IS NULL
+                THEN jsonb_build_array(current_database())
+            WHEN (h -> 'seenby') ? current_database() THEN h -> 'seenby'
+            ELSE (h -> 'seenby') || to_jsonb(current_database()) END,
+        'source_db', coalesce(h ->> 'source_db', current_database()),
+        'destination', %(queue)s::text,
+        'enqueue_time', coalesce(h -> 'enqueue_time', to_jsonb(%(added)s::timestamptz)))
+    FROM (SELECT coalesce(%(headers)s::jsonb, '{}'::jsonb) AS h) AS s
+"""
+# "$db" stands for this database's name (seenby already holding it)
+_SEENBY = st.lists(st.sampled_from(["$db", "far", "", "x"]), min_size=1, max_size=3)
+_STAMPABLE = st.fixed_dictionaries(
+    {},
+    optional={
+        "seenby": st.one_of(_SEENBY, SCALARS),
+        "source_db": SCALARS,
+        "enqueue_time": SCALARS,
+        "destination": SCALARS,
+        "trace": JSON,
+    },
+)
+HEADERS = st.one_of(_STAMPABLE, JSON)
+
+
+@settings(SETTINGS, max_examples=40)
+@given(headers=HEADERS, single=st.booleans())
+@example(headers={"seenby": ["far", "$db"], "trace": 1}, single=True)  # seenby has us: kept
+@example(headers={"seenby": ["far"], "source_db": "far"}, single=False)  # we are appended
+@example(headers={"seenby": "far", "source_db": None, "enqueue_time": None}, single=True)
+@example(headers=[{"seenby": []}], single=False)  # not an object: MB005
+def test_any_headers(shared_dsn: str, headers: Any, single: bool) -> None:
+    """Any JSON as headers, posted alone or in a batch: MB005 when not an object (nothing
+    stored), else the consumer gets them stamped (seenby, source_db, destination,
+    enqueue_time) exactly as the stamping rule says."""
+    with transaction(shared_dsn) as conn:
+        conn.execute("SELECT mbus.create_queue('jobs', 1)")
+        if isinstance(headers, dict) and isinstance(headers.get("seenby"), list):
+            here = conn.info.dbname
+            headers["seenby"] = [here if v == "$db" else v for v in headers["seenby"]]
+        if single:
+            exc = attempt(conn, "SELECT mbus.post_jobs('{}', %s)", Jsonb(headers))
+        else:
+            exc = attempt(
+                conn,
+                "SELECT mbus.postn_jobs(ARRAY['{}'::jsonb, '{}'::jsonb], ARRAY[%s::jsonb, NULL])",
+                Jsonb(headers),
+            )
+        if exc is not None:
+            assert exc.sqlstate == "MB005" and "headers" in str(exc)
+            assert not isinstance(headers, dict)
+            assert not conn.execute("SELECT 1 FROM mbus.q_jobs").fetchall()
+            return
+        assert isinstance(headers, dict)
+        got = conn.execute("SELECT headers, added FROM mbus.consumen('jobs', 'default', 5)")
+        first = got.fetchall()[0]
+        row = conn.execute(
+            _STAMPED, {"queue": "jobs", "added": first["added"], "headers": Jsonb(headers)}
+        ).fetchone()
+        assert row is not None
+        assert first["headers"] == next(iter(row.values()))
 
 
 def norm(value: Any) -> Any:

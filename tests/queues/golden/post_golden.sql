@@ -28,7 +28,9 @@ BEGIN
     IF data IS NULL OR jsonb_typeof(data) <> 'object' THEN
         PERFORM mbus.check_payload('data', data, false);
     END IF;
-    IF headers IS NOT NULL OR properties IS NOT NULL THEN
+    -- the calls (which name the argument in the error) only when one of them is not an object
+    IF (headers IS NOT NULL AND jsonb_typeof(headers) <> 'object')
+       OR (properties IS NOT NULL AND jsonb_typeof(properties) <> 'object') THEN
         PERFORM mbus.check_payload('headers', headers);
         PERFORM mbus.check_payload('properties', properties);
     END IF;
