@@ -128,3 +128,28 @@ def test_cuts_inside_a_long_transaction_start_at_the_cut(db_dsn: str) -> None:
         assert _buffers(plan) < 40, plan
         assert len(_spark_read_ids(conn, position, cut)) == 10
         assert _spark_read_ids(conn, position, cut) == _defined_ids(conn, position, cut)
+
+
+def test_cuts_count_directed_events_too(db_dsn: str) -> None:
+    # Events sent directly to one subscription are read by the source that names it
+    # (subscriptionId): the cut counts them like any other, so such a stream moves on.
+    from pgmbus import streams
+
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        streams.create_group(conn, "g")
+        sub = streams.subscribe(conn, "g", "true")
+        start = cursor_now(db_dsn)
+        with conn.transaction():
+            for n in range(3):
+                streams.publish(conn, "t", {"n": n}, subscription_id=sub)
+        end = cursor_now(db_dsn)
+        cuts = _cuts(conn, start, end, 2)
+        assert len(cuts) == 3  # 2 events, then 1
+        directed = sql.SQL("SELECT count(*) FROM mbus.spark_read({}, {}, p_subscription => {})")
+        counts = [
+            conn.execute(
+                directed.format(sql.Literal(a), sql.Literal(b), sql.Literal(sub))
+            ).fetchone()
+            for a, b in itertools.pairwise(cuts)
+        ]
+        assert counts == [(2,), (1,)]

@@ -12,9 +12,10 @@
 --               batch; when only events of other topics arrived, it returns the new position
 --               (the group moves on).
 --           A partial p_from is finished first (the batch ends at its target at most). The
---           candidates are the ordered index range scans of mbus._spark_cut_scan, which start at
---           the position (also inside a transaction) and stop at the cut: a cut costs the events
---           it passes, not the size of the transaction it falls in.
+--           candidates are the ordered index range scans of mbus._batch (every event of p_topics,
+--           directed ones too), which start at the position (also inside a transaction) and stop
+--           at the cut: a cut costs the events it passes, not the size of the transaction it
+--           falls in.
 -- Params:   p_from        the batch's start cursor (text; not a slot cursor, MB006)
 --           p_to          the newest snapshot cursor to go to (text; its lo snapshot is used)
 --           p_max_events  at most this many events (NULL = no limit; MB006 when < 1)
@@ -46,6 +47,7 @@ DECLARE
     v_after_id   bigint;
     v_ended  xid8[];
     v_start  xid8;
+    v_limit  integer;  -- p_max_events, kept inside integer with the row after it
     v_n      bigint := 0;
     v_cut    boolean := false;
     v_txid   xid8;
@@ -56,6 +58,7 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = format('max_events must be at least 1, not %s', p_max_events);
     END IF;
+    v_limit := CASE WHEN p_max_events IS NOT NULL THEN least(p_max_events, 2147483646) END;
     v_parsed := mbus._parse_position(p_from);
     IF v_parsed.slot IS NOT NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
@@ -81,11 +84,10 @@ BEGIN
     -- With p_before alone the scan runs until the first event published at or after it.
     FOR r IN
         SELECT b.txid, b.id, b.published_at
-        FROM mbus._spark_cut_scan(v_ended, v_after_txid, v_after_id, v_start,
-                                  pg_snapshot_xmax(v_hi), v_hi, p_topics,
-                                  CASE WHEN p_before IS NULL
-                                       THEN coalesce(p_max_events::bigint + 1, 1)
-                                       ELSE p_max_events::bigint + 1 END) AS b
+        FROM mbus._batch(v_ended, v_after_txid, v_after_id, v_start, pg_snapshot_xmax(v_hi),
+                         v_hi, p_topics, 0, 1,
+                         CASE WHEN p_before IS NULL THEN coalesce(v_limit + 1, 1)
+                              ELSE v_limit + 1 END, NULL) AS b
     LOOP
         IF (p_before IS NOT NULL AND r.published_at >= p_before)
            OR (p_max_events IS NOT NULL AND v_n >= p_max_events) THEN
@@ -106,8 +108,8 @@ BEGIN
         -- Nothing of ours; move on only if other events passed (else Spark would spin).
         IF p_topics IS NOT NULL AND EXISTS (
             SELECT 1
-            FROM mbus._spark_cut_scan(v_ended, v_after_txid, v_after_id, v_start,
-                                      pg_snapshot_xmax(v_hi), v_hi, NULL, 1)) THEN
+            FROM mbus._batch(v_ended, v_after_txid, v_after_id, v_start, pg_snapshot_xmax(v_hi),
+                             v_hi, NULL, 0, 1, 1, NULL)) THEN
             RETURN mbus._format_position(ROW(v_hi, NULL, NULL, NULL));
         END IF;
         RETURN p_from;

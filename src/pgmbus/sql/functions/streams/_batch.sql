@@ -19,7 +19,8 @@
 --           intermediate copies of the rows). An event sent directly to one subscription
 --           (subscription_id) is read only by the group that owns that subscription; for the
 --           others it is skipped like an event of another topic (the OR stops at the NULL of
---           every undirected event, so they cost nothing more).
+--           every undirected event, so they cost nothing more). With p_group NULL every event of
+--           the topics counts, directed ones too (mbus.spark_next_cursor's cut).
 -- Params:   p_ended       the ids of lo's xip transactions that hi sees ended (xid8[])
 --           p_after_txid  the transaction id of the last event consumed inside this batch
 --                         ('0' when none)
@@ -31,11 +32,13 @@
 --           p_slot        the slot read (integer)
 --           p_nslots      the group's slot count (1 = no key filter)
 --           p_limit       the most rows returned
---           p_group       the reading group (directed events of other groups are left out)
+--           p_group       the reading group (directed events of other groups are left out;
+--                         NULL: none is left out)
 -- Returns:  SETOF mbus.stream_row (txid, id, topic, key, payload, headers, published_at), in
 --           (txid, id) order; no row when the batch is done
 -- Locks:    none (reads only)
--- Callers:  mbus.read_next (once, max_events + 1 rows: the last one decides the cursor)
+-- Callers:  mbus.read_next (the batch's edge, then its rows), mbus.spark_next_cursor (the
+--           cut: txid, id and published_at of up to max_events + 1 events)
 CREATE OR REPLACE FUNCTION mbus._batch(p_ended xid8[], p_after_txid xid8, p_after_id bigint, p_from xid8,
                             p_to xid8, p_hi pg_snapshot, p_topics text[], p_slot integer,
                             p_nslots integer, p_limit integer, p_group text)
@@ -50,7 +53,7 @@ AS $$
          WHERE e.txid = ANY (p_ended) AND e.txid > p_after_txid
            AND (p_topics IS NULL OR e.topic = ANY (p_topics))
            AND (p_nslots = 1 OR mbus.key_slot(e.key, e.id, p_nslots) = p_slot)
-           AND (e.subscription_id IS NULL
+           AND (e.subscription_id IS NULL OR p_group IS NULL
                 OR EXISTS (SELECT 1 FROM mbus.subscriptions AS s
                            WHERE s.id = e.subscription_id AND s.group_name = p_group))
          ORDER BY e.txid, e.id
@@ -62,7 +65,7 @@ AS $$
            AND e.txid = p_after_txid AND e.id > p_after_id
            AND (p_topics IS NULL OR e.topic = ANY (p_topics))
            AND (p_nslots = 1 OR mbus.key_slot(e.key, e.id, p_nslots) = p_slot)
-           AND (e.subscription_id IS NULL
+           AND (e.subscription_id IS NULL OR p_group IS NULL
                 OR EXISTS (SELECT 1 FROM mbus.subscriptions AS s
                            WHERE s.id = e.subscription_id AND s.group_name = p_group))
          ORDER BY e.txid, e.id
@@ -81,7 +84,7 @@ AS $$
            AND pg_visible_in_snapshot(e.txid, p_hi)
            AND (p_topics IS NULL OR e.topic = ANY (p_topics))
            AND (p_nslots = 1 OR mbus.key_slot(e.key, e.id, p_nslots) = p_slot)
-           AND (e.subscription_id IS NULL
+           AND (e.subscription_id IS NULL OR p_group IS NULL
                 OR EXISTS (SELECT 1 FROM mbus.subscriptions AS s
                            WHERE s.id = e.subscription_id AND s.group_name = p_group))
          ORDER BY e.txid, e.id
