@@ -327,3 +327,25 @@ def test_any_retry_policy_is_refused_or_recordable(
     assert status in ("pending", "failed")
     if status == "pending":
         assert now <= run_at <= min(deadline, now + timedelta(seconds=MAX_DELAY))
+
+
+@pytest.mark.parametrize(
+    ("time", "refused"),
+    [
+        (None, False),
+        ("1970-01-01 00:00:00+00", False),
+        ("1969-12-31 23:59:59.999999+00", True),
+        ("9997-12-31 23:59:59.999999+00", False),
+        ("9998-01-01 00:00:00+00", True),
+        ("infinity", True),
+        ("-infinity", True),
+    ],
+)
+def test_timer_times_are_refused_exactly_outside_their_range(
+    env: Env, time: str | None, refused: bool
+) -> None:
+    (problem,) = env.sql("SELECT mbus.timer_time_problem('run_at', %s::timestamptz)", (time,))[0]
+    if refused:
+        assert problem == "run_at must be from 1970-01-01 to before 9998-01-01 (UTC)"
+    else:
+        assert problem is None
