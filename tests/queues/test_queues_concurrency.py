@@ -11,6 +11,8 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
+from tests.plans import explain_to_client
+
 
 @pytest.mark.slow
 def test_n_producers_m_consumers_exactly_once(autodb: str) -> None:
@@ -175,14 +177,9 @@ def test_committed_post_notifies_listeners(autodb: str) -> None:
 
 def _plans(conn: psycopg.Connection[Any], query: str) -> str:
     """The plans of every statement run by query (auto_explain sent to the client)."""
-    plans: list[str] = []
-    conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
-    conn.execute("LOAD 'auto_explain'")
-    conn.execute("SET auto_explain.log_min_duration = 0")
-    conn.execute("SET auto_explain.log_nested_statements = on")
-    conn.execute("SET client_min_messages = log")
+    plans = explain_to_client(conn)
     conn.execute(query).fetchall()
-    conn.execute("SET client_min_messages = notice")
+    conn.execute("SET auto_explain.log_min_duration = -1")
     return "\n".join(plans)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from tests.plans import explain_to_client
 from tests.spark.conftest import cursor_now, publish, read_sql
 
 
@@ -98,17 +99,7 @@ def test_cuts_inside_a_long_transaction_start_at_the_cut(db_dsn: str) -> None:
             position = _next(conn, position, end, 5_000)
         # once before measuring: a first call's buffers are mostly the catalog's
         conn.execute("SELECT count(*) FROM mbus.read_between(%s, %s)", (position, position))
-        plans: list[str] = []
-        conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
-        for setting in (
-            "LOAD 'auto_explain'",
-            "SET auto_explain.log_min_duration = 0",
-            "SET auto_explain.log_nested_statements = on",
-            "SET auto_explain.log_analyze = on",
-            "SET auto_explain.log_buffers = on",
-            "SET auto_explain.log_level = notice",
-        ):
-            conn.execute(setting)
+        plans = explain_to_client(conn, analyze=True)
         cut = _next(conn, position, end, 10)
         rows = conn.execute(
             "SELECT count(*) FROM mbus.read_between(%s, %s)", (position, cut)

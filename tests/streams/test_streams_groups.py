@@ -11,6 +11,7 @@ import pytest
 
 from pgmbus import streams
 from pgmbus.errors import AlreadyExists, InvalidArgument, InvalidName, NotFound
+from tests.plans import explain_to_client
 from tests.streams.conftest import Connect, drain
 
 
@@ -296,21 +297,6 @@ def test_commit_transaction_commits_cursor_and_transaction_together(connect: Con
         streams.commit_transaction(conn, "g", "garbage")
 
 
-def _explain_to_client(conn: psycopg.Connection[Any], *, analyze: bool = False) -> list[str]:
-    """From now on, the plan of every statement conn runs, nested ones too (auto_explain sent
-    to the client as notices), collected in the returned list; with buffers when analyze."""
-    plans: list[str] = []
-    conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
-    conn.execute("LOAD 'auto_explain'")
-    conn.execute("SET auto_explain.log_min_duration = 0")
-    conn.execute("SET auto_explain.log_nested_statements = on")
-    if analyze:
-        conn.execute("SET auto_explain.log_analyze = on")
-        conn.execute("SET auto_explain.log_buffers = on")
-    conn.execute("SET auto_explain.log_level = notice")
-    return plans
-
-
 def test_read_next_scans_the_index_in_order_even_with_stale_statistics(connect: Connect) -> None:
     conn = connect(autocommit=True)
     streams.create_group(conn, "g", start="beginning")
@@ -318,7 +304,7 @@ def test_read_next_scans_the_index_in_order_even_with_stale_statistics(connect: 
     conn.execute("ANALYZE mbus.events")  # statistics from a near-empty log
     for _ in range(5):
         streams.publish_batch(conn, "t", [{"i": i} for i in range(1000)])
-    plans = _explain_to_client(conn)
+    plans = explain_to_client(conn)
     assert len(streams.read_next(conn, "g", limit=10)) == 10
     batch_plans = [p for p in plans if "events_txid_id" in p or "txid_id_idx" in p]
     assert batch_plans, plans
@@ -360,7 +346,7 @@ def test_format_position_matches_the_cursor_grammar(connect: Connect) -> None:
 def _batch_buffers(conn: psycopg.Connection[Any], group: str, limit: int) -> tuple[int, int]:
     """Read ``limit`` events (not committed): how many came back, and the most buffers one of
     read_next's batch scans touched (auto_explain with BUFFERS)."""
-    plans = _explain_to_client(conn, analyze=True)
+    plans = explain_to_client(conn, analyze=True)
     got = len(streams.read_next(conn, group, limit=limit))
     conn.execute("SET auto_explain.log_min_duration = -1")
     hits = [

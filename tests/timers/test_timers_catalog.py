@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 from psycopg.types.json import Jsonb
 
+from tests.plans import explain_to_client
 from tests.timers.conftest import Env
 
 
@@ -47,13 +48,8 @@ def test_creating_a_timer_looks_its_row_up_by_key(env: Env) -> None:
     items = [{"client_id": env.client.id, "group_key": "g", "event_key": f"e{i}",
               "run_at": t0.isoformat(), "url": "http://127.0.0.1:9/"} for i in range(3000)]
     env.sql("SELECT count(*) FROM mbus.timer_create_many(%s, %s)", (Jsonb(items), t0))
-    plans: list[str] = []
     with psycopg.connect(env.dsn, autocommit=True) as conn:
-        conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
-        conn.execute("LOAD 'auto_explain'")
-        conn.execute("SET auto_explain.log_min_duration = 0")
-        conn.execute("SET auto_explain.log_nested_statements = on")
-        conn.execute("SET auto_explain.log_level = notice")
+        plans = explain_to_client(conn)
         created, callback = conn.execute(
             "SELECT created, callback FROM mbus.timer_create(%s, 'g', 'one more', %s,"
             " 'http://127.0.0.1:9/')", (env.client.id, t0)).fetchone() or (None, None)

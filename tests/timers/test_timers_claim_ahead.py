@@ -10,6 +10,7 @@ from typing import Any
 
 import psycopg
 
+from tests.plans import explain_to_client
 from tests.timers.conftest import Env, Reply
 from tests.timers.test_timers_dispatcher import (
     Server,
@@ -198,13 +199,8 @@ def test_the_claim_walks_the_due_index_and_updates_through_the_primary_key(env: 
         (env.client.id, T0 - sec(60), "http://127.0.0.1:9/cb", T0),
     )
     env.sql("ANALYZE mbus.timer_callbacks")
-    plans: list[str] = []
     with psycopg.connect(env.dsn) as conn:
-        conn.add_notice_handler(lambda d: plans.append(str(d.message_primary)))
-        conn.execute("LOAD 'auto_explain'")
-        conn.execute("SET auto_explain.log_min_duration = 0")
-        conn.execute("SET auto_explain.log_nested_statements = on")
-        conn.execute("SET auto_explain.log_level = notice")
+        plans = explain_to_client(conn)
         rows = conn.execute(
             "SELECT id FROM mbus.timer_claim('d', %s, 10, 10, %s)", (ALL, T0)
         ).fetchall()
