@@ -1,7 +1,7 @@
 -- Function: mbus.spark_read(p_from, p_to, p_topics, p_part, p_nparts, p_keys, ...)
 --
--- Purpose:  The events consumed at cursor p_to and not at cursor p_from (the rule of
---           mbus.read_between and mbus._consumed, written out here), restricted to part p_part
+-- Purpose:  The events consumed at cursor p_to and not at cursor p_from (mbus._between, the
+--           range read_between and read_listeners read too), restricted to part p_part
 --           of p_nparts by id (id % p_nparts, so a single big transaction splits evenly too)
 --           and to the filters Spark pushed down (NULL: no condition). A pure function of its
 --           arguments while the events are retained: a replayed micro-batch reads exactly the
