@@ -123,7 +123,32 @@ def test_claims_keep_their_plans(stats_conn: psycopg.Connection[Any]) -> None:
             prepare=True,
         ).fetchone()
         assert token is not None
+        conn.execute("SELECT mbus.extend_plq(%s, interval '1 minute')", (token[0],), prepare=True)
         conn.execute("SELECT mbus.ack_plq(%s)", (token[0],), prepare=True)
+    for verdict in ("SELECT mbus.nack_plq(%s)", "SELECT mbus.bury_plq(%s, 'no')"):
+        for _ in range(CALLS):
+            token = conn.execute(
+                "SELECT lease_token FROM mbus.lease_plq_by_default(1, interval '30 seconds')",
+                prepare=True,
+            ).fetchone()
+            assert token is not None
+            conn.execute(verdict, (token[0],), prepare=True)
+    assert planned_every_call(conn) == []
+
+
+def test_take_and_peek_keep_their_plans(stats_conn: psycopg.Connection[Any]) -> None:
+    conn = stats_conn
+    queue_with_selector_and_trigger(conn)
+    iids = [
+        row[0]
+        for row in conn.execute(
+            "SELECT * FROM mbus.postn_plq(array_fill(%s::jsonb, ARRAY[%s]))", (PAYLOAD, CALLS)
+        )
+    ]
+    reset_counts(conn)
+    for iid in iids:
+        conn.execute("SELECT * FROM mbus.peek_plq(%s)", (iid,), prepare=True).fetchall()
+        conn.execute("SELECT * FROM mbus.take_plq(%s)", (iid,), prepare=True).fetchall()
     assert planned_every_call(conn) == []
 
 
