@@ -305,14 +305,22 @@ class DevCluster:
         }
         if self.ephemeral:
             settings.update(fsync="off", full_page_writes="off", synchronous_commit="off")
+        preload: list[str] = []
         if (bindir.parent / "lib" / "pg_cron.so").exists():
             # `pgmbus install --schedule` runs the storage upkeep from pg_cron (Debian's
             # postgresql-<n>-cron); its jobs run as background workers, no libpq login needed
+            preload.append("pg_cron")
             settings.update(
-                shared_preload_libraries="'pg_cron'",
                 **{"cron.database_name": "'postgres'", "cron.use_background_workers": "on"},
                 max_worker_processes="32",
             )
+        if (bindir.parent / "lib" / "pg_stat_statements.so").exists():
+            # per-statement time and planning counts, nested statements included once a
+            # session sets pg_stat_statements.track = all (docs/benchmarks.md's profiles; the
+            # test that no function plans a statement again on every call)
+            preload.append("pg_stat_statements")
+        if preload:
+            settings["shared_preload_libraries"] = "'" + ", ".join(preload) + "'"
         version = (self.data_dir / "PG_VERSION").read_text().strip()
         if version.isdigit() and int(version) >= 14:
             # after a crash the startup syncs the data folder before recovery: one syncfs call

@@ -146,11 +146,15 @@ BEGIN
         PERFORM mbus.post_golden_audit(t.data, t.headers, t.properties, t.delayed_until, t.expires,
                         priority => v_prio);
     END IF;
-    IF v_prio > 0 AND NOT (SELECT s.prioritized FROM mbus.queue_segment AS s
-                           WHERE s.qname = 'golden') THEN
-        -- the queue's first message with a priority: claims take the priority tier from now on
-        UPDATE mbus.queue_segment AS s SET prioritized = true
-        WHERE s.qname = 'golden' AND NOT s.prioritized;
+    -- Two IFs, not one AND: a condition with a sub-select is a query, which PostgreSQL
+    -- planned again on every post (its custom plan, with v_prio folded, always looked cheaper
+    -- than the generic one); `v_prio > 0` alone is a plain expression.
+    IF v_prio > 0 THEN
+        IF NOT (SELECT s.prioritized FROM mbus.queue_segment AS s WHERE s.qname = 'golden') THEN
+            -- the queue's first message with a priority: claims take the priority tier from now on
+            UPDATE mbus.queue_segment AS s SET prioritized = true
+            WHERE s.qname = 'golden' AND NOT s.prioritized;
+        END IF;
     END IF;
     -- Counters (messages posted to the queue, deliveries to each consumer) and whether someone
     -- waits on the queue (the notify is sent only then), in one statement.

@@ -89,8 +89,10 @@ BEGIN
         FROM m AS t WHERE (t.data ? 'audit'))
     SELECT array_agg(m.iid ORDER BY m.ord) INTO v_iids FROM m, (SELECT 0 + (SELECT g_golden_audit.n FROM g_golden_audit) AS n) AS fired WHERE fired.n IS NOT NULL;
     -- counter: messages posted to the queue (after the statement, so a batch that falls back
-    -- to post_each is not counted twice)
-    PERFORM nextval('mbus."q_golden$posted"') FROM generate_series(1, cardinality(data));
+    -- to post_each is not counted twice). Over unnest(data), not generate_series(1,
+    -- cardinality(data)): the generic plan of the latter guesses 1,000 rows, so PostgreSQL kept
+    -- planning it again for every batch (14 us per call); unnest's guess is 10 rows.
+    PERFORM nextval('mbus."q_golden$posted"') FROM unnest(data);
     EXCEPTION WHEN OTHERS THEN
         RETURN QUERY SELECT mbus.post_each('golden', data, headers, properties, delayed_until, expires,
                                            priority);

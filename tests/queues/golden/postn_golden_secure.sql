@@ -80,7 +80,9 @@ BEGIN
         RETURNING nextval('mbus."q_golden_secure$c4$posted"'))
     SELECT m.iid FROM m, (SELECT 0 AS n) AS fired WHERE fired.n IS NOT NULL ORDER BY m.ord;
     -- counter: messages posted to the queue (after the statement, so a batch that falls back
-    -- to post_each is not counted twice)
-    PERFORM nextval('mbus."q_golden_secure$posted"') FROM generate_series(1, cardinality(data));
+    -- to post_each is not counted twice). Over unnest(data), not generate_series(1,
+    -- cardinality(data)): the generic plan of the latter guesses 1,000 rows, so PostgreSQL kept
+    -- planning it again for every batch (14 us per call); unnest's guess is 10 rows.
+    PERFORM nextval('mbus."q_golden_secure$posted"') FROM unnest(data);
 END;
 $function$
