@@ -108,6 +108,16 @@ def test_posts_keep_their_plans(stats_conn: psycopg.Connection[Any], kind: str) 
     assert planned_every_call(stats_conn) == []
 
 
+def lease_one(conn: psycopg.Connection[Any]) -> object:
+    """Lease the next message of plq's default consumer for 30 s; its lease token."""
+    row = conn.execute(
+        "SELECT lease_token FROM mbus.lease_plq_by_default(1, interval '30 seconds')",
+        prepare=True,
+    ).fetchone()
+    assert row is not None
+    return row[0]
+
+
 def test_claims_keep_their_plans(stats_conn: psycopg.Connection[Any]) -> None:
     conn = stats_conn
     queue_with_selector_and_trigger(conn)
@@ -118,21 +128,12 @@ def test_claims_keep_their_plans(stats_conn: psycopg.Connection[Any]) -> None:
     run(conn, "SELECT * FROM mbus.consume_plq_by_default()")
     run(conn, "SELECT * FROM mbus.consumen_plq_by_default(5)")
     for _ in range(CALLS):
-        token = conn.execute(
-            "SELECT lease_token FROM mbus.lease_plq_by_default(1, interval '30 seconds')",
-            prepare=True,
-        ).fetchone()
-        assert token is not None
-        conn.execute("SELECT mbus.extend_plq(%s, interval '1 minute')", (token[0],), prepare=True)
-        conn.execute("SELECT mbus.ack_plq(%s)", (token[0],), prepare=True)
+        token = lease_one(conn)
+        conn.execute("SELECT mbus.extend_plq(%s, interval '1 minute')", (token,), prepare=True)
+        conn.execute("SELECT mbus.ack_plq(%s)", (token,), prepare=True)
     for verdict in ("SELECT mbus.nack_plq(%s)", "SELECT mbus.bury_plq(%s, 'no')"):
         for _ in range(CALLS):
-            token = conn.execute(
-                "SELECT lease_token FROM mbus.lease_plq_by_default(1, interval '30 seconds')",
-                prepare=True,
-            ).fetchone()
-            assert token is not None
-            conn.execute(verdict, (token[0],), prepare=True)
+            conn.execute(verdict, (lease_one(conn),), prepare=True)
     assert planned_every_call(conn) == []
 
 
