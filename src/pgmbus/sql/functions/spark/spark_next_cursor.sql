@@ -74,10 +74,8 @@ BEGIN
         END IF;
     END IF;
     -- events at or before the position are read (only a partial cursor has one)
-    v_after_txid := CASE WHEN v_from.hi IS NOT NULL THEN v_from.after_txid END;
-    v_after_txid := coalesce(v_after_txid, '0'::xid8);
-    v_after_id := CASE WHEN v_from.hi IS NOT NULL THEN v_from.after_id END;
-    v_after_id := coalesce(v_after_id, -1);
+    v_after_txid := coalesce(CASE WHEN v_from.hi IS NOT NULL THEN v_from.after_txid END, '0'::xid8);
+    v_after_id := coalesce(CASE WHEN v_from.hi IS NOT NULL THEN v_from.after_id END, -1);
     v_ended := ARRAY(SELECT x FROM pg_snapshot_xip(v_from.lo) AS x
                      WHERE pg_visible_in_snapshot(x, v_hi) AND x >= v_after_txid);
     v_start := pg_snapshot_xmax(v_from.lo);
