@@ -45,16 +45,22 @@ def reset_counts(conn: psycopg.Connection[Any]) -> None:
     )
 
 
+# consume_after's dispatch to the dependency's queue (mbus.await_deps, mbus.release_deps):
+# an EXECUTE is planned on every run by design; it only calls the queue's generated deps_<q>,
+# whose statements keep their plans (and are checked like every other).
+DISPATCH = "SELECT mbus.deps\\_%"
+
+
 def planned_every_call(conn: psycopg.Connection[Any], calls: int = CALLS) -> list[str]:
     """The statements of this database run at least `calls` times and planned on more than
-    half of their runs, with their counts."""
+    half of their runs, with their counts (the deps_<q> dispatch aside)."""
     rows = conn.execute(
         "SELECT s.calls, s.plans, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 160)"
         " FROM pg_stat_statements AS s"
         " WHERE s.dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
         "   AND s.calls >= %s AND s.plans * 2 > s.calls"
-        "   AND s.query NOT LIKE '%%pg_stat_statements%%'",
-        (calls,),
+        "   AND s.query NOT LIKE '%%pg_stat_statements%%' AND s.query NOT LIKE %s",
+        (calls, DISPATCH),
     ).fetchall()
     return [f"{plans} plans in {n} calls: {query}" for n, plans, query in rows]
 
@@ -150,6 +156,36 @@ def test_take_and_peek_keep_their_plans(stats_conn: psycopg.Connection[Any]) -> 
     for iid in iids:
         conn.execute("SELECT * FROM mbus.peek_plq(%s)", (iid,), prepare=True).fetchall()
         conn.execute("SELECT * FROM mbus.take_plq(%s)", (iid,), prepare=True).fetchall()
+    assert planned_every_call(conn) == []
+
+
+def test_consume_after_keeps_its_plans(stats_conn: psycopg.Connection[Any]) -> None:
+    """A post waiting on a message of another queue, by the queue's own iid (found by id) and by
+    a client iid (found by the iid column), then the consume that releases it at commit."""
+    conn = stats_conn
+    queue_with_selector_and_trigger(conn)
+    conn.execute("SELECT mbus.create_queue('plq_first', 1)")
+    reset_counts(conn)
+    for k in range(CALLS):
+        own = conn.execute(
+            "SELECT mbus.post_plq_first(%s::jsonb)", (PAYLOAD,), prepare=True
+        ).fetchone()
+        client = conn.execute(
+            "SELECT mbus.post_plq_first(%s::jsonb, iid => %s)",
+            (PAYLOAD, f"plq_first.{k + 1}@elsewhere"),
+            prepare=True,
+        ).fetchone()
+        assert own is not None and client is not None
+        conn.execute(
+            "SELECT mbus.post_plq(%s::jsonb, consume_after => %s::text[])",
+            (PAYLOAD, [own[0], client[0]]),
+            prepare=True,
+        )
+        assert conn.execute("SELECT * FROM mbus.consume_plq_by_default()").fetchall() == []
+        for _ in range(2):
+            conn.execute("SELECT * FROM mbus.consume_plq_first_by_default()", prepare=True)
+        got = conn.execute("SELECT * FROM mbus.consume_plq_by_default()", prepare=True)
+        assert len(got.fetchall()) == 1  # released by the two consumes' commits
     assert planned_every_call(conn) == []
 
 

@@ -182,7 +182,18 @@ SELECTORS: dict[str | None, str | None] = {
     "even": "(t.data->>'n')::int % 2 = 0",
     "bad": "1 / ((t.data->>'n')::int % 3) = 1",  # raises for n % 3 = 0
 }
-QUEUE_FUNCTIONS = ("post", "postn", "peek", "clear_queue", "take", "ack", "nack", "extend", "bury")
+QUEUE_FUNCTIONS = (
+    "post",
+    "postn",
+    "peek",
+    "deps",
+    "clear_queue",
+    "take",
+    "ack",
+    "nack",
+    "extend",
+    "bury",
+)
 CONSUMER_FUNCTIONS = ("consume", "consumen", "lease", "take_from")
 
 

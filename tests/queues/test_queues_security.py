@@ -167,6 +167,30 @@ def test_consume_needs_the_consumer_role(admin: Conn, login: Callable[..., Conn]
     assert int(scalar(admin, "SELECT count(*) FROM mbus.q_sec WHERE c = 1")) == 1
 
 
+def test_consume_after_across_roles_queues_needs_no_right_on_the_dependency(
+    admin: Conn, login: Callable[..., Conn]
+) -> None:
+    """consume_after under the roles model: the poster names a message of a queue it has no
+    role for (post_<q> runs as the owner), the consume of that message by its own consumer
+    role releases the wait (release_deps runs as the owner), and the generated deps_<q> doing
+    the work on either queue is executable by none of their roles."""
+    admin.execute("SELECT mbus.create_queue('sec', 1, true)")
+    admin.execute("SELECT mbus.create_queue('sec_first', 1, true)")
+    first = scalar(admin, "SELECT mbus.post_sec_first(%s)", Jsonb({"n": 0}))
+    poster = login(role(admin, "post", "sec"), role(admin, "consume", "sec", "default"))
+    first_consumer = login(role(admin, "consume", "sec_first", "default"))
+    poster.execute("SELECT mbus.post_sec(%s, consume_after => %s::text)", (Jsonb({"n": 1}), first))
+    assert poster.execute("SELECT * FROM mbus.consume_sec_by_default()").fetchall() == []
+    for conn in (poster, first_consumer):
+        for fn in ("deps_sec", "deps_sec_first"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(f"SELECT mbus.{fn}('free', NULL, 1)")  # type: ignore[arg-type]
+    got = first_consumer.execute("SELECT data FROM mbus.consume_sec_first_by_default()").fetchall()
+    assert got == [{"data": {"n": 0}}]
+    got = poster.execute("SELECT data FROM mbus.consume_sec_by_default()").fetchall()
+    assert got == [{"data": {"n": 1}}]
+
+
 def test_view_insert_posts_with_grants_on_the_view_only(
     admin: Conn, login: Callable[..., Conn]
 ) -> None:

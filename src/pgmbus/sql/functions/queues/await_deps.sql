@@ -4,12 +4,13 @@
 --           message waits on every iid of deps that still exists, in the queue its iid names or in
 --           mbus.dmq (a dead dependency keeps blocking); unknown iids (consumed already, never
 --           posted, foreign, or posted later) are satisfied, so the wait graph is acyclic by
---           construction. For each dependency it locks its deliveries FOR SHARE (a consume of it in
---           progress is waited for, then seen gone) and marks those not yet marked waited = true,
---           so their deletion fires the deferred dep_gone trigger; it records the edge in
---           mbus.msg_dep and the count of dependencies left in mbus.msg_wait. The post then gives
---           the deliveries vt = 'infinity': every claim's index scan (c, vt <= now) stops before
---           them, so a backlog of waiting messages costs a claim nothing.
+--           construction. For each dependency the generated deps_<q> of its queue (mbus.dep_rows)
+--           locks its deliveries FOR SHARE (a consume of it in progress is waited for, then seen
+--           gone) and marks those not yet marked waited = true, so their deletion fires the
+--           deferred dep_gone trigger; it records the edge in mbus.msg_dep and the count of
+--           dependencies left in mbus.msg_wait. The post then gives the deliveries vt =
+--           'infinity': every claim's index scan (c, vt <= now) stops before them, so a backlog
+--           of waiting messages costs a claim nothing.
 -- Params:   qname  the queue the message is posted to (text)
 --           id     the message's id (bigint)
 --           iid    the message's iid (text; a dependency on itself is ignored)
@@ -28,7 +29,6 @@ DECLARE
     d      text;
     r      record;
     n      bigint;
-    v_new  bigint;
     v_left integer := 0;
 BEGIN
     IF deps IS NULL THEN
@@ -38,16 +38,9 @@ BEGIN
         CONTINUE WHEN d = iid;
         n := 0;
         r := mbus.dep_rows(d);
-        IF r.tbl IS NOT NULL THEN
-            -- FOR SHARE waits for a consume in progress; only unmarked rows are updated (many
-            -- dependants of one message do not make a new row version each).
-            EXECUTE format('SELECT count(*), count(*) FILTER (WHERE NOT x.waited) '
-                           'FROM (SELECT q.waited FROM mbus.%I AS q WHERE %s FOR SHARE) AS x',
-                           r.tbl, r.cond) INTO n, v_new USING d;
-            IF v_new > 0 THEN
-                EXECUTE format('UPDATE mbus.%I AS q SET waited = true WHERE %s AND NOT q.waited',
-                               r.tbl, r.cond) USING d;
-            END IF;
+        IF r.fn IS NOT NULL THEN
+            -- the dependency's queue locks its deliveries FOR SHARE and marks them (deps_<q>)
+            EXECUTE format('SELECT mbus.%I($1, $2, $3)', r.fn) INTO n USING 'await'::text, d, r.id;
         END IF;
         IF n = 0 THEN
             PERFORM 1 FROM mbus.dmq AS x WHERE x.iid = d FOR KEY SHARE;

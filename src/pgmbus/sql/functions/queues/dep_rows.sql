@@ -1,14 +1,17 @@
 -- Function: mbus.dep_rows(iid)
 --
--- Purpose:  Where the deliveries of iid are: the delivery table of the queue its iid names and a
---           WHERE condition on alias q with $1 = iid, by id for the queue's own iids (not stored)
---           and by the iid column otherwise. Both NULL when iid names no existing queue. The caller
---           pastes them into format().
+-- Purpose:  Where the deliveries of iid are: the generated function deps_<q> of the queue its iid
+--           names (consume_after's statements on that queue's deliveries) and, for an iid of the
+--           queue's own form ('<q>.<id>@<db>', not stored), its id; otherwise id is NULL and the
+--           deliveries are found by the iid column. fn is NULL when iid names no existing queue.
+--           The caller runs fn with EXECUTE format('SELECT mbus.%I(...)', fn): planning a call
+--           costs a fraction of planning the statements themselves.
 -- Params:   iid  the dependency's iid (text)
--- Returns:  record (tbl text: 'q_<qname>', cond text), or NULLs when there is no such queue
+-- Returns:  record (fn text: 'deps_<qname>', the name mbus.generated_names gives; id bigint),
+--           or NULLs when there is no such queue
 -- Locks:    none (reads mbus.queue)
 -- Callers:  mbus.await_deps, mbus.release_deps
-CREATE OR REPLACE FUNCTION mbus.dep_rows(iid text, OUT tbl text, OUT cond text)
+CREATE OR REPLACE FUNCTION mbus.dep_rows(iid text, OUT fn text, OUT id bigint)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog
 AS $$
@@ -18,9 +21,7 @@ BEGIN
     IF v_q IS NULL OR NOT EXISTS (SELECT 1 FROM mbus.queue AS q WHERE q.qname = v_q) THEN
         RETURN;
     END IF;
-    tbl := 'q_' || v_q;
-    cond := CASE WHEN mbus.iid_id(iid, v_q) IS NOT NULL
-                 THEN format('q.id = %s AND q.iid IS NULL', mbus.iid_id(iid, v_q))
-                 ELSE 'q.iid = $1' END;
+    fn := 'deps_' || v_q;
+    id := mbus.iid_id(iid, v_q);
 END;
 $$;

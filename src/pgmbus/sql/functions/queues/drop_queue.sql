@@ -2,7 +2,8 @@
 --
 -- Purpose:  Drop a queue: its consumers, the triggers from and to it, its views, its generated
 --           functions, its table and roles. Releases made pending by consumes earlier in the
---           transaction run first (PostgreSQL does not drop a table with pending trigger events);
+--           transaction run first (PostgreSQL does not drop a table with pending trigger events,
+--           and they run through the queue's generated deps_<q>);
 --           messages of other queues waiting on its messages are released (mbus.queue_dropped). Its
 --           dead messages stay in mbus.dmq. Queues with a trigger into it get their functions
 --           regenerated.
@@ -32,6 +33,9 @@ BEGIN
     SELECT array_agg(tr.src) INTO v_srcs FROM mbus.queue_trigger AS tr WHERE tr.dst = qname;
     DELETE FROM mbus.queue_trigger AS tr WHERE tr.dst = qname OR tr.src = qname;
     DELETE FROM mbus.client_iids AS ci WHERE ci.qname = drop_queue.qname;
+    -- First: the releases pending from consumes earlier in this transaction run through the
+    -- queue's generated deps_<q>, so they run before its functions go.
+    PERFORM mbus.queue_dropping(qname);
     FOR r IN SELECT c.cname FROM mbus.consumer AS c WHERE c.qname = drop_queue.qname LOOP
         FOREACH f IN ARRAY mbus.consumer_functions(qname, r.cname) LOOP
             EXECUTE format('DROP FUNCTION IF EXISTS mbus.%I', f);
@@ -40,7 +44,6 @@ BEGIN
     FOR f IN SELECT g.name FROM mbus.generated_names(qname) AS g WHERE g.kind = 'function' LOOP
         EXECUTE format('DROP FUNCTION IF EXISTS mbus.%I', f);
     END LOOP;
-    PERFORM mbus.queue_dropping(qname);
     EXECUTE format('DROP TABLE mbus.%I', 'q_' || qname);
     DELETE FROM mbus.queue AS q WHERE q.qname = drop_queue.qname;
     PERFORM mbus.queue_dropped(qname);

@@ -5,8 +5,8 @@
 --           generator (mbus.regenerate_queue), drop_queue, drop_consumer, secure_queue and the
 --           collision check (mbus.name_clash) all read it, so the mapping (queue, consumer) ->
 --           names is computed in one place and checked one-to-one.
---             queue:    functions post_, postn_, peek_, clear_queue_, take_, ack_, nack_, extend_,
---                       bury_<q>; relations q_<q>, q_<q>$0..3, q_<q>_claim, _id, _iid, _expires
+--             queue:    functions post_, postn_, peek_, deps_, clear_queue_, take_, ack_, nack_,
+--                       extend_, bury_<q>; relations q_<q>, q_<q>$0..3, q_<q>_claim, _id, _iid, _expires
 --                       (parent indexes) and _claim$n, _id$n, _iid$n, _lease$n, _expires$n;
 --                       the counter sequences q_<q>$posted ('counter') and, per consumer cid
 --                       that exists, q_<q>$c<cid>$posted and $consumed ('posted_c<cid>',
@@ -28,8 +28,8 @@ LANGUAGE sql STABLE
 SET search_path = pg_catalog
 AS $$
     SELECT 'function', f, format('%s_%s', f, qname)
-    FROM unnest(ARRAY['post', 'postn', 'peek', 'clear_queue', 'take', 'ack', 'nack', 'extend',
-                      'bury']) AS f
+    FROM unnest(ARRAY['post', 'postn', 'peek', 'deps', 'clear_queue', 'take', 'ack', 'nack',
+                      'extend', 'bury']) AS f
     WHERE cname IS NULL
     UNION ALL
     SELECT 'relation', r.what, r.name

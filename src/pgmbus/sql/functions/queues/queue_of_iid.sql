@@ -8,8 +8,12 @@
 -- Callers:  mbus.take, mbus.dep_rows, mbus.queue_dropped
 CREATE OR REPLACE FUNCTION mbus.queue_of_iid(iid text)
 RETURNS text
-LANGUAGE sql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog
 AS $$
-    SELECT (regexp_match(iid, '^([a-z][a-z0-9_]*)\.[0-9]+@'))[1];
+BEGIN
+    -- PL/pgSQL keeps the expression's plan; as an SQL function with SET (never inlined) it was
+    -- planned again on every call (twice per consume_after dependency).
+    RETURN (regexp_match(iid, '^([a-z][a-z0-9_]*)\.[0-9]+@'))[1];
+END;
 $$;

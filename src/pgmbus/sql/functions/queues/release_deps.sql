@@ -16,7 +16,8 @@
 -- Returns:  integer: how many waiting messages became claimable
 -- Locks:    pg_advisory_xact_lock(1835165042, hashtext(iid)), held to commit; UPDATE (row locks) of
 --           iid's remaining deliveries; DELETE of its mbus.msg_dep rows; row locks on the waiting
---           messages' mbus.msg_wait rows (UPDATE, DELETE) and UPDATE of their deliveries
+--           messages' mbus.msg_wait rows (UPDATE, DELETE) and UPDATE of their deliveries (those
+--           UPDATEs through the queues' generated deps_<q>)
 -- Callers:  mbus.on_dep_gone (the deferred triggers dep_gone of every mbus.q_<q> and dmq_dep_gone
 --           of mbus.dmq); mbus.queue_dropped
 CREATE OR REPLACE FUNCTION mbus.release_deps(iid text)
@@ -28,8 +29,8 @@ AS $$
 DECLARE
     r        record;
     w        record;
-    v_exists boolean;
-    v_left   integer;
+    v_copies bigint;   -- deliveries of iid left
+    v_left   integer;  -- dependencies a waiting message has left
     v_freed  integer := 0;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM mbus.msg_dep AS d WHERE d.dep_iid = release_deps.iid) THEN
@@ -41,14 +42,11 @@ BEGIN
     END IF;
     PERFORM pg_advisory_xact_lock(1835165042, hashtext(iid));
     r := mbus.dep_rows(iid);
-    IF r.tbl IS NOT NULL THEN
+    IF r.fn IS NOT NULL THEN
         -- Copies put back since (dmq replay, a re-post with the old iid) get marked, so their
-        -- consume releases later; then: is any copy left?
-        EXECUTE format('UPDATE mbus.%I AS q SET waited = true WHERE %s AND NOT q.waited', r.tbl, r.cond)
-        USING iid;
-        EXECUTE format('SELECT EXISTS (SELECT 1 FROM mbus.%I AS q WHERE %s)', r.tbl, r.cond)
-        INTO v_exists USING iid;
-        IF v_exists THEN
+        -- consume releases later; then: is any copy left? (deps_<q> of the iid's queue)
+        EXECUTE format('SELECT mbus.%I($1, $2, $3)', r.fn) INTO v_copies USING 'release'::text, iid, r.id;
+        IF v_copies > 0 THEN
             RETURN 0;
         END IF;
     END IF;
@@ -63,9 +61,9 @@ BEGIN
         CONTINUE WHEN v_left IS DISTINCT FROM 0;
         DELETE FROM mbus.msg_wait AS m WHERE m.qname = w.qname AND m.id = w.id;
         IF EXISTS (SELECT 1 FROM mbus.queue AS q WHERE q.qname = w.qname) THEN
-            EXECUTE format($t$UPDATE mbus.%I AS q SET vt = coalesce(q.delayed_until, q.added)
-                            WHERE q.id = $1 AND q.vt = 'infinity'$t$, 'q_' || w.qname)
-            USING w.id;
+            -- deps_<q> of the waiting message's queue (the name mbus.generated_names gives)
+            EXECUTE format('SELECT mbus.%I($1, $2, $3)', 'deps_' || w.qname)
+            USING 'free'::text, NULL::text, w.id;
             IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS x WHERE x.qname = w.qname) THEN
                 PERFORM pg_notify('mbus_q_' || w.qname, w.qname);
             END IF;

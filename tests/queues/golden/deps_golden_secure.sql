@@ -1,0 +1,42 @@
+CREATE OR REPLACE FUNCTION mbus.deps_golden_secure(action text, p_iid text, p_id bigint)
+ RETURNS bigint
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    v_n   bigint;
+    v_new bigint;
+BEGIN
+    CASE action
+    WHEN 'await' THEN
+        IF p_id IS NOT NULL THEN
+            SELECT count(*), count(*) FILTER (WHERE NOT x.waited) INTO v_n, v_new
+            FROM (SELECT q.waited FROM mbus.q_golden_secure AS q WHERE q.id = p_id AND q.iid IS NULL
+                  FOR SHARE) AS x;
+            IF v_new > 0 THEN
+                UPDATE mbus.q_golden_secure AS q SET waited = true
+                WHERE q.id = p_id AND q.iid IS NULL AND NOT q.waited;
+            END IF;
+        ELSE
+            SELECT count(*), count(*) FILTER (WHERE NOT x.waited) INTO v_n, v_new
+            FROM (SELECT q.waited FROM mbus.q_golden_secure AS q WHERE q.iid = p_iid FOR SHARE) AS x;
+            IF v_new > 0 THEN
+                UPDATE mbus.q_golden_secure AS q SET waited = true WHERE q.iid = p_iid AND NOT q.waited;
+            END IF;
+        END IF;
+        RETURN v_n;
+    WHEN 'release' THEN
+        IF p_id IS NOT NULL THEN
+            UPDATE mbus.q_golden_secure AS q SET waited = true
+            WHERE q.id = p_id AND q.iid IS NULL AND NOT q.waited;
+            RETURN (EXISTS (SELECT 1 FROM mbus.q_golden_secure AS q WHERE q.id = p_id AND q.iid IS NULL))::integer;
+        END IF;
+        UPDATE mbus.q_golden_secure AS q SET waited = true WHERE q.iid = p_iid AND NOT q.waited;
+        RETURN (EXISTS (SELECT 1 FROM mbus.q_golden_secure AS q WHERE q.iid = p_iid))::integer;
+    WHEN 'free' THEN
+        UPDATE mbus.q_golden_secure AS q SET vt = coalesce(q.delayed_until, q.added)
+        WHERE q.id = p_id AND q.vt = 'infinity';
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        RETURN v_n;
+    END CASE;
+END;
+$function$
