@@ -107,6 +107,21 @@ PATHS: tuple[PathSpec, ...] = (
         tuple(_post(s, "post1h", 1) for s in (_RAW, _MBUS)),
     ),
     PathSpec(
+        "dep",
+        "a consume_after cycle: post, post a message waiting for it, consume both"
+        " (2 messages, 4 transactions)",
+        (
+            _post(_RAW, "dep", 2),
+            _post(_MBUS, "dep", 2),
+            dataclasses.replace(
+                _post(_MBUS, "dep", 2),
+                name="pgmbus-free",
+                script="dep_pgmbus-free.sql",
+                note="the same without consume_after",
+            ),
+        ),
+    ),
+    PathSpec(
         "post100",
         "post 100 messages per call",
         tuple(_post(s, "post100", 100) for s in (_RAW, _MBUS, _PGMQ, _PGQUEUER, _PROCRASTINATE)),
