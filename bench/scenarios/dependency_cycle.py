@@ -11,7 +11,6 @@ client sees it; the server's side of it is the pgbench path ``sql_queues --paths
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
