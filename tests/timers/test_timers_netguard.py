@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+import time
 
 import pytest
 
-from pgmbus.timers.netguard import NetworkGuard, RefusedURL, embedded_ipv4, parse_networks
+from pgmbus.timers.netguard import (
+    IPAddress,
+    NetworkGuard,
+    RefusedURL,
+    UnresolvableHost,
+    _resolve,
+    embedded_ipv4,
+    parse_networks,
+)
 from tests.timers.conftest import run
 
 
@@ -141,3 +151,63 @@ def test_ipv6_forms_embedding_public_ipv4_are_allowed(address: str) -> None:
 def test_an_allow_listed_ipv6_network_is_allowed_whatever_it_embeds() -> None:
     guard = NetworkGuard(parse_networks(["64:ff9b::/96"]))
     run(guard.check(f"http://[{_nat64('127.0.0.1')}]/"))
+
+
+class CountingResolver:
+    """The system resolver, counting its lookups."""
+
+    def __init__(self) -> None:
+        self.lookups = 0
+
+    async def __call__(self, host: str, port: int) -> list[IPAddress]:
+        self.lookups += 1
+        return await _resolve(host, port)
+
+
+async def _check_all(guard: NetworkGuard, urls: list[str]) -> list[object]:
+    return await asyncio.gather(*(guard.check(u) for u in urls), return_exceptions=True)
+
+
+def test_concurrent_checks_of_one_host_share_one_lookup() -> None:
+    """A burst of creates naming one callback host resolves it once (a resolver that drops
+    concurrent queries stalled such bursts for its 5 s timeout), and the answer is kept."""
+    resolver = CountingResolver()
+    guard = NetworkGuard(parse_networks(["127.0.0.0/8", "::1/128"]), resolver=resolver)
+    got = run(_check_all(guard, [f"http://localhost:8080/hook/{i}" for i in range(40)]))
+    assert resolver.lookups == 1
+    assert {g.address for g in got} <= {"127.0.0.1", "::1"}  # type: ignore[attr-defined]
+    run(guard.check("http://localhost:8080/other"))
+    assert resolver.lookups == 1
+
+
+def test_a_host_without_address_is_looked_up_once_per_burst_and_again_later() -> None:
+    """An unresolvable host fails every check of the burst from one lookup, the failure is
+    kept cache_s seconds (DNS may answer later: then it is asked again)."""
+    resolver = CountingResolver()
+    guard = NetworkGuard(cache_s=0.2, resolver=resolver)
+    urls = [f"https://pgmbus-no-such-host.invalid/{i}" for i in range(40)]
+    got = run(_check_all(guard, urls))
+    assert all(isinstance(g, UnresolvableHost) for g in got), got
+    assert resolver.lookups == 1
+    with pytest.raises(UnresolvableHost):
+        run(guard.check(urls[0]))
+    assert resolver.lookups == 1
+    time.sleep(0.25)
+    with pytest.raises(UnresolvableHost):
+        run(guard.check(urls[0]))
+    assert resolver.lookups == 2
+
+
+def test_a_cancelled_check_leaves_the_shared_lookup_to_the_others() -> None:
+    resolver = CountingResolver()
+    guard = NetworkGuard(parse_networks(["127.0.0.0/8", "::1/128"]), resolver=resolver)
+
+    async def burst() -> list[object]:
+        first = asyncio.ensure_future(guard.check("http://localhost:9/a"))
+        others = [asyncio.ensure_future(guard.check(f"http://localhost:9/{i}")) for i in range(5)]
+        await asyncio.sleep(0)
+        first.cancel()
+        return await asyncio.gather(*others)
+
+    got = run(burst())
+    assert len(got) == 5 and resolver.lookups == 1

@@ -20,13 +20,15 @@ import ipaddress
 import os
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 import httpx
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+#: Resolves a host and port to its addresses; raises UnresolvableHost when it has none now.
+Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
 
 ENV_ALLOW = "PGMBUS_ALLOW_NETWORKS"
 
@@ -105,12 +107,28 @@ class NetworkGuard:
     ----------
     allow:
         Networks that may be called even though they are not public (e.g. ``127.0.0.1/32``).
+    cache_s:
+        How long an accepted URL and a host's lookup (with or without addresses) are kept.
+    resolver:
+        How hosts are resolved (default: the system's ``getaddrinfo``).
     """
 
-    def __init__(self, allow: Iterable[IPNetwork] = (), cache_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        allow: Iterable[IPNetwork] = (),
+        cache_s: float = 5.0,
+        resolver: Resolver | None = None,
+    ) -> None:
         self.allow = list(allow)
         self.cache_s = cache_s
+        self._resolver = resolver or _resolve
         self._cache: dict[str, tuple[float, Target]] = {}
+        # (host, port) -> (until, its addresses or why it has none): lookups are remembered
+        # cache_s seconds, failed ones too. A burst of creates naming one callback host made
+        # one lookup each, and a resolver that drops concurrent queries stalled them 5 s.
+        self._lookups: dict[tuple[str, int], tuple[float, list[IPAddress] | str]] = {}
+        # lookups in flight per event loop: the checks of one host share one
+        self._inflight: dict[tuple[asyncio.AbstractEventLoop, str, int], asyncio.Task[None]] = {}
 
     def address_allowed(self, address: IPAddress) -> bool:
         """True when ``address`` is public or inside an allow-listed network.
@@ -136,7 +154,9 @@ class NetworkGuard:
         """Resolve and check ``url``; return the target to call or raise ``RefusedURL``.
 
         Accepted targets are remembered for ``cache_s`` seconds (the address stays pinned, so
-        the cache only saves resolutions; refusals are not cached).
+        the cache only saves resolutions; refusals are not cached). Resolutions are shared: the
+        concurrent checks of one host wait for one lookup, whose answer (no address included) is
+        remembered for ``cache_s`` seconds.
         """
         key = str(url)
         hit = self._cache.get(key)
@@ -163,7 +183,7 @@ class NetworkGuard:
         try:
             addresses = [ipaddress.ip_address(host)]
         except ValueError:
-            addresses = await _resolve(host, port)
+            addresses = await self._addresses(host, port)
         if not addresses:
             raise UnresolvableHost(f"host {host!r} has no address")
         for address in addresses:
@@ -176,6 +196,34 @@ class NetworkGuard:
                     " allow-listed"
                 )
         return Target(parsed, str(addresses[0]), host)
+
+    async def _addresses(self, host: str, port: int) -> list[IPAddress]:
+        """The addresses of ``host``: remembered, or from the lookup in flight, or a new one."""
+        key = (host, port)
+        known = self._lookups.get(key)
+        if known is None or known[0] <= time.monotonic():
+            loop = asyncio.get_running_loop()
+            flight = self._inflight.get((loop, host, port))
+            if flight is None:
+                flight = loop.create_task(self._lookup(host, port))
+                self._inflight[(loop, host, port)] = flight
+                flight.add_done_callback(lambda _: self._inflight.pop((loop, host, port), None))
+            # shielded: a caller that gives up (a request cancelled) leaves the lookup to others
+            await asyncio.shield(flight)
+            known = self._lookups[key]
+        if isinstance(known[1], str):
+            raise UnresolvableHost(known[1])
+        return known[1]
+
+    async def _lookup(self, host: str, port: int) -> None:
+        answer: list[IPAddress] | str
+        try:
+            answer = await self._resolver(host, port)
+        except UnresolvableHost as exc:
+            answer = str(exc)
+        if len(self._lookups) >= 10_000:
+            self._lookups.clear()
+        self._lookups[(host, port)] = (time.monotonic() + self.cache_s, answer)
 
 
 async def _resolve(host: str, port: int) -> list[IPAddress]:
