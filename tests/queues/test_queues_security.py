@@ -304,4 +304,10 @@ def test_hostile_objects_in_the_search_path_change_nothing(
     got = admin.execute("SELECT data, headers FROM mbus.consumen('plain', 'default', 5)").fetchall()
     assert [g["data"] for g in got] == [{"n": 3}, {"n": 4}]
     assert all(g["headers"]["source_db"] == db for g in got)
+    # consume_after: the dependency's statements (deps_<q>) and the release at commit
+    first = scalar(admin, "SELECT mbus.post_plain(%s)", Jsonb({"n": 5}))
+    admin.execute("SELECT mbus.post_plain(%s, consume_after => %s::text)", (Jsonb({"n": 6}), first))
+    for n in (5, 6):
+        got = admin.execute("SELECT data FROM mbus.consumen('plain', 'default', 5)").fetchall()
+        assert [g["data"] for g in got] == [{"n": n}]
     assert scalar(admin, "SELECT count(*) FROM hostile.calls") == 0
