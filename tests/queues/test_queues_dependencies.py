@@ -333,3 +333,16 @@ def test_consume_then_drop_in_one_transaction(ac: Conn) -> None:
         assert take_one(ac, "a") is not None
         ac.execute("SELECT mbus.drop_queue('a')")
     assert data_of(ac, "b") == {"n": 2}
+
+
+def test_a_waiting_message_outside_the_parking_segment_is_released(ac: Conn) -> None:
+    """A waiting message is posted to the parking segment 0, where its release looks first; one
+    found elsewhere (parked by an older version, here moved by hand) is released all the same."""
+    first = post(ac, "a", {"n": 1})
+    waiting = post(ac, "b", {"n": 2}, after=[first])
+    assert ac.execute("SELECT seg FROM mbus.q_b").fetchall() == [{"seg": 0}]
+    ac.execute("UPDATE mbus.q_b SET seg = 2")  # a cross-partition update: the row moves
+    assert take_one(ac, "b") is None
+    assert data_of(ac, "a") == {"n": 1}
+    got = take_one(ac, "b")
+    assert got is not None and got["iid"] == waiting and got["data"] == {"n": 2}

@@ -602,21 +602,39 @@ BEGIN
         END IF;
         RETURN v_n;
     WHEN 'release' THEN
+        -- read first: an UPDATE through the parent starts on every segment and opens all their
+        -- indexes even when no row is left to mark (the usual case)
         IF p_id IS NOT NULL THEN
-            UPDATE mbus.%1$I AS q SET waited = true
-            WHERE q.id = p_id AND q.iid IS NULL AND NOT q.waited;
-            RETURN (EXISTS (SELECT 1 FROM mbus.%1$I AS q WHERE q.id = p_id AND q.iid IS NULL))::integer;
+            SELECT count(*), count(*) FILTER (WHERE NOT q.waited) INTO v_n, v_new
+            FROM mbus.%1$I AS q WHERE q.id = p_id AND q.iid IS NULL;
+            IF v_new > 0 THEN
+                UPDATE mbus.%1$I AS q SET waited = true
+                WHERE q.id = p_id AND q.iid IS NULL AND NOT q.waited;
+            END IF;
+        ELSE
+            SELECT count(*), count(*) FILTER (WHERE NOT q.waited) INTO v_n, v_new
+            FROM mbus.%1$I AS q WHERE q.iid = p_iid;
+            IF v_new > 0 THEN
+                UPDATE mbus.%1$I AS q SET waited = true WHERE q.iid = p_iid AND NOT q.waited;
+            END IF;
         END IF;
-        UPDATE mbus.%1$I AS q SET waited = true WHERE q.iid = p_iid AND NOT q.waited;
-        RETURN (EXISTS (SELECT 1 FROM mbus.%1$I AS q WHERE q.iid = p_iid))::integer;
+        RETURN (v_n > 0)::integer;
     WHEN 'free' THEN
-        UPDATE mbus.%1$I AS q SET vt = coalesce(q.delayed_until, q.added)
+        -- post_<q> puts a waiting message (vt infinity) in the parking segment 0; through the
+        -- parent only when none of its deliveries is there (taken, or parked elsewhere by an
+        -- older version)
+        UPDATE %2$s AS q SET vt = coalesce(q.delayed_until, q.added)
         WHERE q.id = p_id AND q.vt = 'infinity';
         GET DIAGNOSTICS v_n = ROW_COUNT;
+        IF v_n = 0 THEN
+            UPDATE mbus.%1$I AS q SET vt = coalesce(q.delayed_until, q.added)
+            WHERE q.id = p_id AND q.vt = 'infinity';
+            GET DIAGNOSTICS v_n = ROW_COUNT;
+        END IF;
         RETURN v_n;
     END CASE;
 END;
-$b$, tbl));
+$b$, tbl, 'mbus.' || quote_ident(tbl || '$0')));
 
     -- clear_queue_<q>(p_now): delete expired deliveries; returns how many.
     EXECUTE format($f$
