@@ -288,6 +288,42 @@ def test_post_of_a_dependant_races_with_the_consume_of_its_dependency(
     assert data_of(ac, "b") == {"n": 4}
 
 
+def test_a_release_waits_for_a_copy_being_consumed_and_then_frees(ac: Conn, db_dsn: str) -> None:
+    """The release finds an unmarked copy of the dependency (put back, as a dmq replay or a
+    re-post with the old iid does) locked by a transaction consuming it: it waits for that
+    transaction, and when the copy is gone it frees the dependant. The copy was unmarked, so its
+    own consume releases nothing: a release that kept its first reading would strand C."""
+    first = post(ac, "a", {"n": 1})
+    post(ac, "c", {"n": 2}, after=[first])
+    ac.execute(  # the copy: same id, the iid not stored, unmarked
+        "INSERT INTO mbus.q_a (c, vt, id, added, data, seg, priority)"
+        " SELECT c, vt, id, added, data, seg, priority FROM mbus.q_a"
+    )
+    with (
+        psycopg.connect(db_dsn, row_factory=dict_row) as holder,
+        psycopg.connect(db_dsn, autocommit=True, row_factory=dict_row) as releaser,
+    ):
+        copies = holder.execute("DELETE FROM mbus.q_a WHERE NOT waited RETURNING id").fetchall()
+        assert len(copies) == 1  # the copy is being consumed, not committed
+        pid = releaser.info.backend_pid
+        done: list[object] = []
+        t = threading.Thread(target=lambda: done.append(data_of(releaser, "a")))
+        t.start()  # consumes the marked original; its release at commit meets the copy
+        for _ in range(200):
+            row = ac.execute(
+                "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)
+            ).fetchone()
+            if row is not None and row["wait_event_type"] == "Lock":
+                break
+            t.join(timeout=0.05)
+        else:
+            pytest.fail("the release did not wait for the transaction holding the copy")
+        holder.commit()
+        t.join(timeout=20)
+    assert done == [{"n": 1}]
+    assert data_of(ac, "c") == {"n": 2}
+
+
 def test_waiting_messages_cost_a_claim_nothing(ac: Conn) -> None:
     """The design document warns: "A large number of messages waiting for the delivery of another
     message may lower performance". Here they do not: waiting messages sit at vt = infinity, past

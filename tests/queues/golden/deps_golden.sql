@@ -25,20 +25,25 @@ BEGIN
         END IF;
         RETURN v_n;
     WHEN 'release' THEN
-        -- read first: an UPDATE through the parent starts on every segment and opens all their
-        -- indexes even when no row is left to mark (the usual case)
+        -- Read first: an UPDATE through the parent starts on every segment and opens all their
+        -- indexes even when no row is left to mark (the usual case). When one is, the UPDATE
+        -- waits for a transaction consuming it, and what is left is read again after it: an
+        -- unmarked copy consumed meanwhile releases nothing at its own commit.
         IF p_id IS NOT NULL THEN
             SELECT count(*), count(*) FILTER (WHERE NOT q.waited) INTO v_n, v_new
             FROM mbus.q_golden AS q WHERE q.id = p_id AND q.iid IS NULL;
             IF v_new > 0 THEN
                 UPDATE mbus.q_golden AS q SET waited = true
                 WHERE q.id = p_id AND q.iid IS NULL AND NOT q.waited;
+                RETURN (EXISTS (SELECT 1 FROM mbus.q_golden AS q
+                                WHERE q.id = p_id AND q.iid IS NULL))::integer;
             END IF;
         ELSE
             SELECT count(*), count(*) FILTER (WHERE NOT q.waited) INTO v_n, v_new
             FROM mbus.q_golden AS q WHERE q.iid = p_iid;
             IF v_new > 0 THEN
                 UPDATE mbus.q_golden AS q SET waited = true WHERE q.iid = p_iid AND NOT q.waited;
+                RETURN (EXISTS (SELECT 1 FROM mbus.q_golden AS q WHERE q.iid = p_iid))::integer;
             END IF;
         END IF;
         RETURN (v_n > 0)::integer;
