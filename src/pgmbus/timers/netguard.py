@@ -108,7 +108,7 @@ class NetworkGuard:
     allow:
         Networks that may be called even though they are not public (e.g. ``127.0.0.1/32``).
     cache_s:
-        How long an accepted URL and a host's lookup (with or without addresses) are kept.
+        How long a host's lookup (with or without addresses) is kept.
     resolver:
         How hosts are resolved (default: the system's ``getaddrinfo``).
     """
@@ -122,13 +122,14 @@ class NetworkGuard:
         self.allow = list(allow)
         self.cache_s = cache_s
         self._resolver = resolver or _resolve
-        self._cache: dict[str, tuple[float, Target]] = {}
         # (host, port) -> (until, its addresses or why it has none): lookups are remembered
         # cache_s seconds, failed ones too. A burst of creates naming one callback host made
         # one lookup each, and a resolver that drops concurrent queries stalled them 5 s.
         self._lookups: dict[tuple[str, int], tuple[float, list[IPAddress] | str]] = {}
         # lookups in flight per event loop: the checks of one host share one
-        self._inflight: dict[tuple[asyncio.AbstractEventLoop, str, int], asyncio.Task[None]] = {}
+        self._inflight: dict[
+            tuple[asyncio.AbstractEventLoop, str, int], asyncio.Task[list[IPAddress] | str]
+        ] = {}
 
     def address_allowed(self, address: IPAddress) -> bool:
         """True when ``address`` is public or inside an allow-listed network.
@@ -153,23 +154,10 @@ class NetworkGuard:
     async def check(self, url: str | httpx.URL) -> Target:
         """Resolve and check ``url``; return the target to call or raise ``RefusedURL``.
 
-        Accepted targets are remembered for ``cache_s`` seconds (the address stays pinned, so
-        the cache only saves resolutions; refusals are not cached). Resolutions are shared: the
-        concurrent checks of one host wait for one lookup, whose answer (no address included) is
-        remembered for ``cache_s`` seconds.
+        Resolutions are shared: the concurrent checks of one host wait for one lookup, whose
+        answer (no address included) is remembered for ``cache_s`` seconds; the rules are
+        applied to it on every check.
         """
-        key = str(url)
-        hit = self._cache.get(key)
-        now = time.monotonic()
-        if hit is not None and hit[0] > now:
-            return hit[1]
-        target = await self._check(url)
-        if len(self._cache) >= 10_000:
-            self._cache.clear()
-        self._cache[key] = (now + self.cache_s, target)
-        return target
-
-    async def _check(self, url: str | httpx.URL) -> Target:
         try:
             parsed = httpx.URL(url)
         except (httpx.InvalidURL, TypeError) as exc:
@@ -209,13 +197,15 @@ class NetworkGuard:
                 self._inflight[(loop, host, port)] = flight
                 flight.add_done_callback(lambda _: self._inflight.pop((loop, host, port), None))
             # shielded: a caller that gives up (a request cancelled) leaves the lookup to others
-            await asyncio.shield(flight)
-            known = self._lookups[key]
-        if isinstance(known[1], str):
-            raise UnresolvableHost(known[1])
-        return known[1]
+            answer = await asyncio.shield(flight)
+        else:
+            answer = known[1]
+        if isinstance(answer, str):
+            raise UnresolvableHost(answer)
+        return answer
 
-    async def _lookup(self, host: str, port: int) -> None:
+    async def _lookup(self, host: str, port: int) -> list[IPAddress] | str:
+        """Resolve ``host`` and remember the answer: its addresses, or why it has none."""
         answer: list[IPAddress] | str
         try:
             answer = await self._resolver(host, port)
@@ -224,6 +214,7 @@ class NetworkGuard:
         if len(self._lookups) >= 10_000:
             self._lookups.clear()
         self._lookups[(host, port)] = (time.monotonic() + self.cache_s, answer)
+        return answer
 
 
 async def _resolve(host: str, port: int) -> list[IPAddress]:

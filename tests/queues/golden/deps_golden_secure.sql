@@ -10,11 +10,9 @@ BEGIN
     WHEN 'await' THEN
         IF p_id IS NOT NULL THEN
             SELECT count(*), count(*) FILTER (WHERE NOT x.waited) INTO v_n, v_new
-            FROM (SELECT q.waited FROM mbus.q_golden_secure AS q WHERE q.id = p_id AND q.iid IS NULL
-                  FOR SHARE) AS x;
+            FROM (SELECT q.waited FROM mbus.q_golden_secure AS q WHERE q.id = p_id AND q.iid IS NULL FOR SHARE) AS x;
             IF v_new > 0 THEN
-                UPDATE mbus.q_golden_secure AS q SET waited = true
-                WHERE q.id = p_id AND q.iid IS NULL AND NOT q.waited;
+                UPDATE mbus.q_golden_secure AS q SET waited = true WHERE q.id = p_id AND q.iid IS NULL AND NOT q.waited;
             END IF;
         ELSE
             SELECT count(*), count(*) FILTER (WHERE NOT x.waited) INTO v_n, v_new
@@ -25,18 +23,12 @@ BEGIN
         END IF;
         RETURN v_n;
     WHEN 'release' THEN
-        -- Read first: an UPDATE through the parent starts on every segment and opens all their
-        -- indexes even when no row is left to mark (the usual case). When one is, the UPDATE
-        -- waits for a transaction consuming it, and what is left is read again after it: an
-        -- unmarked copy consumed meanwhile releases nothing at its own commit.
         IF p_id IS NOT NULL THEN
             SELECT count(*), count(*) FILTER (WHERE NOT q.waited) INTO v_n, v_new
             FROM mbus.q_golden_secure AS q WHERE q.id = p_id AND q.iid IS NULL;
             IF v_new > 0 THEN
-                UPDATE mbus.q_golden_secure AS q SET waited = true
-                WHERE q.id = p_id AND q.iid IS NULL AND NOT q.waited;
-                RETURN (EXISTS (SELECT 1 FROM mbus.q_golden_secure AS q
-                                WHERE q.id = p_id AND q.iid IS NULL))::integer;
+                UPDATE mbus.q_golden_secure AS q SET waited = true WHERE q.id = p_id AND q.iid IS NULL AND NOT q.waited;
+                RETURN (EXISTS (SELECT 1 FROM mbus.q_golden_secure AS q WHERE q.id = p_id AND q.iid IS NULL))::integer;
             END IF;
         ELSE
             SELECT count(*), count(*) FILTER (WHERE NOT q.waited) INTO v_n, v_new

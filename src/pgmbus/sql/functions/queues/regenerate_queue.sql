@@ -114,6 +114,8 @@ DECLARE
     v_bury     text;  -- lease_: the dead rows of each segment to the dmq
     v_upsole   text;  -- lease_: lease the rows, all in one segment
     v_upmany   text;  -- lease_: lease them segment by segment, gathered in v_rows
+    v_depwait  text;  -- deps_: the 'await' and 'release' arms, templates over the condition
+    v_deprel   text;
     -- The claim query of the batch claims and consume_, priority tier first (v_claimp) or FIFO
     -- only (v_claimn), as format templates: %1$I the queue's table, %2$s the consumer, %3$s
     -- the variant's branch, %4$s its seg condition, %5$s more columns of the claimed row, %6$s
@@ -575,6 +577,25 @@ $b$, tbl, q));
     --              consumed is marked already and releases at its own commit
     --   'free':    message p_id has no dependency left: its deliveries become claimable (vt
     --              back to delayed_until or added); returns how many changed
+    -- Each of 'await' and 'release' is one template, filled in for both ways of finding the
+    -- dependency's deliveries (%1$s: the condition on q).
+    v_depwait := $t$
+            SELECT count(*), count(*) FILTER (WHERE NOT x.waited) INTO v_n, v_new
+            FROM (SELECT q.waited FROM mbus.%2$I AS q WHERE %1$s FOR SHARE) AS x;
+            IF v_new > 0 THEN
+                UPDATE mbus.%2$I AS q SET waited = true WHERE %1$s AND NOT q.waited;
+            END IF;$t$;
+    -- Read first: an UPDATE through the parent starts on every segment and opens all their
+    -- indexes even when no row is left to mark (the usual case). When one is, the UPDATE waits
+    -- for a transaction consuming it, and what is left is read again after it: an unmarked
+    -- copy consumed meanwhile releases nothing at its own commit.
+    v_deprel := $t$
+            SELECT count(*), count(*) FILTER (WHERE NOT q.waited) INTO v_n, v_new
+            FROM mbus.%2$I AS q WHERE %1$s;
+            IF v_new > 0 THEN
+                UPDATE mbus.%2$I AS q SET waited = true WHERE %1$s AND NOT q.waited;
+                RETURN (EXISTS (SELECT 1 FROM mbus.%2$I AS q WHERE %1$s))::integer;
+            END IF;$t$;
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(action text, p_iid text, p_id bigint)
 RETURNS bigint LANGUAGE plpgsql VOLATILE AS %L$f$,
@@ -585,61 +606,35 @@ DECLARE
 BEGIN
     CASE action
     WHEN 'await' THEN
-        IF p_id IS NOT NULL THEN
-            SELECT count(*), count(*) FILTER (WHERE NOT x.waited) INTO v_n, v_new
-            FROM (SELECT q.waited FROM mbus.%1$I AS q WHERE q.id = p_id AND q.iid IS NULL
-                  FOR SHARE) AS x;
-            IF v_new > 0 THEN
-                UPDATE mbus.%1$I AS q SET waited = true
-                WHERE q.id = p_id AND q.iid IS NULL AND NOT q.waited;
-            END IF;
-        ELSE
-            SELECT count(*), count(*) FILTER (WHERE NOT x.waited) INTO v_n, v_new
-            FROM (SELECT q.waited FROM mbus.%1$I AS q WHERE q.iid = p_iid FOR SHARE) AS x;
-            IF v_new > 0 THEN
-                UPDATE mbus.%1$I AS q SET waited = true WHERE q.iid = p_iid AND NOT q.waited;
-            END IF;
+        IF p_id IS NOT NULL THEN%1$s
+        ELSE%2$s
         END IF;
         RETURN v_n;
     WHEN 'release' THEN
-        -- Read first: an UPDATE through the parent starts on every segment and opens all their
-        -- indexes even when no row is left to mark (the usual case). When one is, the UPDATE
-        -- waits for a transaction consuming it, and what is left is read again after it: an
-        -- unmarked copy consumed meanwhile releases nothing at its own commit.
-        IF p_id IS NOT NULL THEN
-            SELECT count(*), count(*) FILTER (WHERE NOT q.waited) INTO v_n, v_new
-            FROM mbus.%1$I AS q WHERE q.id = p_id AND q.iid IS NULL;
-            IF v_new > 0 THEN
-                UPDATE mbus.%1$I AS q SET waited = true
-                WHERE q.id = p_id AND q.iid IS NULL AND NOT q.waited;
-                RETURN (EXISTS (SELECT 1 FROM mbus.%1$I AS q
-                                WHERE q.id = p_id AND q.iid IS NULL))::integer;
-            END IF;
-        ELSE
-            SELECT count(*), count(*) FILTER (WHERE NOT q.waited) INTO v_n, v_new
-            FROM mbus.%1$I AS q WHERE q.iid = p_iid;
-            IF v_new > 0 THEN
-                UPDATE mbus.%1$I AS q SET waited = true WHERE q.iid = p_iid AND NOT q.waited;
-                RETURN (EXISTS (SELECT 1 FROM mbus.%1$I AS q WHERE q.iid = p_iid))::integer;
-            END IF;
+        IF p_id IS NOT NULL THEN%3$s
+        ELSE%4$s
         END IF;
         RETURN (v_n > 0)::integer;
     WHEN 'free' THEN
         -- post_<q> puts a waiting message (vt infinity) in the parking segment 0; through the
         -- parent only when none of its deliveries is there (taken, or parked elsewhere by an
         -- older version)
-        UPDATE %2$s AS q SET vt = coalesce(q.delayed_until, q.added)
+        UPDATE %6$s AS q SET vt = coalesce(q.delayed_until, q.added)
         WHERE q.id = p_id AND q.vt = 'infinity';
         GET DIAGNOSTICS v_n = ROW_COUNT;
         IF v_n = 0 THEN
-            UPDATE mbus.%1$I AS q SET vt = coalesce(q.delayed_until, q.added)
+            UPDATE mbus.%5$I AS q SET vt = coalesce(q.delayed_until, q.added)
             WHERE q.id = p_id AND q.vt = 'infinity';
             GET DIAGNOSTICS v_n = ROW_COUNT;
         END IF;
         RETURN v_n;
     END CASE;
 END;
-$b$, tbl, 'mbus.' || quote_ident(tbl || '$0')));
+$b$, format(v_depwait, 'q.id = p_id AND q.iid IS NULL', tbl),
+     format(v_depwait, 'q.iid = p_iid', tbl),
+     format(v_deprel, 'q.id = p_id AND q.iid IS NULL', tbl),
+     format(v_deprel, 'q.iid = p_iid', tbl),
+     tbl, 'mbus.' || quote_ident(tbl || '$0')));
 
     -- clear_queue_<q>(p_now): delete expired deliveries; returns how many.
     EXECUTE format($f$
