@@ -196,13 +196,18 @@ def test_sigterm_finishes_or_gives_back_the_work_in_hand(appdb: str) -> None:
             took = time.monotonic() - started
         assert proc.returncode == 0, out + err
         assert took < 5  # the grace period, not the 30 s handler
-        assert _handled(appdb, "jobs") == [(short, 1)]  # finished within the grace period
+        jobs = _handled(appdb, "jobs")
+        assert (short, 1) in jobs  # finished within the grace period
         assert _handled(appdb, "long") == []
         # the unfinished one is back in its queue, available now, for the next worker
         (again,) = bus.lease("long", lease=5)
         assert again.iid == longer and again.attempts == 2
-        (w,) = bus.lease("jobs", lease=5)
-        assert w.iid == waiting and w.attempts == 1
+        # The one posted after the stop is claimed by no new lease; a lease statement already
+        # running at the stop may see it (it is let finish), and then it is handled, once.
+        left = bus.lease("jobs", lease=5)
+        assert sorted(jobs + [(m.iid, m.attempts) for m in left]) == sorted(
+            [(short, 1), (waiting, 1)]
+        )
     given_back = [r for r in _logs(err) if "given back at shutdown" in r["message"]]
     assert [r["iid"] for r in given_back] == [longer]
     assert "tests.workers.app.long: 0 done" in out and "1 given back" in out

@@ -61,6 +61,31 @@ def channel(queue: str) -> str:
     return "mbus_q_" + check_name("queue", queue)
 
 
+class Wakeups:
+    """A queue's wake-ups, from :meth:`AsyncBus.wakeups`.
+
+    ``conn`` is the listening connection (idle between waits: a caller may run statements on
+    it, as ``consume`` does to claim without a pool round trip).
+    """
+
+    def __init__(self, conn: AsyncConnection[Any], poll_interval: float) -> None:
+        self.conn = conn
+        self.poll_interval = poll_interval
+
+    async def wait(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` (at most the bus's ``poll_interval``) for a wake-up; True when
+        one came. A wake-up is a hint, not a message: look at the queue again either way.
+        Cancelling the wait is safe (no statement runs during it)."""
+        woken = False
+        # Run the generator to its end (stop_after=1): leaving it early would keep the
+        # connection's lock until the generator is collected.
+        async for _note in self.conn.notifies(
+            timeout=max(0.0, min(seconds, self.poll_interval)), stop_after=1
+        ):
+            woken = True
+        return woken
+
+
 class AsyncBus(Handlers):
     """A client of the mbus queues on one database.
 
@@ -447,10 +472,6 @@ class AsyncBus(Handlers):
         await self._rows(Q["require_consumer"], {"queue": queue, "consumer": consumer})
         self._known.add((queue, consumer))
 
-    async def _wait(self, listener: AsyncConnection[Any], seconds: float) -> None:
-        async for _note in listener.notifies(timeout=seconds, stop_after=1):
-            pass
-
     @renamed_keywords(amount="limit", timeout="wait")
     async def consume(
         self,
@@ -478,17 +499,17 @@ class AsyncBus(Handlers):
         if got or wait <= 0:
             return got
         deadline = time.monotonic() + wait
-        async with self._listening(queue) as listener:
+        async with self.wakeups(queue) as wakeups:
             # Without a caller's connection, claim on the listener's: no pool round trip
             # between the wake-up and the claim.
-            claim_conn = conn if conn is not None else listener
+            claim_conn = conn if conn is not None else wakeups.conn
             while True:
                 await self._upkeep(queue)
                 got = await self._consume_once(queue, consumer, limit, claim_conn, now)
                 remaining = deadline - time.monotonic()
                 if got or remaining <= 0:
                     return got
-                await self._wait(listener, min(remaining, self.poll_interval))
+                await wakeups.wait(remaining)
 
     @renamed_keywords(amount="limit", timeout="wait")
     async def lease(
@@ -508,7 +529,9 @@ class AsyncBus(Handlers):
         An unfinished message is delivered again when its lease ends, with ``attempts`` one
         higher; a message already delivered ``max_attempts`` times goes to the dmq instead.
         ``wait`` waits as in ``consume``. The old spellings ``amount=`` and ``timeout=`` still
-        work (deprecated).
+        work (deprecated). Cancelling the call while its statement runs may drop a lease the
+        server just granted (leased to no one until it ends, an attempt counted): to stop
+        waiting at will, wait on :meth:`wakeups` and lease with ``wait=0``, as the worker does.
         """
         if limit < 0:
             raise InvalidArgument("limit must be >= 0", sqlstate="MB006")
@@ -519,21 +542,29 @@ class AsyncBus(Handlers):
         if got or wait <= 0:
             return got
         deadline = time.monotonic() + wait
-        async with self._listening(queue) as listener:
+        async with self.wakeups(queue) as wakeups:
             while True:
                 await self._upkeep(queue)
                 got = await self._lease_once(queue, consumer, limit, span, max_attempts, now)
                 remaining = deadline - time.monotonic()
                 if got or remaining <= 0:
                     return got
-                await self._wait(listener, min(remaining, self.poll_interval))
+                await wakeups.wait(remaining)
 
     @asynccontextmanager
-    async def _listening(self, queue: str) -> AsyncIterator[AsyncConnection[Any]]:
+    async def wakeups(self, queue: str) -> AsyncIterator[Wakeups]:
+        """Listen for ``queue``'s wake-ups while the block runs: the NOTIFY a post (or a
+        ``resume``) sends while some session waits; see :class:`Wakeups`.
+
+        For callers that run their own wait loop: open it, then look at the queue (``consume``
+        or ``lease`` with ``wait=0``), then ``await wakeups.wait(seconds)``; a post committed
+        after the block opened wakes the wait, so none slips between the look and the wait.
+        The block holds one pooled connection.
+        """
         async with self._connection(None) as listener:
             await listener.execute(Q["await_queue"], {"queue": check_name("queue", queue)})
             try:
-                yield listener
+                yield Wakeups(listener, self.poll_interval)
             finally:
                 await listener.execute(Q["await_done"], {"queue": queue})
 

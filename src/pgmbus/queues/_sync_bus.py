@@ -64,6 +64,31 @@ def channel(queue: str) -> str:
     return "mbus_q_" + check_name("queue", queue)
 
 
+class Wakeups:
+    """A queue's wake-ups, from :meth:`Bus.wakeups`.
+
+    ``conn`` is the listening connection (idle between waits: a caller may run statements on
+    it, as ``consume`` does to claim without a pool round trip).
+    """
+
+    def __init__(self, conn: Connection[Any], poll_interval: float) -> None:
+        self.conn = conn
+        self.poll_interval = poll_interval
+
+    def wait(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` (at most the bus's ``poll_interval``) for a wake-up; True when
+        one came. A wake-up is a hint, not a message: look at the queue again either way.
+        Cancelling the wait is safe (no statement runs during it)."""
+        woken = False
+        # Run the generator to its end (stop_after=1): leaving it early would keep the
+        # connection's lock until the generator is collected.
+        for _note in self.conn.notifies(
+            timeout=max(0.0, min(seconds, self.poll_interval)), stop_after=1
+        ):
+            woken = True
+        return woken
+
+
 class Bus(Handlers):
     """A client of the mbus queues on one database.
 
@@ -450,10 +475,6 @@ class Bus(Handlers):
         self._rows(Q["require_consumer"], {"queue": queue, "consumer": consumer})
         self._known.add((queue, consumer))
 
-    def _wait(self, listener: Connection[Any], seconds: float) -> None:
-        for _note in listener.notifies(timeout=seconds, stop_after=1):
-            pass
-
     @renamed_keywords(amount="limit", timeout="wait")
     def consume(
         self,
@@ -481,17 +502,17 @@ class Bus(Handlers):
         if got or wait <= 0:
             return got
         deadline = time.monotonic() + wait
-        with self._listening(queue) as listener:
+        with self.wakeups(queue) as wakeups:
             # Without a caller's connection, claim on the listener's: no pool round trip
             # between the wake-up and the claim.
-            claim_conn = conn if conn is not None else listener
+            claim_conn = conn if conn is not None else wakeups.conn
             while True:
                 self._upkeep(queue)
                 got = self._consume_once(queue, consumer, limit, claim_conn, now)
                 remaining = deadline - time.monotonic()
                 if got or remaining <= 0:
                     return got
-                self._wait(listener, min(remaining, self.poll_interval))
+                wakeups.wait(remaining)
 
     @renamed_keywords(amount="limit", timeout="wait")
     def lease(
@@ -511,7 +532,9 @@ class Bus(Handlers):
         An unfinished message is delivered again when its lease ends, with ``attempts`` one
         higher; a message already delivered ``max_attempts`` times goes to the dmq instead.
         ``wait`` waits as in ``consume``. The old spellings ``amount=`` and ``timeout=`` still
-        work (deprecated).
+        work (deprecated). Cancelling the call while its statement runs may drop a lease the
+        server just granted (leased to no one until it ends, an attempt counted): to stop
+        waiting at will, wait on :meth:`wakeups` and lease with ``wait=0``, as the worker does.
         """
         if limit < 0:
             raise InvalidArgument("limit must be >= 0", sqlstate="MB006")
@@ -522,21 +545,29 @@ class Bus(Handlers):
         if got or wait <= 0:
             return got
         deadline = time.monotonic() + wait
-        with self._listening(queue) as listener:
+        with self.wakeups(queue) as wakeups:
             while True:
                 self._upkeep(queue)
                 got = self._lease_once(queue, consumer, limit, span, max_attempts, now)
                 remaining = deadline - time.monotonic()
                 if got or remaining <= 0:
                     return got
-                self._wait(listener, min(remaining, self.poll_interval))
+                wakeups.wait(remaining)
 
     @contextmanager
-    def _listening(self, queue: str) -> Iterator[Connection[Any]]:
+    def wakeups(self, queue: str) -> Iterator[Wakeups]:
+        """Listen for ``queue``'s wake-ups while the block runs: the NOTIFY a post (or a
+        ``resume``) sends while some session waits; see :class:`Wakeups`.
+
+        For callers that run their own wait loop: open it, then look at the queue (``consume``
+        or ``lease`` with ``wait=0``), then ``wakeups.wait(seconds)``; a post committed
+        after the block opened wakes the wait, so none slips between the look and the wait.
+        The block holds one pooled connection.
+        """
         with self._connection(None) as listener:
             listener.execute(Q["await_queue"], {"queue": check_name("queue", queue)})
             try:
-                yield listener
+                yield Wakeups(listener, self.poll_interval)
             finally:
                 listener.execute(Q["await_done"], {"queue": queue})
 

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -108,7 +109,7 @@ class QueueLoop:
         backoff = Backoff()
         while not stop.is_set():
             try:
-                messages = await self._claim(stop, drain)
+                messages = await self._claim(stop, abort, drain)
             except Exception as exc:
                 if not is_transient(exc):
                     self.log.exception(
@@ -137,11 +138,45 @@ class QueueLoop:
             for message in messages:  # claimed: in hand, finished even when stopping
                 await self._process(message, abort)
 
-    async def _claim(self, stop: asyncio.Event, drain: bool) -> list[Message] | None:
+    async def _claim(
+        self, stop: asyncio.Event, abort: asyncio.Event, drain: bool
+    ) -> list[Message] | None:
         """Lease one message, waiting up to the poll interval; None when ``stop`` came first.
 
-        The wait (LISTEN for the queue's NOTIFY) is abandoned as soon as ``stop`` is set, so a
-        stopping worker claims nothing more, however long its poll interval.
+        Only the wait for the queue's NOTIFY is abandoned when ``stop`` is set, never a lease
+        statement: cancelled mid-statement, psycopg cancels it at the server and raises, and a
+        lease that completed before the cancel landed would be dropped, its message leased to
+        no one until the lease ends, an attempt spent without a handler. A lease running when
+        ``stop`` comes finishes, and what it claimed is work in hand. ``abort`` (the grace
+        period is over) does cancel it: see :meth:`_lease_now`.
+        """
+        got = await self._lease_now(abort)
+        if got is None or got or drain:
+            return got
+        deadline = time.monotonic() + self.spec.poll_interval
+        async with self.bus.wakeups(self.spec.queue) as wakeups:
+            while not stop.is_set():
+                got = await self._lease_now(abort)  # after LISTEN: no post slips in between
+                remaining = deadline - time.monotonic()
+                if got is None or got or remaining <= 0:
+                    return got
+                woken = asyncio.ensure_future(wakeups.wait(remaining))
+                stopping = asyncio.ensure_future(stop.wait())
+                try:
+                    await asyncio.wait({woken, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    stopping.cancel()
+                    woken.cancel()  # no statement runs in the wait: safe to leave
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await woken
+        return None
+
+    async def _lease_now(self, abort: asyncio.Event) -> list[Message] | None:
+        """One lease statement (no wait); None when ``abort`` cut it short.
+
+        At abort the worker is about to exit and must not hang on a statement (one stuck
+        behind a lock, say): it is cancelled, and a message it might have claimed in that
+        instant comes back when its lease ends.
         """
         claim = asyncio.ensure_future(
             self.bus.lease(
@@ -150,20 +185,19 @@ class QueueLoop:
                 limit=1,
                 lease=self.spec.lease,
                 max_attempts=self.spec.retry.max_attempts,
-                wait=0.0 if drain else self.spec.poll_interval,
             )
         )
-        stopping = asyncio.ensure_future(stop.wait())
+        aborting = asyncio.ensure_future(abort.wait())
         try:
-            await asyncio.wait({claim, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({claim, aborting}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            stopping.cancel()
-        if not claim.done():
-            claim.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await claim
-            return None
-        return claim.result()
+            aborting.cancel()
+        if claim.done():  # finished, even together with abort: handled (or given back) below
+            return claim.result()
+        claim.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await claim
+        return None
 
     async def _process(self, message: Message, abort: asyncio.Event) -> None:
         extra = self._extra(message)
