@@ -150,10 +150,39 @@ def test_the_run_text_still_matches_params_through_the_index(connect: Connect) -
     conn.execute("ANALYZE mbus.subscriptions")
     row = conn.execute("SELECT mbus._match_query(%s)", (BY_TOPIC,)).fetchone()
     assert row is not None
-    conn.execute("PREPARE m (mbus.stream_row[], text, text) AS " + str(row[0]))
+    conn.execute("PREPARE m (mbus.stream_row[], text, text, bigint[]) AS " + str(row[0]))
     explain = sql.SQL(
         "EXPLAIN EXECUTE m (ARRAY[ROW(NULL, 1, 'u5', NULL, '{{}}', NULL, now())"
-        "::mbus.stream_row], 'many', {})"
+        "::mbus.stream_row], 'many', {}, NULL)"
     ).format(sql.Literal(BY_TOPIC))
     plan = "\n".join(str(r[0]) for r in conn.execute(explain))
     assert "subscriptions_params" in plan, plan
+
+
+def test_one_subscriptions_params_cannot_fail_the_others_of_its_condition(
+    connect: Connect,
+) -> None:
+    """Subscriptions share a condition; one's params make it fail on every event (a bad
+    cast): the others still get their events, and the failing one is named alone."""
+    conn = connect(autocommit=True)
+    streams.create_group(conn, "g")
+    by_n = "(s.params->>'n')::int = (e.payload->>'n')::int"
+    good = [streams.subscribe(conn, "g", by_n, {"n": n}) for n in range(1, 8)]
+    hostile = streams.subscribe(conn, "g", by_n, {"n": "abc"})
+    late = streams.subscribe(conn, "g", by_n, {"n": 5, "tag": "late"})  # after the hostile one
+    five = streams.publish(conn, "t", {"n": 5})
+    two = streams.publish(conn, "t", {"n": 2})
+    warnings: list[str] = []
+    conn.add_notice_handler(lambda d: warnings.append(str(d.message_primary)))
+    batch = streams.read_subscriptions(conn, "g")
+    got = {e.id: e.subscription_ids for e in batch.events}
+    assert got == {five: (good[4], late), two: (good[1],)}
+    named = [w for w in warnings if "skipped for them" in w]
+    assert len(named) == 1 and f"subscriptions {{{hostile}}} " in named[0], named
+    assert streams.counters(conn).get("subscription_errors") == 1
+    rows = conn.execute(
+        "SELECT event_id, subscription_ids FROM mbus.match_subscriptions('g', %s) "
+        "ORDER BY event_id",
+        ([five, two],),
+    ).fetchall()
+    assert rows == [(five, [good[4], late]), (two, [good[1]])]

@@ -66,7 +66,7 @@ BEGIN
             END IF;
         END LOOP;
         EXECUTE mbus._match_query(p_condition)
-        USING '{}'::mbus.stream_row[], ''::text, p_condition;
+        USING '{}'::mbus.stream_row[], ''::text, p_condition, NULL::bigint[];
         RAISE EXCEPTION USING ERRCODE = 'MBOK0';  -- roll the scratch function back
     EXCEPTION WHEN OTHERS THEN
         GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;

@@ -6,21 +6,25 @@
 --           params of thousands of subscriptions are matched by one join (the GIN index on
 --           params serves containment conditions). An event that matches none is left out; an
 --           event may appear once per condition it matched (callers merge the arrays).
---           One condition cannot harm another: each runs in its own subtransaction. A condition
---           that raises an error (a cast of a payload field, a division by zero) is run again
---           event by event, so its subscriptions still get the events it can decide; the
---           events it fails on are not matched for them, a WARNING names the group, the
---           subscriptions, the events and the error, and the transaction-local setting
---           mbus.match_failed is raised by the number of those subscriptions (read_subscriptions
---           counts it). Other conditions, subscriptions and groups go on. Rows the failed run
---           returned before its error are complete (an event's row is emitted only once all of
---           its join rows are aggregated) and the rerun returns them again: callers merge.
+--           One condition cannot harm another, nor one subscription's params the others of
+--           its condition: each run is a subtransaction. When a condition's run raises an
+--           error (a cast of a payload field or of a subscription's params, a division by
+--           zero), its subscriptions are split in halves and run again over the batch until
+--           the failing ones are alone (a few runs per bad subscription, not one per
+--           subscription); a failing subscription is then run event by event, so it still
+--           gets the events it can decide. The events it fails on are not matched for it, a
+--           WARNING names the group, the subscriptions, the events and the error, and the
+--           transaction-local setting mbus.match_failed is raised by the number of failing
+--           subscriptions (read_subscriptions counts it). Everything else goes on. Rows a
+--           failed run returned before its error are complete (an event's row is emitted only
+--           once all of its join rows are aggregated) and a rerun may return them again:
+--           callers merge.
 -- Params:   p_group   the group's name
 --           p_events  the events (mbus.stream_row[]; read_subscriptions passes txid NULL)
 -- Returns:  TABLE (event_id bigint, subscription_ids bigint[]): ids in ascending order
 -- Locks:    none (reads only; the conditions run with the caller's privileges); sets
 --           mbus.match_failed (set_config, local to the transaction) when a condition failed
--- Callers:  mbus.read_subscriptions, mbus.match_subscriptions
+-- Callers:  mbus.read_subscriptions, mbus.read_listeners, mbus.match_subscriptions
 CREATE OR REPLACE FUNCTION mbus._match(p_group text, p_events mbus.stream_row[])
 RETURNS TABLE (event_id bigint, subscription_ids bigint[])
 LANGUAGE plpgsql STABLE
@@ -29,9 +33,15 @@ AS $$
 DECLARE
     v_cond   text;
     v_query  text;
+    v_subs   bigint[];   -- the condition's subscriptions, ascending
+    v_todo   int[];      -- ranges of v_subs still to run: pairs (first, last) of indexes
+    v_lo     int;
+    v_hi     int;
+    v_mid    int;
     v_ev     mbus.stream_row;
-    v_failed bigint[];
-    v_subs   bigint[];
+    v_evs    bigint[];   -- events a failing subscription could not decide
+    v_bad    bigint[];   -- failing subscriptions
+    v_failed bigint[];   -- events any of them failed on
     v_err    text;
 BEGIN
     FOR v_cond IN
@@ -39,30 +49,61 @@ BEGIN
     LOOP
         v_query := mbus._match_query(v_cond);
         BEGIN
-            RETURN QUERY EXECUTE v_query USING p_events, p_group, v_cond;
+            RETURN QUERY EXECUTE v_query USING p_events, p_group, v_cond, NULL::bigint[];
+            CONTINUE;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_err = MESSAGE_TEXT;
-            v_failed := '{}';
+        END;
+        v_subs := ARRAY(SELECT s.id FROM mbus.subscriptions AS s
+                        WHERE s.group_name = p_group AND s.condition = v_cond ORDER BY s.id);
+        v_todo := CASE WHEN cardinality(v_subs) > 1
+                       THEN ARRAY[1, cardinality(v_subs) / 2,
+                                  cardinality(v_subs) / 2 + 1, cardinality(v_subs)]
+                       ELSE ARRAY[1, cardinality(v_subs)] END;
+        v_bad := '{}';
+        v_failed := '{}';
+        WHILE cardinality(v_todo) > 0 LOOP
+            v_lo := v_todo[1];
+            v_hi := v_todo[2];
+            v_todo := v_todo[3:];
+            CONTINUE WHEN v_lo > v_hi;
+            BEGIN
+                RETURN QUERY EXECUTE v_query USING p_events, p_group, v_cond, v_subs[v_lo:v_hi];
+                CONTINUE;
+            EXCEPTION WHEN OTHERS THEN
+                GET STACKED DIAGNOSTICS v_err = MESSAGE_TEXT;
+            END;
+            IF v_lo < v_hi THEN
+                v_mid := (v_lo + v_hi) / 2;
+                v_todo := ARRAY[v_lo, v_mid, v_mid + 1, v_hi] || v_todo;
+                CONTINUE;
+            END IF;
+            -- one subscription that fails on this batch: event by event
+            v_evs := '{}';
             FOREACH v_ev IN ARRAY p_events LOOP
                 BEGIN
-                    RETURN QUERY EXECUTE v_query USING ARRAY[v_ev], p_group, v_cond;
+                    RETURN QUERY EXECUTE v_query
+                    USING ARRAY[v_ev], p_group, v_cond, ARRAY[v_subs[v_lo]];
                 EXCEPTION WHEN OTHERS THEN
-                    v_failed := v_failed || v_ev.id;
+                    GET STACKED DIAGNOSTICS v_err = MESSAGE_TEXT;
+                    v_evs := v_evs || v_ev.id;
                 END;
             END LOOP;
-            IF cardinality(v_failed) > 0 THEN
-                v_subs := ARRAY(SELECT s.id FROM mbus.subscriptions AS s
-                                WHERE s.group_name = p_group AND s.condition = v_cond
-                                ORDER BY s.id);
-                PERFORM set_config('mbus.match_failed',
-                                   (coalesce(nullif(current_setting('mbus.match_failed', true),
-                                                    ''), '0')::bigint
-                                    + cardinality(v_subs))::text, true);
-                RAISE WARNING USING MESSAGE = format(
-                    'pgmbus: subscriptions %s of group %L: their condition failed on events %s '
-                    'and was skipped for them: %s', v_subs, p_group, v_failed, v_err);
+            IF cardinality(v_evs) > 0 THEN
+                v_bad := v_bad || v_subs[v_lo];
+                v_failed := ARRAY(SELECT DISTINCT x FROM unnest(v_failed || v_evs) AS x
+                                  ORDER BY x);
             END IF;
-        END;
+        END LOOP;
+        IF cardinality(v_bad) > 0 THEN
+            PERFORM set_config('mbus.match_failed',
+                               (coalesce(nullif(current_setting('mbus.match_failed', true),
+                                                ''), '0')::bigint
+                                + cardinality(v_bad))::text, true);
+            RAISE WARNING USING MESSAGE = format(
+                'pgmbus: subscriptions %s of group %L: their condition failed on events %s '
+                'and was skipped for them: %s', v_bad, p_group, v_failed, v_err);
+        END IF;
     END LOOP;
 END;
 $$;
