@@ -25,6 +25,7 @@ from pgmbus.errors import (
     translating,
 )
 from pgmbus.handlers import Handlers
+from pgmbus.queues import edge_times
 from pgmbus.queues.model import (
     ConsumerStats,
     DeadMessage,
@@ -199,6 +200,7 @@ class AsyncBus(Handlers):
     ) -> list[dict[str, Any]]:
         async with self._connection(conn) as c:
             cur = c.cursor(row_factory=dict_row)
+            edge_times.register(cur)  # a claim's rows must be readable: it has committed
             with translating():
                 await cur.execute(query, params)
                 if cur.description is None:

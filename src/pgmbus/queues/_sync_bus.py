@@ -28,6 +28,7 @@ from pgmbus.errors import (
     translating,
 )
 from pgmbus.handlers import Handlers
+from pgmbus.queues import edge_times
 from pgmbus.queues.model import (
     ConsumerStats,
     DeadMessage,
@@ -202,6 +203,7 @@ class Bus(Handlers):
     ) -> list[dict[str, Any]]:
         with self._connection(conn) as c:
             cur = c.cursor(row_factory=dict_row)
+            edge_times.register(cur)  # a claim's rows must be readable: it has committed
             with translating():
                 cur.execute(query, params)
                 if cur.description is None:

@@ -7,8 +7,9 @@ DECLARE
     v_db  text := current_database();
     v_end timestamptz;
 BEGIN
-    IF lease IS NULL OR lease <= '0'::interval THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'lease must be > 0';
+    IF lease IS NULL OR lease <= '0'::interval OR lease > '100 years'::interval THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('lease %s is out of range (> 0, at most 100 years)', lease);
     END IF;
     UPDATE mbus.q_golden AS q SET vt = v_now + lease
     WHERE q.lease_token = token AND q.vt > v_now

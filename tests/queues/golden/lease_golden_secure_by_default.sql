@@ -28,8 +28,9 @@ BEGIN
     IF amt IS NULL OR amt < 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
     END IF;
-    IF lease IS NULL OR lease <= '0'::interval THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'lease must be > 0';
+    IF lease IS NULL OR lease <= '0'::interval OR lease > '100 years'::interval THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('lease %s is out of range (> 0, at most 100 years)', lease);
     END IF;
     IF max_attempts IS NOT NULL AND max_attempts < 1 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'max_attempts must be >= 1';

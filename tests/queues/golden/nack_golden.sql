@@ -6,8 +6,9 @@ DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
     v_db  text := current_database();
 BEGIN
-    IF delay IS NULL OR delay < '0'::interval THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'nack delay must be >= 0';
+    IF delay IS NULL OR delay < '0'::interval OR delay > '100 years'::interval THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('nack delay %s is out of range (>= 0, at most 100 years)', delay);
     END IF;
     UPDATE mbus.q_golden AS q SET vt = v_now + delay, lease_token = NULL
     WHERE q.lease_token = token AND q.vt > v_now;

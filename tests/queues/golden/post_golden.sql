@@ -18,6 +18,17 @@ BEGIN
             MESSAGE = CASE WHEN expires <= now() THEN format('expires %s is in the past', expires)
                 ELSE format('delayed_until %s is not before expires', delayed_until) END;
     END IF;
+    -- Finite times a client can read back (Python's datetime ends at year 9999): an infinite
+    -- or far-off time would be stored, then break the consume that claimed it.
+    IF NOT (delayed_until > '1900-01-01 00:00+00' AND delayed_until < '9999-01-01 00:00+00')
+       OR NOT expires < '9999-01-01 00:00+00' THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('%s %s is out of range (a finite time from 1900 to 9998)',
+                             CASE WHEN NOT expires < '9999-01-01 00:00+00' THEN 'expires'
+                                  ELSE 'delayed_until' END,
+                             CASE WHEN NOT expires < '9999-01-01 00:00+00' THEN expires
+                                  ELSE delayed_until END);
+    END IF;
     IF priority IS DISTINCT FROM 0 AND priority IS NOT NULL THEN
         IF priority < 0 OR priority > 32767 THEN
             RAISE EXCEPTION USING ERRCODE = 'MB006',

@@ -19,6 +19,17 @@ BEGIN
             MESSAGE = CASE WHEN expires <= now() THEN format('expires %s is in the past', expires)
                 ELSE format('delayed_until %s is not before expires', delayed_until) END;
     END IF;
+    -- Finite times a client can read back (Python's datetime ends at year 9999): an infinite
+    -- or far-off time would be stored, then break the consume that claimed it.
+    IF NOT (delayed_until > '1900-01-01 00:00+00' AND delayed_until < '9999-01-01 00:00+00')
+       OR NOT expires < '9999-01-01 00:00+00' THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('%s %s is out of range (a finite time from 1900 to 9998)',
+                             CASE WHEN NOT expires < '9999-01-01 00:00+00' THEN 'expires'
+                                  ELSE 'delayed_until' END,
+                             CASE WHEN NOT expires < '9999-01-01 00:00+00' THEN expires
+                                  ELSE delayed_until END);
+    END IF;
     IF headers IS NOT NULL AND cardinality(headers) <> cardinality(data)
        OR properties IS NOT NULL AND cardinality(properties) <> cardinality(data)
        OR priority IS NOT NULL AND cardinality(priority) <> cardinality(data) THEN

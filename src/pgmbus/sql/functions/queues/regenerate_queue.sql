@@ -326,6 +326,17 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = CASE WHEN expires <= now() THEN format('expires %s is in the past', expires)
                 ELSE format('delayed_until %s is not before expires', delayed_until) END;
+    END IF;
+    -- Finite times a client can read back (Python's datetime ends at year 9999): an infinite
+    -- or far-off time would be stored, then break the consume that claimed it.
+    IF NOT (delayed_until > '1900-01-01 00:00+00' AND delayed_until < '9999-01-01 00:00+00')
+       OR NOT expires < '9999-01-01 00:00+00' THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('%s %s is out of range (a finite time from 1900 to 9998)',
+                             CASE WHEN NOT expires < '9999-01-01 00:00+00' THEN 'expires'
+                                  ELSE 'delayed_until' END,
+                             CASE WHEN NOT expires < '9999-01-01 00:00+00' THEN expires
+                                  ELSE delayed_until END);
     END IF;$t$;
 
     -- post_<q>: the original mbus API's signature; returns the iid.
@@ -728,8 +739,9 @@ DECLARE
     v_now timestamptz := coalesce(p_now, clock_timestamp());
     v_db  text := current_database();
 BEGIN
-    IF delay IS NULL OR delay < '0'::interval THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'nack delay must be >= 0';
+    IF delay IS NULL OR delay < '0'::interval OR delay > '100 years'::interval THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('nack delay %%s is out of range (>= 0, at most 100 years)', delay);
     END IF;
     UPDATE mbus.%I AS q SET vt = v_now + delay, lease_token = NULL
     WHERE q.lease_token = token AND q.vt > v_now;
@@ -750,8 +762,9 @@ DECLARE
     v_db  text := current_database();
     v_end timestamptz;
 BEGIN
-    IF lease IS NULL OR lease <= '0'::interval THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'lease must be > 0';
+    IF lease IS NULL OR lease <= '0'::interval OR lease > '100 years'::interval THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('lease %%s is out of range (> 0, at most 100 years)', lease);
     END IF;
     UPDATE mbus.%I AS q SET vt = v_now + lease
     WHERE q.lease_token = token AND q.vt > v_now
@@ -1001,8 +1014,9 @@ BEGIN
     IF amt IS NULL OR amt < 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'amt must be a non-negative integer';
     END IF;
-    IF lease IS NULL OR lease <= '0'::interval THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'lease must be > 0';
+    IF lease IS NULL OR lease <= '0'::interval OR lease > '100 years'::interval THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('lease %%s is out of range (> 0, at most 100 years)', lease);
     END IF;
     IF max_attempts IS NOT NULL AND max_attempts < 1 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'max_attempts must be >= 1';
