@@ -57,6 +57,22 @@ def test_temporary_queue_lives_as_long_as_its_session(db_dsn: str) -> None:
         assert scalar(other, "SELECT to_regclass(%s) IS NULL", f"mbus.q_{tq}")
 
 
+def test_create_queue_refuses_a_live_temporary_queues_name(db_dsn: str) -> None:
+    """A "create" must not hand out a queue that another session's end will drop: MB003,
+    and the temporary queue is left as it was."""
+    with psycopg.connect(db_dsn, autocommit=True, row_factory=dict_row) as other:
+        with psycopg.connect(db_dsn, autocommit=True, row_factory=dict_row) as owner:
+            tq = scalar(owner, "SELECT mbus.create_temporary_queue()")
+            for conn in (other, owner):
+                with pytest.raises(psycopg.Error, match="temporary queue") as caught:
+                    conn.execute("SELECT mbus.create_queue(%s, 2)", (tq,))
+                assert caught.value.sqlstate == "MB003"
+            assert scalar(other, "SELECT ncons FROM mbus.queue WHERE qname = %s", tq) == 1
+        assert collect_until(other, 1) == 1
+        other.execute("SELECT mbus.create_queue(%s)", (tq,))  # free again once collected
+        assert scalar(other, "SELECT count(*) FROM mbus.temp_object WHERE qname = %s", tq) == 0
+
+
 def test_temporary_consumer_lives_as_long_as_its_session(db_dsn: str) -> None:
     """ "Temporary consumers are created by mbus.create_temporary_consumer(qname text, selector
     text). The function returns the temporary consumer's name. The consumer exists while the

@@ -9,11 +9,12 @@
 --           existing queue it updates ncons and regenerates the functions when
 --           is_roles_security_model is what the queue has, and refuses (MB003) otherwise: the
 --           model is never silently ignored; drop and create the queue again to change it.
+--           A live temporary queue's name is refused (MB003): its session's end would drop it.
 -- Params:   qname                    the queue's name (text; the name rule, at most 24 bytes)
 --           ncons                    the original API's part count (integer >= 1; stored, unused)
 --           is_roles_security_model  post/consume only through the queue's roles (boolean)
 -- Returns:  void; MB001 for a bad name, MB006 for ncons < 1, MB003 when a generated name is
---           taken or the queue exists with the other security model
+--           taken, the queue exists with the other security model, or it is a temporary queue
 -- Locks:    pg_advisory_xact_lock(1835165041) (serializes every catalog change of queues:
 --           create/drop of queues, consumers, triggers, clear_tempq); CREATE TABLE of the new
 --           tables and indexes; ensure_role's CREATE ROLE; for an existing queue, a row lock on its
@@ -38,6 +39,16 @@ BEGIN
     -- Serialize catalog changes of queues (create/drop/consumers/triggers).
     PERFORM pg_advisory_xact_lock(1835165041);
     IF EXISTS (SELECT 1 FROM mbus.queue AS q WHERE q.qname = create_queue.qname) THEN
+        IF EXISTS (SELECT 1 FROM mbus.temp_object AS t
+                   WHERE t.kind = 'queue' AND t.qname = create_queue.qname) THEN
+            -- "create" must not hand out a queue that its session's end will drop
+            RAISE EXCEPTION USING ERRCODE = 'MB003',
+                MESSAGE = format('queue %s is a temporary queue of session %s: it is dropped '
+                                 'when that session ends; choose another name', qname,
+                                 (SELECT t.pid FROM mbus.temp_object AS t
+                                  WHERE t.kind = 'queue' AND t.qname = create_queue.qname
+                                  LIMIT 1));
+        END IF;
         IF (SELECT q.roles_security FROM mbus.queue AS q WHERE q.qname = create_queue.qname)
            IS DISTINCT FROM coalesce(is_roles_security_model, false) THEN
             RAISE EXCEPTION USING ERRCODE = 'MB003',
