@@ -461,3 +461,61 @@ def test_bury_consume_wait_and_clear_queue_are_public_entry_points(qconn: Conn) 
             "WHERE p.pronamespace = 'mbus'::regnamespace AND p.proname = %s",
             f,
         )
+
+
+def test_the_last_consumer_of_a_fed_queue_cannot_be_dropped(qconn: Conn) -> None:
+    """Main: dropping audit's last consumer made every post to jobs fail (MB008 from the
+    trigger's copy), and a stream group's routing with it: another user's work."""
+    qconn.execute("SELECT mbus.create_queue('audit', 1)")
+    qconn.execute("SELECT mbus.create_trigger('jobs', 'audit')")
+    exc = fails(qconn, "SELECT mbus.drop_consumer('audit', 'default')")
+    assert exc.sqlstate == "MB008" and "trigger from queue jobs" in message(exc)
+    qconn.execute("SELECT mbus.post_jobs('{}')")  # nothing changed
+    assert scalar(qconn, "SELECT count(*) FROM mbus.q_audit") == 1
+    qconn.execute("SELECT mbus.create_queue('routed', 1)")
+    qconn.execute("SELECT mbus.create_group('mover')")
+    qconn.execute("SELECT mbus.subscribe_queue('mover', 'routed', 'e.topic = ''r''')")
+    exc = fails(qconn, "SELECT mbus.drop_consumer('routed', 'default')")
+    assert exc.sqlstate == "MB008" and "route of stream group mover" in message(exc)
+    # another consumer left: fine; once the feeds are gone: fine
+    qconn.execute("SELECT mbus.create_consumer('audit', 'other')")
+    qconn.execute("SELECT mbus.drop_consumer('audit', 'default')")
+    qconn.execute("SELECT mbus.drop_trigger('jobs', 'audit')")
+    qconn.execute("SELECT mbus.drop_consumer('audit', 'other')")
+
+
+def test_a_consumer_made_again_does_not_inherit_a_pause(qconn: Conn) -> None:
+    """Main: the dropped consumer's pause stayed, and its namesake started paused."""
+    qconn.execute("SELECT mbus.create_consumer('jobs', 'mail')")
+    qconn.execute("SELECT mbus.pause_queue('jobs', 'mail')")
+    qconn.execute("SELECT mbus.drop_consumer('jobs', 'mail')")
+    qconn.execute("SELECT mbus.create_consumer('jobs', 'mail')")
+    qconn.execute("SELECT mbus.post_jobs('{\"n\": 1}')")
+    rows = qconn.execute("SELECT data FROM mbus.consume('jobs', 'mail')").fetchall()
+    assert rows == [{"data": {"n": 1}}]
+
+
+def test_an_own_form_iid_of_another_messages_id_is_refused(qconn: Conn) -> None:
+    """Main: 'jobs.<n>@db', n the id of a pending message posted with a client iid, was
+    stored as a second message with id n; the two shared their dependencies."""
+    db = scalar(qconn, "SELECT current_database()")
+    qconn.execute("SELECT mbus.post_jobs('{}', iid => 'client-1')")
+    held = scalar(qconn, "SELECT id FROM mbus.q_jobs WHERE iid = 'client-1'")
+    exc = fails(qconn, "SELECT mbus.post_jobs('{}', iid => %s)", f"jobs.{held}@{db}")
+    assert exc.sqlstate == "MB006" and "another message" in message(exc)
+    assert scalar(qconn, "SELECT count(*) FROM mbus.q_jobs") == 1
+    own = scalar(qconn, "SELECT mbus.post_jobs('{}')")  # an own-form iid posted again: a no-op
+    assert scalar(qconn, "SELECT mbus.post_jobs('{}', iid => %s)", own) == own
+    assert scalar(qconn, "SELECT count(*) FROM mbus.q_jobs") == 2
+
+
+def test_a_post_answered_by_its_dedupe_key_does_not_use_up_its_iid(qconn: Conn) -> None:
+    """Main: the iid was remembered before the dedupe key answered, so a later real post
+    with that iid stored nothing and returned the iid."""
+    first = "SELECT mbus.post_jobs('{\"v\": 1}', dedupe_key => 'dk', iid => 'k9')"
+    assert scalar(qconn, first) == "k9"
+    again = "SELECT mbus.post_jobs('{\"v\": 2}', dedupe_key => 'dk', iid => 'k10')"
+    assert scalar(qconn, again) == "k9"  # the pending message of the key
+    assert scalar(qconn, "SELECT mbus.post_jobs('{\"v\": 3}', iid => 'k10')") == "k10"
+    rows = qconn.execute("SELECT iid, data FROM mbus.q_jobs ORDER BY id").fetchall()
+    assert [(r["iid"], r["data"]["v"]) for r in rows] == [("k9", 1), ("k10", 3)]

@@ -376,13 +376,24 @@ BEGIN%7$s
     IF consume_after IS NOT NULL THEN  -- the seed's named parameter, merged into the headers
         headers := mbus.with_consume_after(headers, to_jsonb(consume_after));
     END IF;
+    IF iid IS NOT NULL THEN  -- a bad iid is refused whatever happens next
+        t.id := mbus.check_iid(iid, %1$L);
+    END IF;
+    IF dedupe_key IS NOT NULL THEN
+        -- Dedupe: while the message last posted with this key is pending, return its iid.
+        -- Before the iid is remembered: a post that stores nothing must not use it up.
+        v_dup := mbus.dedupe_lock(%1$L, dedupe_key);
+        IF EXISTS (SELECT 1 FROM mbus.%8$I AS q WHERE q.id = v_dup.id) THEN
+            RETURN v_dup.iid;
+        END IF;
+    END IF;
     IF iid IS NOT NULL THEN
         -- A client's iid (mbus.check_iid: never one the sequence has not handed out yet) is
         -- remembered in mbus.client_iids for queues.iid_window: within it a post of the iid is
         -- a no-op, consumed or not (a second post waits on the first's uncommitted row: one
         -- stores); a row older than the window is taken over; so is a post of an iid still
         -- pending here (posted before the window). Loops only when the upkeep deleted the row.
-        t.id := mbus.check_iid(iid, %1$L);
+        -- (t.id: set by mbus.check_iid above for an iid of this queue's own form.)
         LOOP
             INSERT INTO mbus.client_iids (qname, iid, posted_at) VALUES (%1$L, %10$I.iid, now())
             ON CONFLICT ON CONSTRAINT client_iids_pkey DO NOTHING;
@@ -397,18 +408,20 @@ BEGIN%7$s
             END IF;
         END LOOP;
         IF t.id IS NOT NULL THEN
-            IF EXISTS (SELECT 1 FROM mbus.%8$I AS q WHERE q.id = t.id AND q.iid IS NULL) THEN
+            -- pending under this own-form iid: a no-op; the id held by a message with a
+            -- client's iid: that is another message, whose id must stay its own
+            CASE (SELECT q.iid IS NULL FROM mbus.%8$I AS q WHERE q.id = t.id LIMIT 1)
+            WHEN true THEN
                 RETURN iid;
-            END IF;
+            WHEN false THEN
+                RAISE EXCEPTION USING ERRCODE = 'MB006',
+                    MESSAGE = format('iid %%s names message %%s of queue %%s, which is another '
+                                     'message (posted with an iid of its own)', iid, t.id, %1$L);
+            ELSE
+                NULL;
+            END CASE;
         ELSIF EXISTS (SELECT 1 FROM mbus.%8$I AS q WHERE q.iid = %10$I.iid) THEN
             RETURN iid;
-        END IF;
-    END IF;
-    IF dedupe_key IS NOT NULL THEN
-        -- Dedupe: while the message last posted with this key is pending, return its iid.
-        v_dup := mbus.dedupe_lock(%1$L, dedupe_key);
-        IF EXISTS (SELECT 1 FROM mbus.%8$I AS q WHERE q.id = v_dup.id) THEN
-            RETURN v_dup.iid;
         END IF;
     END IF;
     IF t.id IS NULL THEN
