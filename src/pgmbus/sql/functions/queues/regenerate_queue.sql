@@ -364,12 +364,15 @@ BEGIN%7$s
         END IF;
         v_prio := priority;
     END IF;
-    IF data IS NULL OR jsonb_typeof(data) <> 'object' THEN
+    -- the checks in full only for a value that is off or big enough to be too deep
+    IF data IS NULL OR jsonb_typeof(data) <> 'object' OR pg_column_size(data) >= 800 THEN
         PERFORM mbus.check_payload('data', data, false);
     END IF;
     -- the calls (which name the argument in the error) only when one of them is not an object
-    IF (headers IS NOT NULL AND jsonb_typeof(headers) <> 'object')
-       OR (properties IS NOT NULL AND jsonb_typeof(properties) <> 'object') THEN
+    IF (headers IS NOT NULL AND (jsonb_typeof(headers) <> 'object'
+                                 OR pg_column_size(headers) >= 800))
+       OR (properties IS NOT NULL AND (jsonb_typeof(properties) <> 'object'
+                                       OR pg_column_size(properties) >= 800)) THEN
         PERFORM mbus.check_payload('headers', headers);
         PERFORM mbus.check_payload('properties', properties);
     END IF;
@@ -519,6 +522,16 @@ BEGIN
        OR EXISTS (SELECT 1 FROM unnest(properties) AS d(v) WHERE jsonb_typeof(v) <> 'object') THEN
         RAISE EXCEPTION USING ERRCODE = 'MB005',
             MESSAGE = 'every data, headers and properties element must be a JSON object';
+    END IF;
+    -- (pg_column_size first: the function call only for an element big enough)
+    IF EXISTS (SELECT 1 FROM unnest(data) AS d(v)
+               WHERE pg_column_size(v) >= 800 AND mbus.json_too_deep(v))
+       OR EXISTS (SELECT 1 FROM unnest(headers) AS d(v)
+                  WHERE pg_column_size(v) >= 800 AND mbus.json_too_deep(v))
+       OR EXISTS (SELECT 1 FROM unnest(properties) AS d(v)
+                  WHERE pg_column_size(v) >= 800 AND mbus.json_too_deep(v)) THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB005',
+            MESSAGE = 'a data, headers or properties element is nested more than 100 levels deep';
     END IF;
     IF headers IS NOT NULL
        AND EXISTS (SELECT 1 FROM unnest(headers) AS d(v) WHERE v ? 'consume_after') THEN

@@ -23,7 +23,8 @@
 --                    match; see mbus._publish_special)
 --           delayed_until  readers see the event from this time on (NULL or past = at commit)
 -- Returns:  bigint: the event id; MB006 for a bad topic, MB005 for a NULL payload or headers that
---           are not an object, MB009 when the log is not this cluster's; mbus._publish_special's
+--           are not an object, MB005 for a payload or headers nested more than 100 levels deep
+--           (mbus.json_too_deep), MB009 when the log is not this cluster's; mbus._publish_special's
 --           errors (an unknown subscription, a delayed_until that is not finite)
 -- Locks:    none beyond the INSERT into the current partition of mbus.events (ROW EXCLUSIVE);
 --           reads mbus.stream_waiter
@@ -41,7 +42,8 @@ BEGIN
     -- one test on the common path; the checks one by one only when something is off
     IF current_setting('mbus.streams_log_ok', true) IS DISTINCT FROM 'yes'
        OR topic IS NULL OR topic = '' OR octet_length(topic) > 200 OR payload IS NULL
-       OR (headers IS NOT NULL AND jsonb_typeof(headers) <> 'object') THEN
+       OR (headers IS NOT NULL AND jsonb_typeof(headers) <> 'object')
+       OR pg_column_size(payload) >= 800 OR pg_column_size(headers) >= 800 THEN
         PERFORM mbus._check_log();
         IF topic IS NULL OR topic = '' OR octet_length(topic) > 200 THEN
             RAISE EXCEPTION USING ERRCODE = 'MB006',
@@ -53,6 +55,12 @@ BEGIN
         IF headers IS NOT NULL AND jsonb_typeof(headers) <> 'object' THEN
             RAISE EXCEPTION USING ERRCODE = 'MB005',
                 MESSAGE = format('headers must be a JSON object, not %s', jsonb_typeof(headers));
+        END IF;
+        IF mbus.json_too_deep(payload) OR mbus.json_too_deep(headers) THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB005',
+                MESSAGE = format('%s is nested more than 100 levels deep',
+                                 CASE WHEN mbus.json_too_deep(payload) THEN 'payload'
+                                      ELSE 'headers' END);
         END IF;
     END IF;
     IF publish.subscription_id IS NOT NULL OR publish.delayed_until IS NOT NULL THEN

@@ -12,7 +12,8 @@
 --           delayed_until  readers see the events from this time on (NULL or past = at commit)
 -- Returns:  SETOF bigint: the event ids in array order; MB006 for a bad topic or arrays of
 --           different lengths, MB005 for a NULL payloads array, a NULL payload or headers that
---           are not JSON objects (NULL elements mean no headers), MB009 when the log is not this
+--           are not JSON objects (NULL elements mean no headers) or an element nested more than
+--           100 levels deep (mbus.json_too_deep), MB009 when the log is not this
 --           cluster's; mbus._publish_special's errors
 -- Locks:    none beyond the INSERT into mbus.events (ROW EXCLUSIVE)
 -- Callers:  pgmbus.streams.client.publish_batch (sql/streams.sql 'publish_batch'); users
@@ -47,6 +48,14 @@ BEGIN
                                        WHERE h.x IS NOT NULL AND jsonb_typeof(h.x) <> 'object')
     THEN
         RAISE EXCEPTION USING ERRCODE = 'MB005', MESSAGE = 'headers must be JSON objects';
+    END IF;
+    -- too deep for readers to read back (mbus.json_too_deep; the call only for big elements)
+    IF EXISTS (SELECT 1 FROM unnest(payloads) AS p (x)
+               WHERE pg_column_size(p.x) >= 800 AND mbus.json_too_deep(p.x))
+       OR EXISTS (SELECT 1 FROM unnest(headers) AS h (x)
+                  WHERE pg_column_size(h.x) >= 800 AND mbus.json_too_deep(h.x)) THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB005',
+            MESSAGE = 'a payload or headers element is nested more than 100 levels deep';
     END IF;
     IF publish_batch.subscription_id IS NOT NULL OR publish_batch.delayed_until IS NOT NULL THEN
         RETURN QUERY

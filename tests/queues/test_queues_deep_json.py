@@ -1,0 +1,72 @@
+"""JSON nested too deep for clients to read back is refused where it enters (MB005), so no
+claim can commit rows that its reader then fails on."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import psycopg
+import pytest
+
+from pgmbus import streams
+from pgmbus.errors import InvalidPayload
+from pgmbus.queues import Bus
+
+
+def nested(depth: int) -> dict[str, Any]:
+    """An object whose containers nest ``depth`` levels (the object itself is level 1)."""
+    value: Any = []
+    for _ in range(depth - 2):
+        value = [value]
+    return {"a": value}
+
+
+def test_json_too_deep_draws_the_line_at_100_levels(autodb: str) -> None:
+    with psycopg.connect(autodb) as conn:
+        for depth, deep in ((100, False), (101, True), (600, True)):
+            row = conn.execute(
+                "SELECT mbus.json_too_deep(%s::jsonb)", (json.dumps(nested(depth)),)
+            ).fetchone()
+            assert row == (deep,), depth
+        wide = {f"k{i}": [[[i]]] for i in range(500)}  # big, not deep: walked, passes
+        row = conn.execute("SELECT mbus.json_too_deep(%s::jsonb)", (json.dumps(wide),))
+        assert row.fetchone() == (False,)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "SELECT mbus.post_jobs(%(v)s::jsonb)",
+        "SELECT mbus.post_jobs('{}', headers => %(v)s::jsonb)",
+        "SELECT mbus.post_jobs('{}', properties => %(v)s::jsonb)",
+        "SELECT mbus.postn_jobs(ARRAY['{}'::jsonb, %(v)s::jsonb])",
+        "SELECT mbus.post('jobs', %(v)s::jsonb)",
+        "SELECT mbus.publish('t', %(v)s::jsonb)",
+        "SELECT mbus.publish('t', '{}', headers => %(v)s::jsonb)",
+        "SELECT mbus.publish_batch('t', ARRAY['{}'::jsonb, %(v)s::jsonb])",
+    ],
+)
+def test_a_deep_message_or_event_is_refused_and_stores_nothing(autodb: str, call: str) -> None:
+    with psycopg.connect(autodb, autocommit=True) as conn:
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute(call, {"v": json.dumps(nested(300))})
+        assert caught.value.sqlstate == "MB005"
+        assert "100 levels" in str(caught.value)
+        counts = conn.execute(
+            "SELECT (SELECT count(*) FROM mbus.q_jobs), (SELECT count(*) FROM mbus.events)"
+        ).fetchone()
+        assert counts == (0, 0)
+        conn.execute(call, {"v": json.dumps(nested(100))})  # the limit itself is fine
+
+
+def test_the_bus_refuses_it_with_a_typed_error_and_a_batch_stays_readable(autodb: str) -> None:
+    with Bus(autodb) as bus:
+        with pytest.raises(InvalidPayload, match="100 levels"):
+            bus.post("jobs", nested(300))
+        bus.post("jobs", nested(100))
+        (got,) = bus.consume("jobs", limit=10)
+        assert got.data == nested(100)
+    with psycopg.connect(autodb, autocommit=True) as conn:
+        with pytest.raises(InvalidPayload, match="100 levels"):
+            streams.publish(conn, "t", nested(300))
