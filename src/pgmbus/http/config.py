@@ -20,6 +20,10 @@ class ServiceConfig:
         The database.
     pool_size:
         Connections per pool at most (the service keeps one pool per access style).
+    max_listening_waits:
+        Long-polled leases (``wait_s``) that wait for a queue's NOTIFY at once, each on a
+        connection of their own pool (never the pool of posts and acks); more waits poll every
+        second, holding no connection.
     batch_max_items, batch_max_wait_s:
         Batching of timer creates.
     run_dispatcher, dispatcher, guard:
@@ -49,6 +53,7 @@ class ServiceConfig:
 
     dsn: str
     pool_size: int = 10
+    max_listening_waits: int = 10
     batch_max_items: int = 200
     batch_max_wait_s: float = 0.05
     run_dispatcher: bool = True

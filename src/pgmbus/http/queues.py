@@ -141,13 +141,16 @@ async def post_batch(request: Request, queue: Name, body: BatchIn, who: Caller) 
 async def lease(request: Request, queue: Name, body: LeaseIn, who: Caller) -> Any:
     """Claim up to ``limit`` messages under a lease; finish each with its token."""
     require(who, "queues", "consume", queue)
-    messages = await state_of(request).bus.lease(
+    state = state_of(request)
+    messages = await state.long_polls.lease(
+        state.bus,
         queue,
         body.consumer,
         limit=body.limit,
         lease=body.lease_s,
         max_attempts=body.max_attempts,
-        wait=body.wait_s,
+        wait_s=body.wait_s,
+        gone=request.is_disconnected,
     )
     return {"messages": [_message(m) for m in messages]}
 

@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from pgmbus.errors import translating
 from pgmbus.http.config import ServiceConfig
 from pgmbus.http.listeners import ListenerHub
+from pgmbus.http.long_poll import LongPolls
 from pgmbus.queues import AsyncBus
 from pgmbus.sqlfiles import load_queries
 from pgmbus.timers.batcher import CreateBatcher
@@ -50,6 +51,8 @@ class AppState:
             kwargs={"autocommit": False},
         )
         self.bus = AsyncBus(config.dsn, max_size=config.pool_size)
+        # long-polled leases wait on their own bounded listeners, never on the bus pool
+        self.long_polls = LongPolls(config.dsn, listeners=config.max_listening_waits)
         self.batcher = CreateBatcher(
             self.pool, max_items=config.batch_max_items, max_wait_s=config.batch_max_wait_s
         )
@@ -65,11 +68,13 @@ class AppState:
         await self.pool.open(wait=True)
         await run_in_threadpool(self.sync_pool.open, True)
         await self.bus.open()
+        await self.long_polls.open()
 
     async def close(self) -> None:
         """End the live listeners, flush the batcher and close the pools."""
         await self.listeners.close()
         await self.batcher.close()
+        await self.long_polls.close()
         await self.bus.close()
         await run_in_threadpool(self.sync_pool.close)
         await self.pool.close()
