@@ -107,6 +107,10 @@ USAGE_ERRORS = [
     (["queue", "post"], "Missing argument"),
     (["pipeline", "archive", "--path", "/tmp/x", "--older-than", "soon"], "invalid duration"),
     (["metrics", "--listen", "nowhere"], "HOST:PORT"),
+    (["metrics", "--listen", "127.0.0.1:70000"], "HOST:PORT"),
+    (["serve", "--port", "70000"], "--port"),
+    (["queue", "post", "q", '{"a": ' + "[" * 3000 + "]" * 3000 + "}"], "JSON nested too deep"),
+    (["streams", "publish", "t", "[" * 3000 + "]" * 3000], "PAYLOAD: JSON nested too deep"),
 ]
 
 

@@ -209,6 +209,8 @@ def json_value(text: str, what: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise typer.BadParameter(f"not valid JSON ({exc})", param_hint=what) from None
+    except RecursionError:  # Python's parser gives up near 1,000 levels
+        raise typer.BadParameter("JSON nested too deep", param_hint=what) from None
 
 
 def json_object(text: str, what: str) -> dict[str, Any]:

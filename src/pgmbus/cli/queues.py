@@ -17,6 +17,7 @@ from pgmbus.cli.common import (
     JsonOption,
     console,
     database,
+    json_object,
     make_table,
     open_bus,
     print_json,
@@ -52,15 +53,7 @@ def _require(bus: Bus, queue: str) -> None:
 
 def _object(text: str | None, what: str) -> dict[str, Any] | None:
     """Parse a JSON object given on the command line; a usage error (exit 2) when it is not."""
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise typer.BadParameter(f"not valid JSON ({exc})", param_hint=what) from None
-    if not isinstance(value, dict):
-        raise typer.BadParameter("must be a JSON object", param_hint=what)
-    return value
+    return None if text is None else json_object(text, what)
 
 
 def _message_dict(m: Message) -> dict[str, Any]:

@@ -122,7 +122,9 @@ def dispatcher_cmd(
 def serve_cmd(
     dsn: DsnOption = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8080,
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: a free one).")
+    ] = 8080,
     allow_network: AllowOption = None,
     dispatcher: Annotated[
         bool, typer.Option("--dispatcher/--no-dispatcher", help="Run a dispatcher inside.")

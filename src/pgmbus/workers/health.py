@@ -11,8 +11,8 @@ from collections.abc import Callable
 def parse_address(text: str) -> tuple[str, int]:
     """``HOST:PORT`` (or ``:PORT``, meaning 127.0.0.1) as a pair; ValueError when malformed."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"expected HOST:PORT, not {text!r}")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"expected HOST:PORT (port 0 to 65535), not {text!r}")
     return (host.strip("[]") or "127.0.0.1", int(port))
 
 
