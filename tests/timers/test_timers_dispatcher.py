@@ -196,6 +196,43 @@ def test_redirects_are_followed_only_into_allowed_networks(env: Env, http_server
     assert sorted(r.path for r in server.received) == ["/final", "/to-loopback", "/to-self"]
 
 
+def test_urls_that_cannot_be_encoded_and_bad_redirects_fail_once_recorded(
+    env: Env, http_server: Server
+) -> None:
+    # the SQL API stores these; the dispatcher crashed on them: the callbacks stayed pending,
+    # nothing was recorded and the redirecting receivers were called again at each claim expiry
+    server = http_server()
+    server.by_path["/redir"] = [Reply(302, {"location": "http://xn--a.example/"})]
+    server.by_path["/badloc"] = [Reply(302, {"location": "http://[::1/"})]
+    bad = {
+        "idna": "http://xn--a.example/",
+        "dots": "http://a..b/",
+        "port": "http://127.0.0.1:99999/",
+        "redir": server.url + "/redir",
+        "badloc": server.url + "/badloc",
+    }
+    for key, url in bad.items():
+        add(env, key, url)
+    add(env, "ok1", server.url + "/ok1")
+    add(env, "ok2", server.url + "/ok2")
+    dispatch_until(env, all_finished(env), timeout=15)
+    assert {k: status_of(env, k) for k in [*bad, "ok1", "ok2"]} == {
+        **dict.fromkeys(bad, "failed"), "ok1": "notified", "ok2": "notified"}
+    # each receiver called exactly once: a bad Location is a refused redirect, not retried
+    assert sorted(r.path for r in server.received) == ["/badloc", "/ok1", "/ok2", "/redir"]
+    rows = env.sql("SELECT c.event_key, a.attempt, a.call, a.outcome, a.error, c.last_error "
+                   "FROM mbus.timer_attempts a JOIN mbus.timer_callbacks c ON c.id = a.callback_id"
+                   " WHERE c.event_key <> ALL (ARRAY['ok1', 'ok2']) ORDER BY c.event_key")
+    assert [r[:4] for r in rows] == [(k, 1, 0, "refused") for k in sorted(bad)]
+    errors = {r[0]: r[4] for r in rows}
+    assert all(r[4] == r[5] for r in rows)  # the callback shows the attempt's error
+    assert errors["idna"].startswith("invalid host name 'xn--a.example'")
+    assert errors["dots"].startswith("invalid host name 'a..b'")
+    assert errors["port"] == "invalid port 99999"
+    assert errors["redir"].startswith("invalid host name 'xn--a.example'")
+    assert errors["badloc"].startswith("redirect to an invalid URL")
+
+
 def test_concurrency_is_bounded(env: Env, http_server: Server) -> None:
     server = http_server(default=Reply(200, delay_s=0.2))
     for i in range(12):

@@ -195,7 +195,10 @@ async def _post(
         location = response.headers.get("location")
         if response.status_code not in _REDIRECTS or not location:
             return response
-        current = target.url.join(location)
+        try:
+            current = target.url.join(location)
+        except httpx.InvalidURL as exc:  # not an HTTPError: a refused redirect, not a crash
+            raise RefusedURL(f"redirect to an invalid URL: {exc}") from exc
     raise RefusedURL(f"more than {MAX_REDIRECTS} redirects")
 
 
