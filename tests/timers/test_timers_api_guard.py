@@ -203,6 +203,24 @@ def test_forbidden_urls_are_refused_at_create(api: Api, url: str) -> None:
     assert stored(api.env) == 1 and stored(api.env, "timer_schedules") == 0
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://xn--a.example/",  # a bad IDNA label
+        "http://a..b/",  # an empty label, which no resolver takes
+        f"http://{'a' * 64}.com/",  # a label over 63 bytes
+        "https://example.com:99999/",  # a port no socket takes
+    ],
+)
+def test_a_url_that_cannot_be_encoded_is_422_not_500(api: Api, url: str) -> None:
+    # the guard's UnicodeError escaped as a plain-text 500
+    with api.client() as c:
+        data = error_of(c.post("/v1/callbacks", json={**body("e"), "url": url}), 422)
+        assert data["error"] == "refused_url" and data["message"].startswith("invalid")
+        error_of(c.post("/v1/schedules", json={**SCHEDULE, "url": url}), 422)
+    assert stored(api.env) == 0 and stored(api.env, "timer_schedules") == 0
+
+
 def test_a_host_that_does_not_resolve_now_is_accepted(api: Api) -> None:
     # DNS may answer by run time; the dispatcher checks again before every call
     with api.client() as c:

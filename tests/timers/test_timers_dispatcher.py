@@ -196,6 +196,103 @@ def test_redirects_are_followed_only_into_allowed_networks(env: Env, http_server
     assert sorted(r.path for r in server.received) == ["/final", "/to-loopback", "/to-self"]
 
 
+def test_urls_that_cannot_be_encoded_and_bad_redirects_fail_once_recorded(
+    env: Env, http_server: Server
+) -> None:
+    # the SQL API stores these; the dispatcher crashed on them: the callbacks stayed pending,
+    # nothing was recorded and the redirecting receivers were called again at each claim expiry
+    server = http_server()
+    server.by_path["/redir"] = [Reply(302, {"location": "http://xn--a.example/"})]
+    server.by_path["/badloc"] = [Reply(302, {"location": "http://[::1/"})]
+    bad = {
+        "idna": "http://xn--a.example/",
+        "dots": "http://a..b/",
+        "port": "http://127.0.0.1:99999/",
+        "redir": server.url + "/redir",
+        "badloc": server.url + "/badloc",
+    }
+    for key, url in bad.items():
+        add(env, key, url)
+    add(env, "ok1", server.url + "/ok1")
+    add(env, "ok2", server.url + "/ok2")
+    dispatch_until(env, all_finished(env), timeout=15)
+    assert {k: status_of(env, k) for k in [*bad, "ok1", "ok2"]} == {
+        **dict.fromkeys(bad, "failed"), "ok1": "notified", "ok2": "notified"}
+    # each receiver called exactly once: a bad Location is a refused redirect, not retried
+    assert sorted(r.path for r in server.received) == ["/badloc", "/ok1", "/ok2", "/redir"]
+    rows = env.sql("SELECT c.event_key, a.attempt, a.call, a.outcome, a.error, c.last_error "
+                   "FROM mbus.timer_attempts a JOIN mbus.timer_callbacks c ON c.id = a.callback_id"
+                   " WHERE c.event_key <> ALL (ARRAY['ok1', 'ok2']) ORDER BY c.event_key")
+    assert [r[:4] for r in rows] == [(k, 1, 0, "refused") for k in sorted(bad)]
+    errors = {r[0]: r[4] for r in rows}
+    assert all(r[4] == r[5] for r in rows)  # the callback shows the attempt's error
+    assert errors["idna"].startswith("invalid host name 'xn--a.example'")
+    assert errors["dots"].startswith("invalid host name 'a..b'")
+    assert errors["port"] == "invalid port 99999"
+    assert errors["redir"].startswith("invalid host name 'xn--a.example'")
+    assert errors["badloc"].startswith("redirect to an invalid URL")
+
+
+def _crash_rows(env: Env, key: str) -> tuple[int, list[tuple[Any, ...]]]:
+    """The callback's attempts count and its attempt rows (attempt, call, outcome, error)."""
+    (attempts,) = env.sql("SELECT attempts FROM mbus.timer_callbacks WHERE event_key = %s",
+                          (key,))[0]
+    rows = env.sql("SELECT a.attempt, a.call, a.outcome, a.error FROM mbus.timer_attempts a "
+                   "JOIN mbus.timer_callbacks c ON c.id = a.callback_id "
+                   "WHERE c.event_key = %s ORDER BY 1, 2", (key,))
+    return int(attempts), rows
+
+
+def test_a_call_that_raises_is_an_error_recorded_and_retried_by_its_policy(
+    env: Env, http_server: Server
+) -> None:
+    # an exception no rule expects (here from a broken resolver) left the callback pending
+    # for ever with nothing recorded; now it is an error call: fast retries, retries, failed
+    async def broken(host: str, port: int) -> list[Any]:
+        raise RuntimeError(f"resolver bug on {host}")
+
+    server = http_server()
+    add(env, "boom", "http://boom.test/", retry={"fast_retries": 1, "delay_s": 0.2},
+        stop_after=0.5)
+    add(env, "ok", server.url + "/ok")
+    guard = NetworkGuard(LOCAL.allow, resolver=broken)
+    dispatch_until(env, all_finished(env), guard=guard, timeout=15)
+    assert (status_of(env, "boom"), status_of(env, "ok")) == ("failed", "notified")
+    assert [r.path for r in server.received] == ["/ok"]
+    attempts, rows = _crash_rows(env, "boom")
+    error = "internal error: RuntimeError: resolver bug on boom.test"
+    assert 1 <= attempts <= 4  # how many retries fit in 0.5 s depends on the machine
+    assert rows == [(a, c, "error", error) for a in range(1, attempts + 1) for c in (0, 1)]
+    assert env.sql("SELECT last_error FROM mbus.timer_callbacks WHERE event_key = 'boom'"
+                   )[0][0] == error
+
+
+def test_a_delivery_that_raises_is_recorded_not_left_pending(
+    env: Env, http_server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the worker's last net, behind deliver's own: the claim used to expire unrecorded
+    from pgmbus.timers import dispatcher
+
+    real = dispatcher.deliver
+
+    async def deliver(transport: Any, guard: Any, cb: Any, **kw: Any) -> Any:
+        if cb.event_key == "boom":
+            raise RuntimeError("delivery bug")
+        return await real(transport, guard, cb, **kw)
+
+    monkeypatch.setattr(dispatcher, "deliver", deliver)
+    server = http_server()
+    add(env, "boom", server.url + "/boom", retry={"fast_retries": 0, "delay_s": 0.2},
+        stop_after=0.5)
+    add(env, "ok", server.url + "/ok")
+    dispatch_until(env, all_finished(env), timeout=15)
+    assert (status_of(env, "boom"), status_of(env, "ok")) == ("failed", "notified")
+    attempts, rows = _crash_rows(env, "boom")
+    assert 1 <= attempts <= 4
+    error = "internal error: RuntimeError: delivery bug"
+    assert rows == [(a, 0, "error", error) for a in range(1, attempts + 1)]
+
+
 def test_concurrency_is_bounded(env: Env, http_server: Server) -> None:
     server = http_server(default=Reply(200, delay_s=0.2))
     for i in range(12):

@@ -42,6 +42,24 @@ def test_refused_by_default(url: str) -> None:
         run(NetworkGuard().check(url))
 
 
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://xn--a.example/", "invalid host name 'xn--a.example'"),  # bad IDNA label
+        ("http://a..b/", "invalid host name 'a..b'"),  # empty label: getaddrinfo can't encode it
+        (f"http://{'a' * 64}.com/", "invalid host name"),  # a label over 63 bytes
+        ("http://127.0.0.1:99999/", "invalid port 99999"),  # parsed, but no socket takes it
+        ("http://127.0.0.1:0/", "invalid port 0"),
+    ],
+)
+def test_a_url_that_cannot_be_encoded_or_connected_is_refused(url: str, reason: str) -> None:
+    # these escaped the guard as UnicodeError (or reached the socket); allow-listing the
+    # address does not open them
+    with pytest.raises(RefusedURL, match="^" + reason) as caught:
+        run(NetworkGuard(parse_networks(["127.0.0.1/32"])).check(url))
+    assert not isinstance(caught.value, UnresolvableHost)  # refused for good, not "not yet"
+
+
 def test_public_addresses_are_allowed_and_pinned() -> None:
     target = run(NetworkGuard().check("https://8.8.8.8:8443/x?y=1"))
     assert target.address == "8.8.8.8" and str(target.request_url) == "https://8.8.8.8:8443/x?y=1"

@@ -3,8 +3,9 @@
 Before anything is stored, a request's values are checked against their bounds
 (:mod:`pgmbus.timers.models`), its context against ``ServiceConfig.max_context_bytes`` (413
 ``too_large``), its URL against ``max_url_length`` (422) and the network guard (422
-``refused_url`` when the host is, or resolves to, a refused address; a host that does not resolve
-now is accepted, and the dispatcher checks again before every call), and a schedule's cron
+``refused_url`` when the host is, or resolves to, a refused address, or when the URL cannot be
+parsed, its host name encoded or its port connected to; a host that does not resolve now is
+accepted, and the dispatcher checks again before every call), and a schedule's cron
 against never firing (422). Errors come in the one shape of :mod:`pgmbus.http.errors`.
 """
 

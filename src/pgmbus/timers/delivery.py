@@ -7,7 +7,8 @@ it), ``webhook-timestamp`` and ``webhook-signature`` (``v1,`` + base64 HMAC-SHA2
 the Standard Webhooks libraries verify it), ``pgmbus-attempt`` (the claim number) and
 ``pgmbus-call`` (which call of that attempt: 1, then 2, 3... for its fast retries).
 Outcomes: ``ok`` (2xx), ``reject`` (the response carries ``X-Ya-CallMeBack-Notify-Reject``),
-``refused`` (the URL or a redirect target is refused) or ``error`` (anything else).
+``refused`` (the URL or a redirect target is refused) or ``error`` (anything else, an exception
+no rule expected included: see :func:`crashed`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import functools
 import hashlib
 import hmac
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,6 +30,8 @@ import httpx
 
 from pgmbus import __version__
 from pgmbus.timers.netguard import NetworkGuard, RefusedURL
+
+log = logging.getLogger("pgmbus.timers.delivery")
 
 REJECT_HEADER = "X-Ya-CallMeBack-Notify-Reject"
 SECRET_PREFIX = "whsec_"  # noqa: S105 (the prefix of secrets, not one)
@@ -195,7 +199,10 @@ async def _post(
         location = response.headers.get("location")
         if response.status_code not in _REDIRECTS or not location:
             return response
-        current = target.url.join(location)
+        try:
+            current = target.url.join(location)
+        except httpx.InvalidURL as exc:  # not an HTTPError: a refused redirect, not a crash
+            raise RefusedURL(f"redirect to an invalid URL: {exc}") from exc
     raise RefusedURL(f"more than {MAX_REDIRECTS} redirects")
 
 
@@ -235,6 +242,17 @@ async def call_once(
     return Call(index, started, finished, "error", code, error=f"HTTP {code}")
 
 
+def crashed(index: int, started: float, exc: Exception) -> Call:
+    """Call ``index`` of an attempt that raised what no rule expected (a bug), as an ``error``.
+
+    Recorded like any failed call and retried as the callback's policy says (the cause may be
+    passing; the retries end at ``stop_after_delay_s``): left unrecorded, the claim expired and
+    the callback stayed pending for ever, its URL called again at each expiry.
+    """
+    error = f"internal error: {type(exc).__name__}: {exc}"
+    return Call(index, started, time.time(), "error", error=error)
+
+
 async def deliver(
     transport: httpx.AsyncBaseTransport,
     guard: NetworkGuard,
@@ -251,7 +269,12 @@ async def deliver(
     for index in range(cb.fast_retries + 1):
         if index:
             await asyncio.sleep(min(fast_retry_delay_s * 2 ** (index - 1), 1.0))
-        result = await call_once(transport, guard, cb, index, timeout_s)
+        started = time.time()
+        try:
+            result = await call_once(transport, guard, cb, index, timeout_s)
+        except Exception as exc:  # one callback's bug must not lose the calls already made
+            log.exception("call %d of callback %s crashed", index + 1, cb.id)
+            result = crashed(index, started, exc)
         delivery.calls.append(result)
         if result.outcome != "error":
             delivery.outcome = result.outcome

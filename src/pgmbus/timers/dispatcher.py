@@ -44,7 +44,7 @@ import psycopg
 from pgmbus.errors import DatabaseError
 from pgmbus.reconnect import Backoff, is_transient
 from pgmbus.timers import scheduler, store
-from pgmbus.timers.delivery import Claimed, Delivery, deliver
+from pgmbus.timers.delivery import Claimed, Delivery, crashed, deliver
 from pgmbus.timers.netguard import NetworkGuard
 
 log = logging.getLogger("pgmbus.timers.dispatcher")
@@ -330,6 +330,7 @@ class Dispatcher:
                 continue
             self._busy += 1
             self._started += 1
+            started = time.time()
             try:
                 result = await deliver(
                     transport,
@@ -338,9 +339,11 @@ class Dispatcher:
                     timeout_s=cfg.timeout_s,
                     fast_retry_delay_s=cfg.fast_retry_delay_s,
                 )
-            except Exception:  # a bug must not kill the worker; the claim expires, is retried
+            except Exception as exc:  # deliver records its calls' crashes: this is the last net
+                # a bug must neither kill the worker nor leave the claim unrecorded (pending for
+                # ever, called again at each expiry): an error, retried as its policy says
                 log.exception("delivery of callback %s crashed", cb.id)
-                continue
+                result = Delivery(cb, "error", [crashed(0, started, exc)])
             finally:
                 self._busy -= 1
             self.stats.delivered += 1

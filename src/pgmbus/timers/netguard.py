@@ -9,7 +9,8 @@ every embedded IPv4 address must be public (``64:ff9b:1::/48``, local-use NAT64 
 depends on the operator's prefix, is refused outright). The host is resolved
 once and the request is sent to the address that was checked (the URL keeps its host name for
 the ``Host`` header and TLS), so a DNS answer that changes between check and call cannot
-redirect the call into a refused network.
+redirect the call into a refused network. A URL that cannot be parsed, whose host name cannot
+be encoded for DNS, or whose port is beyond 1-65535 is refused too: a refusal, never a crash.
 """
 
 from __future__ import annotations
@@ -164,10 +165,20 @@ class NetworkGuard:
             raise RefusedURL(f"invalid URL: {exc}") from exc
         if parsed.scheme not in ("http", "https"):
             raise RefusedURL(f"scheme {parsed.scheme!r} refused: only http and https")
-        host = parsed.host
+        try:
+            # .host decodes IDNA (idna.IDNAError, a UnicodeError, for a bad "xn--" label) and
+            # getaddrinfo encodes it with the "idna" codec (UnicodeError for an empty or
+            # over-63-byte label): a name that fails either can never be called
+            host = parsed.host
+            host.encode("idna")
+        except UnicodeError as exc:
+            name = parsed.raw_host.decode("ascii", "replace")
+            raise RefusedURL(f"invalid host name {name!r}: {exc}") from exc
         if not host:
             raise RefusedURL("URL has no host")
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        port = (443 if parsed.scheme == "https" else 80) if parsed.port is None else parsed.port
+        if not 0 < port < 65536:  # httpx parses any number; a socket cannot connect to it
+            raise RefusedURL(f"invalid port {port}")
         try:
             addresses = [ipaddress.ip_address(host)]
         except ValueError:
@@ -221,7 +232,7 @@ async def _resolve(host: str, port: int) -> list[IPAddress]:
     loop = asyncio.get_running_loop()
     try:
         infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
+    except (OSError, ValueError) as exc:  # gaierror, or a name the idna codec cannot encode
         raise UnresolvableHost(f"cannot resolve {host!r}: {exc}") from exc
     seen: list[IPAddress] = []
     for info in infos:
