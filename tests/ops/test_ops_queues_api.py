@@ -178,3 +178,25 @@ def test_unknown_objects_are_404(service: Service) -> None:
         r = c.post("/v1/streams/groups/ghost/commit", json={"token": "not-a-uuid"})
         assert r.status_code == 422 and r.json()["error"] == "invalid_request"
         assert "token" in r.json()["message"]
+
+
+def test_deep_json_is_refused_at_post_and_an_unforeseen_failure_keeps_the_one_shape(
+    service: Service,
+) -> None:
+    """A 300-level message is a 422 at post (it used to be stored, then fail every lease with
+    a text 500 after the claim had committed). One written by hand still fails the lease (the
+    serializer cannot), but as a JSON 500, not a text page."""
+    deep: object = {}
+    for _ in range(300):
+        deep = {"a": deep}
+    with service.client() as c:
+        assert c.post("/v1/queues", json={"queue": "deep"}).status_code == 201
+        r = c.post("/v1/queues/deep/messages", json={"data": deep})
+        assert r.status_code == 422 and _error(r)["error"] == "invalid_payload", r.text
+        assert c.post("/v1/queues/deep/messages", json={"data": {"n": 1}}).status_code == 201
+        service.sql(
+            "UPDATE mbus.q_deep SET data = (repeat('{\"a\":', 300) || '1' || repeat('}', 300))"
+            "::jsonb"
+        )
+        r = c.post("/v1/queues/deep/lease", json={"lease_s": 30})
+        assert r.status_code == 500 and _error(r)["error"] == "internal_error", r.text

@@ -251,3 +251,18 @@ def test_dispatch_refuses_an_ipv6_form_of_an_allow_listed_ipv4(env: Env) -> None
     assert status_of(env, "nat64") == "failed"
     error = env.sql("SELECT last_error FROM mbus.timer_callbacks")[0][0]
     assert "embeds 127.0.0.1" in error and "not public" in error
+
+
+def test_a_context_nested_too_deep_is_a_422_and_stores_nothing(api: Api, env: Env) -> None:
+    """Main: 300 levels passed the size check, then failed to serialize: a text 500."""
+    deep: Any = {}
+    for _ in range(300):
+        deep = {"a": deep}
+    with api.client() as c:
+        answer = error_of(c.post("/v1/callbacks", json=body("deep", context=deep)), 422)
+        assert answer["error"] == "invalid_payload" and "100 levels" in answer["message"]
+        assert stored(env) == 0
+        fine: Any = {}
+        for _ in range(99):
+            fine = {"a": fine}
+        assert c.post("/v1/callbacks", json=body("fine", context=fine)).status_code == 201

@@ -183,6 +183,13 @@ def install(app: FastAPI) -> None:
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
         return error_response(422, "invalid_request", validation_message(exc))
 
+    @app.exception_handler(Exception)
+    async def _bug(request: Request, exc: Exception) -> JSONResponse:
+        # what no handler above expected (a bug): the one shape still, never a text page; the
+        # traceback goes to the log, not to the client
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return error_response(500, "internal_error", "the request failed on the server")
+
 
 def document(app: FastAPI) -> None:
     """Make the OpenAPI schema say what the handlers do: every 422 is an ``ErrorBody``."""

@@ -17,9 +17,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 
-from pgmbus.errors import InvalidArgument
+from pgmbus.errors import InvalidArgument, InvalidPayload
 from pgmbus.http.auth import Caller, require
 from pgmbus.http.errors import ERROR_RESPONSES
+from pgmbus.http.json_depth import MAX_DEPTH, deeper_than
 from pgmbus.http.state import AppState, state_of
 from pgmbus.timers import cron, store
 from pgmbus.timers.models import (
@@ -44,6 +45,8 @@ async def check_fields(state: AppState, url: str | None, context: dict[str, Any]
     """Refuse a context over its size limit (413) or a URL that may not be called (422)."""
     config = state.config
     if context is not None:
+        if deeper_than(context):  # stored, it could not be serialized back (a 500 after it)
+            raise InvalidPayload(f"context is nested more than {MAX_DEPTH} levels deep")
         size = len(json.dumps(context, ensure_ascii=False).encode())
         if size > config.max_context_bytes:
             raise HTTPException(
