@@ -322,6 +322,23 @@ def test_check_selector_ignores_a_session_table_named_t(qconn: Conn) -> None:
     assert scalar(qconn, "SELECT count(*) FROM pg_indexes WHERE tablename = 't'") == 0
 
 
+def test_a_selector_names_columns_through_t_as_the_post_sees_them(qconn: Conn) -> None:
+    """Main: `id > 0` passed the check and sent every copy of that consumer to the dmq
+    ("column id does not exist" at post time); `iid IS NOT NULL` meant the post's iid
+    parameter and matched nothing. Both are refused now; through t they work."""
+    for selector in ("id > 0", "iid IS NOT NULL", "headers ? 'x'", "attempts = 0"):
+        exc = fails(qconn, "SELECT mbus.create_consumer('jobs', 'sel', %s)", selector)
+        assert exc.sqlstate == "MB004" and "mbus_selector_" not in message(exc), selector
+    qconn.execute("SELECT mbus.create_consumer('jobs', 'byid', 't.id > 0')")
+    qconn.execute("SELECT mbus.create_consumer('jobs', 'byiid', 't.iid IS NOT NULL')")
+    qconn.execute("SELECT mbus.post_jobs('{}')")
+    assert scalar(qconn, "SELECT count(*) FROM mbus.dmq WHERE qname = 'jobs'") == 0
+    rows = qconn.execute("SELECT iid FROM mbus.consume('jobs', 'byid')").fetchall()
+    assert len(rows) == 1
+    rows = qconn.execute("SELECT iid FROM mbus.consume('jobs', 'byiid')").fetchall()
+    assert len(rows) == 1
+
+
 # --- 5. undeliverable posts are refused ----------------------------------------------------------
 
 

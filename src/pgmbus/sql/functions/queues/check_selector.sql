@@ -7,12 +7,16 @@
 --           inside a subtransaction that is always rolled back: it refuses subqueries, aggregates
 --           and anything not IMMUTABLE (now(), current_user, random(), table reads), which is what
 --           "static" means here. A session's own table named t does not matter, and no TEMPORARY
---           privilege is needed. It is pasted into generated code, so ';', '--' and '/*' are
---           refused (even inside string literals). NULL passes (no selector); blank is an error.
+--           privilege is needed. The generated code sees only the record t (and its own
+--           parameters), so every column must be named through t: checked by a scratch SQL
+--           function of t (made in mbus, where the caller creates the generated functions
+--           anyway, and rolled back); `id > 0` is refused, `t.id > 0` passes. It is pasted into
+--           generated code, so ';', '--' and '/*' are refused (even inside string literals).
+--           NULL passes (no selector); blank is an error.
 -- Params:   selector  the expression (text; NULL = none)
 -- Returns:  void; raises MB004 with the parser's or planner's message
 -- Locks:    SHARE on mbus.t while an index on it is made and rolled back in a subtransaction
---           (concurrent checks do not block each other)
+--           (concurrent checks do not block each other); the scratch function's catalog rows
 -- Callers:  mbus.create_consumer, mbus.create_trigger
 CREATE OR REPLACE FUNCTION mbus.check_selector(selector text)
 RETURNS void
@@ -22,6 +26,7 @@ AS $$
 DECLARE
     v_state text;
     v_msg   text;
+    v_fn    text := 'mbus_selector_' || md5(random()::text || clock_timestamp()::text);
 BEGIN
     IF selector IS NULL THEN
         RETURN;
@@ -36,12 +41,18 @@ BEGIN
     END IF;
     BEGIN
         EXECUTE format('CREATE INDEX ON mbus.t ((CAST((%s) AS boolean)))', selector);
+        -- The generated code runs it where only the record t and its own parameters are in
+        -- scope: an unqualified column (id) would fail on every post, or (iid, headers) mean a
+        -- parameter. So its names must resolve where only t is: a scratch SQL function of t.
+        EXECUTE format('CREATE FUNCTION mbus.%I(t mbus.qt_model) RETURNS boolean '
+                       'LANGUAGE sql IMMUTABLE RETURN (CAST((%s) AS boolean))', v_fn, selector);
         RAISE EXCEPTION USING ERRCODE = 'MBOK0';  -- roll the scratch objects back
     EXCEPTION WHEN OTHERS THEN
         GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
         IF v_state <> 'MBOK0' THEN
             RAISE EXCEPTION USING ERRCODE = 'MB004',
-                MESSAGE = format('invalid selector %L: %s', selector, v_msg),
+                MESSAGE = format('invalid selector %L: %s', selector,
+                                 replace(v_msg, v_fn, 'selector')),
                 HINT = 'a selector is a boolean expression over t (mbus.qt_model) using only '
                        'static values and immutable functions, e.g. (t.properties->>''k'') = ''v''';
         END IF;
