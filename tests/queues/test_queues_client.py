@@ -84,6 +84,30 @@ def test_post_and_consume_typed(make_bus: Callable[..., Any]) -> None:
     assert bus.consume("jobs") == []
 
 
+def test_a_bus_never_claims_through_a_name_another_pair_took(
+    make_bus: Callable[..., Any],
+) -> None:
+    """Main: the bus checked (ka, kb_by_kc) once; after that consumer was dropped, queue
+    ka_by_kb with consumer kc got the same generated names, and the old bus consumed and
+    leased its messages, labelled as ka's. Now it claims nothing and says NotFound."""
+    bus = make_bus()
+    other = make_bus()
+    bus.create_queue("ka")
+    bus.create_consumer("ka", "kb_by_kc")
+    bus.post("ka", {"n": 1})
+    assert [m.data for m in bus.consume("ka", "kb_by_kc")] == [{"n": 1}]
+    assert bus.lease("ka", "kb_by_kc") == []
+    other.drop_consumer("ka", "kb_by_kc")
+    other.create_queue("ka_by_kb")
+    other.create_consumer("ka_by_kb", "kc")
+    mine = other.post("ka_by_kb", {"for": "ka_by_kb/kc"})
+    for claim in (bus.consume, bus.lease):
+        with pytest.raises(NotFound, match="kb_by_kc"):
+            claim("ka", "kb_by_kc", limit=10)
+    (got,) = other.lease("ka_by_kb", "kc")
+    assert got.iid == mine and got.attempts == 1
+
+
 def test_post_joins_callers_transaction(autodb: str) -> None:
     """post accepts the caller's connection: the message exists exactly when it commits."""
     with Bus(autodb) as bus, psycopg.connect(autodb) as conn:

@@ -422,7 +422,10 @@ class Bus(Handlers):
         now: datetime | None,
     ) -> list[Message]:
         query = self._generated("consumen", f"consumen_{queue}_by_{consumer}")
-        rows = self._rows(query, {"amount": amount, "now": now}, conn)
+        params = {"amount": amount, "now": now, "queue": queue, "consumer": consumer}
+        rows = self._rows(query, params, conn)
+        if not rows:
+            self._recheck_consumer(queue, consumer)
         return [Message.from_row(queue, consumer, r) for r in rows]
 
     def _lease_once(
@@ -435,8 +438,17 @@ class Bus(Handlers):
         now: datetime | None,
     ) -> list[Message]:
         query = self._generated("lease", f"lease_{queue}_by_{consumer}")
-        params = {"amount": amount, "lease": lease, "max_attempts": max_attempts, "now": now}
+        params = {
+            "amount": amount,
+            "lease": lease,
+            "max_attempts": max_attempts,
+            "now": now,
+            "queue": queue,
+            "consumer": consumer,
+        }
         rows = self._rows(query, params)
+        if not rows:
+            self._recheck_consumer(queue, consumer)
         return [Message.from_row(queue, consumer, r) for r in rows]
 
     def rotate(self, queue: str, *, tries: int = 100) -> dict[str, Any]:
@@ -467,9 +479,15 @@ class Bus(Handlers):
         except (PgmbusError, psycopg.Error) as exc:  # best effort: the next call tries again
             log.warning("rotate_queue(%s) failed: %s", queue, exc)
 
+    def _recheck_consumer(self, queue: str, consumer: str) -> None:
+        # An empty claim may mean the consumer is gone (its generated name now another's):
+        # NotFound then, as on a first call, not [] for ever.
+        self._known.discard((queue, consumer))
+        self._check_consumer(queue, consumer)
+
     def _check_consumer(self, queue: str, consumer: str) -> None:
-        # Once per bus: afterwards a dropped consumer shows as NotFound from the missing
-        # generated function, without a round trip per call.
+        # Once per bus, then again only after an empty claim (_recheck_consumer): the claim
+        # itself runs only while the pair exists (see 'consumen' in sql/queues.sql).
         if (queue, consumer) in self._known:
             return
         check_name("queue", queue)
