@@ -118,6 +118,51 @@ def test_changes_roll_back_with_the_writer(connect: Connect) -> None:
     assert drain(conn, "cdc") == []
 
 
+@pytest.mark.parametrize(
+    "ddl",
+    [
+        "ALTER TABLE items RENAME COLUMN price TO cost",  # a captured column
+        "ALTER TABLE items RENAME COLUMN id TO item_id",  # the key
+        "ALTER TABLE items DROP COLUMN price",
+    ],
+)
+def test_a_renamed_or_dropped_captured_column_refuses_writes_until_captured_again(
+    connect: Connect, ddl: str
+) -> None:
+    """Main: after the RENAME, inserts published null keys and empty rows, updates of the
+    renamed column (and of the key) published nothing, silently. Now the write is refused
+    (MB008, naming the column) until capture_table runs with the current names."""
+    conn = connect()
+    _setup(conn, columns=["price"])
+    conn.execute(ddl)
+    conn.commit()
+    key = "item_id" if "item_id" in ddl else "id"
+    insert = f"INSERT INTO items ({key}, name) VALUES (%s, 'e')"
+    with pytest.raises(psycopg.Error) as caught:
+        conn.execute(insert, (1,))
+    assert caught.value.sqlstate == "MB008"
+    conn.rollback()
+    columns = ["cost"] if "cost" in ddl else None if "DROP" in ddl else ["price"]
+    streams.capture_table(conn, "items", columns=columns)
+    conn.commit()
+    conn.execute(insert, (5,))
+    conn.commit()
+    (event,) = drain(conn, "cdc")
+    assert event.key == "5" and event.payload["key"] == {key: 5}
+
+
+def test_the_refusal_names_the_column(connect: Connect) -> None:
+    conn = connect()
+    _setup(conn, columns=["price"])
+    conn.execute("ALTER TABLE items RENAME COLUMN price TO cost")
+    conn.commit()
+    with pytest.raises(psycopg.Error, match="price renamed or dropped") as caught:
+        conn.execute("INSERT INTO items VALUES (1, 'a', 1, NULL)")
+    assert caught.value.sqlstate == "MB008"
+    conn.rollback()
+    assert drain(conn, "cdc") == []
+
+
 def test_stop_capture(connect: Connect) -> None:
     conn = connect()
     _setup(conn)

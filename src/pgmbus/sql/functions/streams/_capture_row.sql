@@ -18,7 +18,9 @@
 --           (a row in mbus.stream_waiter, see mbus.await_events).
 -- Params:   none (trigger arguments: TG_ARGV[0] the topic, [1] the key columns as text[],
 --           [2] the captured columns as text[] or '*' for all, [3] the captured table's oid)
--- Returns:  trigger: NULL (an AFTER trigger); MB009 when the log is not this cluster's
+-- Returns:  trigger: NULL (an AFTER trigger); MB009 when the log is not this cluster's; MB008
+--           when a key or captured column was renamed or dropped since capture_table (the write
+--           is refused: a change never goes unpublished)
 -- Locks:    none beyond the INSERT into mbus.events (ROW EXCLUSIVE)
 -- Callers:  the trigger mbus_capture_row that mbus.capture_table creates on a captured table;
 --           tests/streams/test_streams_security.py (catalog test)
@@ -49,6 +51,18 @@ BEGIN
         v_old := to_jsonb(OLD);
     END IF;
     v_row := coalesce(v_new, v_old);
+    -- The names were fixed when the table was captured: after a RENAME or DROP of a key or
+    -- captured column the row no longer has them, and the change would be published with null
+    -- keys, or not at all. Refuse the write instead: no change of the table goes unpublished.
+    IF NOT (v_row ?& v_keys) OR NOT (v_row ?& coalesce(v_cols, '{}')) THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB008',
+            MESSAGE = format('change capture of %s: column(s) %s renamed or dropped since '
+                             'mbus.capture_table', TG_RELID::regclass,
+                             array_to_string(ARRAY(SELECT c FROM unnest(v_keys || v_cols) AS c
+                                                   WHERE NOT v_row ? c), ', ')),
+            HINT = 'run mbus.capture_table on the table again, with the current column names '
+                   '(or mbus.stop_capture)';
+    END IF;
     SELECT coalesce(jsonb_object_agg(k, v_row -> k), '{}') INTO v_key FROM unnest(v_keys) AS k;
     IF TG_OP = 'UPDATE' THEN
         SELECT coalesce(array_agg(k ORDER BY k), '{}') INTO v_changed
