@@ -108,6 +108,15 @@ def test_a_bus_never_claims_through_a_name_another_pair_took(
     assert got.iid == mine and got.attempts == 1
 
 
+def test_posting_to_a_missing_queue_names_the_queue(make_bus: Callable[..., Any]) -> None:
+    """Main: "function mbus.post_nosuch(jsonb, ...) does not exist" (and over HTTP too)."""
+    bus = make_bus()
+    with pytest.raises(NotFound, match="queue 'nosuch' does not exist"):
+        bus.post("nosuch", {"n": 1})
+    with pytest.raises(NotFound, match="queue 'nosuch' does not exist"):
+        bus.post_batch("nosuch", [{"n": 1}])
+
+
 def test_post_joins_callers_transaction(autodb: str) -> None:
     """post accepts the caller's connection: the message exists exactly when it commits."""
     with Bus(autodb) as bus, psycopg.connect(autodb) as conn:

@@ -20,6 +20,7 @@ from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import (
     InvalidArgument,
     InvalidPayload,
+    NotFound,
     PgmbusError,
     TimeoutExpired,
     translating,
@@ -367,7 +368,8 @@ class AsyncBus(Handlers):
         if params["data"] is None:
             raise InvalidPayload("data must not be None", sqlstate="MB005")
         query = self._generated("post", "post_" + check_name("queue", queue))
-        return str(await self._value(query, params, conn))
+        async with self._naming_a_missing_queue(queue):
+            return str(await self._value(query, params, conn))
 
     async def post_batch(
         self,
@@ -406,7 +408,8 @@ class AsyncBus(Handlers):
             "priority": priorities,
         }
         query = self._generated("post_batch", "postn_" + check_name("queue", queue))
-        return [str(r["iid"]) for r in await self._rows(query, params, conn)]
+        async with self._naming_a_missing_queue(queue):
+            return [str(r["iid"]) for r in await self._rows(query, params, conn)]
 
     # --- consuming --------------------------------------------------------------------------
 
@@ -475,6 +478,17 @@ class AsyncBus(Handlers):
             await self.rotate(queue, tries=20)
         except (PgmbusError, psycopg.Error) as exc:  # best effort: the next call tries again
             log.warning("rotate_queue(%s) failed: %s", queue, exc)
+
+    @asynccontextmanager
+    async def _naming_a_missing_queue(self, queue: str) -> AsyncIterator[None]:
+        # A call of a queue's generated function fails with "function mbus.post_x(...) does
+        # not exist" when the queue does not: say that instead (MB002 naming the queue).
+        try:
+            yield
+        except NotFound as exc:
+            if exc.sqlstate == "42883":
+                await self._rows(Q["require_queue"], {"queue": queue})
+            raise
 
     async def _recheck_consumer(self, queue: str, consumer: str) -> None:
         # An empty claim may mean the consumer is gone (its generated name now another's):

@@ -23,6 +23,7 @@ from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import (
     InvalidArgument,
     InvalidPayload,
+    NotFound,
     PgmbusError,
     TimeoutExpired,
     translating,
@@ -370,7 +371,8 @@ class Bus(Handlers):
         if params["data"] is None:
             raise InvalidPayload("data must not be None", sqlstate="MB005")
         query = self._generated("post", "post_" + check_name("queue", queue))
-        return str(self._value(query, params, conn))
+        with self._naming_a_missing_queue(queue):
+            return str(self._value(query, params, conn))
 
     def post_batch(
         self,
@@ -409,7 +411,8 @@ class Bus(Handlers):
             "priority": priorities,
         }
         query = self._generated("post_batch", "postn_" + check_name("queue", queue))
-        return [str(r["iid"]) for r in self._rows(query, params, conn)]
+        with self._naming_a_missing_queue(queue):
+            return [str(r["iid"]) for r in self._rows(query, params, conn)]
 
     # --- consuming --------------------------------------------------------------------------
 
@@ -478,6 +481,17 @@ class Bus(Handlers):
             self.rotate(queue, tries=20)
         except (PgmbusError, psycopg.Error) as exc:  # best effort: the next call tries again
             log.warning("rotate_queue(%s) failed: %s", queue, exc)
+
+    @contextmanager
+    def _naming_a_missing_queue(self, queue: str) -> Iterator[None]:
+        # A call of a queue's generated function fails with "function mbus.post_x(...) does
+        # not exist" when the queue does not: say that instead (MB002 naming the queue).
+        try:
+            yield
+        except NotFound as exc:
+            if exc.sqlstate == "42883":
+                self._rows(Q["require_queue"], {"queue": queue})
+            raise
 
     def _recheck_consumer(self, queue: str, consumer: str) -> None:
         # An empty claim may mean the consumer is gone (its generated name now another's):

@@ -22,6 +22,9 @@ SELECT mbus.drop_trigger(%(src)s, %(dst)s);
 -- name: require_consumer
 SELECT mbus.require_consumer(%(queue)s, %(consumer)s);
 
+-- name: require_queue
+SELECT mbus.require_queue(%(queue)s);
+
 -- name: list_queues
 SELECT qname, ncons, roles_security, created_at, consumers, triggers_to
 FROM mbus.queues ORDER BY qname;
