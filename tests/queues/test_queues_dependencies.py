@@ -144,6 +144,27 @@ def test_put_back_with_old_iid_keeps_blocking(ac: Conn) -> None:
     assert data_of(ac, "b") == {"n": 2}
 
 
+def test_a_message_put_back_cannot_wait_for_its_own_waiters(ac: Conn) -> None:
+    """Main: B consumed and put back with its old iid, now waiting for A, which waits for B:
+    both waited for ever. The put back is refused (MB006) if it would close a cycle, directly
+    or through another message, and changes nothing."""
+    b = post(ac, "a", {"n": "B"})
+    a = post(ac, "b", {"n": "A"}, after=[b])
+    c = post(ac, "c", {"n": "C"}, after=[a])  # C waits for A, which waits for B
+    for closing in (a, c):
+        with pytest.raises(psycopg.Error) as exc:
+            with ac.transaction():
+                m = take_one(ac, "a")
+                assert m is not None
+                post(ac, "a", m["data"], after=[closing], iid=m["iid"])
+        assert exc.value.sqlstate == "MB006" and "cycle" in str(exc.value)
+    # nothing changed: B is there, A and C still wait, and go in order
+    assert take_one(ac, "b") is None and take_one(ac, "c") is None
+    assert data_of(ac, "a") == {"n": "B"}
+    assert data_of(ac, "b") == {"n": "A"}
+    assert data_of(ac, "c") == {"n": "C"}
+
+
 def test_unknown_iids_self_and_cycles_rule(ac: Conn) -> None:
     """Documented rule (docs/workflows.md): a dependency that is not found when the message is
     posted (consumed already, never posted, another database's, or posted later) is satisfied.

@@ -4,7 +4,10 @@
 --           message waits on every iid of deps that still exists, in the queue its iid names or in
 --           mbus.dmq (a dead dependency keeps blocking); unknown iids (consumed already, never
 --           posted, foreign, or posted later) are satisfied, so the wait graph is acyclic by
---           construction. For each dependency the generated deps_<q> of its queue (mbus.dep_rows)
+--           construction, except when an iid that others wait for is posted again (a message
+--           put back with its old iid): then a dependency that waits, directly or through
+--           others, for this very iid would close a cycle nothing could ever break, and the post
+--           is refused (MB006). That walk runs only for such an iid. For each dependency the generated deps_<q> of its queue (mbus.dep_rows)
 --           locks its deliveries FOR SHARE (a consume of it in progress is waited for, then seen
 --           gone) and marks those not yet marked waited = true, so their deletion fires the
 --           deferred dep_gone trigger; it records the edge in mbus.msg_dep and the count of
@@ -15,7 +18,8 @@
 --           id     the message's id (bigint)
 --           iid    the message's iid (text; a dependency on itself is ignored)
 --           deps   the iids it waits for (text[], from mbus.dep_list; NULL = none)
--- Returns:  boolean: true when the message must wait
+-- Returns:  boolean: true when the message must wait; MB006 for a dependency that would close a
+--           cycle
 -- Locks:    FOR SHARE row locks on the dependencies' deliveries, then UPDATE (row locks) of the
 --           unmarked ones, held to commit; FOR KEY SHARE on a dependency's mbus.dmq row; INSERT
 --           into mbus.msg_dep and an upsert of the message's mbus.msg_wait row
@@ -33,6 +37,26 @@ DECLARE
 BEGIN
     IF deps IS NULL THEN
         RETURN false;
+    END IF;
+    IF EXISTS (SELECT 1 FROM mbus.msg_dep AS m WHERE m.dep_iid = await_deps.iid) THEN
+        -- iid is waited for already (put back with its old iid): its waiters, transitively
+        SELECT w.iid INTO d
+        FROM (WITH RECURSIVE waiter (iid) AS (
+                  SELECT mw.iid FROM mbus.msg_dep AS md
+                  JOIN mbus.msg_wait AS mw ON mw.qname = md.qname AND mw.id = md.id
+                  WHERE md.dep_iid = await_deps.iid
+                  UNION
+                  SELECT mw.iid FROM waiter AS x
+                  JOIN mbus.msg_dep AS md ON md.dep_iid = x.iid
+                  JOIN mbus.msg_wait AS mw ON mw.qname = md.qname AND mw.id = md.id)
+              SELECT x.iid FROM waiter AS x) AS w
+        WHERE w.iid = ANY (deps) AND w.iid <> await_deps.iid
+        LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB006',
+                MESSAGE = format('consume_after %s would make a cycle: it waits (directly or '
+                                 'through others) for %s, posted again here', d, iid);
+        END IF;
     END IF;
     FOREACH d IN ARRAY deps LOOP
         CONTINUE WHEN d = iid;
