@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from pgmbus.errors import InvalidName, InvalidPayload, NotFound, StaleLease
+from pgmbus.errors import InvalidArgument, InvalidName, InvalidPayload, NotFound, StaleLease
 from pgmbus.queues import AsyncBus, Bus, Message
 from tools import async_to_sync
 
@@ -115,6 +115,22 @@ def test_posting_to_a_missing_queue_names_the_queue(make_bus: Callable[..., Any]
         bus.post("nosuch", {"n": 1})
     with pytest.raises(NotFound, match="queue 'nosuch' does not exist"):
         bus.post_batch("nosuch", [{"n": 1}])
+
+
+def test_arguments_of_the_wrong_type_are_invalid_not_missing(
+    make_bus: Callable[..., Any],
+) -> None:
+    """Main: iid=5 and limit=10**10 named no function: NotFound ("... does not exist")."""
+    bus = make_bus()
+    for bad in ({"iid": 5}, {"dedupe_key": 7}):
+        with pytest.raises(InvalidArgument, match="must be a string"):
+            bus.post("jobs", {}, **bad)
+    for limit in (10**10, 1.5, -1, True):
+        with pytest.raises(InvalidArgument, match="limit"):
+            bus.consume("jobs", limit=limit)
+        with pytest.raises(InvalidArgument, match="limit"):
+            bus.lease("jobs", limit=limit)
+    assert bus.consume("jobs", limit=10) == []
 
 
 def test_post_joins_callers_transaction(autodb: str) -> None:

@@ -55,6 +55,12 @@ def _seconds(value: float | timedelta) -> timedelta:
     return value if isinstance(value, timedelta) else timedelta(seconds=value)
 
 
+def _check_limit(limit: int) -> None:
+    # an int beyond int4 (or a float) would name no function: NotFound, not what is wrong
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit < 2**31:
+        raise InvalidArgument(f"limit must be an integer from 0 to {2**31 - 1}", sqlstate="MB006")
+
+
 def channel(queue: str) -> str:
     """The NOTIFY channel a committed post to ``queue`` signals (payload: the queue name).
 
@@ -352,6 +358,9 @@ class AsyncBus(Handlers):
         32767 (default 0); claims take higher priorities first, FIFO within one priority
         (``InvalidArgument`` outside that range, nothing posted).
         """
+        for what, text in (("iid", iid), ("dedupe_key", dedupe_key)):
+            if text is not None and not isinstance(text, str):  # else "no such function"
+                raise InvalidArgument(f"{what} must be a string", sqlstate="MB006")
         if isinstance(consume_after, str):
             consume_after = [consume_after]
         params = {
@@ -525,8 +534,7 @@ class AsyncBus(Handlers):
         and polling every ``poll_interval`` seconds. Returns [] when nothing is available.
         The old spellings ``amount=`` and ``timeout=`` still work (deprecated).
         """
-        if limit < 0:
-            raise InvalidArgument("limit must be >= 0", sqlstate="MB006")
+        _check_limit(limit)
         await self._check_consumer(queue, consumer)
         await self._upkeep(queue)
         got = await self._consume_once(queue, consumer, limit, conn, now)
@@ -567,8 +575,7 @@ class AsyncBus(Handlers):
         server just granted (leased to no one until it ends, an attempt counted): to stop
         waiting at will, wait on :meth:`wakeups` and lease with ``wait=0``, as the worker does.
         """
-        if limit < 0:
-            raise InvalidArgument("limit must be >= 0", sqlstate="MB006")
+        _check_limit(limit)
         await self._check_consumer(queue, consumer)
         span = _seconds(lease)
         await self._upkeep(queue)
