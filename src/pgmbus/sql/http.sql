@@ -73,11 +73,14 @@ WHERE %(client)s::text IS NULL OR c.name = %(client)s::text
 GROUP BY c.name ORDER BY c.name;
 
 -- name: timers_page
--- Callbacks of every client (or of one), newest first; status filters; due=true: pending and due.
+-- Callbacks of the clients the key may see (clients: filtered before the LIMIT, so a page is
+-- never emptied by others' rows), or of one, newest first; status filters; due=true: pending
+-- and due.
 SELECT c.name AS client, mbus.timer_callback_json(t) AS callback, t.last_status_code,
        t.last_error, t.updated_at
 FROM mbus.timer_callbacks AS t JOIN mbus.timer_clients AS c ON c.id = t.client_id
-WHERE (%(client)s::text IS NULL OR c.name = %(client)s::text)
+WHERE c.name = ANY (%(clients)s::text[])
+  AND (%(client)s::text IS NULL OR c.name = %(client)s::text)
   AND (%(status)s::text IS NULL OR t.status = %(status)s::text)
   AND (NOT %(due)s OR (t.status = 'pending' AND t.run_at <= now()))
 ORDER BY t.id DESC LIMIT %(limit)s;
@@ -88,8 +91,12 @@ SELECT id FROM mbus.timer_clients WHERE name = %(name)s;
 -- name: schedules_page
 SELECT c.name AS client, mbus.timer_schedule_json(s) AS schedule
 FROM mbus.timer_schedules AS s JOIN mbus.timer_clients AS c ON c.id = s.client_id
-WHERE %(client)s::text IS NULL OR c.name = %(client)s::text
+WHERE c.name = ANY (%(clients)s::text[])
+  AND (%(client)s::text IS NULL OR c.name = %(client)s::text)
 ORDER BY c.name, s.schedule_key LIMIT %(limit)s;
+
+-- name: timer_client_names
+SELECT name FROM mbus.timer_clients ORDER BY name;
 
 -- name: snapshot
 -- Everything /metrics exports, in one statement (one round trip per scrape). Queue figures come
