@@ -60,9 +60,8 @@ def test_a_long_poll_whose_client_hung_up_claims_nothing(small: Service) -> None
     leased by the abandoned wait: the next consumer gets it at its first attempt."""
     with small.client() as http:
         assert http.post("/v1/queues", json={"queue": "lp"}).status_code in (200, 201)
-    with small.client() as http:
-        with pytest.raises(httpx.ReadTimeout):
-            http.post("/v1/queues/lp/lease", json={"wait_s": 20, "lease_s": 600}, timeout=0.5)
+    with small.client() as http, pytest.raises(httpx.ReadTimeout):
+        http.post("/v1/queues/lp/lease", json={"wait_s": 20, "lease_s": 600}, timeout=0.5)
     time.sleep(0.3)
     with small.client() as http:
         assert http.post("/v1/queues/lp/messages", json={"data": {"n": 1}}).status_code == 201

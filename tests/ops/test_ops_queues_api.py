@@ -200,3 +200,29 @@ def test_deep_json_is_refused_at_post_and_an_unforeseen_failure_keeps_the_one_sh
         )
         r = c.post("/v1/queues/deep/lease", json={"lease_s": 30})
         assert r.status_code == 500 and _error(r)["error"] == "internal_error", r.text
+
+
+def _concurrent_statuses(service: Service, path: str, body: dict[str, str], n: int) -> list[int]:
+    import threading
+
+    codes: list[int] = []
+    barrier = threading.Barrier(n)
+
+    def create() -> None:
+        with service.client() as c:
+            barrier.wait()
+            codes.append(c.post(path, json=body).status_code)
+
+    threads = [threading.Thread(target=create) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    return sorted(codes)
+
+
+def test_concurrent_creates_of_one_name_answer_one_201_and_200s(service: Service) -> None:
+    """Main: four concurrent queue creates all answered 201, and a group create could answer
+    409: a client that treats anything but 200/201 as failure broke."""
+    for path, body in (("/v1/queues", {"queue": "race"}), ("/v1/streams/groups", {"group": "g"})):
+        assert _concurrent_statuses(service, path, body, 6) == [200] * 5 + [201], path

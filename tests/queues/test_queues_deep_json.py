@@ -67,6 +67,8 @@ def test_the_bus_refuses_it_with_a_typed_error_and_a_batch_stays_readable(autodb
         bus.post("jobs", nested(100))
         (got,) = bus.consume("jobs", limit=10)
         assert got.data == nested(100)
-    with psycopg.connect(autodb, autocommit=True) as conn:
-        with pytest.raises(InvalidPayload, match="100 levels"):
-            streams.publish(conn, "t", nested(300))
+    with (
+        psycopg.connect(autodb, autocommit=True) as conn,
+        pytest.raises(InvalidPayload, match="100 levels"),
+    ):
+        streams.publish(conn, "t", nested(300))

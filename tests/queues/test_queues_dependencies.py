@@ -152,11 +152,10 @@ def test_a_message_put_back_cannot_wait_for_its_own_waiters(ac: Conn) -> None:
     a = post(ac, "b", {"n": "A"}, after=[b])
     c = post(ac, "c", {"n": "C"}, after=[a])  # C waits for A, which waits for B
     for closing in (a, c):
-        with pytest.raises(psycopg.Error) as exc:
-            with ac.transaction():
-                m = take_one(ac, "a")
-                assert m is not None
-                post(ac, "a", m["data"], after=[closing], iid=m["iid"])
+        with pytest.raises(psycopg.Error) as exc, ac.transaction():
+            m = take_one(ac, "a")
+            assert m is not None
+            post(ac, "a", m["data"], after=[closing], iid=m["iid"])
         assert exc.value.sqlstate == "MB006" and "cycle" in str(exc.value)
     # nothing changed: B is there, A and C still wait, and go in order
     assert take_one(ac, "b") is None and take_one(ac, "c") is None

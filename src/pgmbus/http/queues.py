@@ -8,6 +8,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 
+from pgmbus.errors import translating
 from pgmbus.http.auth import Caller, require
 from pgmbus.http.errors import ERROR_RESPONSES
 from pgmbus.http.queue_models import (
@@ -74,14 +75,19 @@ async def list_queues(request: Request, who: Caller) -> Any:
 async def create_queue(request: Request, body: QueueCreate, who: Caller, response: Response) -> Any:
     """Create a queue with its ``default`` consumer (200 and the queue when it exists)."""
     require(who, "queues", "write", body.queue)
-    bus = state_of(request).bus
-    existing = {q.qname: q for q in await bus.queues()}
-    if body.queue in existing:
-        response.status_code = 200
-        return existing[body.queue].__dict__
-    await bus.create_queue(body.queue, roles_security=body.roles_security)
-    created = {q.qname: q for q in await bus.queues()}
-    return created[body.queue].__dict__
+    state = state_of(request)
+    async with state.pool.connection() as conn:  # one transaction: lock, look, create
+        with translating():
+            await conn.execute(query("queue_catalog_lock"))
+            cur = await conn.execute(query("queue_exists"), {"queue": body.queue})
+            row = await cur.fetchone()
+            if row is not None and row[0]:
+                response.status_code = 200
+            else:
+                params = {"queue": body.queue, "roles": body.roles_security}
+                await conn.execute(query("queue_create"), params)
+    queues = {q.qname: q for q in await state.bus.queues()}
+    return queues[body.queue].__dict__
 
 
 @router.get("/queues/{queue}/stats", response_model=list[StatsOut])

@@ -10,6 +10,7 @@ from fastapi.responses import StreamingResponse
 from psycopg.rows import dict_row
 
 from pgmbus import streams
+from pgmbus.errors import AlreadyExists
 from pgmbus.http.auth import Caller, require
 from pgmbus.http.errors import ERROR_RESPONSES
 from pgmbus.http.listeners import stream
@@ -131,7 +132,11 @@ async def create_group(request: Request, body: GroupCreate, who: Caller, respons
         existing = _groups(conn, body.group)
         if existing:
             return False, existing
-        streams.create_group(conn, body.group, start=body.start, slots=body.slots)
+        try:
+            streams.create_group(conn, body.group, start=body.start, slots=body.slots)
+        except AlreadyExists:  # a concurrent create won: the same answer as finding it
+            conn.rollback()
+            return False, _groups(conn, body.group)
         conn.commit()
         return True, _groups(conn, body.group)
 

@@ -190,3 +190,15 @@ SELECT jsonb_build_object(
 -- name: has_scopes
 -- Is the scopes DDL installed? (Before it, keys authenticate for their own timers only.)
 SELECT to_regprocedure('mbus.api_authenticate(text)') IS NOT NULL;
+
+-- name: queue_catalog_lock
+-- The lock mbus.create_queue and every other catalog change of queues take (see
+-- mbus.create_queue): held first, the next statement's look at mbus.queue is the truth until
+-- commit, so of concurrent "create if missing" calls exactly one creates.
+SELECT pg_advisory_xact_lock(1835165041);
+
+-- name: queue_exists
+SELECT EXISTS (SELECT 1 FROM mbus.queue WHERE qname = %(queue)s) AS exists;
+
+-- name: queue_create
+SELECT mbus.create_queue(%(queue)s, 1, %(roles)s);
