@@ -274,6 +274,19 @@ def test_serve_on_a_port_in_use_is_one_line(dsn: str) -> None:
     assert f"cannot listen on 127.0.0.1:{port}" in error_line(result)
 
 
+def test_metrics_on_a_port_in_use_is_a_usage_error(dsn: str) -> None:
+    """Main: exit 1 with "[Errno 98] Address already in use"; serve said it as exit 2."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run("metrics", "--listen", f"127.0.0.1:{port}", "--dsn", dsn)
+    assert result.exit_code == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in error_line(result)
+
+
 def test_dev_psql_passes_its_arguments(pg_server: TestServer) -> None:
     if pg_server.cluster is None:
         pytest.skip("the session server is external (PGMBUS_TEST_DSN)")

@@ -109,6 +109,7 @@ USAGE_ERRORS = [
     (["metrics", "--listen", "nowhere"], "HOST:PORT"),
     (["metrics", "--listen", "127.0.0.1:70000"], "HOST:PORT"),
     (["serve", "--port", "70000"], "--port"),
+    (["dmq", "list", "--limit", "-3"], "--limit"),
     (["queue", "post", "q", '{"a": ' + "[" * 3000 + "]" * 3000 + "}"], "JSON nested too deep"),
     (["streams", "publish", "t", "[" * 3000 + "]" * 3000], "PAYLOAD: JSON nested too deep"),
 ]

@@ -226,3 +226,29 @@ def test_concurrent_creates_of_one_name_answer_one_201_and_200s(service: Service
     409: a client that treats anything but 200/201 as failure broke."""
     for path, body in (("/v1/queues", {"queue": "race"}), ("/v1/streams/groups", {"group": "g"})):
         assert _concurrent_statuses(service, path, body, 6) == [200] * 5 + [201], path
+
+
+def test_unknown_queues_and_groups_are_named_404s(service: Service) -> None:
+    """Main: a post, ack, nack, extend or bury on a missing queue answered 'function
+    mbus.post_nosuch(...) does not exist'; the dmq lists of an unknown queue or group
+    answered 200 and nothing."""
+    token = {"token": "00000000-0000-0000-0000-000000000000"}
+    with service.client() as c:
+        calls = [
+            ("/v1/queues/nosuch/messages", {"data": {}}),
+            ("/v1/queues/nosuch/messages/batch", {"messages": [{"data": {}}]}),
+            ("/v1/queues/nosuch/ack", token),
+            ("/v1/queues/nosuch/nack", token),
+            ("/v1/queues/nosuch/extend", {**token, "lease_s": 5}),
+            ("/v1/queues/nosuch/bury", {**token, "reason": "x"}),
+        ]
+        for path, body in calls:
+            r = c.post(path, json=body)
+            assert r.status_code == 404, (path, r.text)
+            assert _error(r)["message"] == "queue 'nosuch' does not exist", path
+        r = c.get("/v1/queues/nosuch/dmq")
+        assert r.status_code == 404 and "nosuch" in _error(r)["message"]
+        r = c.get("/v1/streams/groups/nosuch/dmq")
+        assert r.status_code == 404 and "nosuch" in _error(r)["message"]
+        assert c.post("/v1/queues", json={"queue": "known"}).status_code == 201
+        assert c.get("/v1/queues/known/dmq").json() == {"items": [], "next_after": None}

@@ -19,7 +19,7 @@ from pgmbus.cli.common import (
     print_json,
     reports_errors,
 )
-from pgmbus.errors import PgmbusError, translating
+from pgmbus.errors import ConfigurationError, PgmbusError, translating
 from pgmbus.sqlfiles import load_queries
 
 key_app = typer.Typer(help="API keys of the HTTP service: scopes.", no_args_is_help=True)
@@ -71,7 +71,11 @@ def metrics_cmd(
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    server, thread = start_http_server(port, host, registry_for(snapshot))
+    try:
+        server, thread = start_http_server(port, host, registry_for(snapshot))
+    except OSError as exc:  # a port already taken: the command line's fault (exit 2)
+        pool.close()
+        raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     console.print(f"pgmbus metrics on http://{host}:{port}/metrics", highlight=False)
     try:
         stop.wait()

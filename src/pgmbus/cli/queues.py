@@ -320,7 +320,7 @@ def peek_cmd(
 @reports_errors
 def dmq_list_cmd(
     queue: Annotated[str | None, typer.Option(help="Only this queue's.")] = None,
-    limit: int = 100,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many.")] = 100,
     dsn: DsnOption = None,
     as_json: JsonOption = False,
 ) -> None:

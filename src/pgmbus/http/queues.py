@@ -223,8 +223,14 @@ async def dmq_list(
     after: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> Any:
-    """Dead messages of ``queue``, oldest first, a page at a time."""
-    return await dmq_all(request, who, queue, after, limit)
+    """Dead messages of ``queue``, oldest first, a page at a time (404 for an unknown queue
+    that has none left)."""
+    page = await dmq_all(request, who, queue, after, limit)
+    if not page["items"] and not await state_of(request).value(
+        query("queue_exists"), {"queue": queue}
+    ):
+        raise HTTPException(404, f"queue {queue!r} does not exist")
+    return page
 
 
 async def _dead(request: Request, queue: str, dmq_id: int) -> dict[str, Any]:

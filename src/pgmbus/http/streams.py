@@ -225,7 +225,13 @@ async def extend(request: Request, group: Group, body: ExtendIn, who: Caller) ->
 async def dmq(request: Request, group: Group, who: Caller) -> Any:
     """The group's dead messages (events that used up their attempts), oldest first."""
     require(who, "streams", "read", group)
-    return await state_of(request).in_thread(lambda conn: streams.dmq(conn, group))
+
+    def run(conn: Any) -> Any:
+        if not conn.execute(query("stream_groups"), {"group": group}).fetchall():
+            raise HTTPException(404, f"consumer group {group!r} does not exist")
+        return streams.dmq(conn, group)
+
+    return await state_of(request).in_thread(run)
 
 
 @router.post("/groups/{group}/dmq/{event_id}/replay", status_code=204)

@@ -620,7 +620,8 @@ class AsyncBus(Handlers):
     async def ack(self, message: Message, *, now: datetime | None = None) -> None:
         """The leased message is done: remove it. ``StaleLease`` when the lease was lost."""
         query = self._token_query("ack", message)
-        await self._rows(query, {"token": message.lease_token, "now": now})
+        async with self._naming_a_missing_queue(message.queue):
+            await self._rows(query, {"token": message.lease_token, "now": now})
 
     async def nack(
         self, message: Message, *, delay: float | timedelta = 0.0, now: datetime | None = None
@@ -628,7 +629,8 @@ class AsyncBus(Handlers):
         """Give the leased message back; it is delivered again after ``delay`` seconds."""
         query = self._token_query("nack", message)
         params = {"token": message.lease_token, "delay": _seconds(delay), "now": now}
-        await self._rows(query, params)
+        async with self._naming_a_missing_queue(message.queue):
+            await self._rows(query, params)
 
     async def extend(
         self, message: Message, lease: float | timedelta, *, now: datetime | None = None
@@ -636,14 +638,16 @@ class AsyncBus(Handlers):
         """Make the lease end ``lease`` seconds from now; returns the new end."""
         query = self._token_query("extend", message)
         params = {"token": message.lease_token, "lease": _seconds(lease), "now": now}
-        end: datetime = await self._value(query, params)
+        async with self._naming_a_missing_queue(message.queue):
+            end: datetime = await self._value(query, params)
         return end
 
     async def bury(self, message: Message, reason: str, *, now: datetime | None = None) -> int:
         """Move the leased message to the dead-message queue with ``reason``; returns its dmq id."""
         query = self._token_query("bury", message)
         params = {"token": message.lease_token, "reason": reason, "now": now}
-        return int(await self._value(query, params))
+        async with self._naming_a_missing_queue(message.queue):
+            return int(await self._value(query, params))
 
     async def listen(
         self,

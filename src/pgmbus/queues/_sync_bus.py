@@ -623,7 +623,8 @@ class Bus(Handlers):
     def ack(self, message: Message, *, now: datetime | None = None) -> None:
         """The leased message is done: remove it. ``StaleLease`` when the lease was lost."""
         query = self._token_query("ack", message)
-        self._rows(query, {"token": message.lease_token, "now": now})
+        with self._naming_a_missing_queue(message.queue):
+            self._rows(query, {"token": message.lease_token, "now": now})
 
     def nack(
         self, message: Message, *, delay: float | timedelta = 0.0, now: datetime | None = None
@@ -631,7 +632,8 @@ class Bus(Handlers):
         """Give the leased message back; it is delivered again after ``delay`` seconds."""
         query = self._token_query("nack", message)
         params = {"token": message.lease_token, "delay": _seconds(delay), "now": now}
-        self._rows(query, params)
+        with self._naming_a_missing_queue(message.queue):
+            self._rows(query, params)
 
     def extend(
         self, message: Message, lease: float | timedelta, *, now: datetime | None = None
@@ -639,14 +641,16 @@ class Bus(Handlers):
         """Make the lease end ``lease`` seconds from now; returns the new end."""
         query = self._token_query("extend", message)
         params = {"token": message.lease_token, "lease": _seconds(lease), "now": now}
-        end: datetime = self._value(query, params)
+        with self._naming_a_missing_queue(message.queue):
+            end: datetime = self._value(query, params)
         return end
 
     def bury(self, message: Message, reason: str, *, now: datetime | None = None) -> int:
         """Move the leased message to the dead-message queue with ``reason``; returns its dmq id."""
         query = self._token_query("bury", message)
         params = {"token": message.lease_token, "reason": reason, "now": now}
-        return int(self._value(query, params))
+        with self._naming_a_missing_queue(message.queue):
+            return int(self._value(query, params))
 
     def listen(
         self,
