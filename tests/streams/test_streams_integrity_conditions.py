@@ -186,3 +186,28 @@ def test_one_subscriptions_params_cannot_fail_the_others_of_its_condition(
         ([five, two],),
     ).fetchall()
     assert rows == [(five, [good[4], late]), (two, [good[1]])]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "SELECT mbus.publish_batch('t', ARRAY[['{}','{}'],['{}','{}']]::jsonb[])",
+        "SELECT mbus.publish_batch('t', ARRAY['{}']::jsonb[], keys => ARRAY[['a']])",
+        "SELECT mbus.configure_group('g', max_attempts => -1)",
+        "SELECT mbus.configure_group('g', retry_backoff => '-1 day')",
+        "SELECT mbus.subscribe('g', 'true', expires_after => '-1 second')",
+        "SELECT mbus.subscribe('g', 'true', expires_after => '0')",
+    ],
+)
+def test_bad_stream_arguments_are_mb006_and_change_nothing(connect: Connect, call: str) -> None:
+    """Main: 0A000, 23514 (a CHECK's name), or a 2-D keys array accepted."""
+    conn = connect(autocommit=True)
+    streams.create_group(conn, "g")
+    with pytest.raises(psycopg.Error) as caught:
+        conn.execute(call)
+    assert caught.value.sqlstate == "MB006", caught.value
+    row = conn.execute(
+        "SELECT (SELECT count(*) FROM mbus.events), (SELECT count(*) FROM mbus.subscriptions),"
+        " (SELECT max_attempts FROM mbus.stream_groups WHERE name = 'g')"
+    ).fetchone()
+    assert row is not None and row[:2] == (0, 0)

@@ -20,8 +20,8 @@
 --           max_attempts   the attempts before an event goes to the dead letters (integer >= 1)
 --           retry_backoff  the first retry's delay, doubled per attempt (interval >= 0)
 --           ordered        deliver in transaction-id order (boolean)
--- Returns:  void; MB002 when the group does not exist, MB006 for a bad on_busy; the table's
---           CHECKs refuse max_attempts < 1 and a negative retry_backoff
+-- Returns:  void; MB002 when the group does not exist, MB006 for a bad on_busy, max_attempts
+--           < 1 or a negative retry_backoff
 -- Locks:    the group's row in mbus.stream_groups (UPDATE), held to commit
 -- Callers:  pgmbus.streams.client.configure_group (sql/streams.sql 'configure_group'), used by
 --           the CLI `pgmbus streams create-group` for its options; tests under tests/streams
@@ -38,6 +38,14 @@ BEGIN
     IF on_busy IS NOT NULL AND on_busy NOT IN ('wait', 'skip') THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = format('on_busy must be ''wait'' or ''skip'', not %L', on_busy);
+    END IF;
+    IF max_attempts < 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('max_attempts must be >= 1, not %s', max_attempts);
+    END IF;
+    IF retry_backoff < interval '0' THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('retry_backoff must not be negative, not %s', retry_backoff);
     END IF;
     UPDATE mbus.stream_groups AS g
     SET topics = CASE WHEN configure_group.topics IS NULL THEN g.topics

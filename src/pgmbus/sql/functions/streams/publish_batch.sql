@@ -10,11 +10,11 @@
 --           subscription_id  send every event to this one subscription only (NULL = to all
 --                     that match; see mbus._publish_special)
 --           delayed_until  readers see the events from this time on (NULL or past = at commit)
--- Returns:  SETOF bigint: the event ids in array order; MB006 for a bad topic or arrays of
---           different lengths, MB005 for a NULL payloads array, a NULL payload or headers that
---           are not JSON objects (NULL elements mean no headers) or an element nested more than
---           100 levels deep (mbus.json_too_deep), MB009 when the log is not this
---           cluster's; mbus._publish_special's errors
+-- Returns:  SETOF bigint: the event ids in array order; MB006 for a bad topic, arrays of
+--           different lengths or of more than one dimension, MB005 for a NULL payloads array, a
+--           NULL payload, headers that are not JSON objects (NULL elements mean no headers) or an
+--           element nested more than 100 levels deep (mbus.json_too_deep), MB009 when the log is
+--           not this cluster's; mbus._publish_special's errors
 -- Locks:    none beyond the INSERT into mbus.events (ROW EXCLUSIVE)
 -- Callers:  pgmbus.streams.client.publish_batch (sql/streams.sql 'publish_batch'); users
 --           directly; tests under tests/streams
@@ -32,6 +32,10 @@ BEGIN
     IF topic IS NULL OR topic = '' OR octet_length(topic) > 200 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = format('invalid topic %L (1 to 200 bytes)', topic);
+    END IF;
+    IF array_ndims(payloads) > 1 OR array_ndims(keys) > 1 OR array_ndims(headers) > 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = 'payloads, keys and headers must be one-dimensional arrays';
     END IF;
     IF (keys IS NOT NULL AND cardinality(keys) <> cardinality(payloads))
        OR (headers IS NOT NULL AND cardinality(headers) <> cardinality(payloads)) THEN

@@ -19,7 +19,7 @@
 --           params         the subscription's parameters (a jsonb object; '{}' unless given)
 --           expires_after  the inactivity after which it is removed (interval > 0; NULL = never)
 -- Returns:  bigint: the subscription's id; MB002/MB008 for an unknown or expired group, MB004
---           for a bad condition, MB005 when params is not an object
+--           for a bad condition, MB005 when params is not an object, MB006 for expires_after <= 0
 -- Locks:    the subscription's row (INSERT ... ON CONFLICT DO UPDATE), held to commit; the FK
 --           takes FOR KEY SHARE on the group's row
 -- Callers:  pgmbus.streams.client.subscribe (sql/streams.sql 'subscribe'); tests
@@ -46,6 +46,10 @@ BEGIN
     END IF;
     IF subscribe.params IS NULL OR jsonb_typeof(subscribe.params) <> 'object' THEN
         RAISE EXCEPTION USING ERRCODE = 'MB005', MESSAGE = 'params must be a JSON object';
+    END IF;
+    IF subscribe.expires_after <= interval '0' THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('expires_after must be > 0, not %s', subscribe.expires_after);
     END IF;
     INSERT INTO mbus.subscriptions AS s (group_name, condition, params, expires_after)
     VALUES (subscribe."group", subscribe.condition, subscribe.params, subscribe.expires_after)
