@@ -18,15 +18,19 @@ BEGIN
             MESSAGE = CASE WHEN expires <= now() THEN format('expires %s is in the past', expires)
                 ELSE format('delayed_until %s is not before expires', delayed_until) END;
     END IF;
-    -- Finite times a client can read back (Python's datetime ends at year 9999): an infinite
-    -- or far-off time would be stored, then break the consume that claimed it.
-    IF NOT (delayed_until > '1900-01-01 00:00+00' AND delayed_until < '9999-01-01 00:00+00')
-       OR NOT expires < '9999-01-01 00:00+00' THEN
+    -- Times from 1900 to 9998, or 'infinity' (never: a message held until taken, as the sagas'
+    -- bung): -infinity, BC or far-off times would be stored, then break the client reading
+    -- them back (Python's datetime ends at year 9999) after its claim had committed.
+    IF delayed_until <> 'infinity'
+       AND NOT (delayed_until > '1900-01-01 00:00+00' AND delayed_until < '9999-01-01 00:00+00')
+       OR expires <> 'infinity' AND NOT expires < '9999-01-01 00:00+00' THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
-            MESSAGE = format('%s %s is out of range (a finite time from 1900 to 9998)',
-                             CASE WHEN NOT expires < '9999-01-01 00:00+00' THEN 'expires'
+            MESSAGE = format('%s %s is out of range (from 1900 to 9998, or infinity)',
+                             CASE WHEN expires <> 'infinity'
+                                       AND NOT expires < '9999-01-01 00:00+00' THEN 'expires'
                                   ELSE 'delayed_until' END,
-                             CASE WHEN NOT expires < '9999-01-01 00:00+00' THEN expires
+                             CASE WHEN expires <> 'infinity'
+                                       AND NOT expires < '9999-01-01 00:00+00' THEN expires
                                   ELSE delayed_until END);
     END IF;
     IF priority IS DISTINCT FROM 0 AND priority IS NOT NULL THEN
