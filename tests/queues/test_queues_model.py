@@ -258,6 +258,9 @@ def make_bus_machine(pg_server: Any) -> type[RuleBasedStateMachine]:
             self.dead: Counter[tuple[str, str, int]] = Counter()
             self.sessions: list[tuple[psycopg.Connection[dict[str, Any]], list[str]]] = []
             self.n = 0
+            # client iids posted (committed) per queue: the server remembers them for
+            # queues.iid_window (24 h), consumed or taken or not, and a post of one is a no-op
+            self.posted_iids: set[tuple[str, str]] = set()
             self.tick = 0
 
         # -- helpers
@@ -305,6 +308,7 @@ def make_bus_machine(pg_server: Any) -> type[RuleBasedStateMachine]:
 
         def drop_queue_model(self, q: str) -> None:
             del self.queues[q]
+            self.posted_iids = {x for x in self.posted_iids if x[0] != q}  # forgotten
             for key in [k for k in self.pending if k[0] == q]:
                 del self.pending[key]
             for st_ in self.queues.values():
@@ -406,7 +410,7 @@ def make_bus_machine(pg_server: Any) -> type[RuleBasedStateMachine]:
             n = self.n
             plan: list[Any] = []
             expected_err = self.plan_post(q, n, iid, plan)
-            duplicate = iid is not None and self.holds(q, -1, iid)
+            duplicate = iid is not None and ((q, iid) in self.posted_iids or self.holds(q, -1, iid))
             query = sql.SQL("SELECT mbus.{}(%s, iid => %s) AS iid").format(
                 sql.Identifier(f"post_{q}")
             )
@@ -423,6 +427,8 @@ def make_bus_machine(pg_server: Any) -> type[RuleBasedStateMachine]:
                 return
             got_iid = rows[0]["iid"]
             assert iid is None or got_iid == iid
+            if iid is not None:
+                self.posted_iids.add((q, iid))
             for what, q2, c in plan:
                 if what == "deliver":
                     known = got_iid if q2 == q else None
