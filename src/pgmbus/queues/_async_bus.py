@@ -433,9 +433,9 @@ class AsyncBus(Handlers):
         query = self._generated("consumen", f"consumen_{queue}_by_{consumer}")
         params = {"amount": amount, "now": now, "queue": queue, "consumer": consumer}
         rows = await self._rows(query, params, conn)
-        if not rows:
+        if not rows:  # not even the row of NULLs: the pair is gone
             await self._recheck_consumer(queue, consumer)
-        return [Message.from_row(queue, consumer, r) for r in rows]
+        return [Message.from_row(queue, consumer, r) for r in rows if r["id"] is not None]
 
     async def _lease_once(
         self,
@@ -456,9 +456,9 @@ class AsyncBus(Handlers):
             "consumer": consumer,
         }
         rows = await self._rows(query, params)
-        if not rows:
+        if not rows:  # not even the row of NULLs: the pair is gone
             await self._recheck_consumer(queue, consumer)
-        return [Message.from_row(queue, consumer, r) for r in rows]
+        return [Message.from_row(queue, consumer, r) for r in rows if r["id"] is not None]
 
     async def rotate(self, queue: str, *, tries: int = 100) -> dict[str, Any]:
         """Run the storage upkeep of ``queue`` now (``mbus.rotate_queue``), in autocommit.

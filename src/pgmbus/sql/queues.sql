@@ -66,15 +66,18 @@ SELECT iid FROM mbus.{fn}(%(data)s, %(headers)s, %(properties)s, %(delayed_until
 -- The claim runs once per row of mbus.consumer for the pair the bus means (the argument that
 -- refers to it orders the join), i.e. only while that consumer exists: a generated name freed
 -- by a dropped consumer and taken by another queue's (`a` + `b_by_c` vs `a_by_b` + `c`) then
--- claims nothing for the wrong pair. No rows when it is gone; the bus then checks again.
-SELECT g.* FROM mbus.consumer AS k,
-     LATERAL mbus.{fn}(%(amount)s + 0 * k.cid, %(now)s) AS g
+-- claims nothing for the wrong pair. The LEFT JOIN answers one row of NULLs when the pair
+-- exists and nothing was claimed, and no row at all when it is gone (the bus then says so),
+-- so an empty claim costs no second round trip.
+SELECT g.* FROM mbus.consumer AS k
+LEFT JOIN LATERAL mbus.{fn}(%(amount)s + 0 * k.cid, %(now)s) AS g ON true
 WHERE k.qname = %(queue)s AND k.cname = %(consumer)s;
 
 -- name: lease
 -- (the guard of consumen)
-SELECT g.* FROM mbus.consumer AS k,
-     LATERAL mbus.{fn}(%(amount)s + 0 * k.cid, %(lease)s, %(max_attempts)s, %(now)s) AS g
+SELECT g.* FROM mbus.consumer AS k
+LEFT JOIN LATERAL mbus.{fn}(%(amount)s + 0 * k.cid, %(lease)s, %(max_attempts)s, %(now)s) AS g
+ON true
 WHERE k.qname = %(queue)s AND k.cname = %(consumer)s;
 
 -- name: ack
