@@ -22,16 +22,13 @@ BEGIN
     -- bung): -infinity, BC or far-off times would be stored, then break the client reading
     -- them back (Python's datetime ends at year 9999) after its claim had committed.
     IF delayed_until <> 'infinity'
-       AND NOT (delayed_until > '1900-01-01 00:00+00' AND delayed_until < '9999-01-01 00:00+00')
-       OR expires <> 'infinity' AND NOT expires < '9999-01-01 00:00+00' THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006',
-            MESSAGE = format('%s %s is out of range (from 1900 to 9998, or infinity)',
-                             CASE WHEN expires <> 'infinity'
-                                       AND NOT expires < '9999-01-01 00:00+00' THEN 'expires'
-                                  ELSE 'delayed_until' END,
-                             CASE WHEN expires <> 'infinity'
-                                       AND NOT expires < '9999-01-01 00:00+00' THEN expires
-                                  ELSE delayed_until END);
+       AND NOT (delayed_until > '1900-01-01 00:00+00' AND delayed_until < '9999-01-01 00:00+00') THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = format(
+            'delayed_until %s is out of range (from 1900 to 9998, or infinity)', delayed_until);
+    END IF;
+    IF expires <> 'infinity' AND NOT expires < '9999-01-01 00:00+00' THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = format(
+            'expires %s is out of range (from 1900 to 9998, or infinity)', expires);
     END IF;
     IF priority IS DISTINCT FROM 0 AND priority IS NOT NULL THEN
         IF priority < 0 OR priority > 32767 THEN

@@ -56,11 +56,13 @@ BEGIN
             RAISE EXCEPTION USING ERRCODE = 'MB005',
                 MESSAGE = format('headers must be a JSON object, not %s', jsonb_typeof(headers));
         END IF;
-        IF mbus.json_too_deep(payload) OR mbus.json_too_deep(headers) THEN
+        IF mbus.json_too_deep(payload) THEN
             RAISE EXCEPTION USING ERRCODE = 'MB005',
-                MESSAGE = format('%s is nested more than 100 levels deep',
-                                 CASE WHEN mbus.json_too_deep(payload) THEN 'payload'
-                                      ELSE 'headers' END);
+                MESSAGE = 'payload is nested more than 100 levels deep';
+        END IF;
+        IF mbus.json_too_deep(headers) THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB005',
+                MESSAGE = 'headers is nested more than 100 levels deep';
         END IF;
     END IF;
     IF publish.subscription_id IS NOT NULL OR publish.delayed_until IS NOT NULL THEN
