@@ -1,10 +1,11 @@
 """Golden files of the generated per-queue functions: a change to the generator is a diff.
 
 The test builds a representative set of queues (a selective consumer, a trigger with a
-selector, a queue under the roles security model), dumps ``pg_get_functiondef`` of every
-function ``mbus.regenerate_queue`` made for them into ``tests/queues/golden/<name>.sql`` and
-compares. ``PGMBUS_UPDATE_GOLDEN=1 pytest tests/queues/test_generated_golden.py`` rewrites the
-files; review their diff like any code change.
+selector, a queue under the roles security model, two consumers taking every message), dumps
+``pg_get_functiondef`` of every function ``mbus.regenerate_queue`` made for them into
+``tests/queues/golden/<name>.sql`` and compares. ``PGMBUS_UPDATE_GOLDEN=1 pytest
+tests/queues/test_generated_golden.py`` rewrites the files; review their diff like any code
+change.
 """
 
 from __future__ import annotations
@@ -25,13 +26,16 @@ def _generated(conn: psycopg.Connection[tuple[object, ...]]) -> dict[str, str]:
     conn.execute("SELECT mbus.create_queue('golden_audit', 1)")
     conn.execute("SELECT mbus.create_trigger('golden', 'golden_audit', $$t.data ? 'audit'$$)")
     conn.execute("SELECT mbus.create_queue('golden_secure', 1, true)")
+    # two consumers taking every message: the plain post's multi-row form
+    conn.execute("SELECT mbus.create_queue('golden_fanout', 1)")
+    conn.execute("SELECT mbus.create_consumer('golden_fanout', 'second')")
     db = conn.execute("SELECT current_database()").fetchone()
     assert db is not None
     rows = conn.execute(
         "SELECT p.proname, pg_get_functiondef(p.oid) FROM pg_proc AS p "
         # golden_audit is only the trigger's target: its functions have golden's shape.
         "WHERE p.pronamespace = 'mbus'::regnamespace "
-        "AND p.proname ~ '_golden(_secure)?($|_by_)' "
+        "AND (p.proname ~ '_golden(_secure)?($|_by_)' OR p.proname = 'post_golden_fanout') "
         "ORDER BY p.proname"
     ).fetchall()
     # Role names carry the database's name; the test database's is random.

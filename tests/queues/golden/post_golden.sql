@@ -10,6 +10,7 @@ DECLARE
     v_prio smallint := 0;  -- priority: 0..32767, higher claimed first
     v_count bigint[];  -- the counters' new values (not used)
     v_wait boolean;
+    v_id bigint;  -- the plain post's message id
     v_c2 boolean;
     v_t1 boolean;
 BEGIN

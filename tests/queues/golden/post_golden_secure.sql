@@ -12,7 +12,23 @@ DECLARE
     v_prio smallint := 0;  -- priority: 0..32767, higher claimed first
     v_count bigint[];  -- the counters' new values (not used)
     v_wait boolean;
+    v_id bigint;  -- the plain post's message id
 BEGIN
+    IF headers IS NULL AND properties IS NULL AND delayed_until IS NULL AND expires IS NULL
+       AND iid IS NULL AND dedupe_key IS NULL AND consume_after IS NULL AND priority = 0
+       AND jsonb_typeof(data) = 'object' AND pg_column_size(data) < 800 THEN
+        INSERT INTO mbus.q_golden_secure AS q (c, vt, id, added, data, seg)
+        VALUES (4, now(), nextval('mbus.msg_id_seq'), now(), post_golden_secure.data,
+                coalesce((SELECT s.cur FROM mbus.queue_segment AS s WHERE s.qname = 'golden_secure'),
+                         1::smallint))
+        RETURNING q.id, ARRAY[nextval('mbus."q_golden_secure$posted"'), nextval('mbus."q_golden_secure$c4$posted"')],
+                  EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = 'golden_secure')
+        INTO v_id, v_count, v_wait;
+        IF v_wait THEN
+            PERFORM pg_notify('mbus_q_golden_secure', 'golden_secure');
+        END IF;
+        RETURN 'golden_secure.' || v_id || '@' || current_database();
+    END IF;
     IF expires IS NOT NULL AND (expires <= now() OR delayed_until >= expires) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = CASE WHEN expires <= now() THEN format('expires %s is in the past', expires)

@@ -93,6 +93,9 @@ DECLARE
     v_posted   text := format('%L', 'mbus.' || quote_ident('q_' || qname || '$posted'));
     v_cposted  text;  -- a consumer's counter sequences (mbus.queue_counters), as literals
     v_count    text := '';  -- post_: nextval of each consumer's posted counter, one statement
+    v_fast     text := '';  -- post_: the one-statement path of a plain message (see below)
+    v_plain    integer[] := '{}';  -- the consumers without a selector (their cids)
+    v_pcount   text := '';  -- their posted counters, as CASE arms over the row's consumer
     v_cdone    text;
     v_acked    text := '';  -- ack_<q>: CASE arms bumping the consumed counter of the row's consumer
     -- Claims (per consumer) take two steps. A first statement locks the claimed rows through
@@ -242,6 +245,10 @@ BEGIN
             CASE WHEN r.selector IS NULL THEN '' ELSE format('IF v_c%s THEN', r.cid) END,
             tbl, r.cid,
             CASE WHEN r.selector IS NULL THEN '' ELSE 'END IF;' END);
+        IF r.selector IS NULL THEN
+            v_plain := v_plain || r.cid;
+            v_pcount := v_pcount || format(' WHEN %s THEN nextval(%s)', r.cid, v_cposted);
+        END IF;
         -- counter: deliveries to this consumer (bumped with the others at the end of post_)
         v_count := v_count || E',\n                  ' || CASE WHEN r.selector IS NULL
             THEN format('nextval(%s)', v_cposted)
@@ -340,6 +347,50 @@ BEGIN
             'expires %s is out of range (from 1900 to 9998, or infinity)', expires);
     END IF;$t$;
 
+    -- The plain post (no option, a small JSON object as data) of a queue whose consumers take
+    -- every message (no selector, no trigger): one INSERT, which also bumps the counters and
+    -- asks whether someone waits, and nothing else. It stores what the general path below
+    -- stores for such a message (same row, counters and notify); skipping the general path's
+    -- two dozen checks and assignments and its three statements saves ~13 us of server CPU of
+    -- ~80 per post (pgbench, 4 clients; each PL/pgSQL expression is prepared again in every
+    -- transaction). One consumer: INSERT ... VALUES; more: one INSERT ... SELECT of its rows.
+    IF v_sel = '' AND v_triggers = '' AND cardinality(v_plain) > 0 THEN
+        v_fast := format($t$
+    IF headers IS NULL AND properties IS NULL AND delayed_until IS NULL AND expires IS NULL
+       AND iid IS NULL AND dedupe_key IS NULL AND consume_after IS NULL AND priority = 0
+       AND jsonb_typeof(data) = 'object' AND pg_column_size(data) < 800 THEN$t$)
+        || CASE WHEN cardinality(v_plain) = 1 THEN format($t$
+        INSERT INTO mbus.%1$I AS q (c, vt, id, added, data, seg)
+        VALUES (%5$s, now(), nextval('mbus.msg_id_seq'), now(), %2$I.data,
+                coalesce((SELECT s.cur FROM mbus.queue_segment AS s WHERE s.qname = %3$L),
+                         1::smallint))
+        RETURNING q.id, ARRAY[nextval(%4$s), nextval(%6$s)],
+                  EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = %3$L)
+        INTO v_id, v_count, v_wait;$t$,
+            tbl, v_fn->>'post', q, v_posted, v_plain[1],
+            format('%L', 'mbus.' || quote_ident(format('q_%s$c%s$posted', q, v_plain[1]))))
+        ELSE format($t$
+        v_id := nextval('mbus.msg_id_seq');
+        WITH m AS (
+            INSERT INTO mbus.%1$I AS q (c, vt, id, added, data, seg)
+            SELECT k.c, now(), v_id, now(), %2$I.data,
+                   coalesce((SELECT s.cur FROM mbus.queue_segment AS s WHERE s.qname = %3$L),
+                            1::smallint)
+            FROM unnest(%5$L::integer[]) AS k (c)
+            RETURNING CASE q.c%6$s END AS n)
+        SELECT array_agg(m.n) || nextval(%4$s),
+               EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = %3$L)
+        INTO v_count, v_wait
+        FROM m;$t$,
+            tbl, v_fn->>'post', q, v_posted, v_plain, v_pcount) END
+        || format($t$
+        IF v_wait THEN
+            PERFORM pg_notify(%1$L, %2$L);
+        END IF;
+        RETURN %3$L || v_id || '@' || current_database();
+    END IF;$t$, chan, q, q || '.');
+    END IF;
+
     -- post_<q>: the original mbus API's signature; returns the iid.
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(
@@ -356,8 +407,9 @@ DECLARE
     v_dup mbus.queue_dedupe;
     v_prio smallint := 0;  -- priority: 0..32767, higher claimed first
     v_count bigint[];  -- the counters' new values (not used)
-    v_wait boolean;%6$s
-BEGIN%7$s
+    v_wait boolean;
+    v_id bigint;  -- the plain post's message id%6$s
+BEGIN%14$s%7$s
     IF priority IS DISTINCT FROM 0 AND priority IS NOT NULL THEN
         IF priority < 0 OR priority > 32767 THEN
             RAISE EXCEPTION USING ERRCODE = 'MB006',
@@ -477,7 +529,7 @@ $b$, q, q || '.', v_fanout, v_triggers, chan, v_vars, v_guard, tbl, q || ' ', v_
         t.headers := jsonb_build_object('seenby', jsonb_build_array(current_database()),
                                         'source_db', current_database(), 'destination', %L,
                                         'enqueue_time', t.added);$t$, q) END,
-        v_count));
+        v_count, v_fast));
 
     -- postn_<q>: many messages in one statement (one INSERT per consumer in data-modifying
     -- CTEs over the same numbered messages m); returns their iids in the order of data.
