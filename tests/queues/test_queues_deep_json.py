@@ -60,6 +60,42 @@ def test_a_deep_message_or_event_is_refused_and_stores_nothing(autodb: str, call
         conn.execute(call, {"v": json.dumps(nested(100))})  # the limit itself is fine
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        "SELECT mbus.post_jobs(s.j) FROM src AS s",  # the plain post's one statement
+        "SELECT mbus.post_jobs(s.j, priority => NULL) FROM src AS s",  # the general path
+        "SELECT mbus.post_jobs('{}', headers => s.j) FROM src AS s",
+        "SELECT mbus.post_jobs('{}', properties => s.j) FROM src AS s",
+        "SELECT mbus.postn_jobs(ARRAY['{}'::jsonb, s.j]) FROM src AS s",
+        "SELECT mbus.publish('t', s.j) FROM src AS s",
+        "SELECT mbus.publish('t', '{}', headers => s.j) FROM src AS s",
+        "SELECT mbus.publish_batch('t', ARRAY['{}'::jsonb, s.j]) FROM src AS s",
+    ],
+)
+def test_a_deep_value_compressed_in_a_table_is_refused_too(autodb: str, call: str) -> None:
+    """A value read from a table column comes compressed, and pg_column_size gives its
+    compressed size: 150 levels take ~500 bytes there. The size shortcut must not skip it."""
+    with psycopg.connect(autodb, autocommit=True) as conn:
+        conn.execute("CREATE TABLE src (j jsonb)")
+        value: Any = 1
+        for _ in range(150):  # objects: over 2 kB as text, so a table compresses them
+            value = {"a": value}
+        conn.execute("INSERT INTO src VALUES (%s::jsonb)", (json.dumps(value),))
+        stored = conn.execute(
+            "SELECT pg_column_size(j), pg_column_compression(j) FROM src"
+        ).fetchone()
+        assert stored is not None and stored[0] < 800 and stored[1] is not None  # the trap
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute(call)
+        assert caught.value.sqlstate == "MB005"
+        assert "100 levels" in str(caught.value)
+        counts = conn.execute(
+            "SELECT (SELECT count(*) FROM mbus.q_jobs), (SELECT count(*) FROM mbus.events)"
+        ).fetchone()
+        assert counts == (0, 0)
+
+
 def test_the_bus_refuses_it_with_a_typed_error_and_a_batch_stays_readable(autodb: str) -> None:
     with Bus(autodb) as bus:
         with pytest.raises(InvalidPayload, match="100 levels"):

@@ -191,6 +191,33 @@ def test_context_and_url_sizes_follow_the_settings(env: Env) -> None:
     assert info.value.sqlstate == "MB006"
 
 
+def test_a_context_nested_too_deep_is_refused_by_every_sql_entry(env: Env) -> None:
+    """The HTTP API refuses it (test_timers_api_guard); SQL callers must not store it either:
+    the dispatcher's claim reads the context of every callback it claims, and Python's json
+    stops near 1,000 levels, so one such callback failed the claim of its whole batch."""
+    deep = "(repeat('{\"d\": ', 1500) || '{}' || repeat('}', 1500))::jsonb"  # built in SQL
+    item = (f"jsonb_build_array(%s::jsonb || jsonb_build_object('client_id', %s::bigint,"
+            f" 'context', {deep}))")
+    calls: list[tuple[str, tuple[Any, ...]]] = [
+        (f"SELECT * FROM mbus.timer_create(%s, 'g', 'e', %s, %s, {deep})",
+         (env.client.id, T0, URL)),
+        (f"SELECT count(*) FROM mbus.timer_create_many({item}, %s)",
+         (Jsonb(_HTTP_ITEM), env.client.id, T0)),
+        ("SELECT * FROM mbus.timer_schedule_create(%s, 'k', %s, p_interval_s => 60,"
+         f" p_context => {deep})", (env.client.id, URL)),
+    ]
+    for sql, args in calls:
+        with pytest.raises(psycopg.Error, match="100 levels") as info:
+            env.sql(sql, args)
+        assert info.value.sqlstate == "MB006"
+    run(_create(env, context={"ok": [[1]]}))
+    with pytest.raises(psycopg.Error, match="100 levels") as info:
+        env.sql(f"SELECT mbus.timer_update(%s, 'g', 'e', p_context => {deep})", (env.client.id,))
+    assert info.value.sqlstate == "MB006"
+    assert env.sql("SELECT count(*) FROM mbus.timer_schedules")[0][0] == 0
+    assert env.sql("SELECT context FROM mbus.timer_callbacks") == [({"ok": [[1]]},)]
+
+
 # -- item 13: a cron that never fires -----------------------------------------------------------
 @pytest.mark.parametrize("cron", ["0 0 31 2 *", "0 0 30 2 *", "0 0 31 4,6,9,11 *"])
 def test_a_cron_that_never_fires_is_refused_by_sql_and_python(env: Env, cron: str) -> None:

@@ -43,7 +43,9 @@ BEGIN
     IF current_setting('mbus.streams_log_ok', true) IS DISTINCT FROM 'yes'
        OR topic IS NULL OR topic = '' OR octet_length(topic) > 200 OR payload IS NULL
        OR (headers IS NOT NULL AND jsonb_typeof(headers) <> 'object')
-       OR pg_column_size(payload) >= 800 OR pg_column_size(headers) >= 800 THEN
+       OR pg_column_size(payload) >= 800 OR pg_column_size(headers) >= 800
+       OR pg_column_compression(payload) IS NOT NULL OR pg_column_compression(headers) IS NOT NULL
+    THEN
         PERFORM mbus._check_log();
         IF topic IS NULL OR topic = '' OR octet_length(topic) > 200 THEN
             RAISE EXCEPTION USING ERRCODE = 'MB006',

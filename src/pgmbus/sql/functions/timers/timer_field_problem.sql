@@ -4,7 +4,7 @@
 -- Purpose:  Why one of the given fields of a callback or schedule is refused, or NULL: times
 --           (mbus.timer_time_problem), the URL (at most max_url_length bytes, http or https
 --           without white space), the context (an object of at most max_context_bytes bytes of
---           JSON text), stop_after_delay_s (0..31622400, 366 days; NaN refused). NULL fields are
+--           JSON text, nested at most 100 levels deep), stop_after_delay_s (0..31622400, 366 days; NaN refused). NULL fields are
 --           not checked. Messages name the setting that sets a limit.
 -- Params:   p_limits  mbus.timer_limits() of the statement
 --           the fields, each NULL when not given
@@ -48,6 +48,11 @@ BEGIN
             RETURN format('context is %s bytes of JSON; the limit is %s '
                           '(setting timers.max_context_bytes)',
                           v_size, p_limits->>'max_context_bytes');
+        END IF;
+        -- as messages and events (mbus.json_too_deep): the dispatcher reads each claimed
+        -- callback's context, so a deeper one would fail the claim of its whole batch
+        IF mbus.json_too_deep(p_context) THEN
+            RETURN 'context is nested more than 100 levels deep';
         END IF;
     END IF;
     IF p_stop_after_delay_s IS NOT NULL
