@@ -163,6 +163,29 @@ def test_the_refusal_names_the_column(connect: Connect) -> None:
     assert drain(conn, "cdc") == []
 
 
+def test_a_row_nested_too_deep_for_its_event_is_refused(connect: Connect) -> None:
+    """Published, the change would stop every reader of the group (readers cannot read JSON
+    nested over 100 levels back); the write is refused instead, and other writes go on."""
+    conn = connect()
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body jsonb)")
+    streams.capture_table(conn, "docs")
+    streams.create_group(conn, "cdc", start="now")
+    conn.commit()
+    deep = "(repeat('[', %s) || repeat(']', %s))::jsonb"
+    with pytest.raises(psycopg.Error, match="nested too deep") as caught:
+        conn.execute(f"INSERT INTO docs VALUES (1, {deep})", (400, 400))
+    assert caught.value.sqlstate == "MB005"
+    conn.rollback()
+    conn.execute(f"INSERT INTO docs VALUES (2, {deep})", (90, 90))  # 92 levels with the payload
+    conn.commit()
+    with pytest.raises(psycopg.Error, match="nested too deep"):
+        conn.execute(f"UPDATE docs SET body = {deep} WHERE id = 2", (1500, 1500))
+    conn.rollback()
+    (event,) = drain(conn, "cdc")
+    assert event.key == "2" and event.payload["op"] == "insert"
+    assert conn.execute("SELECT count(*) FROM docs").fetchone() == (1,)
+
+
 def test_stop_capture(connect: Connect) -> None:
     conn = connect()
     _setup(conn)

@@ -19,8 +19,9 @@
 -- Params:   none (trigger arguments: TG_ARGV[0] the topic, [1] the key columns as text[],
 --           [2] the captured columns as text[] or '*' for all, [3] the captured table's oid)
 -- Returns:  trigger: NULL (an AFTER trigger); MB009 when the log is not this cluster's; MB008
---           when a key or captured column was renamed or dropped since capture_table (the write
---           is refused: a change never goes unpublished)
+--           when a key or captured column was renamed or dropped since capture_table, MB005
+--           when the event's payload would nest more than 100 levels (the write is refused: a
+--           change never goes unpublished)
 -- Locks:    none beyond the INSERT into mbus.events (ROW EXCLUSIVE)
 -- Callers:  the trigger mbus_capture_row that mbus.capture_table creates on a captured table;
 --           tests/streams/test_streams_security.py (catalog test)
@@ -94,6 +95,15 @@ BEGIN
         IF v_old_key IS NOT NULL THEN
             v_payload := v_payload || jsonb_build_object('old_key', v_old_key);
         END IF;
+    END IF;
+    -- Nested deeper than readers can read back (mbus.json_too_deep, as mbus.publish refuses):
+    -- published, the event would stop every reader of its groups. Refuse the write instead, as
+    -- above. The row sits two levels down in the payload ({"row": {column: value}}).
+    IF mbus.json_too_deep(v_payload) THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB005',
+            MESSAGE = format('change capture of %s: the row''s JSON is nested too deep for its '
+                             'event (more than 100 levels with the payload''s two)',
+                             TG_RELID::regclass);
     END IF;
     INSERT INTO mbus.events (topic, key, payload)
     VALUES (v_topic,
