@@ -54,6 +54,30 @@ def test_bad_input_is_refused_before_any_task(spark: Any, db_dsn: str) -> None:
         assert conn.execute("SELECT count(*) FROM mbus.spark_staged").fetchone() == (0,)
 
 
+def test_json_nested_too_deep_fails_the_write_and_publishes_nothing(
+    spark: Any, db_dsn: str
+) -> None:
+    """Copied into the log, no reader could read it back (the 100-level rule of publish)."""
+    deep = '{"a": ' + "[" * 150 + "]" * 150 + "}"
+    brackets_in_a_string = '{"s": "' + "[" * 300 + '"}'  # many brackets, not deep: written
+    for column, row in (("payload", (deep, None)), ("headers", ('{"n": 1}', deep))):
+        df = spark.createDataFrame(
+            [("{\"n\": 0}", None), (brackets_in_a_string, None), row],
+            "payload string, headers string",
+        ).repartition(1)
+        with pytest.raises(Exception, match=f"{column} is nested more than 100 levels deep"):
+            df.write.format("pgmbus").option("dsn", db_dsn).option("topic", "t").mode(
+                "append"
+            ).save()
+    with psycopg.connect(db_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM mbus.events").fetchone() == (0,)
+    spark.createDataFrame([(brackets_in_a_string,)], "payload string").write.format(
+        "pgmbus"
+    ).option("dsn", db_dsn).option("topic", "t").mode("append").save()
+    with psycopg.connect(db_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM mbus.events").fetchone() == (1,)
+
+
 def test_rows_posted_to_a_queue(spark: Any, db_dsn: str) -> None:
     with psycopg.connect(db_dsn) as conn:
         conn.execute("SELECT mbus.create_queue('spark_jobs')")

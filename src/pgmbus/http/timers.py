@@ -20,8 +20,8 @@ from fastapi import APIRouter, HTTPException, Query, Request, Response
 from pgmbus.errors import InvalidArgument, InvalidPayload
 from pgmbus.http.auth import Caller, require
 from pgmbus.http.errors import ERROR_RESPONSES
-from pgmbus.http.json_depth import MAX_DEPTH, deeper_than
 from pgmbus.http.state import AppState, state_of
+from pgmbus.json_depth import MAX_DEPTH, deeper_than
 from pgmbus.timers import cron, store
 from pgmbus.timers.models import (
     Callback,

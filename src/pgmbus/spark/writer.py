@@ -28,6 +28,7 @@ from typing import Any
 
 import psycopg
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceStreamArrowWriter,
@@ -35,7 +36,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StringType, StructType
 
-from pgmbus.errors import ConfigurationError, translating
+from pgmbus.errors import ConfigurationError, InvalidPayload, translating
+from pgmbus.json_depth import MAX_DEPTH, text_deeper_than
 from pgmbus.spark.arrowio import csv_bytes
 from pgmbus.spark.options import WriteOptions
 from pgmbus.sqlfiles import load_queries
@@ -88,6 +90,26 @@ def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
     return batch.column(index)
 
 
+def check_depth(batch: pa.RecordBatch, first_row: int) -> None:
+    """Refuse a payload or headers nested more than MAX_DEPTH levels (``mbus.json_too_deep``):
+    copied into the log, no reader could read it back, and it would stop every reader of the
+    topic's groups. Only texts with more opening brackets than the limit can be that deep, so
+    the exact scan runs on those alone (a vectorized count first)."""
+    for name in ("payload", "headers"):
+        column = _column(batch, name)
+        if column.null_count == len(column):
+            continue
+        opening = pc.add(pc.count_substring(column, "["), pc.count_substring(column, "{"))
+        for index in pc.indices_nonzero(pc.fill_null(pc.greater(opening, MAX_DEPTH), False)):
+            text = column[index.as_py()].as_py()
+            if text is not None and text_deeper_than(text):
+                raise InvalidPayload(
+                    f"row {first_row + index.as_py()} of the task: {name} is nested more than "
+                    f"{MAX_DEPTH} levels deep",
+                    sqlstate="MB005",
+                )
+
+
 def row_targets(options: WriteOptions, batch: pa.RecordBatch) -> pa.Array:
     if options.queue is None and options.topic is None:
         return _column(batch, "topic")
@@ -137,6 +159,7 @@ class Stager:
         n = batch.num_rows
         if n == 0:
             return
+        check_depth(batch, self.rows)
         columns = [
             targets,
             _column(batch, "key"),
