@@ -22,6 +22,20 @@ def nested(depth: int) -> dict[str, Any]:
     return {"a": value}
 
 
+def assert_refused_storing_nothing(
+    conn: psycopg.Connection[Any], call: str, params: dict[str, Any]
+) -> None:
+    """``call`` fails with MB005 naming the rule, and no message or event exists."""
+    with pytest.raises(psycopg.Error) as caught:
+        conn.execute(call, params or None)
+    assert caught.value.sqlstate == "MB005"
+    assert "100 levels" in str(caught.value)
+    counts = conn.execute(
+        "SELECT (SELECT count(*) FROM mbus.q_jobs), (SELECT count(*) FROM mbus.events)"
+    ).fetchone()
+    assert counts == (0, 0)
+
+
 def test_json_too_deep_draws_the_line_at_100_levels(autodb: str) -> None:
     with psycopg.connect(autodb) as conn:
         for depth, deep in ((100, False), (101, True), (600, True)):
@@ -49,14 +63,7 @@ def test_json_too_deep_draws_the_line_at_100_levels(autodb: str) -> None:
 )
 def test_a_deep_message_or_event_is_refused_and_stores_nothing(autodb: str, call: str) -> None:
     with psycopg.connect(autodb, autocommit=True) as conn:
-        with pytest.raises(psycopg.Error) as caught:
-            conn.execute(call, {"v": json.dumps(nested(300))})
-        assert caught.value.sqlstate == "MB005"
-        assert "100 levels" in str(caught.value)
-        counts = conn.execute(
-            "SELECT (SELECT count(*) FROM mbus.q_jobs), (SELECT count(*) FROM mbus.events)"
-        ).fetchone()
-        assert counts == (0, 0)
+        assert_refused_storing_nothing(conn, call, {"v": json.dumps(nested(300))})
         conn.execute(call, {"v": json.dumps(nested(100))})  # the limit itself is fine
 
 
@@ -86,14 +93,7 @@ def test_a_deep_value_compressed_in_a_table_is_refused_too(autodb: str, call: st
             "SELECT pg_column_size(j), pg_column_compression(j) FROM src"
         ).fetchone()
         assert stored is not None and stored[0] < 800 and stored[1] is not None  # the trap
-        with pytest.raises(psycopg.Error) as caught:
-            conn.execute(call)
-        assert caught.value.sqlstate == "MB005"
-        assert "100 levels" in str(caught.value)
-        counts = conn.execute(
-            "SELECT (SELECT count(*) FROM mbus.q_jobs), (SELECT count(*) FROM mbus.events)"
-        ).fetchone()
-        assert counts == (0, 0)
+        assert_refused_storing_nothing(conn, call, {})
 
 
 def test_the_bus_refuses_it_with_a_typed_error_and_a_batch_stays_readable(autodb: str) -> None:
