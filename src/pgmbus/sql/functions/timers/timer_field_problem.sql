@@ -4,8 +4,9 @@
 -- Purpose:  Why one of the given fields of a callback or schedule is refused, or NULL: times
 --           (mbus.timer_time_problem), the URL (at most max_url_length bytes, http or https
 --           without white space), the context (an object of at most max_context_bytes bytes of
---           JSON text, nested at most 100 levels deep), stop_after_delay_s (0..31622400, 366 days; NaN refused). NULL fields are
---           not checked. Messages name the setting that sets a limit.
+--           JSON text, nested at most 100 levels deep), stop_after_delay_s (0..31622400, 366
+--           days; NaN refused). NULL fields are not checked. Messages name the setting that sets
+--           a limit.
 -- Params:   p_limits  mbus.timer_limits() of the statement
 --           the fields, each NULL when not given
 -- Returns:  text: the reason, or NULL
