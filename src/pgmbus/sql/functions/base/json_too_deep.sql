@@ -2,15 +2,15 @@
 --
 -- Purpose:  Whether a JSON value nests containers more than 100 levels deep (the root is level
 --           1; a container at path level 100 is the 101st: scalars inside the 100th are fine, as
---           pgmbus.json_depth counts in Python). Such a value is
---           refused where messages and events enter (MB005): PostgreSQL stores it, but clients
---           cannot read it back (Python's json stops near 1,000 levels, the HTTP API's
---           serializer near 250), and a claim has committed by the time its rows are read, so
---           one deep message would be lost, or block every reader of its queue or group. A value
---           that deep takes at least 800 bytes (8 per level), so smaller ones are not walked;
---           but pg_column_size gives a compressed value's compressed size (a value read from a
---           table column: ~3.4 bytes per level with pglz, so ~235 levels fit in 800 bytes), and
---           a compressed value is walked whatever its size.
+--           pgmbus.json_depth counts in Python). Such a value is refused where messages and
+--           events enter (MB005): PostgreSQL stores it, but clients cannot read it back
+--           (Python's json stops near 1,000 levels, the HTTP API's serializer near 250), and a
+--           claim has committed by the time its rows are read, so one deep message would be
+--           lost, or block every reader of its queue or group. A value that deep takes at least
+--           800 bytes (8 per level), so smaller ones are not walked; but pg_column_size gives a
+--           compressed value's compressed size (a value read from a table column: ~3.4 bytes per
+--           level with pglz, so ~235 levels fit in 800 bytes), and a compressed value is walked
+--           whatever its size.
 -- Params:   value  the value (jsonb; NULL is not too deep)
 -- Returns:  boolean
 -- Locks:    none
