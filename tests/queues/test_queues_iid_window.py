@@ -48,6 +48,23 @@ def test_a_retry_after_the_first_was_consumed_stores_nothing(qconn: Conn, own: b
         assert scalar(qconn, "SELECT count(*) FROM mbus.q_jobs2") == 1
 
 
+@pytest.mark.parametrize("own", [True, False], ids=["client-iid", "get-iid"])
+def test_a_retry_after_the_consumers_were_dropped_is_still_a_no_op(
+    qconn: Conn, own: bool
+) -> None:
+    """Found by the queue model: the retry of a committed post failed (MB008, no consumer)
+    once the queue's consumers had been dropped, telling the producer its message was lost."""
+    iid = "order-8" if own else scalar(qconn, "SELECT mbus.get_iid('jobs')")
+    assert scalar(qconn, "SELECT mbus.post_jobs('{\"n\": 1}', iid => %s)", iid) == iid
+    qconn.execute("SELECT mbus.drop_consumer('jobs', 'default')")
+    assert scalar(qconn, "SELECT mbus.post_jobs('{\"n\": 1}', iid => %s)", iid) == iid
+    for other in ("order-9", None):  # a new post still has no consumer to go to
+        with pytest.raises(psycopg.Error) as caught, qconn.transaction():
+            qconn.execute("SELECT mbus.post_jobs('{}', iid => %s)", (other,))
+        assert caught.value.sqlstate == "MB008"
+    assert stored(qconn) == 0
+
+
 def test_posts_without_an_iid_are_not_remembered(qconn: Conn) -> None:
     qconn.execute("SELECT mbus.post_jobs('{}')")
     qconn.execute("SELECT * FROM mbus.post_batch('jobs', ARRAY['{}', '{}']::jsonb[])")

@@ -94,6 +94,7 @@ DECLARE
     v_cposted  text;  -- a consumer's counter sequences (mbus.queue_counters), as literals
     v_count    text := '';  -- post_: nextval of each consumer's posted counter, one statement
     v_fast     text := '';  -- post_: the one-statement path of a plain message (see below)
+    v_retry    text := '';  -- post_ of a queue without consumers: a remembered iid's retry
     v_plain    integer[] := '{}';  -- the consumers without a selector (their cids)
     v_pcount   text := '';  -- their posted counters, as CASE arms over the row's consumer
     v_cdone    text;
@@ -392,6 +393,19 @@ BEGIN
     END IF;$t$, chan, q, q || '.');
     END IF;
 
+    -- A queue without consumers refuses posts (v_guard), but not the retry of a post that was
+    -- committed with a client iid before its consumers were dropped: within queues.iid_window
+    -- that retry is a no-op returning the iid, as it would be with consumers (an idempotent
+    -- retry must not report a failure for a message that was committed).
+    IF v_ncons = 0 AND v_triggers = '' THEN
+        v_retry := format($t$
+    IF iid IS NOT NULL AND EXISTS (SELECT 1 FROM mbus.client_iids AS ci
+                                   WHERE ci.qname = %L AND ci.iid = %I.iid
+                                     AND ci.posted_at > now() - mbus.iid_window()) THEN
+        RETURN iid;
+    END IF;$t$, q, v_fn->>'post');
+    END IF;
+
     -- post_<q>: the original mbus API's signature; returns the iid.
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(
@@ -410,7 +424,7 @@ DECLARE
     v_count bigint[];  -- the counters' new values (not used)
     v_wait boolean;
     v_id bigint;  -- the plain post's message id%6$s
-BEGIN%14$s%7$s
+BEGIN%14$s%15$s%7$s
     IF priority IS DISTINCT FROM 0 AND priority IS NOT NULL THEN
         IF priority < 0 OR priority > 32767 THEN
             RAISE EXCEPTION USING ERRCODE = 'MB006',
@@ -534,7 +548,7 @@ $b$, q, q || '.', v_fanout, v_triggers, chan, v_vars, v_guard, tbl, q || ' ', v_
         t.headers := jsonb_build_object('seenby', jsonb_build_array(current_database()),
                                         'source_db', current_database(), 'destination', %L,
                                         'enqueue_time', t.added);$t$, q) END,
-        v_count, v_fast));
+        v_count, v_fast, v_retry));
 
     -- postn_<q>: many messages in one statement (one INSERT per consumer in data-modifying
     -- CTEs over the same numbered messages m); returns their iids in the order of data.
