@@ -89,14 +89,15 @@ DECLARE
                          FROM mbus.generated_names(regenerate_queue.qname) AS g
                          WHERE g.kind = 'function');
     v_cfn      jsonb;
-    v_guard    text;  -- what post_ and postn_ check first: a consumer exists, expires is ahead
+    v_guard    text;  -- what post_ and postn_ check first: the times are in range
     v_posted   text := format('%L', 'mbus.' || quote_ident('q_' || qname || '$posted'));
     v_cposted  text;  -- a consumer's counter sequences (mbus.queue_counters), as literals
     v_count    text := '';  -- post_: nextval of each consumer's posted counter, one statement
     v_fast     text := '';  -- post_: the one-statement path of a plain message (see below)
-    v_retry    text := '';  -- post_ of a queue without consumers: a remembered iid's retry
+    v_nocons   text;  -- post_ and postn_ of a queue that could deliver nowhere: refused
     v_plain    integer[] := '{}';  -- the consumers without a selector (their cids)
     v_pcount   text := '';  -- their posted counters, as CASE arms over the row's consumer
+    v_pposted  text[] := '{}';  -- their posted counters' names, as literals
     v_cdone    text;
     v_acked    text := '';  -- ack_<q>: CASE arms bumping the consumed counter of the row's consumer
     -- Claims (per consumer) take two steps. A first statement locks the claimed rows through
@@ -248,6 +249,7 @@ BEGIN
             CASE WHEN r.selector IS NULL THEN '' ELSE 'END IF;' END);
         IF r.selector IS NULL THEN
             v_plain := v_plain || r.cid;
+            v_pposted := v_pposted || v_cposted;
             v_pcount := v_pcount || format(' WHEN %s THEN nextval(%s)', r.cid, v_cposted);
         END IF;
         -- counter: deliveries to this consumer (bumped with the others at the end of post_)
@@ -326,10 +328,14 @@ BEGIN
 
     -- Posts that could never be delivered are refused: a queue without consumers (and without
     -- triggers), expires not in the future, delayed_until not before expires.
-    v_guard := CASE WHEN v_ncons = 0 AND v_triggers = '' THEN format($t$
+    -- postn_ refuses it first; post_ after its iid check, so that a retry of a post committed
+    -- with a client iid before the queue lost its consumers stays a no-op returning the iid (an
+    -- idempotent retry must not report a committed message as failed).
+    v_nocons := CASE WHEN v_ncons = 0 AND v_triggers = '' THEN format($t$
     RAISE EXCEPTION USING ERRCODE = 'MB008',
         MESSAGE = %L;$t$,
-        format('queue %s has no consumer to deliver to', q)) ELSE '' END || $t$
+        format('queue %s has no consumer to deliver to', q)) ELSE '' END;
+    v_guard := $t$
     IF expires IS NOT NULL AND (expires <= now() OR delayed_until >= expires) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = CASE WHEN expires <= now() THEN format('expires %s is in the past', expires)
@@ -369,8 +375,7 @@ BEGIN
         RETURNING q.id, ARRAY[nextval(%4$s), nextval(%6$s)],
                   EXISTS (SELECT 1 FROM mbus.queue_waiter AS w WHERE w.qname = %3$L)
         INTO v_id, v_count, v_wait;$t$,
-            tbl, v_fn->>'post', q, v_posted, v_plain[1],
-            format('%L', 'mbus.' || quote_ident(format('q_%s$c%s$posted', q, v_plain[1]))))
+            tbl, v_fn->>'post', q, v_posted, v_plain[1], v_pposted[1])
         ELSE format($t$
         v_id := nextval('mbus.msg_id_seq');
         WITH m AS (
@@ -393,19 +398,6 @@ BEGIN
     END IF;$t$, chan, q, q || '.');
     END IF;
 
-    -- A queue without consumers refuses posts (v_guard), but not the retry of a post that was
-    -- committed with a client iid before its consumers were dropped: within queues.iid_window
-    -- that retry is a no-op returning the iid, as it would be with consumers (an idempotent
-    -- retry must not report a failure for a message that was committed).
-    IF v_ncons = 0 AND v_triggers = '' THEN
-        v_retry := format($t$
-    IF iid IS NOT NULL AND EXISTS (SELECT 1 FROM mbus.client_iids AS ci
-                                   WHERE ci.qname = %L AND ci.iid = %I.iid
-                                     AND ci.posted_at > now() - mbus.iid_window()) THEN
-        RETURN iid;
-    END IF;$t$, q, v_fn->>'post');
-    END IF;
-
     -- post_<q>: the original mbus API's signature; returns the iid.
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(
@@ -424,7 +416,7 @@ DECLARE
     v_count bigint[];  -- the counters' new values (not used)
     v_wait boolean;
     v_id bigint;  -- the plain post's message id%6$s
-BEGIN%14$s%15$s%7$s
+BEGIN%14$s%7$s
     IF priority IS DISTINCT FROM 0 AND priority IS NOT NULL THEN
         IF priority < 0 OR priority > 32767 THEN
             RAISE EXCEPTION USING ERRCODE = 'MB006',
@@ -498,7 +490,7 @@ BEGIN%14$s%15$s%7$s
         ELSIF EXISTS (SELECT 1 FROM mbus.%8$I AS q WHERE q.iid = %10$I.iid) THEN
             RETURN iid;
         END IF;
-    END IF;
+    END IF;%15$s
     IF t.id IS NULL THEN
         t.id := nextval('mbus.msg_id_seq');
         v_iid := iid;
@@ -548,7 +540,7 @@ $b$, q, q || '.', v_fanout, v_triggers, chan, v_vars, v_guard, tbl, q || ' ', v_
         t.headers := jsonb_build_object('seenby', jsonb_build_array(current_database()),
                                         'source_db', current_database(), 'destination', %L,
                                         'enqueue_time', t.added);$t$, q) END,
-        v_count, v_fast, v_retry));
+        v_count, v_fast, v_nocons));
 
     -- postn_<q>: many messages in one statement (one INSERT per consumer in data-modifying
     -- CTEs over the same numbered messages m); returns their iids in the order of data.
@@ -636,7 +628,7 @@ BEGIN
                    WITH ORDINALITY AS x(d, h, p, pr, ord)) AS u)%s%s
     %s FROM m, (SELECT %s AS n) AS fired WHERE fired.n IS NOT NULL%s
 END;
-$b$, v_guard, q, q, q, q, q, q, chan, q,
+$b$, v_nocons || v_guard, q, q, q, q, q, q, chan, q,
         -- With selectors: the whole batch in one exception block; when it fails (a selector
         -- raised), one by one through post_<q>, which sends such copies to mbus.dmq.
         CASE WHEN v_sel = '' THEN '    RETURN QUERY' ELSE '    BEGIN' END,
