@@ -100,6 +100,49 @@ def test_create_many_names_the_bad_item_and_creates_none(env: Env) -> None:
     assert env.sql("SELECT count(*) FROM mbus.timer_callbacks")[0][0] == 0
 
 
+@pytest.mark.parametrize(
+    ("change", "sqlstate", "message"),
+    [
+        ({"client_id": 1.5}, "MB006", "client_id must be a whole number"),
+        ({"client_id": 1.0}, "MB006", "client_id must be a whole number"),  # ::bigint fails
+        ({"client_id": 2**63}, "MB006", "client_id must be a whole number"),
+        ({"client_id": -1}, "MB006", "client_id must be a whole number"),
+        ({"client_id": "1"}, "MB006", "client_id must be a whole number"),
+        ({"client_id": 987_654_321}, "MB002", "timer client 987654321 does not exist"),
+        ({"schedule_id": 2.5}, "MB006", "schedule_id must be a whole number"),
+        ({"schedule_id": 987_654_321}, "MB002", "schedule 987654321 does not exist"),
+    ],
+)
+def test_an_unknown_or_malformed_client_or_schedule_is_a_typed_error(
+    env: Env, change: dict[str, Any], sqlstate: str, message: str
+) -> None:
+    """They were cast errors (22P02, 22003) and foreign-key violations (23503) naming only a
+    constraint; in a batch, the item is named and nothing is created."""
+    good = {"client_id": env.client.id, "group_key": "g", "event_key": "a",
+            "run_at": T0.isoformat(), "url": URL}
+    bad = {**good, "event_key": "b", **change}
+    for items, prefix in (([bad], ""), ([good, bad], "item 2: ")):
+        with pytest.raises(psycopg.Error) as info:
+            env.sql("SELECT * FROM mbus.timer_create_many(%s)", (Jsonb(items),))
+        assert info.value.sqlstate == sqlstate
+        assert str(info.value).startswith(prefix + message)
+    assert env.sql("SELECT count(*) FROM mbus.timer_callbacks")[0][0] == 0
+
+
+def test_a_schedule_of_an_unknown_or_missing_client_is_a_typed_error(env: Env) -> None:
+    base = "SELECT * FROM mbus.timer_schedule_create(%s, 'k', %s, p_interval_s => 60)"
+    with pytest.raises(psycopg.Error, match="timer client 987654321 does not exist") as info:
+        env.sql(base, (987_654_321, URL))
+    assert info.value.sqlstate == "MB002"
+    with pytest.raises(psycopg.Error, match="client_id is required") as info:
+        env.sql(base, (None, URL))
+    assert info.value.sqlstate == "MB006"
+    assert env.sql("SELECT count(*) FROM mbus.timer_schedules")[0][0] == 0
+    with pytest.raises(psycopg.Error, match="timer client 987654321") as info:
+        env.sql("SELECT * FROM mbus.timer_create(%s, 'g', 'e', %s, %s)", (987_654_321, T0, URL))
+    assert info.value.sqlstate == "MB002"
+
+
 def test_schedule_numbers_have_bounds(env: Env) -> None:
     base = "SELECT * FROM mbus.timer_schedule_create(%s, 'k', %s, p_interval_s => %s"
     for interval in (0, MAX_INTERVAL + 1, 2**31 - 1):

@@ -1,13 +1,15 @@
 -- Function: mbus.timer_item_problem(p_item, p_limits)
 --
 -- Purpose:  Why an item of mbus.timer_create_many is refused, or NULL: an object with a
---           numeric client_id, group_key and event_key of 1-256 characters without '/' or
---           control characters, a string url, an object (or null) context, a number (or null)
---           stop_after_delay_s in 0..31622400, a number (or null) schedule_id, run_at and
---           originally_run_at that read as timestamps (a failed cast is caught: the only
---           subtransaction here), a retry policy (mbus.timer_retry_problem, only when given)
---           and mbus.timer_field_problem. Turns what used to be CHECK violations and cast
---           errors (23514, 22P02, 22007, 22003) into one typed reason.
+--           client_id that is a whole number from 1 to bigint's maximum (so is schedule_id,
+--           when given), group_key and event_key of 1-256 characters without '/' or control
+--           characters, a string url, an object (or null) context, a number (or null)
+--           stop_after_delay_s in 0..31622400, run_at and originally_run_at that read as
+--           timestamps (a failed cast is caught: the only subtransaction here), a retry policy
+--           (mbus.timer_retry_problem, only when given) and mbus.timer_field_problem. Turns
+--           what used to be CHECK violations and cast errors (23514, 22P02, 22007, 22003) into
+--           one typed reason. Whether the client and the schedule exist is
+--           mbus.timer_create_many's check (MB002).
 -- Params:   p_item    one element of p_items
 --           p_limits  mbus.timer_limits() of the statement
 -- Returns:  text: the reason, or NULL
@@ -26,8 +28,10 @@ BEGIN
     IF jsonb_typeof(p_item) IS DISTINCT FROM 'object' THEN
         RETURN 'an item must be a JSON object';
     END IF;
-    IF jsonb_typeof(p_item->'client_id') IS DISTINCT FROM 'number' THEN
-        RETURN 'client_id must be a number';
+    IF jsonb_typeof(p_item->'client_id') IS DISTINCT FROM 'number'
+       OR p_item->>'client_id' !~ '^[1-9][0-9]{0,18}$'  -- as its ::bigint reads it: 1.0 fails
+       OR (p_item->>'client_id')::numeric > 9223372036854775807 THEN
+        RETURN 'client_id must be a whole number from 1 to 9223372036854775807';
     END IF;
     IF jsonb_typeof(p_item->'group_key') IS DISTINCT FROM 'string'
        OR length(p_item->>'group_key') NOT BETWEEN 1 AND 256
@@ -51,8 +55,10 @@ BEGIN
     IF NOT ((p_item->>'stop_after_delay_s')::numeric BETWEEN 0 AND 31622400) THEN
         RETURN 'stop_after_delay_s must be from 0 to 31622400 (366 days)';
     END IF;
-    IF jsonb_typeof(p_item->'schedule_id') NOT IN ('number', 'null') THEN
-        RETURN 'schedule_id must be a number';
+    IF jsonb_typeof(p_item->'schedule_id') NOT IN ('number', 'null')
+       OR p_item->>'schedule_id' !~ '^[1-9][0-9]{0,18}$'  -- as its ::bigint reads it: 1.0 fails
+       OR (p_item->>'schedule_id')::numeric > 9223372036854775807 THEN
+        RETURN 'schedule_id must be a whole number from 1 to 9223372036854775807';
     END IF;
     BEGIN
         v_run_at := (p_item->>'run_at')::timestamptz;

@@ -34,7 +34,8 @@
 --           p_queue               the queue its occurrences post to (text), or NULL with
 --                                 p_url
 -- Returns:  one row (created boolean, schedule jsonb (mbus.timer_schedule_json)); MB006 for
---           any value refused above
+--           any value refused above or a NULL client id, MB002 for a client that does not
+--           exist
 -- Locks:    inserts the mbus.timer_schedules row; a concurrent insert of the same key makes it
 --           wait for that transaction (ON CONFLICT on the unique key); with p_queue,
 --           mbus.require_queue's (none: reads the catalog)
@@ -56,6 +57,9 @@ DECLARE
     v_problem text;
     s mbus.timer_schedules;
 BEGIN
+    IF p_client_id IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'client_id is required';
+    END IF;
     IF p_schedule_key IS NULL OR length(p_schedule_key) NOT BETWEEN 1 AND 200
        OR p_schedule_key ~ '[/@[:cntrl:]]' THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
@@ -105,6 +109,11 @@ BEGIN
     IF NOT EXISTS (SELECT FROM pg_timezone_names WHERE name = coalesce(p_timezone, 'UTC')) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = format('unknown time zone %L', p_timezone);
+    END IF;
+    -- Named here: the foreign key would raise 23503 naming only a constraint.
+    IF NOT EXISTS (SELECT FROM mbus.timer_clients AS k WHERE k.id = p_client_id) THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB002',
+            MESSAGE = format('timer client %s does not exist', p_client_id);
     END IF;
     INSERT INTO mbus.timer_schedules AS t (client_id, schedule_key, group_key, cron, timezone,
         interval_s, start_at, end_at, url, queue, context, retry, stop_after_delay_s,
