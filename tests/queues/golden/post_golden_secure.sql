@@ -16,8 +16,7 @@ DECLARE
 BEGIN
     IF headers IS NULL AND properties IS NULL AND delayed_until IS NULL AND expires IS NULL
        AND iid IS NULL AND dedupe_key IS NULL AND consume_after IS NULL AND priority = 0
-       AND jsonb_typeof(data) = 'object' AND pg_column_size(data) < 800
-       AND pg_column_compression(data) IS NULL THEN
+       AND jsonb_typeof(data) = 'object' AND mbus.json_shallow_by_size(data) THEN
         INSERT INTO mbus.q_golden_secure AS q (c, vt, id, added, data, seg)
         VALUES (4, now(), nextval('mbus.msg_id_seq'), now(), post_golden_secure.data,
                 coalesce((SELECT s.cur FROM mbus.queue_segment AS s WHERE s.qname = 'golden_secure'),
@@ -55,18 +54,14 @@ BEGIN
         v_prio := priority;
     END IF;
     -- the checks in full only for a value that is off or big enough to be too deep
-    -- (compressed: pg_column_size is the compressed size, see mbus.json_too_deep)
-    IF data IS NULL OR jsonb_typeof(data) <> 'object' OR pg_column_size(data) >= 800
-       OR pg_column_compression(data) IS NOT NULL THEN
+    IF data IS NULL OR jsonb_typeof(data) <> 'object' OR NOT mbus.json_shallow_by_size(data) THEN
         PERFORM mbus.check_payload('data', data, false);
     END IF;
     -- the calls (which name the argument in the error) only when one of them is not an object
     IF (headers IS NOT NULL AND (jsonb_typeof(headers) <> 'object'
-                                 OR pg_column_size(headers) >= 800
-                                 OR pg_column_compression(headers) IS NOT NULL))
+                                 OR NOT mbus.json_shallow_by_size(headers)))
        OR (properties IS NOT NULL AND (jsonb_typeof(properties) <> 'object'
-                                       OR pg_column_size(properties) >= 800
-                                       OR pg_column_compression(properties) IS NOT NULL)) THEN
+                                       OR NOT mbus.json_shallow_by_size(properties))) THEN
         PERFORM mbus.check_payload('headers', headers);
         PERFORM mbus.check_payload('properties', properties);
     END IF;

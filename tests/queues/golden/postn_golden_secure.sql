@@ -57,16 +57,9 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'MB005',
             MESSAGE = 'every data, headers and properties element must be a JSON object';
     END IF;
-    -- (pg_column_size first: the function call only for an element big enough)
-    IF EXISTS (SELECT 1 FROM unnest(data) AS d(v)
-               WHERE (pg_column_size(v) >= 800 OR pg_column_compression(v) IS NOT NULL)
-                     AND mbus.json_too_deep(v))
-       OR EXISTS (SELECT 1 FROM unnest(headers) AS d(v)
-                  WHERE (pg_column_size(v) >= 800 OR pg_column_compression(v) IS NOT NULL)
-                     AND mbus.json_too_deep(v))
-       OR EXISTS (SELECT 1 FROM unnest(properties) AS d(v)
-                  WHERE (pg_column_size(v) >= 800 OR pg_column_compression(v) IS NOT NULL)
-                     AND mbus.json_too_deep(v)) THEN
+    IF EXISTS (SELECT 1 FROM unnest(data) AS d(v) WHERE mbus.json_too_deep(v))
+       OR EXISTS (SELECT 1 FROM unnest(headers) AS d(v) WHERE mbus.json_too_deep(v))
+       OR EXISTS (SELECT 1 FROM unnest(properties) AS d(v) WHERE mbus.json_too_deep(v)) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB005',
             MESSAGE = 'a data, headers or properties element is nested more than 100 levels deep';
     END IF;

@@ -365,8 +365,7 @@ BEGIN
         v_fast := format($t$
     IF headers IS NULL AND properties IS NULL AND delayed_until IS NULL AND expires IS NULL
        AND iid IS NULL AND dedupe_key IS NULL AND consume_after IS NULL AND priority = 0
-       AND jsonb_typeof(data) = 'object' AND pg_column_size(data) < 800
-       AND pg_column_compression(data) IS NULL THEN$t$)
+       AND jsonb_typeof(data) = 'object' AND mbus.json_shallow_by_size(data) THEN$t$)
         || CASE WHEN cardinality(v_plain) = 1 THEN format($t$
         INSERT INTO mbus.%1$I AS q (c, vt, id, added, data, seg)
         VALUES (%5$s, now(), nextval('mbus.msg_id_seq'), now(), %2$I.data,
@@ -425,18 +424,14 @@ BEGIN%14$s%7$s
         v_prio := priority;
     END IF;
     -- the checks in full only for a value that is off or big enough to be too deep
-    -- (compressed: pg_column_size is the compressed size, see mbus.json_too_deep)
-    IF data IS NULL OR jsonb_typeof(data) <> 'object' OR pg_column_size(data) >= 800
-       OR pg_column_compression(data) IS NOT NULL THEN
+    IF data IS NULL OR jsonb_typeof(data) <> 'object' OR NOT mbus.json_shallow_by_size(data) THEN
         PERFORM mbus.check_payload('data', data, false);
     END IF;
     -- the calls (which name the argument in the error) only when one of them is not an object
     IF (headers IS NOT NULL AND (jsonb_typeof(headers) <> 'object'
-                                 OR pg_column_size(headers) >= 800
-                                 OR pg_column_compression(headers) IS NOT NULL))
+                                 OR NOT mbus.json_shallow_by_size(headers)))
        OR (properties IS NOT NULL AND (jsonb_typeof(properties) <> 'object'
-                                       OR pg_column_size(properties) >= 800
-                                       OR pg_column_compression(properties) IS NOT NULL)) THEN
+                                       OR NOT mbus.json_shallow_by_size(properties))) THEN
         PERFORM mbus.check_payload('headers', headers);
         PERFORM mbus.check_payload('properties', properties);
     END IF;
@@ -587,16 +582,9 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'MB005',
             MESSAGE = 'every data, headers and properties element must be a JSON object';
     END IF;
-    -- (pg_column_size first: the function call only for an element big enough)
-    IF EXISTS (SELECT 1 FROM unnest(data) AS d(v)
-               WHERE (pg_column_size(v) >= 800 OR pg_column_compression(v) IS NOT NULL)
-                     AND mbus.json_too_deep(v))
-       OR EXISTS (SELECT 1 FROM unnest(headers) AS d(v)
-                  WHERE (pg_column_size(v) >= 800 OR pg_column_compression(v) IS NOT NULL)
-                     AND mbus.json_too_deep(v))
-       OR EXISTS (SELECT 1 FROM unnest(properties) AS d(v)
-                  WHERE (pg_column_size(v) >= 800 OR pg_column_compression(v) IS NOT NULL)
-                     AND mbus.json_too_deep(v)) THEN
+    IF EXISTS (SELECT 1 FROM unnest(data) AS d(v) WHERE mbus.json_too_deep(v))
+       OR EXISTS (SELECT 1 FROM unnest(headers) AS d(v) WHERE mbus.json_too_deep(v))
+       OR EXISTS (SELECT 1 FROM unnest(properties) AS d(v) WHERE mbus.json_too_deep(v)) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB005',
             MESSAGE = 'a data, headers or properties element is nested more than 100 levels deep';
     END IF;

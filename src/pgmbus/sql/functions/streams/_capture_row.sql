@@ -98,9 +98,8 @@ BEGIN
     END IF;
     -- Nested deeper than readers can read back (mbus.json_too_deep, as mbus.publish refuses):
     -- published, the event would stop every reader of its groups. Refuse the write instead, as
-    -- above. The row sits two levels down in the payload ({"row": {column: value}}). The call
-    -- (a SQL function with SET, planned at each call) only for a payload big enough.
-    IF pg_column_size(v_payload) >= 800 AND mbus.json_too_deep(v_payload) THEN
+    -- above. The row sits two levels down in the payload ({"row": {column: value}}).
+    IF mbus.json_too_deep(v_payload) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB005',
             MESSAGE = format('change capture of %s: the row''s JSON is nested too deep for its '
                              'event (more than 100 levels with the payload''s two)',

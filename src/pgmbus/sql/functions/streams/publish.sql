@@ -43,8 +43,7 @@ BEGIN
     IF current_setting('mbus.streams_log_ok', true) IS DISTINCT FROM 'yes'
        OR topic IS NULL OR topic = '' OR octet_length(topic) > 200 OR payload IS NULL
        OR (headers IS NOT NULL AND jsonb_typeof(headers) <> 'object')
-       OR pg_column_size(payload) >= 800 OR pg_column_size(headers) >= 800
-       OR pg_column_compression(payload) IS NOT NULL OR pg_column_compression(headers) IS NOT NULL
+       OR NOT mbus.json_shallow_by_size(payload) OR NOT mbus.json_shallow_by_size(headers)
     THEN
         PERFORM mbus._check_log();
         IF topic IS NULL OR topic = '' OR octet_length(topic) > 200 THEN

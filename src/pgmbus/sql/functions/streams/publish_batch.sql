@@ -53,13 +53,9 @@ BEGIN
     THEN
         RAISE EXCEPTION USING ERRCODE = 'MB005', MESSAGE = 'headers must be JSON objects';
     END IF;
-    -- too deep for readers to read back (mbus.json_too_deep; the call only for big elements)
-    IF EXISTS (SELECT 1 FROM unnest(payloads) AS p (x)
-               WHERE (pg_column_size(p.x) >= 800 OR pg_column_compression(p.x) IS NOT NULL)
-                 AND mbus.json_too_deep(p.x))
-       OR EXISTS (SELECT 1 FROM unnest(headers) AS h (x)
-                  WHERE (pg_column_size(h.x) >= 800 OR pg_column_compression(h.x) IS NOT NULL)
-                    AND mbus.json_too_deep(h.x)) THEN
+    -- too deep for readers to read back (mbus.json_too_deep: inlined, walks big elements only)
+    IF EXISTS (SELECT 1 FROM unnest(payloads) AS p (x) WHERE mbus.json_too_deep(p.x))
+       OR EXISTS (SELECT 1 FROM unnest(headers) AS h (x) WHERE mbus.json_too_deep(h.x)) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB005',
             MESSAGE = 'a payload or headers element is nested more than 100 levels deep';
     END IF;

@@ -51,10 +51,8 @@ BEGIN
                           v_size, p_limits->>'max_context_bytes');
         END IF;
         -- as messages and events (mbus.json_too_deep): the dispatcher reads each claimed
-        -- callback's context, so a deeper one would fail the claim of its whole batch. The
-        -- call (a SQL function with SET, planned at each call) only for a value big enough.
-        IF (pg_column_size(p_context) >= 800 OR pg_column_compression(p_context) IS NOT NULL)
-           AND mbus.json_too_deep(p_context) THEN
+        -- callback's context, so a deeper one would fail the claim of its whole batch
+        IF mbus.json_too_deep(p_context) THEN
             RETURN 'context is nested more than 100 levels deep';
         END IF;
     END IF;
