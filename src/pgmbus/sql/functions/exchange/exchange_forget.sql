@@ -5,9 +5,10 @@
 --           commit and the source's), so anything older than the longest batch is safe to
 --           forget; keep a wide margin (a day by default) against a mover stopped mid-batch for
 --           long, whose source transaction holds the batch until its connection drops.
--- Params:   older_than  how old a received iid must be to go (interval, >= 1 minute)
+-- Params:   older_than  how old a received iid must be to go (interval, 1 minute to 100
+--                       years)
 --           p_now       the clock (NULL = clock_timestamp()); tests move it
--- Returns:  bigint: the rows deleted; MB006 for older_than under a minute
+-- Returns:  bigint: the rows deleted; MB006 for older_than under a minute or over 100 years
 -- Locks:    row deletes in mbus.exchange_received
 -- Callers:  users or a scheduled job; tests tests/exchange
 CREATE OR REPLACE FUNCTION mbus.exchange_forget(older_than interval DEFAULT '1 day',
@@ -19,9 +20,11 @@ AS $$
 DECLARE
     v_n bigint;
 BEGIN
-    IF older_than IS NULL OR older_than < interval '1 minute' THEN
+    IF older_than IS NULL OR older_than < interval '1 minute'
+       OR older_than > interval '100 years' THEN  -- (beyond, now() - older_than overflows)
         RAISE EXCEPTION USING ERRCODE = 'MB006',
-            MESSAGE = format('older_than must be at least 1 minute, not %s', older_than);
+            MESSAGE = format('older_than must be from 1 minute to 100 years, not %s',
+                             coalesce(older_than::text, 'NULL'));
     END IF;
     DELETE FROM mbus.exchange_received AS r
     WHERE r.received_at < coalesce(p_now, clock_timestamp()) - older_than;

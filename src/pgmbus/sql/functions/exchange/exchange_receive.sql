@@ -25,13 +25,14 @@ SET search_path = pg_catalog
 AS $$
 DECLARE
     m          jsonb;
-    v_post     text := format('SELECT mbus.%I($1, $2, $3, $4, $5, $6)', 'post_' || qname);
+    v_post     text;
     v_accepted integer := 0;
     v_dup      integer := 0;
     v_looped   integer := 0;
     v_iid      text;
 BEGIN
-    PERFORM mbus.require_queue(qname);
+    PERFORM mbus.require_queue(qname);  -- first: format's %I failed on a NULL name (22004)
+    v_post := format('SELECT mbus.%I($1, $2, $3, $4, $5, $6)', 'post_' || qname);
     IF messages IS NULL OR jsonb_typeof(messages) <> 'array' THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'messages must be a jsonb array';
     END IF;

@@ -720,6 +720,9 @@ BEGIN
             GET DIAGNOSTICS v_n = ROW_COUNT;
         END IF;
         RETURN v_n;
+    ELSE
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('unknown consume_after action %%L', action);
     END CASE;
 END;
 $b$, format(v_depwait, 'q.id = p_id AND q.iid IS NULL', tbl),

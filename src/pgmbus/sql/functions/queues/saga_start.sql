@@ -44,6 +44,9 @@ DECLARE
     v_comp  text[] := '{}';
     v_seen  jsonb := '{}';
 BEGIN
+    IF name IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'a saga needs a name';
+    END IF;
     IF jsonb_typeof(steps) IS DISTINCT FROM 'array' OR jsonb_array_length(steps) = 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'steps must be a non-empty JSON array';
     END IF;

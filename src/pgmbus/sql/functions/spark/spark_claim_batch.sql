@@ -10,7 +10,8 @@
 --           p_query_id   the streaming query's id (text)
 --           p_batch_id   the micro-batch id (bigint >= 0)
 --           p_row_count  the batch's row count, kept for inspection (default 0)
--- Returns:  boolean: true when claimed now, false when committed before
+-- Returns:  boolean: true when claimed now, false when committed before; MB006 for an
+--           empty or NULL sink or query id, or a NULL or negative batch id
 -- Locks:    inserts the ledger row (held to commit); waits for a concurrent transaction that
 --           claims the same batch (ON CONFLICT on the primary key)
 -- Callers:  mbus.spark_commit_write; Python pgmbus.spark.sink.exactly_once via sql/spark.sql
@@ -25,6 +26,16 @@ AS $$
 DECLARE
     v_inserted integer;
 BEGIN
+    -- the ledger's constraints as typed errors (they raised 23502/23514 naming a constraint)
+    IF p_sink IS NULL OR p_sink = '' OR p_query_id IS NULL OR p_query_id = '' THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = 'sink and query_id must be non-empty text';
+    END IF;
+    IF p_batch_id IS NULL OR p_batch_id < 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('batch_id must be 0 or more, not %s',
+                             coalesce(p_batch_id::text, 'NULL'));
+    END IF;
     INSERT INTO mbus.spark_batches (sink, query_id, batch_id, row_count)
     VALUES (p_sink, p_query_id, p_batch_id, coalesce(p_row_count, 0))
     ON CONFLICT DO NOTHING;

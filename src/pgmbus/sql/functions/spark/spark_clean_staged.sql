@@ -12,7 +12,7 @@
 --           scheduling.
 -- Params:   p_now  the clock (NULL = now()); tests move it
 --           p_ttl  the age after which a write is abandoned (NULL = setting spark.staged_ttl,
---                  default 1 day)
+--                  default 1 day; MB006 outside that setting's bounds, 1 minute to 1 year)
 -- Returns:  bigint: the number of staged rows and pending events dropped
 -- Locks:    pg_try_advisory_xact_lock(mbus._spark_write_lock(write)) per abandoned write (skips
 --           the write when held), held to commit; row locks of the mbus.spark_writes and
@@ -26,12 +26,18 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_cutoff timestamptz := coalesce(p_now, now())
-        - coalesce(p_ttl, (mbus.get_setting('spark.staged_ttl', '"1 day"') #>> '{}')::interval);
+    v_cutoff timestamptz;
     v_write  text;
     v_n      bigint;
     v_total  bigint := 0;
 BEGIN
+    -- the setting's bounds (a ttl of a million years overflowed the subtraction: 22008)
+    IF p_ttl < interval '1 minute' OR p_ttl > interval '1 year' THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('ttl must be from 1 minute to 1 year, not %s', p_ttl);
+    END IF;
+    v_cutoff := coalesce(p_now, now())
+        - coalesce(p_ttl, (mbus.get_setting('spark.staged_ttl', '"1 day"') #>> '{}')::interval);
     FOR v_write IN
         SELECT w.write_id FROM mbus.spark_writes AS w
         WHERE w.last_staged_at < v_cutoff

@@ -31,6 +31,8 @@
 --           p_tokens    the tokens of the task attempts Spark reported successful (text[])
 --           p_expected  the rows those attempts reported staging (bigint)
 --           p_kind      'topic' or 'queue' (MB006 otherwise)
+--           (MB006 also for a NULL write id, tokens or expected, or expected < 0, and, from
+--           mbus.spark_claim_batch, for a bad sink, query id or batch id)
 -- Returns:  bigint: the number of rows published; -1 when the batch was committed before
 -- Locks:    pg_advisory_xact_lock(mbus._spark_write_lock(p_write_id)), held to commit (waits
 --           for staging tasks); the ledger row (waits for a concurrent commit of the same
@@ -53,7 +55,11 @@ DECLARE
     v_tokens bigint;
     v_target text;
 BEGIN
-    IF p_kind NOT IN ('topic', 'queue') THEN
+    IF p_write_id IS NULL OR p_tokens IS NULL OR p_expected IS NULL OR p_expected < 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = 'write_id, tokens and expected (0 or more) are required';
+    END IF;
+    IF p_kind IS NULL OR p_kind NOT IN ('topic', 'queue') THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = format('unknown write kind %L (topic or queue)', p_kind);
     END IF;
