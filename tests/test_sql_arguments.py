@@ -98,7 +98,9 @@ def sweep(dsn: str, calls_per_function: int, seed: int) -> tuple[list[str], set[
                 args = ["NULL"] * len(types) if k == 0 else [rng.choice(POOLS[t]) for t in types]
                 if k and ndefaults and name != "consume_wait" and rng.random() < 0.3:
                     args = args[: len(types) - rng.randint(0, ndefaults)]  # defaults left out
-                call = f"{qualified}({', '.join(cast(a, t) for a, t in zip(args, types))})"
+                given = zip(args, types[: len(args)], strict=True)
+                listed = ", ".join(cast(a, t) for a, t in given)
+                call = f"{qualified}({listed})"
                 query = f"SELECT * FROM {call}" if retset else f"SELECT {call}"
                 try:
                     conn.execute(query).fetchall()
@@ -131,7 +133,8 @@ CASES: list[tuple[str, tuple[Any, ...], str, str]] = [
     ("SELECT * FROM mbus.consume_wait(%s, 'default', NULL)", (QUEUE,), "MB006", "timeout NULL"),
     ("SELECT * FROM mbus.consume_wait(%s, 'default', '1000000 years')", (QUEUE,), "MB006",
      "timeout"),
-    ("SELECT * FROM mbus.consume_wait(%s, 'default', '1 s', '0')", (QUEUE,), "MB006", "poll 00:00:00"),
+    ("SELECT * FROM mbus.consume_wait(%s, 'default', '1 s', '0')", (QUEUE,), "MB006",
+     "poll 00:00:00"),
     (f"SELECT mbus.deps_{QUEUE}('nosuch', NULL, NULL)", (), "MB006",
      "unknown consume_after action"),  # was 20000 'case not found'
     ("SELECT mbus.exchange_forget('1000000 years')", (), "MB006", "older_than"),  # 22008
@@ -156,7 +159,8 @@ def test_a_bad_argument_is_a_typed_error_that_changes_nothing(
     with psycopg.connect(db_dsn, autocommit=True) as conn:
         conn.execute("SELECT mbus.create_queue(%s, 1)", (QUEUE,))
         conn.execute("SET statement_timeout = '5s'")
-        counts = "SELECT (SELECT count(*) FROM mbus.saga), (SELECT count(*) FROM mbus.spark_batches)"
+        counts = ("SELECT (SELECT count(*) FROM mbus.saga),"
+                  " (SELECT count(*) FROM mbus.spark_batches)")
         before = conn.execute(counts).fetchone()
         with pytest.raises(psycopg.Error) as info:
             conn.execute(query, args)
