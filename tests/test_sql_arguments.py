@@ -148,6 +148,12 @@ CASES: list[tuple[str, tuple[Any, ...], str, str]] = [
      "write_id, tokens and expected"),
     ("SELECT mbus.spark_mark_pending('w', 't', -1)", (), "MB006", "rows 0 or more"),  # 23514
     ("SELECT mbus.spark_clean_staged(NULL, '1000000 years')", (), "MB006", "ttl"),  # 22008
+    # an infinite clock stored a lease end no client could read: the lease never ended
+    (f"SELECT * FROM mbus.lease_{QUEUE}_by_default(1, '1 min', NULL, 'infinity')", (), "MB006",
+     "p_now must be a finite time"),
+    ("SELECT * FROM mbus.queue_stats(%s, 'infinity')", (QUEUE,), "MB006", "p_now"),  # 22008
+    ("SELECT * FROM mbus.timer_create(1, 'g', 'e', now(), 'http://127.0.0.1:9/',"
+     " p_now => '-infinity')", (), "MB006", "p_now must be a finite time"),
 ]
 
 

@@ -5,7 +5,7 @@ CREATE OR REPLACE FUNCTION mbus.ack_golden_secure(token uuid, p_now timestamp wi
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
 DECLARE
-    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
     v_c   integer;
     v_n   bigint;  -- counter: deliveries the row's consumer consumed
 BEGIN

@@ -52,6 +52,9 @@ BEGIN
             GET DIAGNOSTICS v_n = ROW_COUNT;
         END IF;
         RETURN v_n;
+    ELSE
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('unknown consume_after action %L', action);
     END CASE;
 END;
 $function$

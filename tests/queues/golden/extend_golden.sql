@@ -3,7 +3,7 @@ CREATE OR REPLACE FUNCTION mbus.extend_golden(token uuid, lease interval, p_now 
  LANGUAGE plpgsql
 AS $function$
 DECLARE
-    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
     v_db  text := current_database();
     v_end timestamptz;
 BEGIN

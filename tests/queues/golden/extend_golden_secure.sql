@@ -5,7 +5,7 @@ CREATE OR REPLACE FUNCTION mbus.extend_golden_secure(token uuid, lease interval,
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
 DECLARE
-    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
     v_db  text := current_database();
     v_end timestamptz;
 BEGIN

@@ -6,7 +6,7 @@ CREATE OR REPLACE FUNCTION mbus.lease_golden_by_vip(amt integer, lease interval,
  SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 DECLARE
-    v_now     timestamptz := coalesce(p_now, clock_timestamp());
+    v_now     timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
     v_db      text := current_database();
     v_closing smallint;
     v_due     boolean;

@@ -8,7 +8,7 @@ CREATE OR REPLACE FUNCTION mbus.lease_golden_secure_by_default(amt integer, leas
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
 DECLARE
-    v_now     timestamptz := coalesce(p_now, clock_timestamp());
+    v_now     timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
     v_db      text := current_database();
     v_closing smallint;
     v_due     boolean;

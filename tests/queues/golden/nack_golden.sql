@@ -3,7 +3,7 @@ CREATE OR REPLACE FUNCTION mbus.nack_golden(token uuid, delay interval DEFAULT '
  LANGUAGE plpgsql
 AS $function$
 DECLARE
-    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
     v_db  text := current_database();
 BEGIN
     IF delay IS NULL OR delay < '0'::interval OR delay > '100 years'::interval THEN

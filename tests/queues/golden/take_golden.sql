@@ -4,7 +4,7 @@ CREATE OR REPLACE FUNCTION mbus.take_golden(msgid text, p_now timestamp with tim
  SET search_path TO 'pg_catalog'
 AS $function$
 DECLARE
-    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
     v_db  text := current_database();
     v_id  bigint := mbus.iid_id(msgid, 'golden');
 BEGIN

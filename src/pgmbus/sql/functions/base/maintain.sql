@@ -46,7 +46,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_now       timestamptz := coalesce(p_now, now());
+    v_now       timestamptz := coalesce(mbus.given_clock(p_now), now());
     v_interval  interval;
     v_ahead     integer;
     v_retention interval;

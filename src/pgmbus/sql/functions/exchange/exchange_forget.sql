@@ -27,7 +27,7 @@ BEGIN
                              coalesce(older_than::text, 'NULL'));
     END IF;
     DELETE FROM mbus.exchange_received AS r
-    WHERE r.received_at < coalesce(p_now, clock_timestamp()) - older_than;
+    WHERE r.received_at < coalesce(mbus.given_clock(p_now), clock_timestamp()) - older_than;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     RETURN v_n;
 END;

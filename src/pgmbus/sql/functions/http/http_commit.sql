@@ -18,7 +18,7 @@ AS $$
 DECLARE
     l     mbus.http_stream_leases;
     g     mbus.stream_groups;
-    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
 BEGIN
     SELECT * INTO l FROM mbus.http_stream_leases AS hl
     WHERE hl.token = p_token AND hl.group_name = p_group FOR UPDATE;

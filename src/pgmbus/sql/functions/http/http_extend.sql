@@ -15,7 +15,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_now   timestamptz := coalesce(p_now, clock_timestamp());
+    v_now   timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
     v_until timestamptz;
 BEGIN
     IF p_lease IS NULL OR p_lease <= interval '0' OR p_lease > interval '1 hour' THEN

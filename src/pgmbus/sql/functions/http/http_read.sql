@@ -30,7 +30,7 @@ DECLARE
     g       mbus.stream_groups;
     l       mbus.http_stream_leases;
     v_slot  integer;
-    v_now   timestamptz := coalesce(p_now, clock_timestamp());
+    v_now   timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
     v_from  text;
     v_token uuid := gen_random_uuid();
     v_until timestamptz;

@@ -18,7 +18,7 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_before timestamptz := coalesce(p_now, now()) - mbus.iid_window();
+    v_before timestamptz := coalesce(mbus.given_clock(p_now), now()) - mbus.iid_window();
     v_count  bigint;
 BEGIN
     DELETE FROM mbus.client_iids AS ci

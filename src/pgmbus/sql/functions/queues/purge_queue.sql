@@ -40,7 +40,7 @@ BEGIN
             FOR UPDATE SKIP LOCKED)
         DELETE FROM mbus.%1$I AS q USING s
         WHERE q.tableoid = s.rel AND q.ctid = s.tid$t$, 'q_' || qname)
-    USING v_cid, coalesce(p_now, clock_timestamp());
+    USING v_cid, coalesce(mbus.given_clock(p_now), clock_timestamp());
     GET DIAGNOSTICS v_n = ROW_COUNT;
     RETURN v_n;
 END;

@@ -27,7 +27,7 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
     r     record;
 BEGIN
     FOR r IN SELECT q.qname AS q FROM mbus.queue AS q

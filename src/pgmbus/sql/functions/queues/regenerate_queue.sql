@@ -739,7 +739,7 @@ RETURNS bigint LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
 DECLARE
     v_count bigint;
 BEGIN
-    DELETE FROM mbus.%I AS q WHERE q.expires <= coalesce(p_now, clock_timestamp());
+    DELETE FROM mbus.%I AS q WHERE q.expires <= coalesce(mbus.given_clock(p_now), clock_timestamp());
     GET DIAGNOSTICS v_count = ROW_COUNT;
     RETURN v_count;
 END;
@@ -751,7 +751,7 @@ CREATE OR REPLACE FUNCTION mbus.%I(msgid text, p_now timestamptz DEFAULT NULL)
 RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
         v_fn->>'take', format($b$
 DECLARE
-    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
     v_db  text := current_database();
     v_id  bigint := mbus.iid_id(msgid, %3$L);
 BEGIN
@@ -794,7 +794,7 @@ CREATE OR REPLACE FUNCTION mbus.%I(token uuid, p_now timestamptz DEFAULT NULL)
 RETURNS void LANGUAGE plpgsql VOLATILE AS %L$f$,
         v_fn->>'ack', format($b$
 DECLARE
-    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
     v_c   integer;
     v_n   bigint;  -- counter: deliveries the row's consumer consumed
 BEGIN
@@ -820,7 +820,7 @@ CREATE OR REPLACE FUNCTION mbus.%I(token uuid, delay interval DEFAULT '0'::inter
 RETURNS void LANGUAGE plpgsql VOLATILE AS %L$f$,
         v_fn->>'nack', format($b$
 DECLARE
-    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
     v_db  text := current_database();
 BEGIN
     IF delay IS NULL OR delay < '0'::interval OR delay > '100 years'::interval THEN
@@ -842,7 +842,7 @@ CREATE OR REPLACE FUNCTION mbus.%I(token uuid, lease interval, p_now timestamptz
 RETURNS timestamptz LANGUAGE plpgsql VOLATILE AS %L$f$,
         v_fn->>'extend', format($b$
 DECLARE
-    v_now timestamptz := coalesce(p_now, clock_timestamp());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
     v_db  text := current_database();
     v_end timestamptz;
 BEGIN
@@ -872,7 +872,7 @@ DECLARE
 BEGIN
     WITH d AS (
         DELETE FROM mbus.%I AS q
-        WHERE q.lease_token = token AND q.vt > coalesce(p_now, clock_timestamp())
+        WHERE q.lease_token = token AND q.vt > coalesce(mbus.given_clock(p_now), clock_timestamp())
         RETURNING q.c AS c, q.priority AS priority, %s)
     INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
                           properties, data, consume_after, attempts, reason, priority)
@@ -1014,7 +1014,7 @@ RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = of
     SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS %L$f$,
             v_cfn->>'consumen', format($b$
 DECLARE
-    v_now     timestamptz := coalesce(p_now, clock_timestamp());
+    v_now     timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
     v_db      text := current_database();
     v_closing smallint;
     v_due     boolean;
@@ -1051,7 +1051,7 @@ RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = of
     SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS %L$f$,
             v_cfn->>'consume', format($b$
 DECLARE
-    v_now     timestamptz := coalesce(p_now, clock_timestamp());
+    v_now     timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
     v_db      text := current_database();
     v_closing smallint;
     v_due     boolean;
@@ -1078,7 +1078,7 @@ RETURNS SETOF mbus.qt_model LANGUAGE plpgsql VOLATILE SET enable_bitmapscan = of
     SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS %L$f$,
             v_cfn->>'lease', format($b$
 DECLARE
-    v_now     timestamptz := coalesce(p_now, clock_timestamp());
+    v_now     timestamptz := coalesce(mbus.given_clock(p_now), clock_timestamp());
     v_db      text := current_database();
     v_closing smallint;
     v_due     boolean;
@@ -1132,13 +1132,13 @@ BEGIN
         RETURN QUERY
         DELETE FROM mbus.%1$I AS q
         WHERE q.c = %2$s AND q.id = v_id AND q.iid IS NULL
-          AND (q.expires IS NULL OR q.expires > coalesce(p_now, clock_timestamp()))
+          AND (q.expires IS NULL OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
         RETURNING %3$s, NULL::uuid, NULL::timestamptz;
     ELSE
         RETURN QUERY
         DELETE FROM mbus.%1$I AS q
         WHERE q.c = %2$s AND q.iid = msgid
-          AND (q.expires IS NULL OR q.expires > coalesce(p_now, clock_timestamp()))
+          AND (q.expires IS NULL OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
         RETURNING %3$s, NULL::uuid, NULL::timestamptz;
     END IF;
 END;

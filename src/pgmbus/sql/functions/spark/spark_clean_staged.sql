@@ -36,7 +36,7 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = format('ttl must be from 1 minute to 1 year, not %s', p_ttl);
     END IF;
-    v_cutoff := coalesce(p_now, now())
+    v_cutoff := coalesce(mbus.given_clock(p_now), now())
         - coalesce(p_ttl, (mbus.get_setting('spark.staged_ttl', '"1 day"') #>> '{}')::interval);
     FOR v_write IN
         SELECT w.write_id FROM mbus.spark_writes AS w

@@ -25,7 +25,7 @@ SET search_path = pg_catalog
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_now timestamptz := coalesce(p_now, now());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), now());
 BEGIN
     PERFORM mbus._group("group");
     RETURN QUERY

@@ -32,7 +32,7 @@ AS $$
 DECLARE
     g     mbus.stream_groups;
     r     mbus.stream_retries;
-    v_now  timestamptz := coalesce(p_now, now());
+    v_now  timestamptz := coalesce(mbus.given_clock(p_now), now());
     v_next timestamptz;
 BEGIN
     g := mbus._group("group");

@@ -14,7 +14,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
 BEGIN
-    UPDATE mbus.subscriptions AS s SET last_active_at = coalesce(p_now, now())
+    UPDATE mbus.subscriptions AS s SET last_active_at = coalesce(mbus.given_clock(p_now), now())
     WHERE s.id = touch_subscription.id;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'MB002',

@@ -60,7 +60,7 @@ SET enable_sort = off
 SET jit = off
 AS $$
 DECLARE
-    v_now timestamptz := coalesce(p_now, now());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), now());
 BEGIN
     RETURN QUERY
     WITH due AS (

@@ -30,7 +30,7 @@ BEGIN
     IF p_ttl_days IS NULL OR p_ttl_days NOT BETWEEN 0 AND 36500 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'ttl_days must be from 0 to 36500';
     END IF;
-    v_before := coalesce(p_now, now()) - make_interval(days => p_ttl_days);
+    v_before := coalesce(mbus.given_clock(p_now), now()) - make_interval(days => p_ttl_days);
     WITH gone AS (
         DELETE FROM mbus.timer_callbacks AS c
         WHERE c.status <> 'pending' AND c.run_at < v_before RETURNING 1)
@@ -39,6 +39,6 @@ BEGIN
         DELETE FROM mbus.timer_change_log AS l WHERE l.at < v_before RETURNING 1)
     SELECT count(*) INTO changes FROM gone;
     DELETE FROM mbus.timer_schedule_posts AS p WHERE p.run_at < v_before;
-    UPDATE mbus.timer_jobs AS j SET last_run_at = coalesce(p_now, now()) WHERE j.name = 'clean';
+    UPDATE mbus.timer_jobs AS j SET last_run_at = coalesce(mbus.given_clock(p_now), now()) WHERE j.name = 'clean';
 END;
 $$;

@@ -21,7 +21,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_now timestamptz := coalesce(p_now, now());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), now());
     v_last timestamptz;
 BEGIN
     SELECT j.last_run_at INTO v_last FROM mbus.timer_jobs AS j

@@ -35,7 +35,7 @@ SET search_path = pg_catalog
 SET jit = off
 AS $$
 DECLARE
-    v_now timestamptz := coalesce(p_now, now());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), now());
     v_buckets integer;
     v_new bigint[];
     v_limits jsonb := mbus.timer_limits();

@@ -24,7 +24,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_now timestamptz := coalesce(p_now, now());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), now());
     c mbus.timer_callbacks := mbus.timer_lock(p_client_id, p_group_key, p_event_key);
 BEGIN
     IF NOT p_force AND c.status = 'pending' AND c.run_at < v_now + interval '1 minute' THEN

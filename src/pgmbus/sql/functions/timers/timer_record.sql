@@ -29,7 +29,7 @@ SET enable_seqscan = off
 SET enable_bitmapscan = off
 AS $$
 DECLARE
-    v_now timestamptz := coalesce(p_now, now());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), now());
     v_applied integer := 0;
     v_state text;
     v_error text;

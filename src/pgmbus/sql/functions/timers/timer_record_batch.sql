@@ -20,7 +20,7 @@ SET enable_seqscan = off
 SET enable_bitmapscan = off
 AS $$
 DECLARE
-    v_now timestamptz := coalesce(p_now, now());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), now());
     v_applied integer;
 BEGIN
     INSERT INTO mbus.timer_attempts AS a

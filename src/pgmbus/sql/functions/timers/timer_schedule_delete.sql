@@ -29,7 +29,7 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'MB002',
             MESSAGE = format('no schedule %L', p_schedule_key);
     END IF;
-    PERFORM mbus.timer_schedule_drop_pending(v_id, coalesce(p_now, now()));
+    PERFORM mbus.timer_schedule_drop_pending(v_id, coalesce(mbus.given_clock(p_now), now()));
     DELETE FROM mbus.timer_schedules AS t WHERE t.id = v_id;
 END;
 $$;

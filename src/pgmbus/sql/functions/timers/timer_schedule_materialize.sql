@@ -56,7 +56,7 @@ BEGIN
             SELECT DISTINCT s.id, r,
                    'schedule:' || s.id || ':'
                    || to_char(r AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                   coalesce(p_now, now())
+                   coalesce(mbus.given_clock(p_now), now())
             FROM unnest(p_run_ats) AS r
             WHERE r >= s.generated_until AND r < p_until AND (s.end_at IS NULL OR r < s.end_at)
             ORDER BY r

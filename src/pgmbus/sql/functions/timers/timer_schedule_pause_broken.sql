@@ -18,7 +18,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_now timestamptz := coalesce(p_now, now());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), now());
 BEGIN
     UPDATE mbus.timer_schedules AS t
     SET paused = true, paused_reason = left(coalesce(p_reason, 'unknown'), 500),

@@ -24,7 +24,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_now timestamptz := coalesce(p_now, now());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), now());
     s mbus.timer_schedules;
 BEGIN
     SELECT * INTO s FROM mbus.timer_schedules AS t

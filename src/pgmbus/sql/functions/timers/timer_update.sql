@@ -38,7 +38,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_now timestamptz := coalesce(p_now, now());
+    v_now timestamptz := coalesce(mbus.given_clock(p_now), now());
     c mbus.timer_callbacks := mbus.timer_lock(p_client_id, p_group_key, p_event_key);
     n mbus.timer_callbacks;
     v_changes jsonb := '{}';

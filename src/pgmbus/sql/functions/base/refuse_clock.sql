@@ -1,0 +1,19 @@
+-- Function: mbus.refuse_clock(p_now)
+--
+-- Purpose:  Raise MB006 for a clock argument that is not a finite time (mbus.given_clock's
+--           refusal, in a function of its own so that given_clock stays one inlinable
+--           expression).
+-- Params:   p_now  the refused clock (timestamptz: 'infinity' or '-infinity')
+-- Returns:  never returns (timestamptz, the type of the expression it stands in)
+-- Locks:    none
+-- Callers:  mbus.given_clock
+CREATE OR REPLACE FUNCTION mbus.refuse_clock(p_now timestamptz)
+RETURNS timestamptz
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog
+AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = 'MB006',
+        MESSAGE = format('p_now must be a finite time, not %s', p_now);
+END;
+$$;
