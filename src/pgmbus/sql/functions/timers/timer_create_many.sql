@@ -7,7 +7,8 @@
 --           size limits of mbus.timer_limits, key characters, URL, times): MB006 with the
 --           reason, prefixed by 'item <n>: ' in a batch of several, and nothing is created (the
 --           HTTP batcher then retries items alone, so one bad item fails only its request).
---           Then an item whose client (or schedule_id) does not exist: MB002, same prefix.
+--           An item whose client (or schedule_id) does not exist: MB002, same prefix (the
+--           first bad item is reported, whichever its kind).
 --           Per item: the retry policy is completed (mbus.timer_retry_merge),
 --           originally_run_at defaults to run_at, context to '{}', stop_after_delay_s to
 --           86400, and the bucket is abs(hashtextextended(group_key || '/' || event_key,
@@ -41,39 +42,34 @@ DECLARE
     v_limits jsonb := mbus.timer_limits();
     v_bad bigint;
     v_problem text;
+    v_missing boolean;  -- the first bad item's client or schedule does not exist
 BEGIN
     IF jsonb_typeof(p_items) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION USING ERRCODE = 'MB005', MESSAGE = 'items must be a JSON array';
     END IF;
-    SELECT t.n, p.problem INTO v_bad, v_problem
+    -- The first bad item: its value (mbus.timer_item_problem, MB006), else a client or
+    -- schedule that does not exist (MB002; the foreign keys would raise 23503 naming only a
+    -- constraint; one deleted between here and the INSERT still meets them: nothing is
+    -- stored either way).
+    SELECT t.n, coalesce(f.problem, m.missing), f.problem IS NULL
+    INTO v_bad, v_problem, v_missing
     FROM jsonb_array_elements(p_items) WITH ORDINALITY AS t(i, n)
-    CROSS JOIN LATERAL (SELECT mbus.timer_item_problem(t.i, v_limits) AS problem) AS p
-    WHERE p.problem IS NOT NULL
+    CROSS JOIN LATERAL (SELECT mbus.timer_item_problem(t.i, v_limits) AS problem) AS f
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN f.problem IS NOT NULL THEN NULL  -- ids known to be well formed below
+                    WHEN NOT EXISTS (SELECT FROM mbus.timer_clients AS k
+                                     WHERE k.id = (t.i->>'client_id')::bigint)
+                    THEN format('timer client %s does not exist', t.i->>'client_id')
+                    WHEN t.i->>'schedule_id' IS NOT NULL
+                         AND NOT EXISTS (SELECT FROM mbus.timer_schedules AS s
+                                         WHERE s.id = (t.i->>'schedule_id')::bigint)
+                    THEN format('schedule %s does not exist', t.i->>'schedule_id') END
+               AS missing) AS m
+    WHERE coalesce(f.problem, m.missing) IS NOT NULL
     ORDER BY t.n
     LIMIT 1;
     IF v_problem IS NOT NULL THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006',
-            MESSAGE = CASE WHEN jsonb_array_length(p_items) = 1 THEN v_problem
-                           ELSE format('item %s: %s', v_bad, v_problem) END;
-    END IF;
-    -- The keys the INSERT would break, as typed errors naming them (the foreign keys would
-    -- raise 23503 naming only a constraint). A client or schedule deleted between this check
-    -- and the INSERT still meets the foreign key: nothing is stored either way.
-    SELECT t.n, CASE WHEN NOT EXISTS (SELECT FROM mbus.timer_clients AS k
-                                      WHERE k.id = (t.i->>'client_id')::bigint)
-                     THEN format('timer client %s does not exist', t.i->>'client_id')
-                     ELSE format('schedule %s does not exist', t.i->>'schedule_id') END
-    INTO v_bad, v_problem
-    FROM jsonb_array_elements(p_items) WITH ORDINALITY AS t(i, n)
-    WHERE NOT EXISTS (SELECT FROM mbus.timer_clients AS k
-                      WHERE k.id = (t.i->>'client_id')::bigint)
-       OR (t.i->>'schedule_id' IS NOT NULL
-           AND NOT EXISTS (SELECT FROM mbus.timer_schedules AS s
-                           WHERE s.id = (t.i->>'schedule_id')::bigint))
-    ORDER BY t.n
-    LIMIT 1;
-    IF v_problem IS NOT NULL THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB002',
+        RAISE EXCEPTION USING ERRCODE = CASE WHEN v_missing THEN 'MB002' ELSE 'MB006' END,
             MESSAGE = CASE WHEN jsonb_array_length(p_items) = 1 THEN v_problem
                            ELSE format('item %s: %s', v_bad, v_problem) END;
     END IF;
