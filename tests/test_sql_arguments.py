@@ -150,10 +150,13 @@ CASES: list[tuple[str, tuple[Any, ...], str, str]] = [
     ("SELECT mbus.spark_clean_staged(NULL, '1000000 years')", (), "MB006", "ttl"),  # 22008
     # an infinite clock stored a lease end no client could read: the lease never ended
     (f"SELECT * FROM mbus.lease_{QUEUE}_by_default(1, '1 min', NULL, 'infinity')", (), "MB006",
-     "p_now must be a finite time"),
+     "p_now must be a time from 1900 to 9998"),
+    (f"SELECT * FROM mbus.lease_{QUEUE}_by_default(1, '1 min', NULL, '294276-01-01')", (),
+     "MB006", "p_now must be a time"),  # a lease end no client reads back either
+
     ("SELECT * FROM mbus.queue_stats(%s, 'infinity')", (QUEUE,), "MB006", "p_now"),  # 22008
     ("SELECT * FROM mbus.timer_create(1, 'g', 'e', now(), 'http://127.0.0.1:9/',"
-     " p_now => '-infinity')", (), "MB006", "p_now must be a finite time"),
+     " p_now => '-infinity')", (), "MB006", "p_now must be a time"),
 ]
 
 
@@ -178,3 +181,15 @@ def test_stop_capture_of_nothing_with_missing_ok_is_a_no_op(db_dsn: str) -> None
     with psycopg.connect(db_dsn, autocommit=True) as conn:
         conn.execute("SELECT mbus.stop_capture(NULL, true)")
         assert conn.execute("SELECT count(*) FROM mbus.captures").fetchone() == (0,)
+
+
+def test_read_retries_checks_its_count_and_lease(db_dsn: str) -> None:
+    """A negative count failed the LIMIT (2201W); a NULL lease set next_at to NULL, and the
+    claimed retries were never due again."""
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        conn.execute("SELECT mbus.create_group('g')")
+        for args, message in (((-1, "1 min"), "max_events"), ((10, None), "lease must be"),
+                              ((10, "-1 s"), "lease must be")):
+            with pytest.raises(psycopg.Error, match=message) as info:
+                conn.execute("SELECT * FROM mbus.read_retries('g', %s, %s::interval)", args)
+            assert info.value.sqlstate == "MB006"

@@ -1,16 +1,17 @@
 -- Function: mbus.given_clock(p_now)
 --
 -- Purpose:  The clock a caller passed (the trailing p_now of every clock-dependent function;
---           tests move it), or NULL when none was; MB006 (mbus.refuse_clock) for 'infinity' and
---           '-infinity'. An infinite clock stored infinite times that no client reads back
---           (Python's datetime, the HTTP API): a lease or a nack that could never be acked or
---           seen again, a callback whose log stopped the reader of its history, a raw 22008
---           from the statistics. Callers write coalesce(mbus.given_clock(p_now),
+--           tests move it), or NULL when none was; MB006 (mbus.refuse_clock) unless it is from
+--           1900 to 9998, as the times a message may carry. A clock outside ('infinity', the
+--           year 294276) stored times that no client reads back (Python's datetime ends with
+--           the year 9999): a lease whose token could not be read, so it was never acked and
+--           never ended, a nack invisible for good, a callback whose log stopped the reader of
+--           its history, a raw 22008 from the statistics. Callers write coalesce(mbus.given_clock(p_now),
 --           clock_timestamp()).
 --           Inlined where it is called (LANGUAGE sql, one SELECT, no SET clause, every name
 --           qualified): a CASE in the caller's expression, no function call unless refused.
 -- Params:   p_now  the caller's clock (timestamptz, NULL = none)
--- Returns:  timestamptz: p_now when NULL or finite
+-- Returns:  timestamptz: p_now when NULL or in range
 -- Locks:    none
 -- Callers:  every function with a p_now argument that reads it (the queue entry points and
 --           the generated per-queue functions, streams, timers, maintenance)
@@ -18,6 +19,9 @@ CREATE OR REPLACE FUNCTION mbus.given_clock(p_now timestamptz)
 RETURNS timestamptz
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
-    SELECT CASE WHEN p_now IS NULL OR pg_catalog.isfinite(p_now) THEN p_now
+    SELECT CASE WHEN p_now IS NULL
+                     OR (p_now OPERATOR(pg_catalog.>) '1900-01-01 00:00+00'::timestamptz
+                         AND p_now OPERATOR(pg_catalog.<) '9999-01-01 00:00+00'::timestamptz)
+                THEN p_now
                 ELSE mbus.refuse_clock(p_now) END;
 $$;

@@ -1,9 +1,9 @@
 -- Function: mbus.refuse_clock(p_now)
 --
--- Purpose:  Raise MB006 for a clock argument that is not a finite time (mbus.given_clock's
+-- Purpose:  Raise MB006 for a clock argument out of range (mbus.given_clock's
 --           refusal, in a function of its own so that given_clock stays one inlinable
 --           expression).
--- Params:   p_now  the refused clock (timestamptz: 'infinity' or '-infinity')
+-- Params:   p_now  the refused clock (timestamptz: before 1900, from 9999 on, or infinite)
 -- Returns:  never returns (timestamptz, the type of the expression it stands in)
 -- Locks:    none
 -- Callers:  mbus.given_clock
@@ -14,6 +14,6 @@ SET search_path = pg_catalog
 AS $$
 BEGIN
     RAISE EXCEPTION USING ERRCODE = 'MB006',
-        MESSAGE = format('p_now must be a finite time, not %s', p_now);
+        MESSAGE = format('p_now must be a time from 1900 to 9998, not %s', p_now);
 END;
 $$;

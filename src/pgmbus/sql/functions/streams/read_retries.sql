@@ -10,7 +10,8 @@
 --           p_now       the clock (NULL = now()); tests move it
 -- Returns:  TABLE (id bigint, topic text, key text, payload jsonb, headers jsonb, published_at
 --           timestamptz, attempts integer, last_error text); no row when nothing is due;
---           MB002/MB008 for an unknown or expired group
+--           MB002/MB008 for an unknown or expired group, MB006 for max_events under 1 or a
+--           lease not from 0 to 100 years (NULL included)
 -- Locks:    row locks FOR UPDATE SKIP LOCKED on the due rows of mbus.stream_retries, then their
 --           UPDATE, held to commit
 -- Callers:  pgmbus.streams.client.read_retries (sql/streams.sql 'read_retries'), used by
@@ -28,6 +29,17 @@ DECLARE
     v_now timestamptz := coalesce(mbus.given_clock(p_now), now());
 BEGIN
     PERFORM mbus._group("group");
+    -- a negative count failed the LIMIT (2201W); a NULL lease hid the events for good
+    IF max_events IS NULL OR max_events < 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('max_events must be 1 or more, not %s',
+                             coalesce(max_events::text, 'NULL'));
+    END IF;
+    IF lease IS NULL OR lease < interval '0' OR lease > interval '100 years' THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('lease must be from 0 to 100 years, not %s',
+                             coalesce(lease::text, 'NULL'));
+    END IF;
     RETURN QUERY
     WITH due AS (
         SELECT r.group_name, r.event_id FROM mbus.stream_retries AS r
