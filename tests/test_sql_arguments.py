@@ -142,6 +142,7 @@ CASES: list[tuple[str, tuple[Any, ...], str, str]] = [
     ("SELECT mbus.await_done(NULL)", (), "MB001", ""),  # 22004
     ("SELECT mbus.saga_start(NULL, '[{\"queue\": \"a\"}]')", (), "MB006", "a saga needs a name"),
     ("SELECT mbus.stop_capture(NULL)", (), "MB002", "table NULL is not captured"),  # 42601
+    ("SELECT mbus.create_view(%s, 'nosuch.v')", (QUEUE,), "MB002", "schema nosuch"),  # 3F000
     ("SELECT mbus.spark_claim_batch(NULL, 'q', 1)", (), "MB006", "sink and query_id"),  # 23502
     ("SELECT mbus.spark_claim_batch('s', 'q', -1)", (), "MB006", "batch_id"),  # 23514
     ("SELECT mbus.spark_commit_write('s', 'q', 0, NULL, NULL, NULL, 'topic')", (), "MB006",

@@ -11,7 +11,8 @@
 --           dropped with the queue.
 -- Params:   qname     the queue's name (text)
 --           viewname  [schema.]name of the view (text; NULL = public.<qname>_q)
--- Returns:  text: the view's quoted qualified name; MB006 for a bad view name
+-- Returns:  text: the view's quoted qualified name; MB006 for a bad view name, MB002 for a
+--           schema that does not exist
 -- Locks:    CREATE VIEW, CREATE TRIGGER and GRANT on the new view; no queue lock
 -- Callers:  pgmbus.cli.queue_workflow.view_cmd via sql/queues.sql 'create_view' (CLI `pgmbus
 --           queue view`); tests tests/queues/test_queues_security.py, test_queues_segments.py,
@@ -36,6 +37,10 @@ BEGIN
         v_name := v_parts[2];
     ELSE
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = format('bad view name %L', viewname);
+    END IF;
+    IF to_regnamespace(quote_ident(v_schema)) IS NULL THEN  -- else a raw 3F000
+        RAISE EXCEPTION USING ERRCODE = 'MB002',
+            MESSAGE = format('schema %s of view %s does not exist', v_schema, viewname);
     END IF;
     -- Made twice: the second definition names the view itself (a regclass constant, which
     -- survives a rename) in its row filter.
