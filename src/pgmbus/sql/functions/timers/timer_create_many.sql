@@ -54,7 +54,9 @@ BEGIN
     SELECT t.n, coalesce(f.problem, m.missing), f.problem IS NULL
     INTO v_bad, v_problem, v_missing
     FROM jsonb_array_elements(p_items) WITH ORDINALITY AS t(i, n)
-    CROSS JOIN LATERAL (SELECT mbus.timer_item_problem(t.i, v_limits) AS problem) AS f
+    -- OFFSET 0: computed once per item (flattened, the call was repeated in each place that
+    -- reads problem: two subtransactions per item, measured +55 us per created timer)
+    CROSS JOIN LATERAL (SELECT mbus.timer_item_problem(t.i, v_limits) AS problem OFFSET 0) AS f
     CROSS JOIN LATERAL (
         SELECT CASE WHEN f.problem IS NOT NULL THEN NULL  -- ids known to be well formed below
                     WHEN NOT EXISTS (SELECT FROM mbus.timer_clients AS k
