@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import psycopg
 import pytest
 
 from pgmbus.errors import DatabaseError, error_class_for
+from pgmbus.testing.server import TestServer
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 QUEUE = "fz"
@@ -161,13 +163,23 @@ CASES: list[tuple[str, tuple[Any, ...], str, str]] = [
 ]
 
 
+@pytest.fixture(scope="module")
+def cases_dsn(pg_server: TestServer) -> Iterator[str]:
+    """One database for the cases below: each refused call changes nothing, so they share it."""
+    name = pg_server.create_database()
+    dsn = pg_server.dsn(name)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT mbus.create_queue(%s, 1)", (QUEUE,))
+    yield dsn
+    pg_server.drop_database(name)
+
+
 @pytest.mark.parametrize(("query", "args", "sqlstate", "message"), CASES,
                          ids=[c[0][:60] for c in CASES])
 def test_a_bad_argument_is_a_typed_error_that_changes_nothing(
-    db_dsn: str, query: str, args: tuple[Any, ...], sqlstate: str, message: str
+    cases_dsn: str, query: str, args: tuple[Any, ...], sqlstate: str, message: str
 ) -> None:
-    with psycopg.connect(db_dsn, autocommit=True) as conn:
-        conn.execute("SELECT mbus.create_queue(%s, 1)", (QUEUE,))
+    with psycopg.connect(cases_dsn, autocommit=True) as conn:
         conn.execute("SET statement_timeout = '5s'")
         counts = ("SELECT (SELECT count(*) FROM mbus.saga),"
                   " (SELECT count(*) FROM mbus.spark_batches)")
