@@ -6,7 +6,8 @@ AS $function$
 DECLARE
     v_count bigint;
 BEGIN
-    DELETE FROM mbus.q_golden AS q WHERE q.expires <= coalesce(mbus.given_clock(p_now), clock_timestamp());
+    DELETE FROM mbus.q_golden AS q
+    WHERE q.expires <= coalesce(mbus.given_clock(p_now), clock_timestamp());
     GET DIAGNOSTICS v_count = ROW_COUNT;
     RETURN v_count;
 END;

@@ -12,13 +12,15 @@ BEGIN
         RETURN QUERY
         DELETE FROM mbus.q_golden AS q
         WHERE q.c = 1 AND q.id = v_id AND q.iid IS NULL
-          AND (q.expires IS NULL OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
+          AND (q.expires IS NULL
+               OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
         RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz;
     ELSE
         RETURN QUERY
         DELETE FROM mbus.q_golden AS q
         WHERE q.c = 1 AND q.iid = msgid
-          AND (q.expires IS NULL OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
+          AND (q.expires IS NULL
+               OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
         RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz;
     END IF;
 END;

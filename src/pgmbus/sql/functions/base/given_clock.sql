@@ -6,8 +6,8 @@
 --           year 294276) stored times that no client reads back (Python's datetime ends with
 --           the year 9999): a lease whose token could not be read, so it was never acked and
 --           never ended, a nack invisible for good, a callback whose log stopped the reader of
---           its history, a raw 22008 from the statistics. Callers write coalesce(mbus.given_clock(p_now),
---           clock_timestamp()).
+--           its history, a raw 22008 from the statistics. Callers write
+--           coalesce(mbus.given_clock(p_now), clock_timestamp()).
 --           Inlined where it is called (LANGUAGE sql, one SELECT, no SET clause, every name
 --           qualified): a CASE in the caller's expression, no function call unless refused.
 -- Params:   p_now  the caller's clock (timestamptz, NULL = none)

@@ -739,7 +739,8 @@ RETURNS bigint LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS %L$f$,
 DECLARE
     v_count bigint;
 BEGIN
-    DELETE FROM mbus.%I AS q WHERE q.expires <= coalesce(mbus.given_clock(p_now), clock_timestamp());
+    DELETE FROM mbus.%I AS q
+    WHERE q.expires <= coalesce(mbus.given_clock(p_now), clock_timestamp());
     GET DIAGNOSTICS v_count = ROW_COUNT;
     RETURN v_count;
 END;
@@ -1132,13 +1133,15 @@ BEGIN
         RETURN QUERY
         DELETE FROM mbus.%1$I AS q
         WHERE q.c = %2$s AND q.id = v_id AND q.iid IS NULL
-          AND (q.expires IS NULL OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
+          AND (q.expires IS NULL
+               OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
         RETURNING %3$s, NULL::uuid, NULL::timestamptz;
     ELSE
         RETURN QUERY
         DELETE FROM mbus.%1$I AS q
         WHERE q.c = %2$s AND q.iid = msgid
-          AND (q.expires IS NULL OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
+          AND (q.expires IS NULL
+               OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
         RETURNING %3$s, NULL::uuid, NULL::timestamptz;
     END IF;
 END;

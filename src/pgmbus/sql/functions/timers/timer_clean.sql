@@ -39,6 +39,7 @@ BEGIN
         DELETE FROM mbus.timer_change_log AS l WHERE l.at < v_before RETURNING 1)
     SELECT count(*) INTO changes FROM gone;
     DELETE FROM mbus.timer_schedule_posts AS p WHERE p.run_at < v_before;
-    UPDATE mbus.timer_jobs AS j SET last_run_at = coalesce(mbus.given_clock(p_now), now()) WHERE j.name = 'clean';
+    UPDATE mbus.timer_jobs AS j SET last_run_at = coalesce(mbus.given_clock(p_now), now())
+    WHERE j.name = 'clean';
 END;
 $$;

@@ -22,7 +22,8 @@ SET search_path = pg_catalog
 AS $$
     SELECT s.* FROM mbus.timer_schedules AS s
     WHERE NOT s.paused
-      AND s.generated_until < coalesce(mbus.given_clock(p_now), now()) + make_interval(secs => p_horizon_s)
+      AND s.generated_until
+          < coalesce(mbus.given_clock(p_now), now()) + make_interval(secs => p_horizon_s)
       AND (s.end_at IS NULL OR s.generated_until < s.end_at)
     ORDER BY s.generated_until
     LIMIT p_limit
