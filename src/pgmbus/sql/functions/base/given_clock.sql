@@ -19,9 +19,10 @@ CREATE OR REPLACE FUNCTION mbus.given_clock(p_now timestamptz)
 RETURNS timestamptz
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
-    SELECT CASE WHEN p_now IS NULL
-                     OR (p_now OPERATOR(pg_catalog.>) '1900-01-01 00:00+00'::timestamptz
-                         AND p_now OPERATOR(pg_catalog.<) '9999-01-01 00:00+00'::timestamptz)
-                THEN p_now
-                ELSE mbus.refuse_clock(p_now) END;
+    SELECT CASE
+        WHEN p_now IS NULL
+             OR (p_now OPERATOR(pg_catalog.>) '1900-01-01 00:00+00'::pg_catalog.timestamptz
+                 AND p_now OPERATOR(pg_catalog.<) '9999-01-01 00:00+00'::pg_catalog.timestamptz)
+        THEN p_now
+        ELSE mbus.refuse_clock(p_now) END;
 $$;
