@@ -125,8 +125,9 @@ def test_documented_functions_give_only_typed_errors(db_dsn: str) -> None:
 
 @pytest.mark.chaos
 def test_documented_functions_give_only_typed_errors_long(db_dsn: str) -> None:
-    problems, _ = sweep(db_dsn, 150, seed=random.randrange(1 << 30))
-    assert not problems, "\n".join(problems[:20])
+    seed = random.randrange(1 << 30)
+    problems, _ = sweep(db_dsn, 150, seed=seed)
+    assert not problems, f"seed {seed}:\n" + "\n".join(problems[:20])
 
 
 # -- the defects the sweep found, one by one ---------------------------------------------------
