@@ -131,6 +131,10 @@ def test_arguments_of_the_wrong_type_are_invalid_not_missing(
         with pytest.raises(InvalidArgument, match="limit"):
             bus.lease("jobs", limit=limit)
     assert bus.consume("jobs", limit=10) == []
+    # durations in seconds that timedelta cannot hold: OverflowError / ValueError before
+    for seconds in (float("inf"), float("nan"), 1e20):
+        with pytest.raises(InvalidArgument, match="out of range"):
+            bus.lease("jobs", lease=seconds)
 
 
 def test_post_joins_callers_transaction(autodb: str) -> None:

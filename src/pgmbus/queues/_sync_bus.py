@@ -55,7 +55,14 @@ def _json(value: Mapping[str, Any] | None, what: str) -> Jsonb | None:
 
 
 def _seconds(value: float | timedelta) -> timedelta:
-    return value if isinstance(value, timedelta) else timedelta(seconds=value)
+    if isinstance(value, timedelta):
+        return value
+    try:
+        return timedelta(seconds=value)
+    except (OverflowError, ValueError) as exc:  # inf, nan, beyond timedelta's 999,999,999 days
+        raise InvalidArgument(
+            f"a duration of {value!r} seconds is out of range", sqlstate="MB006"
+        ) from exc
 
 
 def _check_limit(limit: int) -> None:
