@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterator
 
@@ -16,6 +17,25 @@ from pgmbus.testing.server import TestServer
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored() -> Iterator[None]:
+    """Undo what a command run in-process did to the root logger.
+
+    The worker and service commands call ``logging.basicConfig``; run through Typer's or
+    Django's test runners, that leaves a root handler on a stream the runner then closes, and
+    everything logged later (py4j's INFO lines when Spark's gateway is collected at exit)
+    printed a "Logging error" traceback.
+    """
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        # pytest's own capture handlers come and go by themselves: only plain ones added here
+        if handler not in handlers and type(handler) is logging.StreamHandler:
+            root.removeHandler(handler)
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")
