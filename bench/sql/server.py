@@ -3,9 +3,9 @@
 The server is started by the scenario itself (durable by default: fsync on, so that
 ``synchronous_commit`` means what it says), with ``pg_stat_statements`` preloaded for
 profiles, tracking top-level statements only as PostgreSQL does by default (a profile sets
-``pg_stat_statements.track = all`` in its own session). Its CPU is read from ``/proc``: the postmaster's own and reaped children's time
-(``cutime``/``cstime`` hold backends that exited) plus every live child's, so a pgbench run's
-backends are counted after they are gone.
+``pg_stat_statements.track = all`` in its own session). Its CPU is read from ``/proc``: the
+postmaster's own and reaped children's time (``cutime``/``cstime`` hold backends that exited)
+plus every live child's, so a pgbench run's backends are counted after they are gone.
 """
 
 from __future__ import annotations
