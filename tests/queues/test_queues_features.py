@@ -314,6 +314,42 @@ def test_counters_count_posts_deliveries_and_consumes(qconn: Conn) -> None:
     assert (stats["vip"]["posted"], stats["vip"]["consumed"]) == (2, 1)
 
 
+@pytest.mark.parametrize("second_consumer", [False, True], ids=["one-consumer", "two"])
+def test_a_batch_returns_iids_in_order_and_counts_them(qconn: Conn, second_consumer: bool) -> None:
+    """postn_<q>: iids in the order of data, the rows as given (headers stamped, priorities),
+    one delivery per consumer, and the counters of the queue and of each consumer."""
+    if second_consumer:
+        qconn.execute("SELECT mbus.create_consumer('jobs', 'audit')")
+    data = [Jsonb({"n": n}) for n in range(1, 8)]
+    headers = [None, Jsonb({"trace": "t2"})] + [None] * 5
+    priority = [0, 0, 3, 0, 0, 0, 0]
+    iids = [
+        r["iid"]
+        for r in qconn.execute(
+            "SELECT iid FROM mbus.post_batch('jobs', %s, %s, priority => %s) AS iid",
+            (data, headers, priority),
+        )
+    ]
+    ids = [int(iid.split(".")[1].split("@")[0]) for iid in iids]
+    assert ids == sorted(ids) and len(set(ids)) == 7  # in the order of data
+    stored = {
+        r["id"]: r
+        for r in qconn.execute(
+            "SELECT q.id, q.data, q.headers, q.priority FROM mbus.q_jobs AS q"
+            " JOIN mbus.consumer AS c ON c.cid = q.c AND c.qname = 'jobs' AND c.cname = 'default'"
+        )
+    }
+    assert [stored[i]["data"] for i in ids] == [{"n": n} for n in range(1, 8)]
+    assert stored[ids[1]]["headers"]["trace"] == "t2"  # stamped and stored
+    assert stored[ids[0]]["headers"] is None  # default headers are not stored
+    assert [stored[i]["priority"] for i in ids] == priority
+    consumers = ["default", "audit"] if second_consumer else ["default"]
+    assert totals(qconn) == {None: (7, 0)} | {c: (7, 0) for c in consumers}
+    for consumer in consumers:
+        assert [d["n"] for d in datas(qconn, consumer)] == [3, 1, 2, 4, 5, 6, 7]
+    assert totals(qconn)[None] == (7, 7 * len(consumers))
+
+
 def test_a_rolled_back_post_still_counts_like_a_prometheus_counter(qconn: Conn) -> None:
     with pytest.raises(psycopg.errors.RaiseException), qconn.transaction():
         post(qconn, {"n": 1})
