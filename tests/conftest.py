@@ -23,10 +23,11 @@ if os.environ.get("CI"):
 def _root_logging_restored() -> Iterator[None]:
     """Undo what a command run in-process did to the root logger.
 
-    The worker and service commands call ``logging.basicConfig``; run through Typer's or
-    Django's test runners, that leaves a root handler on a stream the runner then closes, and
-    everything logged later (py4j's INFO lines when Spark's gateway is collected at exit)
-    printed a "Logging error" traceback.
+    The worker command replaces the root handlers (``pgmbus.workers.logs.configure``) and the
+    service commands call ``logging.basicConfig``; run through Typer's or Django's test
+    runners, that leaves a root handler on a stream the runner then closes, and everything
+    logged later (py4j's INFO lines when Spark's gateway is collected at exit) printed a
+    "Logging error" traceback.
     """
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
