@@ -19,8 +19,8 @@ LANGUAGE sql
 SET search_path = pg_catalog
 AS $$
     INSERT INTO mbus.spark_writes AS w (write_id, first_staged_at, last_staged_at)
-    VALUES (p_write_id, coalesce(mbus.given_clock(p_now), now()),
-            coalesce(mbus.given_clock(p_now), now()))
+    SELECT p_write_id, c.now, c.now
+    FROM (SELECT coalesce(mbus.given_clock(p_now), now()) AS now) AS c
     ON CONFLICT (write_id) DO UPDATE
     SET last_staged_at = greatest(w.last_staged_at, excluded.last_staged_at);
 $$;

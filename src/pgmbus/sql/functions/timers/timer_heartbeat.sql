@@ -32,8 +32,7 @@ SET search_path = pg_catalog
 AS $$
 DECLARE
     v_now timestamptz := coalesce(mbus.given_clock(p_now), now());
-    v_until timestamptz := coalesce(mbus.given_clock(p_now), now())
-                           + make_interval(secs => p_lease_s);
+    v_until timestamptz := v_now + make_interval(secs => p_lease_s);
     v_total integer;
     v_live integer;
     v_share integer;
