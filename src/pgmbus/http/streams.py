@@ -75,10 +75,22 @@ def _age(now: datetime, then: datetime | None) -> float:
     return 0.0 if then is None else max((now - then).total_seconds(), 0.0)
 
 
+async def _require_subscription_post(request: Request, who: Caller, sid: int | None) -> None:
+    """403 unless the key may post to the group of subscription ``sid`` (404 when unknown).
+
+    An event sent to one subscription skips that subscription's condition: the topic's scope
+    alone would let a key write into any group's subscriptions (their ids are sequential).
+    """
+    if sid is not None:
+        row = await state_of(request).listeners.subscription(sid)
+        require(who, "streams", "post", row["group_name"])
+
+
 @router.post("/events", response_model=Published, status_code=201)
 async def publish(request: Request, body: PublishIn, who: Caller) -> Any:
     """Publish one event; readable once the answer is sent."""
     require(who, "streams", "post", body.topic)
+    await _require_subscription_post(request, who, body.subscription_id)
     event_id = await state_of(request).in_thread(
         lambda conn: streams.publish(
             conn,
@@ -97,6 +109,7 @@ async def publish(request: Request, body: PublishIn, who: Caller) -> Any:
 async def publish_batch(request: Request, body: PublishBatchIn, who: Caller) -> Any:
     """Publish events of one topic in one statement; all or none."""
     require(who, "streams", "post", body.topic)
+    await _require_subscription_post(request, who, body.subscription_id)
     ids = await state_of(request).in_thread(
         lambda conn: streams.publish_batch(
             conn,
@@ -266,9 +279,7 @@ def _subscription_out(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@router.post(
-    "/groups/{group}/subscriptions", response_model=SubscriptionOut, status_code=201
-)
+@router.post("/groups/{group}/subscriptions", response_model=SubscriptionOut, status_code=201)
 async def subscribe(request: Request, group: Group, body: SubscriptionIn, who: Caller) -> Any:
     """The group's subscription with this condition and params, created when new.
 
