@@ -24,7 +24,9 @@ SELECT s.id, s.group_name, s.condition, s.params, s.expires_after
 FROM mbus.subscriptions AS s WHERE s.id = %(id)s;
 
 -- name: subscribe
-SELECT mbus.subscribe(%(group)s, %(condition)s, %(params)s, %(expires_after)s::interval);
+-- (HTTP keys: the condition must be in the restricted grammar, whatever the group has)
+SELECT mbus.subscribe_restricted(%(group)s, %(condition)s, %(params)s,
+                                 %(expires_after)s::interval);
 
 -- name: listen
 -- LISTEN and register as a waiting reader (publishers notify only while one is registered);

@@ -27,7 +27,7 @@
 -- Locks:    none others see: a temporary function made and rolled back in a subtransaction
 --           (needs the TEMPORARY privilege on the database); ACCESS SHARE on
 --           mbus.subscriptions for the test query
--- Callers:  mbus.subscribe
+-- Callers:  mbus.subscribe, mbus.subscribe_restricted
 CREATE OR REPLACE FUNCTION mbus._check_condition(p_condition text)
 RETURNS void
 LANGUAGE plpgsql

@@ -13,13 +13,21 @@
 --           that long without touch_subscription(). The condition is checked by
 --           mbus._check_condition unless the group already has a subscription with exactly this
 --           condition (it was checked then; rows inserted by hand are trusted).
+--           Conditions run with the rights of whoever reads the group (pgmbus serve, a worker),
+--           so only a caller with the rights of the owner of mbus.subscriptions (who can read
+--           every mbus table anyway) may use the full language (STABLE functions); any other
+--           caller's condition must be in the restricted grammar of
+--           mbus._restricted_condition_error (it sees only e and s, never a table or a
+--           setting), checked on every call, so such a caller cannot attach its own params
+--           to a full condition either.
 -- Params:   "group"        the group's name
 --           condition      the static boolean expression over e and s (text; IMMUTABLE and
 --                          STABLE functions only, no subquery: see mbus._check_condition)
 --           params         the subscription's parameters (a jsonb object; '{}' unless given)
 --           expires_after  the inactivity after which it is removed (interval > 0; NULL = never)
 -- Returns:  bigint: the subscription's id; MB002/MB008 for an unknown or expired group, MB004
---           for a bad condition, MB005 when params is not an object, MB006 for expires_after <= 0
+--           for a bad condition (or one outside the restricted grammar from a caller without
+--           the owner's rights), MB005 when params is not an object, MB006 for expires_after <= 0
 -- Locks:    the subscription's row (INSERT ... ON CONFLICT DO UPDATE), held to commit; the FK
 --           takes FOR KEY SHARE on the group's row
 -- Callers:  pgmbus.streams.client.subscribe (sql/streams.sql 'subscribe'); tests
@@ -32,7 +40,8 @@ SET search_path = pg_catalog
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_id bigint;
+    v_id  bigint;
+    v_why text;
 BEGIN
     PERFORM mbus._group("group");
     -- a condition the group has already passed this check (listeners that differ only in
@@ -43,6 +52,18 @@ BEGIN
                      AND s.condition = subscribe.condition)
     THEN
         PERFORM mbus._check_condition(subscribe.condition);
+    END IF;
+    IF NOT pg_has_role((SELECT c.relowner FROM pg_class AS c
+                        WHERE c.oid = 'mbus.subscriptions'::regclass), 'USAGE') THEN
+        v_why := mbus._restricted_condition_error(subscribe.condition);
+        IF v_why IS NOT NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB004',
+                MESSAGE = format('condition %L may not use %s: only the restricted grammar '
+                                 'is allowed to a role without the rights of the owner of '
+                                 'mbus.subscriptions', subscribe.condition, v_why),
+                HINT = 'operators, comparisons, casts and a fixed list of immutable functions '
+                       'over e and s, e.g. s.params @> jsonb_build_object(''topic'', e.topic)';
+        END IF;
     END IF;
     IF subscribe.params IS NULL OR jsonb_typeof(subscribe.params) <> 'object' THEN
         RAISE EXCEPTION USING ERRCODE = 'MB005', MESSAGE = 'params must be a JSON object';

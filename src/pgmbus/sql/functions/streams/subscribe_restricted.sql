@@ -1,0 +1,38 @@
+-- Function: mbus.subscribe_restricted("group", condition, params, expires_after)
+--
+-- Purpose:  mbus.subscribe for conditions from a less trusted source (an HTTP key of
+--           pgmbus serve): the condition must be valid (mbus._check_condition) and inside the
+--           restricted grammar (mbus._restricted_condition_error: operators, comparisons,
+--           casts and a fixed list of IMMUTABLE functions over e and s; no table, setting or
+--           session function), checked on every call, whatever the group already has. The
+--           service runs conditions with its own role, so this is what keeps a key scoped
+--           to one group from reading other tables through its condition.
+-- Params:   as mbus.subscribe
+-- Returns:  bigint: the subscription's id; MB004 (nothing stored) for a condition outside the
+--           grammar, naming what is not allowed; the errors of mbus.subscribe
+-- Locks:    as mbus.subscribe
+-- Callers:  pgmbus serve (sql/listeners.sql 'subscribe'); tests
+--           tests/adversarial/test_conditions.py
+CREATE OR REPLACE FUNCTION mbus.subscribe_restricted("group" text, condition text,
+                                                     params jsonb DEFAULT '{}',
+                                                     expires_after interval DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog
+AS $$
+DECLARE
+    v_why text;
+BEGIN
+    PERFORM mbus._check_condition(subscribe_restricted.condition);
+    v_why := mbus._restricted_condition_error(subscribe_restricted.condition);
+    IF v_why IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'MB004',
+            MESSAGE = format('condition %L may not use %s (only the restricted grammar)',
+                             subscribe_restricted.condition, v_why),
+            HINT = 'operators, comparisons, casts and a fixed list of immutable functions '
+                   'over e and s, e.g. s.params @> jsonb_build_object(''topic'', e.topic)';
+    END IF;
+    RETURN mbus.subscribe(subscribe_restricted."group", subscribe_restricted.condition,
+                          subscribe_restricted.params, subscribe_restricted.expires_after);
+END;
+$$;
