@@ -7,6 +7,7 @@ subscription needs a scope over that subscription's group.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,8 +15,10 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from psycopg import sql
 
 from pgmbus import streams
+from pgmbus.errors import InvalidSelector
 from tests.ops.conftest import ADMIN_SCOPES, Service, start
 
 LEAK = "strpos(table_to_xml('mbus.timer_clients', true, false, '')::text, s.params->>'probe') > 0"
@@ -152,3 +155,49 @@ def test_http_refuses_conditions_calling_stable_or_volatile_functions(
     r = _subscribe(svc, "chatter", wrap.format(call), {"probe": "a"})
     assert r.status_code == 422, r.text
     assert svc.value("SELECT count(*) FROM mbus.subscriptions") == 0
+
+
+@pytest.fixture
+def low_role(db_dsn: str) -> Iterator[str]:
+    """A LOGIN role that may subscribe but not read mbus.timer_clients; yields its DSN."""
+    role = f"cond_low_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        for grant in (
+            "GRANT USAGE ON SCHEMA mbus TO {}",
+            "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA mbus TO {}",
+            "GRANT SELECT ON mbus.stream_groups TO {}",
+            "GRANT SELECT, INSERT, UPDATE ON mbus.subscriptions TO {}",
+        ):
+            conn.execute(sql.SQL(grant).format(sql.Identifier(role)))
+        streams.create_group(conn, "chat", start="now")
+    try:
+        yield db_dsn.replace("user=postgres", f"user={role}")
+    finally:
+        with psycopg.connect(db_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+def test_sql_role_cannot_read_a_table_through_a_condition_it_submits(
+    db_dsn: str, low_role: str
+) -> None:
+    with psycopg.connect(low_role, autocommit=True) as low:
+        assert low.execute("SELECT current_user").fetchone() != ("postgres",)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            low.execute("SELECT count(*) FROM mbus.timer_clients")
+        for condition in READS:
+            with pytest.raises(InvalidSelector, match="condition"):
+                streams.subscribe(low, "chat", condition, {"probe": "a"})
+        sid = streams.subscribe(low, "chat", ROOM, {"room": 1})  # the restricted grammar
+    with psycopg.connect(db_dsn, autocommit=True) as owner:
+        assert owner.execute("SELECT array_agg(id) FROM mbus.subscriptions").fetchone() == ([sid],)
+        # the owner keeps the full language; the role cannot attach its params to it
+        streams.subscribe(owner, "chat", LEAK, {"probe": "never"})
+    with (
+        psycopg.connect(low_role, autocommit=True) as low,
+        pytest.raises(InvalidSelector, match="restricted grammar"),
+    ):
+        streams.subscribe(low, "chat", LEAK, {"probe": "<api_key>"})
+    with psycopg.connect(db_dsn, autocommit=True) as owner:
+        assert owner.execute("SELECT count(*) FROM mbus.subscriptions").fetchone() == (2,)
