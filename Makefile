@@ -19,6 +19,7 @@ test: bootstrap
 lint: bootstrap
 	$(BIN)/ruff check .
 	$(BIN)/python tools/async_to_sync.py --check
+	$(BIN)/python tools/plpgsql_check.py
 
 # The blocking twins (sync Bus, timers sync_store, streams client) from their async sources.
 generate: bootstrap

@@ -39,6 +39,23 @@ if [ -n "$major" ] && [ ! -f "/usr/lib/postgresql/$major/lib/pg_cron.so" ] &&
     }
 fi
 
+# `make lint` and the tests run plpgsql_check (tools/plpgsql_check.py) over every PL/pgSQL
+# function; Debian packages it per server major. Installed with the test extras, when missing.
+if [[ "$extras" == *test* ]] && [ -n "$major" ] &&
+    [ ! -f "/usr/share/postgresql/$major/extension/plpgsql_check.control" ] &&
+    command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing Debian's postgresql-$major-plpgsql-check (PL/pgSQL lint)" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+        "postgresql-$major-plpgsql-check" >/dev/null 2>&1 || {
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+            "postgresql-$major-plpgsql-check" >/dev/null 2>&1 ||
+            echo "bootstrap: could not install plpgsql_check; its test will skip" >&2
+    }
+fi
+
 # The Spark benchmarks compare with Spark's JDBC source; Debian packages its driver.
 if [ ! -f /usr/share/java/postgresql.jar ] && command -v apt-get >/dev/null 2>&1; then
     echo "bootstrap: installing Debian's libpostgresql-jdbc-java (Spark JDBC baseline)" >&2

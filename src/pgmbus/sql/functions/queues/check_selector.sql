@@ -13,6 +13,9 @@
 --           anyway, and rolled back); `id > 0` is refused, `t.id > 0` passes. It is pasted into
 --           generated code, so ';', '--' and '/*' are refused (even inside string literals).
 --           NULL passes (no selector); blank is an error.
+--           plpgsql_check: its security warnings are off (the pragma in the body): the
+--           selector is pasted with %s on purpose, since it is SQL, and this function is
+--           what checks it.
 -- Params:   selector  the expression (text; NULL = none)
 -- Returns:  void; raises MB004 with the parser's or planner's message
 -- Locks:    SHARE on mbus.t while an index on it is made and rolled back in a subtransaction
@@ -23,6 +26,7 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
+-- @plpgsql_check_options: security_warnings = false
 DECLARE
     v_state text;
     v_msg   text;

@@ -6,7 +6,7 @@
 --           saga service queues when missing.
 -- Params:   amount  the most messages of each kind to handle (integer; default 100)
 -- Returns:  integer: how many messages it handled
--- Locks:    consumen's FOR UPDATE SKIP LOCKED and DELETE on mbus_saga_final / mbus_saga_done
+-- Locks:    mbus.consumen's FOR UPDATE SKIP LOCKED and DELETE on mbus_saga_final / mbus_saga_done
 --           deliveries; mbus.take's DELETEs (waiting for holders); UPDATE of mbus.saga rows
 -- Callers:  pgmbus.queues.saga.pump via sql/queues.sql 'saga_pump' (run_saga_pump, CLI `pgmbus saga
 --           pump`)
@@ -22,7 +22,10 @@ DECLARE
 BEGIN
     PERFORM mbus.saga_queue('mbus_saga_final');
     PERFORM mbus.saga_queue('mbus_saga_done');
-    FOR m IN SELECT * FROM mbus.consumen_mbus_saga_final_by_default(amount) LOOP
+    -- through mbus.consumen: the generated consumen_<q>_by_<c> exist only once saga_queue
+    -- made the queues, so named here they would not resolve in a schema without saga queues
+    -- (plpgsql_check reports that as an error)
+    FOR m IN SELECT * FROM mbus.consumen('mbus_saga_final', 'default', amount) LOOP
         FOR x IN SELECT jsonb_array_elements_text(m.data -> 'take') LOOP
             PERFORM mbus.take(x);
         END LOOP;
@@ -30,7 +33,7 @@ BEGIN
         WHERE g.saga_id = (m.data ->> 'saga_id')::bigint AND g.state = 'running';
         n := n + 1;
     END LOOP;
-    FOR m IN SELECT * FROM mbus.consumen_mbus_saga_done_by_default(amount) LOOP
+    FOR m IN SELECT * FROM mbus.consumen('mbus_saga_done', 'default', amount) LOOP
         UPDATE mbus.saga AS g SET state = 'compensated', finished_at = clock_timestamp()
         WHERE g.saga_id = (m.data ->> 'saga_id')::bigint AND g.state = 'compensating';
         n := n + 1;

@@ -22,6 +22,9 @@
 --           can clash with it (unlike a fixed name such as `t`). Conditions may still fail on
 --           some events at read time (a cast of a payload field, a division): mbus._match
 --           isolates those. A STABLE user function is trusted to be what it says.
+--           plpgsql_check: its security warnings are off (the pragma in the body): the
+--           condition is pasted with %s on purpose, since it is SQL, and this function is
+--           what checks it.
 -- Params:   p_condition  the condition (text)
 -- Returns:  void; MB004 (with an example in the hint) when it is not a valid condition
 -- Locks:    none others see: a temporary function made and rolled back in a subtransaction
@@ -33,6 +36,7 @@ RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
+-- @plpgsql_check_options: security_warnings = false
 DECLARE
     v_fn    text := 'mbus_condition_' || md5(random()::text || clock_timestamp()::text);
     v_line  text;

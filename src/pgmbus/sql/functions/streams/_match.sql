@@ -19,6 +19,9 @@
 --           failed run returned before its error are complete (an event's row is emitted only
 --           once all of its join rows are aggregated) and a rerun may return them again:
 --           callers merge.
+--           plpgsql_check: its security warnings are off (the pragma in the body): it runs
+--           the conditions as SQL on purpose; each was checked by mbus._check_condition
+--           (and the restricted grammar, for HTTP keys) when subscribed.
 -- Params:   p_group   the group's name
 --           p_events  the events (mbus.stream_row[]; read_subscriptions passes txid NULL)
 -- Returns:  TABLE (event_id bigint, subscription_ids bigint[]): ids in ascending order
@@ -30,6 +33,7 @@ RETURNS TABLE (event_id bigint, subscription_ids bigint[])
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog
 AS $$
+-- @plpgsql_check_options: security_warnings = false
 DECLARE
     v_cond   text;
     v_query  text;

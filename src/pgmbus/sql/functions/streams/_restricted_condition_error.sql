@@ -23,6 +23,9 @@
 --           Casts through text (e.g. `(e.payload->>'n')::int`) call the types' input and output
 --           functions: for the allowed types these read no table and no setting other than
 --           the formatting ones (TimeZone, DateStyle, IntervalStyle).
+--           plpgsql_check: its security warnings are off (the pragma in the body): the
+--           condition is pasted with %s on purpose (it is SQL) into a function that is
+--           created only to be inspected and rolled back.
 -- Params:   p_condition  a condition that mbus._check_condition accepts
 -- Returns:  text: NULL inside the grammar, else what is not allowed (for an MB004 message)
 -- Locks:    none others see: a temporary function made and rolled back in a subtransaction
@@ -32,6 +35,7 @@ RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
+-- @plpgsql_check_options: security_warnings = false
 DECLARE
     v_fn    text := 'mbus_condition_' || md5(random()::text || clock_timestamp()::text);
     v_body  text;
