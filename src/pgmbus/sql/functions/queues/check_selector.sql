@@ -13,6 +13,13 @@
 --           anyway, and rolled back); `id > 0` is refused, `t.id > 0` passes. It is pasted into
 --           generated code, so ';', '--' and '/*' are refused (even inside string literals).
 --           NULL passes (no selector); blank is an error.
+--           A selector runs with the rights of whoever posts (SECURITY INVOKER post functions),
+--           not of whoever wrote it: every function it calls (directly or through an operator)
+--           must be built in (pg_catalog, where IMMUTABLE means it reads no table) or SECURITY
+--           DEFINER (it runs with its owner's rights, whoever posts) and executable by the
+--           caller; otherwise a function declared IMMUTABLE that reads a table would read it
+--           with the poster's rights. Checked on the scratch function's dependencies
+--           (PostgreSQL records every object of the body that is not built in).
 --           plpgsql_check: its security warnings are off (the pragma in the body): the
 --           selector is pasted with %s on purpose, since it is SQL, and this function is
 --           what checks it.
@@ -31,6 +38,7 @@ DECLARE
     v_state text;
     v_msg   text;
     v_fn    text := 'mbus_selector_' || md5(random()::text || clock_timestamp()::text);
+    v_why   text;
 BEGIN
     IF selector IS NULL THEN
         RETURN;
@@ -50,6 +58,24 @@ BEGIN
         -- parameter. So its names must resolve where only t is: a scratch SQL function of t.
         EXECUTE format('CREATE FUNCTION mbus.%I(t mbus.qt_model) RETURNS boolean '
                        'LANGUAGE sql IMMUTABLE RETURN (CAST((%s) AS boolean))', v_fn, selector);
+        SELECT string_agg(DISTINCT f.oid::regprocedure::text, ', ') INTO v_why
+        FROM pg_depend AS d
+        LEFT JOIN pg_operator AS o
+               ON d.refclassid = 'pg_operator'::regclass AND o.oid = d.refobjid
+        JOIN pg_proc AS f
+          ON f.oid = CASE WHEN d.refclassid = 'pg_proc'::regclass THEN d.refobjid
+                          ELSE o.oprcode::oid END
+        WHERE d.classid = 'pg_proc'::regclass
+          AND d.objid = format('mbus.%I(mbus.qt_model)', v_fn)::regprocedure
+          AND d.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass)
+          AND f.pronamespace <> 'pg_catalog'::regnamespace
+          AND NOT (f.prosecdef AND has_function_privilege(f.oid, 'EXECUTE'));
+        IF v_why IS NOT NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB004',
+                MESSAGE = format('it calls %s, which would run with the rights of whoever '
+                                 'posts: only built-in functions and SECURITY DEFINER functions '
+                                 'you may execute are allowed', v_why);
+        END IF;
         RAISE EXCEPTION USING ERRCODE = 'MBOK0';  -- roll the scratch objects back
     EXCEPTION WHEN OTHERS THEN
         GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
