@@ -42,7 +42,6 @@ DECLARE
     v_why   text;
     v_state text;
     v_msg   text;
-    v_ops   oid[] := mbus._restricted_operators();
     v_types oid[] := mbus._restricted_types();
 BEGIN
     BEGIN
@@ -73,9 +72,22 @@ BEGIN
     IF v_why IS NOT NULL THEN
         RETURN format('the expression kind(s) %s', v_why);
     END IF;
+    -- the operators of the functions the body calls (asked one by one: few rows)
+    WITH called AS MATERIALIZED (
+        SELECT DISTINCT m[1]::oid AS fn
+        FROM regexp_matches(v_body, ':(?:funcid|opfuncid|hashfuncid|negfuncid) ([0-9]+)',
+                            'g') AS m
+    ), their_operators AS MATERIALIZED (
+        SELECT o.oid, o.oprcode::oid AS fn
+        FROM pg_operator AS o
+        WHERE o.oprcode::oid IN (SELECT c.fn FROM called AS c)
+    ), allowed_codes AS MATERIALIZED (
+        -- after the CTE above, so the check runs on these few operators, not on all of them
+        SELECT t.fn FROM their_operators AS t WHERE mbus._restricted_operator(t.oid)
+    )
     SELECT string_agg(DISTINCT f.oid::regprocedure::text, ', ') INTO v_why
-    FROM regexp_matches(v_body, ':(?:funcid|opfuncid|hashfuncid|negfuncid) ([0-9]+)', 'g') AS m
-    JOIN pg_proc AS f ON f.oid = m[1]::oid
+    FROM called AS c
+    JOIN pg_proc AS f ON f.oid = c.fn
     WHERE NOT (f.pronamespace = 'pg_catalog'::regnamespace
                AND (f.proname IN ('jsonb_build_object', 'jsonb_build_array')
                     OR (f.provolatile = 'i'
@@ -90,14 +102,13 @@ BEGIN
                             'strpos', 'substr', 'substring', 'trunc', 'upper',
                             'bool', 'int2', 'int4', 'int8', 'numeric', 'float4', 'float8',
                             'text', 'varchar', 'jsonb', 'uuid')
-                             OR f.oid IN (SELECT o.oprcode FROM pg_operator AS o
-                                          WHERE o.oid = ANY (v_ops))))));
+                             OR f.oid IN (SELECT a.fn FROM allowed_codes AS a)))));
     IF v_why IS NOT NULL THEN
         RETURN format('the function(s) %s', v_why);
     END IF;
     SELECT string_agg(DISTINCT m[1]::oid::regoperator::text, ', ') INTO v_why
     FROM regexp_matches(v_body, ':opno ([0-9]+)', 'g') AS m
-    WHERE m[1]::oid <> ALL (v_ops);
+    WHERE NOT mbus._restricted_operator(m[1]::oid);
     IF v_why IS NOT NULL THEN
         RETURN format('the operator(s) %s', v_why);
     END IF;

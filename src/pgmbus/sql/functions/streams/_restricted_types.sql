@@ -9,7 +9,7 @@
 -- Params:   none
 -- Returns:  oid[]: the types' oids
 -- Locks:    none
--- Callers:  mbus._restricted_condition_error, mbus._restricted_operators
+-- Callers:  mbus._restricted_condition_error, mbus._restricted_operator
 CREATE OR REPLACE FUNCTION mbus._restricted_types()
 RETURNS oid[]
 LANGUAGE sql STABLE
