@@ -8,24 +8,59 @@ it and records its iids; the destination commits, then the source. A crash anywh
 destination's commit leaves both sides as they were; a crash between the two commits leaves the
 batch in the source, and the destination skips its iids when it comes again. One mover holds a
 route at a time (a session advisory lock on the source), so a route keeps its queue's order.
+
+Routes are isolated from each other: a route whose transfer fails (its destination is down or
+refuses the batch) is logged by name and paused with a backoff of its own, while the other
+routes go on. Only a failure of the source itself (every route's side) pauses the whole mover.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from pgmbus.errors import translate
+from pgmbus.errors import PgmbusError, translate
 from pgmbus.sqlfiles import load_queries
 
 log = logging.getLogger("pgmbus.exchange")
 _Q = load_queries("exchange.sql")
+
+# A destination that does not answer must not hold the mover (and every other route) for the
+# kernel's TCP timeout: connecting gives up after this, unless the link's conninfo says otherwise.
+CONNECT_TIMEOUT_S = 10
+BACKOFF_MIN_S = 0.2
+BACKOFF_MAX_S = 5.0
+
+
+def _backoff(failures: int) -> float:
+    """The pause after ``failures`` failures in a row: doubling from 0.2 s, at most 5 s."""
+    return min(BACKOFF_MAX_S, BACKOFF_MIN_S * 2.0 ** min(failures - 1, 16))
+
+
+class RoutesFailed(PgmbusError):
+    """Some routes could not move their messages (the others moved theirs).
+
+    Attributes
+    ----------
+    failed:
+        The route names, each with the error that stopped it.
+    moved:
+        The messages the other routes moved.
+    """
+
+    def __init__(self, failed: dict[str, str], moved: int) -> None:
+        names = ", ".join(f"{name} ({why})" for name, why in sorted(failed.items()))
+        super().__init__(f"{len(failed)} route(s) failed after moving {moved} message(s): {names}")
+        self.failed = dict(failed)
+        self.moved = moved
 
 
 @dataclass(frozen=True)
@@ -50,6 +85,15 @@ class Transfer:
     duplicate: int = 0
     looped: int = 0
     errors: int = 0
+
+
+@dataclass
+class _Failing:
+    """A route whose transfers fail: how many times in a row, and when to try again."""
+
+    failures: int
+    retry_at: float
+    error: str
 
 
 class Bridge:
@@ -96,6 +140,7 @@ class Bridge:
         self._listener: psycopg.Connection[Any] | None = None
         self._waiting: set[str] = set()  # source queues the listener is registered on
         self._read_at = float("-inf")
+        self.failing: dict[str, _Failing] = {}
 
     # --- connections ------------------------------------------------------------------------
     def _source(self) -> psycopg.Connection[Any]:
@@ -109,7 +154,12 @@ class Bridge:
     def _destination(self, route: Route) -> psycopg.Connection[Any]:
         conn = self._dst.get(route.conninfo)  # by address: mbus.alter_link moves a link
         if conn is None or conn.closed:
-            conn = psycopg.connect(route.conninfo, application_name="pgmbus bridge")
+            timeout = (
+                {} if _sets_timeout(route.conninfo) else {"connect_timeout": CONNECT_TIMEOUT_S}
+            )
+            conn = psycopg.connect(
+                make_conninfo(route.conninfo, **timeout), application_name="pgmbus bridge"
+            )
             conn.execute(_Q["durable_commits"])
             conn.commit()
             self._dst[route.conninfo] = conn
@@ -146,13 +196,14 @@ class Bridge:
                 self._listener.execute(_Q["await_done"], {"queue": queue})
         self._waiting.clear()
 
-    def _sleep(self, stop: threading.Event) -> None:
-        """Wait for a post to a source queue, at most ``poll`` seconds."""
+    def _sleep(self, stop: threading.Event, retry: float | None = None) -> None:
+        """Wait for a post to a source queue, at most ``poll`` seconds (or until ``retry``)."""
+        wait = self.poll if retry is None else min(self.poll, retry)
         queues = {r.src_queue for r in self._routes if r.name in self._held and r.kind == "queue"}
         if not queues or self._listener is None:
-            stop.wait(self.poll)
+            stop.wait(wait)
             return
-        deadline = time.monotonic() + self.poll
+        deadline = time.monotonic() + wait
         while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
             for _note in self._listener.notifies(timeout=min(left, 0.5), stop_after=1):
                 return
@@ -235,26 +286,80 @@ class Bridge:
         """Called after the destination's commit, before the source's (a seam for fault tests)."""
 
     def drain(self) -> int:
-        """Move batches until no route has anything ready; return the messages moved."""
+        """Move batches until no route has anything ready; return the messages moved.
+
+        Every route moves what it can: a route that fails is left out of the later rounds and,
+        once the others are done, ``RoutesFailed`` names each failed route (with ``moved``).
+        """
         moved = 0
+        failed: dict[str, str] = {}
         while True:
-            round_moved = sum(self.transfer(route) for route in self.routes())
+            round_moved = 0
+            for route in self.routes():
+                if route.name in failed:
+                    continue
+                try:
+                    round_moved += self.transfer(route)
+                except psycopg.Error as exc:
+                    failed[route.name] = str(self._route_failed(route, exc))
             moved += round_moved
             if round_moved == 0:
-                return moved
+                break
+        if failed:
+            raise RoutesFailed(failed, moved)
+        return moved
+
+    def _route_failed(self, route: Route, exc: psycopg.Error) -> PgmbusError:
+        """Account for a failed transfer of ``route``; re-raise when the source itself failed.
+
+        A lost source connection is every route's failure (the caller backs off as a whole);
+        anything else (the destination down, refusing, or this route's own query failing)
+        pauses this route alone.
+        """
+        if self._src is None or self._src.closed:
+            raise exc
+        error = translate(exc)
+        self.stats.errors += 1
+        dst = self._dst.get(route.conninfo)
+        if dst is not None and (dst.closed or dst.broken):
+            dst.close()
+            del self._dst[route.conninfo]  # reconnect at the route's next try
+        before = self.failing.get(route.name)
+        failures = 1 if before is None else before.failures + 1
+        pause = _backoff(failures)
+        self.failing[route.name] = _Failing(failures, time.monotonic() + pause, str(error))
+        log.warning(
+            "route %s: transfer failed %d time(s) in a row (retrying in %.1fs): %s",
+            route.name,
+            failures,
+            pause,
+            error,
+        )
+        return error
 
     def _round(self) -> int:
-        """One transfer per route; a route whose destination refuses is logged and skipped."""
+        """One transfer per route; a failing route waits out its own backoff, the others go on."""
         moved = 0
+        now = time.monotonic()
         for route in self.routes():
+            failing = self.failing.get(route.name)
+            if failing is not None and now < failing.retry_at:
+                continue
             try:
                 moved += self.transfer(route)
-            except (psycopg.OperationalError, psycopg.InterfaceError):
-                raise
             except psycopg.Error as exc:
-                self.stats.errors += 1
-                log.warning("route %s: %s", route.name, translate(exc))
+                self._route_failed(route, exc)
+                continue
+            if failing is not None:
+                del self.failing[route.name]
+                log.info("route %s: moving again after %d failure(s)", route.name, failing.failures)
         return moved
+
+    def _next_retry(self) -> float | None:
+        """Seconds until the first failing route may be tried again (None: no route fails)."""
+        if not self.failing:
+            return None
+        return max(0.0, min(f.retry_at for f in self.failing.values()) - time.monotonic())
 
     # --- the loop ---------------------------------------------------------------------------
     def run(self, stop: threading.Event | None = None) -> Transfer:
@@ -275,11 +380,16 @@ class Bridge:
                     }
                     # registered now: look once more before sleeping, so no post slips between
                     if not self._listen(queues):
-                        self._sleep(stop)
+                        self._sleep(stop, self._next_retry())
             except psycopg.Error as exc:
                 self.stats.errors += 1
-                backoff = min(5.0, max(0.2, backoff * 2))
-                log.warning("transfer failed (retrying in %.1fs): %s", backoff, translate(exc))
+                backoff = min(BACKOFF_MAX_S, max(BACKOFF_MIN_S, backoff * 2))
+                log.warning(
+                    "source %s failed (retrying in %.1fs): %s",
+                    _where(self.dsn),
+                    backoff,
+                    translate(exc),
+                )
                 if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
                     self.close()
                 stop.wait(backoff)
@@ -290,3 +400,21 @@ class Bridge:
 def _counts(row: tuple[Any, ...] | None) -> dict[str, int]:
     value = json.loads(str(row[0])) if row else {}
     return {k: int(value.get(k, 0)) for k in ("accepted", "duplicate", "looped")}
+
+
+def _sets_timeout(conninfo: str) -> bool:
+    """Whether the conninfo (or the environment) already bounds the connection time."""
+    try:
+        return "connect_timeout" in conninfo_to_dict(conninfo) or "PGCONNECT_TIMEOUT" in os.environ
+    except psycopg.ProgrammingError:
+        return False  # a malformed conninfo fails in connect, as this route's error
+
+
+def _where(conninfo: str) -> str:
+    """Host, port and database of a conninfo, for a log line (never its other settings)."""
+    try:
+        params = conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError:
+        return "(unparsable conninfo)"
+    keys = ("host", "port", "dbname")
+    return " ".join(f"{k}={params[k]}" for k in keys if params.get(k)) or "(defaults)"

@@ -1,0 +1,159 @@
+"""One tenant's failure never holds back another; what a client makes the server hold is bounded.
+
+Real processes only: ``pgmbus bridge`` with one destination server stopped, a Celery worker
+started on a queue holding a message that is no Kombu envelope, ``pgmbus serve`` with SSE
+clients that stop reading.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from pgmbus import schema
+from pgmbus.devdb import DevCluster
+
+Conn = psycopg.Connection[Any]
+
+
+# --- bridge routes ------------------------------------------------------------------------------
+@pytest.fixture
+def down_server() -> Iterator[DevCluster]:
+    """A second server with a pgmbus database ``far`` (queue ``jobs``), stopped."""
+    home = Path(tempfile.mkdtemp(prefix="pgmbus-isolation-"))
+    home.chmod(0o755)
+    cluster = DevCluster(home, ephemeral=True)
+    try:
+        cluster.start()
+        with psycopg.connect(cluster.dsn("postgres"), autocommit=True) as admin:
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(_far())))
+        with psycopg.connect(cluster.dsn(_far()), autocommit=True) as far:
+            schema.install(far)
+            far.execute("SELECT mbus.create_queue('jobs', 1)")
+        cluster.stop()
+        yield cluster
+    finally:
+        cluster.destroy()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _far() -> str:
+    return f"far_{os.getpid()}"  # database names are unique across an exchange
+
+
+def _count(conn: Conn, table: str) -> int:
+    row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier("mbus", table)))
+    got = row.fetchone()
+    return int(got[0]) if got else 0
+
+
+def _pending(conn: Conn, route: str) -> int:
+    with conn.transaction(force_rollback=True):
+        row = conn.execute("SELECT jsonb_array_length(mbus.exchange_take(%s, 100000))", (route,))
+        got = row.fetchone()
+    return int(got[0]) if got else 0
+
+
+def _wait(what: str, check: Callable[[], bool], seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def _routes(src: Conn, near_dsn: str, far_dsn: str) -> None:
+    """Two routes from ``jobs``: ``a_down`` (sorted first) to the stopped server, ``b_up``."""
+    src.execute("SELECT mbus.create_queue('jobs', 1)")
+    src.execute("SELECT mbus.create_link('far', %s)", (far_dsn,))
+    src.execute("SELECT mbus.create_link('near', %s)", (near_dsn,))
+    src.execute("SELECT mbus.create_route('a_down', 'far', 'jobs', 'jobs')")
+    src.execute("SELECT mbus.create_route('b_up', 'near', 'jobs', 'jobs')")
+
+
+def _post(src: Conn, first: int, last: int) -> None:
+    src.execute(
+        "SELECT mbus.post('jobs', jsonb_build_object('n', n)) "
+        "FROM generate_series(%s::int, %s::int) n",
+        (first, last),
+    )
+
+
+def _numbers(conn: Conn) -> list[int]:
+    rows = conn.execute("SELECT data FROM mbus.consumen('jobs', 'default', 100000)").fetchall()
+    return sorted(int(r[0]["n"]) for r in rows)
+
+
+def test_a_route_to_a_stopped_server_does_not_hold_back_the_others(
+    make_db: Callable[..., str], down_server: DevCluster, tmp_path: Path
+) -> None:
+    src_dsn, near_dsn = make_db(), make_db()
+    log = tmp_path / "bridge.log"
+    with (
+        psycopg.connect(src_dsn, autocommit=True) as src,
+        psycopg.connect(near_dsn, autocommit=True) as near,
+    ):
+        near.execute("SELECT mbus.create_queue('jobs', 1)")
+        _routes(src, near_dsn, down_server.dsn(_far()))
+        _post(src, 1, 5)
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "pgmbus", "bridge", "--dsn", src_dsn, "--poll", "0.05"],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            _wait("b_up moved nothing", lambda: _count(near, "q_jobs") == 5)
+            _post(src, 6, 10)  # while a_down keeps failing, b_up keeps moving
+            _wait("b_up stopped moving", lambda: _count(near, "q_jobs") == 10)
+            _wait("no log line names a_down", lambda: b"route a_down" in log.read_bytes())
+            assert b"route b_up" not in log.read_bytes()
+            assert _pending(src, "a_down") == 10  # held in the source, not lost
+            port = down_server.port
+            down_server.start()
+            if down_server.port != port:  # the server moved: tell the link
+                src.execute("SELECT mbus.alter_link('far', %s)", (down_server.dsn(_far()),))
+            with psycopg.connect(down_server.dsn(_far()), autocommit=True) as far:
+                # a route's own backoff is at most 5 s: it comes back by itself
+                _wait("a_down never resumed", lambda: _count(far, "q_jobs") == 10, 30.0)
+                assert _numbers(far) == list(range(1, 11))
+        finally:
+            proc.terminate()
+            proc.wait(20)
+        assert _numbers(near) == list(range(1, 11))
+        assert _pending(src, "a_down") == _pending(src, "b_up") == 0
+
+
+def test_bridge_once_moves_every_route_it_can_and_names_the_failed_ones(
+    make_db: Callable[..., str], down_server: DevCluster
+) -> None:
+    src_dsn, near_dsn = make_db(), make_db()
+    with (
+        psycopg.connect(src_dsn, autocommit=True) as src,
+        psycopg.connect(near_dsn, autocommit=True) as near,
+    ):
+        near.execute("SELECT mbus.create_queue('jobs', 1)")
+        _routes(src, near_dsn, down_server.dsn(_far()))
+        _post(src, 1, 7)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pgmbus", "bridge", "--dsn", src_dsn, "--once", "--batch", "3"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert proc.returncode != 0, proc.stdout
+        assert "moved 7 message(s)" in proc.stdout
+        assert "a_down" in proc.stderr and "b_up" not in proc.stderr
+        assert _numbers(near) == list(range(1, 8))
+        assert _pending(src, "a_down") == 7
