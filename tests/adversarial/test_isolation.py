@@ -7,8 +7,12 @@ clients that stop reading.
 
 from __future__ import annotations
 
+import base64
+import importlib
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -23,6 +27,7 @@ from psycopg import sql
 
 from pgmbus import schema
 from pgmbus.devdb import DevCluster
+from pgmbus.queues import Bus
 
 Conn = psycopg.Connection[Any]
 
@@ -157,3 +162,90 @@ def test_bridge_once_moves_every_route_it_can_and_names_the_failed_ones(
         assert "a_down" in proc.stderr and "b_up" not in proc.stderr
         assert _numbers(near) == list(range(1, 8))
         assert _pending(src, "a_down") == 7
+
+
+# --- Celery ---------------------------------------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def celery_app(make_db: Callable[..., str], tmp_path: Path) -> Iterator[tuple[Any, dict[str, str]]]:
+    """The Celery test app (tests/contrib/celery_app.py) on a fresh database."""
+    env = {"PGMBUS_CELERY_DSN": make_db(), "PGMBUS_CELERY_RESULTS": str(tmp_path)}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    sys.modules.pop("tests.contrib.celery_app", None)
+    try:
+        yield importlib.import_module("tests.contrib.celery_app"), env
+    finally:
+        sys.modules.pop("tests.contrib.celery_app", None)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _envelope(body: str, **more: Any) -> dict[str, Any]:
+    return {
+        "body": body,
+        "content-type": "application/json",
+        "content-encoding": "utf-8",
+        "headers": {},
+        "properties": {"delivery_tag": "t-1", "body_encoding": "base64", "delivery_info": {}},
+        **more,
+    }
+
+
+def test_a_celery_worker_buries_messages_that_are_no_kombu_envelope_and_runs_the_rest(
+    celery_app: tuple[Any, dict[str, str]],
+) -> None:
+    tasks, env = celery_app
+    dsn = env["PGMBUS_CELERY_DSN"]
+    bad = {
+        "a Bus.post": {"order": 1},
+        "no delivery tag": {"body": "e30=", "properties": {}},
+        "properties not an object": {"body": "e30=", "properties": "tag"},
+        "bad base64": _envelope("!!! not base64 !!!"),
+        "not JSON": _envelope(base64.b64encode(b"{not json").decode()),
+    }
+    with Bus(dsn) as bus:
+        bus.create_queue("celery")
+        for data in bad.values():
+            bus.post("celery", data)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "tests.contrib.celery_app", "worker",
+         "--pool", "threads", "-c", "2", "-Q", "celery", "-n", "isolation@%h",
+         "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        env={**os.environ, **env, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
+             "PGMBUS_CELERY_LEASE": "2", "PGMBUS_CELERY_POLL": "0.2"},
+        cwd=ROOT,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert tasks.add.delay(2, 3).get(timeout=40) == 5
+        with Bus(dsn) as bus:
+            _wait("bad messages not buried", lambda: len(bus.dmq("celery")) == 5)
+            dead = bus.dmq("celery")
+            time.sleep(2.5)  # one lease later: nothing comes back, the worker still runs
+            assert tasks.add.delay(1, 1).get(timeout=40) == 2
+            assert proc.poll() is None
+            assert len(bus.dmq("celery")) == 5
+            assert all(s.depth == 0 for s in bus.stats("celery"))
+        reasons = sorted(d.reason for d in dead)
+        assert all("Kombu message" in r for r in reasons), reasons
+        assert any("delivery_tag" in r for r in reasons)
+        assert any("base64" in r for r in reasons)
+        assert any("JSON its content-type" in r for r in reasons)
+        assert any("no 'properties' object" in r for r in reasons)
+        # buried as they were posted
+        assert sorted(json.dumps(d.data, sort_keys=True) for d in dead) == sorted(
+            json.dumps(v, sort_keys=True) for v in bad.values()
+        )
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import json
 import logging
 import re
 import threading
@@ -59,6 +60,9 @@ _NOT_NAME = re.compile(r"[^a-z0-9_]+")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 DEFAULT_VISIBILITY_TIMEOUT = 30.0
 DEFAULT_POLLING_INTERVAL = 1.0
+# Bad messages buried by one _get before it gives the loop back (it says Empty for now), so a
+# queue full of them cannot keep one drain from returning.
+_MAX_BURIED_PER_GET = 100
 
 
 def queue_name(kombu_queue: str) -> str:
@@ -266,19 +270,61 @@ class Channel(virtual.Channel):
         name = queue_name(queue)
         if name not in self._declared:
             self._new_queue(queue)
-        got = self.bus.lease(name, lease=self.connection.visibility_timeout)
-        if not got:
-            raise Empty()
-        message = got[0]
+        # A message that is no Kombu envelope can never be delivered: it is buried at once
+        # (retrying cannot mend it) and the next one is taken, so it never reaches Celery,
+        # whose consumer would die on it, and never comes back after its lease.
+        for _ in range(_MAX_BURIED_PER_GET):
+            got = self.bus.lease(name, lease=self.connection.visibility_timeout)
+            if not got:
+                raise Empty()
+            message = got[0]
+            problem = self._not_an_envelope(message.data)
+            if problem is None:
+                break
+            log.warning("message %s of queue %s is buried: %s", message.iid, name, problem)
+            try:
+                self.bus.bury(message, problem)
+            except StaleLease:
+                log.warning("bury of %s came after its lease ended", message.iid)
+        else:
+            raise Empty()  # a run of bad messages: the next drain goes on burying them
         self.keeper.hold(message)
         payload: dict[str, Any] = dict(message.data)
-        properties = payload.setdefault("properties", {})
+        properties = payload["properties"]
         info = properties.setdefault("delivery_info", {})
         info["pgmbus_token"] = str(message.lease_token)
         info["pgmbus_iid"] = message.iid
         info["redelivered"] = message.attempts > 1
         payload["redelivered"] = message.attempts > 1
         return payload
+
+    def _not_an_envelope(self, data: Any) -> str | None:
+        """Why ``data`` is not a Kombu message envelope Kombu can decode (None if it is)."""
+        if not isinstance(data, dict):
+            return f"not a Kombu message envelope: the payload is a JSON {type(data).__name__}"
+        properties = data.get("properties")
+        if not isinstance(properties, dict):
+            return "not a Kombu message envelope: no 'properties' object"
+        if "delivery_tag" not in properties:
+            return "not a Kombu message envelope: no 'properties.delivery_tag'"
+        if not isinstance(properties.get("delivery_info", {}), dict):
+            return "not a Kombu message envelope: 'properties.delivery_info' is not an object"
+        body = data.get("body")
+        if not body:
+            return None
+        encoding = properties.get("body_encoding")
+        try:
+            decoded = self.decode_body(body, encoding)
+        except Exception as exc:  # any codec failure: binascii.Error, KeyError, TypeError
+            return f"Kombu message body cannot be decoded as {encoding!r}: {exc!r}"
+        if data.get("content-type") == "application/json":
+            # Celery acks (drops) a body it cannot deserialize; bury it instead. Only JSON is
+            # parsed here: other serializers (pickle) must not run on an unchecked message.
+            try:
+                json.loads(decoded)
+            except (ValueError, TypeError) as exc:
+                return f"Kombu message body is not the JSON its content-type says: {exc}"
+        return None
 
     def _held(self, delivery_tag: Any) -> Message | None:
         try:
@@ -425,9 +471,7 @@ class Transport(virtual.Transport):
     def _active_queues(self) -> set[str]:
         return {queue_name(q) for ch in self.channels for q in ch._active_queues}
 
-    def drain_events(
-        self, connection: Any, timeout: float | None = None, **kwargs: Any
-    ) -> None:
+    def drain_events(self, connection: Any, timeout: float | None = None, **kwargs: Any) -> None:
         """Deliver one message; while every queue is empty, wait for a post's NOTIFY (at most
         ``polling_interval`` seconds between looks, for delayed messages coming due)."""
         started = monotonic()
