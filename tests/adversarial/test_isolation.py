@@ -13,19 +13,22 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 from psycopg import sql
 
-from pgmbus import schema
+from pgmbus import schema, streams
 from pgmbus.devdb import DevCluster
 from pgmbus.queues import Bus
 
@@ -249,3 +252,140 @@ def test_a_celery_worker_buries_messages_that_are_no_kombu_envelope_and_runs_the
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+# --- SSE listeners --------------------------------------------------------------------------------
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def _metric(base: str, name: str) -> float | None:
+    for line in httpx.get(base + "/metrics", timeout=15).text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
+def _stalled(port: int, key: str, sid: int) -> socket.socket:
+    """A client that opens the event stream and never reads (a small receive buffer)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(
+        f"GET /v1/streams/subscriptions/{sid}/events HTTP/1.1\r\nhost: x\r\n"
+        f"authorization: Bearer {key}\r\n\r\n".encode()
+    )
+    return sock
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_stalled_sse_listeners_are_bounded_by_bytes_and_counted_per_key(
+    make_db: Callable[..., str],
+) -> None:
+    dsn = make_db()
+    stalled_count, per_key, events, pad = 12, 13, 500, "x" * 16_000
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        key = str(conn.execute("SELECT api_key FROM mbus.timer_add_client('sse')").fetchone()[0])  # type: ignore[index]
+        conn.execute("SELECT mbus.api_set_scopes('sse', %s)", (["streams:write:*"],))
+        streams.create_group(conn, "chat", start="now")
+        # one subscription each: no two listeners share a frame
+        sids = [streams.subscribe(conn, "chat", "true", {"i": i}) for i in range(per_key + 1)]
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pgmbus", "serve", "--dsn", dsn, "--port", str(port),
+         "--no-dispatcher", "--max-listener-bytes", str(1 << 20),
+         "--max-listeners-per-key", str(per_key)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    socks: list[socket.socket] = []
+    try:
+        _wait("pgmbus serve did not answer", lambda: _answers(base + "/healthz"), 30)
+        seen: list[str] = []
+        marker = threading.Event()
+        reader = threading.Thread(
+            target=_read_events, args=(base, key, sids[0], seen, marker), daemon=True
+        )
+        reader.start()
+        socks = [_stalled(port, key, sid) for sid in sids[1 : stalled_count + 1]]
+        _wait("listeners not connected", lambda: _metric(base, "pgmbus_sse_listeners") == 13)
+        before = _rss_mib(proc.pid)
+        with psycopg.connect(dsn) as conn:
+            for first in range(0, events, 10):  # bursts well under a listener's bound
+                for n in range(first, first + 10):
+                    streams.publish(conn, "chat", {"n": n, "pad": pad})
+                conn.commit()
+                _wait("the reader fell behind", lambda: len(seen) >= first + 10)  # noqa: B023
+            streams.publish(conn, "chat", {"n": "last"})
+            conn.commit()
+        # the reader gets every event: the stalled ones did not hold it back
+        assert marker.wait(60), f"the reading listener got {seen[-3:]}"
+        assert seen == [*map(str, range(events)), "last"]
+        grown = _rss_mib(proc.pid) - before
+        # 12 stalled listeners x 8 MB of frames each, had they been kept; 12 x 1 MiB at most now
+        assert grown < 40, f"pgmbus serve grew by {grown:.0f} MiB"
+        # the reader has closed its stream; each stalled one was dropped, none is waited for
+        _wait("stalled listeners not dropped", lambda: _metric(base, "pgmbus_sse_listeners") == 0)
+        assert _metric(base, "pgmbus_sse_listeners_dropped_total") == stalled_count
+        queued = _metric(base, "pgmbus_sse_queued_bytes")
+        assert queued == 0  # what the dropped ones had queued was freed
+        # per key: 13 listeners at most; the 14th is refused, typed, while 13 are open
+        for sock in socks[:12]:
+            sock.close()
+        more = [_stalled(port, key, sids[i]) for i in range(per_key)]
+        socks += more
+        _wait("listeners not back", lambda: _metric(base, "pgmbus_sse_listeners") == per_key)
+        over = httpx.get(
+            f"{base}/v1/streams/subscriptions/{sids[-1]}/events",
+            headers={"authorization": f"Bearer {key}"},
+            timeout=15,
+        )
+        assert over.status_code == 429
+        assert over.json()["error"] == "too_many_requests"
+        assert "max_listeners_per_key" in over.json()["message"]
+        assert _metric(base, "pgmbus_sse_listeners_refused_total") == 1
+        assert _metric(base, "pgmbus_sse_listeners") == per_key
+    finally:
+        for sock in socks:
+            sock.close()
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=5).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def _read_events(base: str, key: str, sid: int, seen: list[str], marker: threading.Event) -> None:
+    """A listener that reads: collects the ``n`` of each event until the last one."""
+    headers = {"authorization": f"Bearer {key}"}
+    timeout = httpx.Timeout(15, read=None)
+    with httpx.stream(
+        "GET", f"{base}/v1/streams/subscriptions/{sid}/events", headers=headers, timeout=timeout
+    ) as response:
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                seen.append(line)  # overflow or end: the test fails on it
+                return
+            if line.startswith("data: "):
+                n = json.loads(line[6:])["payload"]["n"]
+                seen.append(str(n))
+                if n == "last":
+                    marker.set()
+                    return
