@@ -30,6 +30,7 @@ from psycopg import sql
 
 from pgmbus import schema, streams
 from pgmbus.devdb import DevCluster
+from pgmbus.exchange import Bridge
 from pgmbus.queues import Bus
 
 Conn = psycopg.Connection[Any]
@@ -389,3 +390,40 @@ def _read_events(base: str, key: str, sid: int, seen: list[str], marker: threadi
                 if n == "last":
                     marker.set()
                     return
+
+
+def test_a_message_the_destination_keeps_refusing_goes_to_the_dmq_and_the_route_goes_on(
+    make_db: Callable[..., str],
+) -> None:
+    src_dsn, dst_dsn = make_db(), make_db()
+    with (
+        psycopg.connect(src_dsn, autocommit=True) as src,
+        psycopg.connect(dst_dsn, autocommit=True) as dst,
+    ):
+        dst.execute("SELECT mbus.create_queue('jobs', 1)")
+        # the destination refuses one message for its data (a rule of its own, 23514)
+        dst.execute("ALTER TABLE mbus.q_jobs ADD CONSTRAINT no_three CHECK (data->>'n' <> '3')")
+        src.execute("SELECT mbus.create_queue('jobs', 1)")
+        src.execute("SELECT mbus.create_link('dst', %s)", (dst_dsn,))
+        src.execute("SELECT mbus.create_route('jobs_to_dst', 'dst', 'jobs', 'jobs')")
+        _post(src, 1, 6)
+        mover = Bridge(src_dsn, batch=4, poll=0.05)
+        stop = threading.Event()
+        thread = threading.Thread(target=mover.run, args=(stop,))
+        thread.start()
+        try:
+            _wait("the route stayed stuck", lambda: _count(dst, "q_jobs") == 5)
+            _post(src, 7, 8)  # the route is moving again
+            _wait("the route did not go on", lambda: _count(dst, "q_jobs") == 7)
+        finally:
+            stop.set()
+            thread.join(30)
+        assert not thread.is_alive()
+        assert _numbers(dst) == [1, 2, 4, 5, 6, 7, 8]  # in order, the refused one left out
+        with Bus(src_dsn) as bus:
+            [dead] = bus.dmq("jobs")
+        assert dead.data == {"n": 3} and dead.cname == "xr_jobs_to_dst"
+        assert "route jobs_to_dst" in dead.reason and "no_three" in dead.reason
+        assert dead.attempts == 3
+        assert mover.stats.buried == 1 and mover.stats.accepted == 7
+        assert _pending(src, "jobs_to_dst") == 0

@@ -12,6 +12,10 @@ route at a time (a session advisory lock on the source), so a route keeps its qu
 Routes are isolated from each other: a route whose transfer fails (its destination is down or
 refuses the batch) is logged by name and paused with a backoff of its own, while the other
 routes go on. Only a failure of the source itself (every route's side) pauses the whole mover.
+A queue route whose batch the destination refuses for its data (a data exception, a violated
+constraint, a bad payload) is then moved one message at a time; the message refused
+``POISON_ATTEMPTS`` times in a row goes to the source's dead-message queue, for the route's
+consumer and with the destination's error as its reason, and the route goes on.
 """
 
 from __future__ import annotations
@@ -38,6 +42,14 @@ _Q = load_queries("exchange.sql")
 CONNECT_TIMEOUT_S = 10
 BACKOFF_MIN_S = 0.2
 BACKOFF_MAX_S = 5.0
+POISON_ATTEMPTS = 3
+
+
+def _refuses_the_data(error: PgmbusError) -> bool:
+    """Whether the destination refused what a message holds (not the route: a missing queue, a
+    lost connection, a permission), so that another message may well pass."""
+    state = error.sqlstate or ""
+    return state.startswith(("22", "23")) or state == "MB005"
 
 
 def _backoff(failures: int) -> float:
@@ -85,6 +97,7 @@ class Transfer:
     duplicate: int = 0
     looped: int = 0
     errors: int = 0
+    buried: int = 0  # messages a destination kept refusing, sent to the source's dmq
 
 
 @dataclass
@@ -141,6 +154,8 @@ class Bridge:
         self._waiting: set[str] = set()  # source queues the listener is registered on
         self._read_at = float("-inf")
         self.failing: dict[str, _Failing] = {}
+        self._probing: dict[str, int] = {}  # route -> single-message transfers left
+        self._refused: dict[str, int] = {}  # route -> refusals in a row of its next message
 
     # --- connections ------------------------------------------------------------------------
     def _source(self) -> psycopg.Connection[Any]:
@@ -230,14 +245,14 @@ class Bridge:
         return held
 
     # --- one transfer -----------------------------------------------------------------------
-    def transfer(self, route: Route) -> int:
-        """Move one batch of ``route``; return how many messages (events) left the source."""
+    def transfer(self, route: Route, amt: int | None = None) -> int:
+        """Move one batch of ``route`` (``amt`` messages at most, default ``batch``); return how
+        many messages (events) left the source."""
+        amt = self.batch if amt is None else amt
         src = self._source()
         try:
             if route.kind == "topic":
-                row = src.execute(
-                    _Q["take_topic"], {"route": route.name, "amt": self.batch}
-                ).fetchone()
+                row = src.execute(_Q["take_topic"], {"route": route.name, "amt": amt}).fetchone()
                 read: dict[str, Any] = json.loads(str(row[0])) if row else {"read": 0}
                 if not read["read"]:
                     src.rollback()
@@ -253,7 +268,7 @@ class Bridge:
                     },
                 )
             else:
-                row = src.execute(_Q["take"], {"route": route.name, "amt": self.batch}).fetchone()
+                row = src.execute(_Q["take"], {"route": route.name, "amt": amt}).fetchone()
                 messages = str(row[0]) if row else "[]"
                 if messages == "[]":
                     src.rollback()
@@ -309,8 +324,10 @@ class Bridge:
             raise RoutesFailed(failed, moved)
         return moved
 
-    def _route_failed(self, route: Route, exc: psycopg.Error) -> PgmbusError:
+    def _route_failed(self, route: Route, exc: psycopg.Error, amt: int = 0) -> PgmbusError:
         """Account for a failed transfer of ``route``; re-raise when the source itself failed.
+
+        ``amt`` is the batch size the transfer asked for (0: do not look for a refused message).
 
         A lost source connection is every route's failure (the caller backs off as a whole);
         anything else (the destination down, refusing, or this route's own query failing)
@@ -335,7 +352,65 @@ class Bridge:
             pause,
             error,
         )
+        if amt and route.kind == "queue" and _refuses_the_data(error):
+            self._refused_data(route, error, amt)
+        else:
+            self._refused.pop(route.name, None)
         return error
+
+    def _refused_data(self, route: Route, error: PgmbusError, amt: int) -> None:
+        """The destination refused a message's data: find which one, then bury it."""
+        if amt > 1:
+            # the refused message is among the next ``amt``: move them one by one
+            self._probing[route.name] = amt
+            log.warning(
+                "route %s: moving one message at a time to find the refused one", route.name
+            )
+            return
+        refusals = self._refused.get(route.name, 0) + 1
+        self._refused[route.name] = refusals
+        if refusals < POISON_ATTEMPTS:
+            return
+        try:
+            self._bury_next(route, error, refusals)
+        except psycopg.Error as exc:
+            if self._src is None or self._src.closed:
+                raise
+            log.error(
+                "route %s: could not bury the refused message: %s", route.name, translate(exc)
+            )
+            return  # tried again at the next refusal
+        self._refused.pop(route.name, None)
+        self.failing.pop(route.name, None)  # the route goes on at once
+
+    def _bury_next(self, route: Route, error: PgmbusError, refusals: int) -> None:
+        """Send the route's next message to the source's dmq (its consumer, the reason)."""
+        src = self._source()
+        try:
+            row = src.execute(_Q["take"], {"route": route.name, "amt": 1}).fetchone()
+            messages = str(row[0]) if row else "[]"
+            if messages == "[]":
+                src.rollback()
+                return
+            reason = f"refused {refusals} times by link {route.link} (route {route.name}): {error}"
+            src.execute(
+                _Q["bury_taken"],
+                {
+                    "queue": route.src_queue,
+                    "consumer": f"xr_{route.name}",
+                    "messages": messages,
+                    "reason": reason,
+                    "attempts": refusals,
+                },
+            )
+            src.commit()
+        except BaseException:
+            if not src.closed:
+                src.rollback()
+            raise
+        self.stats.buried += 1
+        iid = json.loads(messages)[0].get("iid")
+        log.error("route %s: message %s buried in the dmq: %s", route.name, iid, reason)
 
     def _round(self) -> int:
         """One transfer per route; a failing route waits out its own backoff, the others go on."""
@@ -345,11 +420,17 @@ class Bridge:
             failing = self.failing.get(route.name)
             if failing is not None and now < failing.retry_at:
                 continue
+            amt = 1 if route.name in self._probing else self.batch
             try:
-                moved += self.transfer(route)
+                moved += self.transfer(route, amt)
             except psycopg.Error as exc:
-                self._route_failed(route, exc)
+                self._route_failed(route, exc, amt)
                 continue
+            self._refused.pop(route.name, None)
+            if route.name in self._probing:
+                self._probing[route.name] -= 1
+                if self._probing[route.name] <= 0:
+                    del self._probing[route.name]
             if failing is not None:
                 del self.failing[route.name]
                 log.info("route %s: moving again after %d failure(s)", route.name, failing.failures)
