@@ -427,3 +427,44 @@ def test_a_message_the_destination_keeps_refusing_goes_to_the_dmq_and_the_route_
         assert dead.attempts == 3
         assert mover.stats.buried == 1 and mover.stats.accepted == 7
         assert _pending(src, "jobs_to_dst") == 0
+
+
+def test_a_destination_stuck_behind_a_lock_holds_only_its_own_route(
+    make_db: Callable[..., str], tmp_path: Path
+) -> None:
+    src_dsn, stuck_dsn, near_dsn = make_db(), make_db(), make_db()
+    log = tmp_path / "bridge.log"
+    with (
+        psycopg.connect(src_dsn, autocommit=True) as src,
+        psycopg.connect(stuck_dsn, autocommit=True) as stuck,
+        psycopg.connect(near_dsn, autocommit=True) as near,
+        psycopg.connect(stuck_dsn) as locker,
+    ):
+        for conn in (stuck, near):
+            conn.execute("SELECT mbus.create_queue('jobs', 1)")
+        src.execute("SELECT mbus.create_queue('jobs', 1)")
+        src.execute("SELECT mbus.create_link('stuck', %s)", (stuck_dsn,))
+        src.execute("SELECT mbus.create_link('near', %s)", (near_dsn,))
+        src.execute("SELECT mbus.create_route('a_stuck', 'stuck', 'jobs', 'jobs')")
+        src.execute("SELECT mbus.create_route('b_up', 'near', 'jobs', 'jobs')")
+        # every receive on that destination now waits for this transaction
+        locker.execute("LOCK TABLE mbus.exchange_received IN ACCESS EXCLUSIVE MODE")
+        _post(src, 1, 5)
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "pgmbus", "bridge", "--dsn", src_dsn, "--poll", "0.05",
+                 "--timeout", "1"],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        try:
+            _wait("b_up waited for a_stuck", lambda: _count(near, "q_jobs") == 5)
+            _wait("no log line names a_stuck", lambda: b"route a_stuck" in log.read_bytes())
+            assert b"statement timeout" in log.read_bytes()
+            assert _count(stuck, "q_jobs") == 0 and _pending(src, "a_stuck") == 5
+            locker.rollback()  # the destination is free again: the route catches up
+            _wait("a_stuck never resumed", lambda: _count(stuck, "q_jobs") == 5, 30.0)
+        finally:
+            proc.terminate()
+            proc.wait(20)
+        assert _numbers(stuck) == _numbers(near) == [1, 2, 3, 4, 5]

@@ -24,6 +24,12 @@ def bridge_cmd(
     poll: Annotated[
         float, typer.Option("--poll", min=0.01, help="Longest wait for a wake-up when idle (s).")
     ] = 1.0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", min=0.001, help="Longest a statement on a destination may run (s)."
+        ),
+    ] = 30.0,
     once: Annotated[
         bool,
         typer.Option(
@@ -36,7 +42,7 @@ def bridge_cmd(
     # checked first: a bad DSN or a missing schema fails at once, in one line
     target = database(dsn)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    mover = Bridge(target, routes=route, batch=batch, poll=poll)
+    mover = Bridge(target, routes=route, batch=batch, poll=poll, timeout=timeout)
     if once:
         try:
             moved = mover.drain()

@@ -38,8 +38,17 @@ log = logging.getLogger("pgmbus.exchange")
 _Q = load_queries("exchange.sql")
 
 # A destination that does not answer must not hold the mover (and every other route) for the
-# kernel's TCP timeout: connecting gives up after this, unless the link's conninfo says otherwise.
+# kernel's TCP timeouts: connecting gives up after 10 s, and a session whose peer has vanished
+# (a network partition mid-statement) is found dead by TCP keepalives within about 25 s, unless
+# the link's conninfo sets these itself.
 CONNECT_TIMEOUT_S = 10
+_LINK_DEFAULTS = {
+    "connect_timeout": CONNECT_TIMEOUT_S,
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+}
 BACKOFF_MIN_S = 0.2
 BACKOFF_MAX_S = 5.0
 POISON_ATTEMPTS = 3
@@ -127,6 +136,9 @@ class Bridge:
         poll bounds it when a wake-up is missed.
     refresh:
         Seconds between two readings of the route list.
+    timeout:
+        Longest a statement on a destination may run (its session's ``statement_timeout``):
+        a destination stuck behind a lock fails that route's transfer, not the mover.
     """
 
     def __init__(
@@ -137,9 +149,13 @@ class Bridge:
         batch: int = 500,
         poll: float = 1.0,
         refresh: float = 5.0,
+        timeout: float = 30.0,
     ) -> None:
         if batch < 1:
             raise ValueError("batch must be >= 1")
+        if timeout <= 0:
+            raise ValueError("timeout must be > 0")
+        self.timeout = timeout
         self.dsn = dsn
         self.only = set(routes) if routes else None
         self.batch = batch
@@ -169,13 +185,12 @@ class Bridge:
     def _destination(self, route: Route) -> psycopg.Connection[Any]:
         conn = self._dst.get(route.conninfo)  # by address: mbus.alter_link moves a link
         if conn is None or conn.closed:
-            timeout = (
-                {} if _sets_timeout(route.conninfo) else {"connect_timeout": CONNECT_TIMEOUT_S}
-            )
             conn = psycopg.connect(
-                make_conninfo(route.conninfo, **timeout), application_name="pgmbus bridge"
+                make_conninfo(route.conninfo, **_link_defaults(route.conninfo)),
+                application_name="pgmbus bridge",
             )
             conn.execute(_Q["durable_commits"])
+            conn.execute(_Q["statement_timeout"], {"ms": str(max(1, round(self.timeout * 1000)))})
             conn.commit()
             self._dst[route.conninfo] = conn
         return conn
@@ -483,12 +498,18 @@ def _counts(row: tuple[Any, ...] | None) -> dict[str, int]:
     return {k: int(value.get(k, 0)) for k in ("accepted", "duplicate", "looped")}
 
 
-def _sets_timeout(conninfo: str) -> bool:
-    """Whether the conninfo (or the environment) already bounds the connection time."""
+def _link_defaults(conninfo: str) -> dict[str, int]:
+    """The bounds on time (``_LINK_DEFAULTS``) the conninfo and the environment do not set."""
     try:
-        return "connect_timeout" in conninfo_to_dict(conninfo) or "PGCONNECT_TIMEOUT" in os.environ
+        given = conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError:
-        return False  # a malformed conninfo fails in connect, as this route's error
+        return {}  # a malformed conninfo fails in connect, as this route's error
+    env = {"connect_timeout": "PGCONNECT_TIMEOUT"}
+    return {
+        k: v
+        for k, v in _LINK_DEFAULTS.items()
+        if k not in given and not (k in env and env[k] in os.environ)
+    }
 
 
 def _where(conninfo: str) -> str:

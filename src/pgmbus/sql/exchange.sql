@@ -5,6 +5,11 @@
 -- synchronous_commit = off that the role or the database may have set.
 SET synchronous_commit = on
 
+-- name: statement_timeout
+-- On a destination's session: a receive stuck there (behind a lock) fails its route's transfer
+-- instead of holding the mover and every other route.
+SELECT set_config('statement_timeout', %(ms)s, false)
+
 -- name: routes
 -- Queue routes, then topic routes (kind 'topic'; their names are unique among both).
 SELECT r.name, r.link, r.src_queue, r.dst_queue, l.conninfo, 'queue' AS kind
