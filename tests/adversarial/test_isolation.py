@@ -176,6 +176,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def celery_app(make_db: Callable[..., str], tmp_path: Path) -> Iterator[tuple[Any, dict[str, str]]]:
     """The Celery test app (tests/contrib/celery_app.py) on a fresh database."""
     env = {"PGMBUS_CELERY_DSN": make_db(), "PGMBUS_CELERY_RESULTS": str(tmp_path)}
+    with psycopg.connect(env["PGMBUS_CELERY_DSN"], autocommit=True) as conn:
+        conn.execute(  # where the test app's tasks record what they did
+            "CREATE TABLE celery_effects (key text, worker text, info jsonb,"
+            " at timestamptz DEFAULT clock_timestamp())"
+        )
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     sys.modules.pop("tests.contrib.celery_app", None)
@@ -188,6 +193,31 @@ def celery_app(make_db: Callable[..., str], tmp_path: Path) -> Iterator[tuple[An
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def _celery_worker(
+    env: dict[str, str], name: str, *, lease: float, **more: str
+) -> subprocess.Popen[bytes]:
+    """A real Celery worker of the test app on queue ``celery`` (threads pool)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "tests.contrib.celery_app", "worker",
+         "--pool", "threads", "-c", "2", "-Q", "celery", "-n", f"{name}@%h",
+         "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        env={**os.environ, **env, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
+             "PGMBUS_CELERY_LEASE": str(lease), "PGMBUS_CELERY_POLL": "0.2", **more},
+        cwd=ROOT,
+        start_new_session=True,
+    )  # fmt: skip
+
+
+def _stop_worker(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def _envelope(body: str, **more: Any) -> dict[str, Any]:
@@ -217,15 +247,7 @@ def test_a_celery_worker_buries_messages_that_are_no_kombu_envelope_and_runs_the
         bus.create_queue("celery")
         for data in bad.values():
             bus.post("celery", data)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "tests.contrib.celery_app", "worker",
-         "--pool", "threads", "-c", "2", "-Q", "celery", "-n", "isolation@%h",
-         "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        env={**os.environ, **env, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
-             "PGMBUS_CELERY_LEASE": "2", "PGMBUS_CELERY_POLL": "0.2"},
-        cwd=ROOT,
-        start_new_session=True,
-    )  # fmt: skip
+    proc = _celery_worker(env, "isolation", lease=2)
     try:
         assert tasks.add.delay(2, 3).get(timeout=40) == 5
         with Bus(dsn) as bus:
@@ -247,12 +269,39 @@ def test_a_celery_worker_buries_messages_that_are_no_kombu_envelope_and_runs_the
             json.dumps(v, sort_keys=True) for v in bad.values()
         )
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        _stop_worker(proc)
+
+
+def test_a_task_that_kills_its_worker_goes_to_the_dmq_after_max_attempts(
+    celery_app: tuple[Any, dict[str, str]],
+) -> None:
+    tasks, env = celery_app
+    dsn = env["PGMBUS_CELERY_DSN"]
+    tasks.kill_worker.delay("poison")
+    killed = 0
+    with Bus(dsn) as bus:
+        for start in range(4):  # a supervisor starting a worker again after each death
+            proc = _celery_worker(env, f"poison{start}", lease=1, PGMBUS_CELERY_MAX_ATTEMPTS="2")
+            _wait("the worker neither died nor buried", lambda: (
+                proc.poll() is not None or bool(bus.dmq("celery"))  # noqa: B023
+            ), 40)  # fmt: skip
+            if proc.poll() is None:
+                break  # this one lives: the poison message is gone
+            killed += 1  # the poison task killed it
+    try:
+        assert killed == 2, f"{killed} workers killed"
+        assert tasks.add.delay(2, 3).get(timeout=40) == 5
+        assert proc.poll() is None
+        with Bus(dsn) as bus:
+            [dead] = bus.dmq("celery")
+            assert all(s.depth == 0 for s in bus.stats("celery"))
+        assert dead.reason == "max_attempts (2) exceeded"
+        assert dead.data["headers"]["task"] == "tests.contrib.celery_app.kill_worker"
+        with psycopg.connect(dsn) as conn:
+            runs = conn.execute("SELECT count(*) FROM celery_effects WHERE key = 'poison'")
+            assert runs.fetchone() == (2,)
+    finally:
+        _stop_worker(proc)
 
 
 # --- SSE listeners --------------------------------------------------------------------------------

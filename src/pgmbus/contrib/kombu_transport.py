@@ -18,6 +18,8 @@ Importing this module registers the ``pgmbus`` alias, so ``broker_url = "pgmbus:
 URL: ``pgmbus://user:password@host:port/database?sslmode=...`` is the PostgreSQL DSN with the
 scheme replaced; a bare ``pgmbus://`` follows the DSN rule (``PGMBUS_DSN``, else the embedded
 cluster). Transport options: ``dsn`` (wins over the URL), ``visibility_timeout`` (lease seconds),
+``max_attempts`` (deliveries of one message before it goes to the dmq instead, default 20; 0 for
+no bound),
 ``polling_interval`` (longest sleep of an idle worker, default 1.0: a post's NOTIFY wakes it
 sooner), ``pool_size`` (default 4).
 """
@@ -60,6 +62,9 @@ _NOT_NAME = re.compile(r"[^a-z0-9_]+")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 DEFAULT_VISIBILITY_TIMEOUT = 30.0
 DEFAULT_POLLING_INTERVAL = 1.0
+# A message whose task kills its worker (out of memory, a crash in C) comes back after each
+# lease: after this many deliveries it goes to the dmq, instead of killing workers for ever.
+DEFAULT_MAX_ATTEMPTS = 20
 # Bad messages buried by one _get before it gives the loop back (it says Empty for now), so a
 # queue full of them cannot keep one drain from returning.
 _MAX_BURIED_PER_GET = 100
@@ -274,7 +279,11 @@ class Channel(virtual.Channel):
         # (retrying cannot mend it) and the next one is taken, so it never reaches Celery,
         # whose consumer would die on it, and never comes back after its lease.
         for _ in range(_MAX_BURIED_PER_GET):
-            got = self.bus.lease(name, lease=self.connection.visibility_timeout)
+            got = self.bus.lease(
+                name,
+                lease=self.connection.visibility_timeout,
+                max_attempts=self.connection.max_attempts,
+            )
             if not got:
                 raise Empty()
             message = got[0]
@@ -436,6 +445,10 @@ class Transport(virtual.Transport):
         self.visibility_timeout = float(
             options.get("visibility_timeout", DEFAULT_VISIBILITY_TIMEOUT)
         )
+        bound = int(options.get("max_attempts", DEFAULT_MAX_ATTEMPTS))
+        if bound < 0:
+            raise ValueError(f"max_attempts must be >= 0 (0: no bound), not {bound}")
+        self.max_attempts: int | None = bound or None
         self._bus: Bus | None = None
         self._keeper: _LeaseKeeper | None = None
         self._waiter: _PostWaiter | None = None
