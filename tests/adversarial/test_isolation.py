@@ -250,6 +250,8 @@ def test_a_celery_worker_buries_messages_that_are_no_kombu_envelope_and_runs_the
     proc = _celery_worker(env, "isolation", lease=2)
     try:
         assert tasks.add.delay(2, 3).get(timeout=40) == 5
+        # a compressed body is not JSON until Kombu inflates it: not buried
+        assert tasks.add.apply_async((3, 4), compression="gzip").get(timeout=40) == 7
         with Bus(dsn) as bus:
             _wait("bad messages not buried", lambda: len(bus.dmq("celery")) == 5)
             dead = bus.dmq("celery")

@@ -326,9 +326,12 @@ class Channel(virtual.Channel):
             decoded = self.decode_body(body, encoding)
         except Exception as exc:  # any codec failure: binascii.Error, KeyError, TypeError
             return f"Kombu message body cannot be decoded as {encoding!r}: {exc!r}"
-        if data.get("content-type") == "application/json":
+        headers = data.get("headers")
+        compressed = isinstance(headers, dict) and "compression" in headers
+        if data.get("content-type") == "application/json" and not compressed:
             # Celery acks (drops) a body it cannot deserialize; bury it instead. Only JSON is
-            # parsed here: other serializers (pickle) must not run on an unchecked message.
+            # parsed here: other serializers (pickle) must not run on an unchecked message, and
+            # a compressed body is Kombu's to inflate.
             try:
                 json.loads(decoded)
             except (ValueError, TypeError) as exc:
