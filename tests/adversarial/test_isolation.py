@@ -390,22 +390,31 @@ def test_stalled_sse_listeners_are_bounded_by_bytes_and_counted_per_key(
         assert _metric(base, "pgmbus_sse_listeners_dropped_total") == stalled_count
         queued = _metric(base, "pgmbus_sse_queued_bytes")
         assert queued == 0  # what the dropped ones had queued was freed
-        # per key: 13 listeners at most; the 14th is refused, typed, while 13 are open
-        for sock in socks[:12]:
-            sock.close()
-        more = [_stalled(port, key, sids[i]) for i in range(per_key)]
-        socks += more
-        _wait("listeners not back", lambda: _metric(base, "pgmbus_sse_listeners") == per_key)
-        over = httpx.get(
+        # per key: 13 listener connections at most. The 12 dropped ones are still open (their
+        # clients read nothing, their sends are blocked): they count until they close
+        socks.append(_stalled(port, key, sids[0]))
+        _wait("the 13th listener not connected", lambda: _metric(base, "pgmbus_sse_listeners") == 1)
+        assert _metric(base, "pgmbus_sse_connections") == per_key
+        with httpx.stream(
+            "GET",
             f"{base}/v1/streams/subscriptions/{sids[-1]}/events",
             headers={"authorization": f"Bearer {key}"},
             timeout=15,
-        )
-        assert over.status_code == 429
-        assert over.json()["error"] == "too_many_requests"
-        assert "max_listeners_per_key" in over.json()["message"]
+        ) as over:
+            assert over.status_code == 429  # (a 200 would stream: not read then)
+            body = json.loads(over.read())
+        assert body["error"] == "too_many_requests"
+        assert "max_listeners_per_key" in body["message"]
         assert _metric(base, "pgmbus_sse_listeners_refused_total") == 1
-        assert _metric(base, "pgmbus_sse_listeners") == per_key
+        # closed connections count no more: 13 new ones are taken
+        for sock in socks:
+            sock.close()
+        _wait(
+            "closed listeners still counted", lambda: _metric(base, "pgmbus_sse_connections") == 0
+        )
+        socks = [_stalled(port, key, sids[i]) for i in range(per_key)]
+        _wait("listeners refused", lambda: _metric(base, "pgmbus_sse_listeners") == per_key)
+        assert _metric(base, "pgmbus_sse_listeners_refused_total") == 1
     finally:
         for sock in socks:
             sock.close()

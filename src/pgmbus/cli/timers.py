@@ -164,7 +164,7 @@ def serve_cmd(
         typer.Option(
             "--max-listeners-per-key",
             min=1,
-            help="Live SSE listeners one API key may hold (429 beyond); "
+            help="SSE listener connections one API key may hold (429 beyond); "
             "default $PGMBUS_MAX_LISTENERS_PER_KEY, else 500.",
             show_default=False,
         ),

@@ -46,7 +46,8 @@ class ServiceConfig:
         behind is dropped (``event: overflow``). Default ``$PGMBUS_MAX_LISTENER_BYTES``, else
         256 KiB.
     max_listeners_per_key:
-        Live SSE listeners one API key may hold at once (429 beyond). Default
+        SSE listener connections one API key may hold at once (429 beyond; a dropped listener
+        counts until its client closes the connection). Default
         ``$PGMBUS_MAX_LISTENERS_PER_KEY``, else 500. One key's listeners hold at most the
         product of the two (128 MiB by default) in queued frames.
     metrics_public:

@@ -47,6 +47,8 @@ class Listener:
     client_id: int | None = None
     overflowed: bool = False
     queued_bytes: int = 0
+    started: bool = False  # its stream has begun (it ends in the stream's ``finally``)
+    counted: bool = False  # it counts against its key's ``max_listeners_per_key``
 
     def take(self, text: str) -> None:
         """Account for a frame taken off the queue to be sent."""
@@ -129,6 +131,9 @@ class ListenerHub:
         self.max_listeners_per_key = max_listeners_per_key
         self.dropped = 0  # listeners dropped because they fell behind
         self.refused = 0  # listeners refused over the per-key limit
+        # open listener connections per API client: a dropped listener whose client does not
+        # read keeps its connection (blocked in a send) and counts until it closes
+        self._open: dict[int, int] = {}
         self.subscriptions: dict[int, _Subscription] = {}
         self.cursor: str | None = None
         self.reads = 0
@@ -149,15 +154,21 @@ class ListenerHub:
         """The numbers ``/metrics`` shows; call it on the event loop (the hub is not locked)."""
         return {
             "listeners": self.listener_count,
+            "connections": sum(self._open.values()),
             "queued_bytes": self.queued_bytes,
             "dropped": self.dropped,
             "refused": self.refused,
         }
 
-    def _listeners_of(self, client_id: int) -> int:
-        return sum(
-            1 for s in self.subscriptions.values() for x in s.listeners if x.client_id == client_id
-        )
+    def release(self, listener: Listener) -> None:
+        """The listener's connection is over: it no longer counts against its key."""
+        if listener.counted and listener.client_id is not None:
+            listener.counted = False
+            left = self._open.get(listener.client_id, 0) - 1
+            if left > 0:
+                self._open[listener.client_id] = left
+            else:
+                self._open.pop(listener.client_id, None)
 
     async def _rows(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
@@ -206,13 +217,16 @@ class ListenerHub:
         start = str(await self._value("current_cursor", {}))
         # from here on no await: the reader task cannot end between the check and the start,
         # and no other listener of the client can slip past the limit
-        if client_id is not None and self._listeners_of(client_id) >= self.max_listeners_per_key:
+        if client_id is not None and self._open.get(client_id, 0) >= self.max_listeners_per_key:
             self.refused += 1
             raise TooManyListeners(
                 f"this API key has {self.max_listeners_per_key} live listeners already "
                 "(max_listeners_per_key); close one first"
             )
         listener = Listener(subscription_id, asyncio.Queue(self.queue_size), client_id)
+        if client_id is not None:
+            self._open[client_id] = self._open.get(client_id, 0) + 1
+            listener.counted = True
         sub = self.subscriptions.setdefault(
             subscription_id, _Subscription(row["group_name"], touch_every)
         )
@@ -330,6 +344,8 @@ class ListenerHub:
             listener.queue.get_nowait()
         listener.queued_bytes = 0
         listener.queue.put_nowait(None)  # wakes the stream, which sees ``overflowed``
+        if not listener.started:
+            self.release(listener)  # a stream that never began has no ``finally`` to run
 
     async def _touch(self) -> None:
         clock = time.monotonic()
@@ -350,6 +366,7 @@ class ListenerHub:
 
 async def stream(hub: ListenerHub, listener: Listener, keepalive_s: float) -> AsyncIterator[str]:
     """The SSE body of one listener: its frames, a comment every ``keepalive_s`` when idle."""
+    listener.started = True
     try:
         yield f"retry: 1000\n: subscription {listener.subscription_id}\n\n"
         while True:
@@ -375,3 +392,4 @@ async def stream(hub: ListenerHub, listener: Listener, keepalive_s: float) -> As
                 return
     finally:
         hub.remove(listener)
+        hub.release(listener)

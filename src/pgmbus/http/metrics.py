@@ -288,6 +288,12 @@ class ListenerCollector(Collector):
         stats = self.stats()
         listeners = GaugeMetricFamily("pgmbus_sse_listeners", "Live SSE listeners connected now.")
         listeners.add_metric([], stats["listeners"])
+        connections = GaugeMetricFamily(
+            "pgmbus_sse_connections",
+            "Open SSE listener connections of API keys: live, or dropped and not closed yet "
+            "(what max_listeners_per_key bounds).",
+        )
+        connections.add_metric([], stats["connections"])
         queued = GaugeMetricFamily(
             "pgmbus_sse_queued_bytes", "Bytes of SSE frames queued for listeners, not sent yet."
         )
@@ -302,7 +308,7 @@ class ListenerCollector(Collector):
             "Listeners refused (429) because their API key held max_listeners_per_key.",
         )
         refused.add_metric([], stats["refused"])
-        yield from (listeners, queued, dropped, refused)
+        yield from (listeners, connections, queued, dropped, refused)
 
 
 def registry_for(fetch: Callable[[], dict[str, Any]], *more: Collector) -> CollectorRegistry:
