@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import time
 from typing import Any
@@ -24,6 +25,7 @@ app.conf.update(
     broker_transport_options={
         "visibility_timeout": float(os.environ.get("PGMBUS_CELERY_LEASE", "30")),
         "polling_interval": float(os.environ.get("PGMBUS_CELERY_POLL", "1")),
+        "max_attempts": int(os.environ.get("PGMBUS_CELERY_MAX_ATTEMPTS", "20")),
     },
     broker_connection_retry_on_startup=True,
     result_backend=f"file://{RESULTS}",
@@ -100,3 +102,10 @@ def requeue_once(self: Task, key: str) -> str:
 def ordered(key: str, label: str) -> None:
     """Record ``label`` under ``key``: the rows' order is the order the worker ran them."""
     record(key, {"label": label})
+
+
+@app.task(bind=True, acks_late=True)
+def kill_worker(self: Task, key: str) -> None:
+    """Kills the worker running it (as an out-of-memory kill would): a poison message."""
+    record(key, {"attempt": self.request.delivery_info.get("redelivered")})
+    os.kill(os.getpid(), signal.SIGKILL)

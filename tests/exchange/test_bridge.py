@@ -9,9 +9,10 @@ import time
 from collections.abc import Callable
 
 import psycopg
+import pytest
 from psycopg.types.json import Jsonb
 
-from pgmbus.exchange import Bridge
+from pgmbus.exchange import Bridge, RoutesFailed
 
 Conn = psycopg.Connection[tuple[object, ...]]
 
@@ -182,3 +183,28 @@ def test_an_idle_mover_wakes_up_on_a_post_long_before_its_poll(
             thread.join(40)
         assert not thread.is_alive()
         assert mover.stats.accepted == 1
+
+
+def test_drain_moves_every_route_it_can_then_names_the_failed_ones(
+    make_db: Callable[..., str],
+) -> None:
+    a_dsn, b_dsn = make_db(), make_db()
+    with psycopg.connect(a_dsn, autocommit=True) as a, psycopg.connect(b_dsn, autocommit=True) as b:
+        a.execute("SELECT mbus.create_queue('jobs', 1)")
+        b.execute("SELECT mbus.create_queue('jobs', 1)")
+        a.execute("SELECT mbus.create_link('b', %s)", (b_dsn,))
+        # sorted first, and its destination queue does not exist (MB002 there)
+        a.execute("SELECT mbus.create_route('a_missing', 'b', 'jobs', 'nowhere')")
+        a.execute("SELECT mbus.create_route('b_ok', 'b', 'jobs', 'jobs')")
+        a.execute("SELECT mbus.post('jobs', '{\"x\": 1}') FROM generate_series(1, 4)")
+        mover = Bridge(a_dsn, batch=3)
+        try:
+            with pytest.raises(RoutesFailed) as failed:
+                mover.drain()
+        finally:
+            mover.close()
+        assert failed.value.moved == 4 and list(failed.value.failed) == ["a_missing"]
+        assert "nowhere" in failed.value.failed["a_missing"]
+        assert "a_missing" in str(failed.value) and "b_ok" not in str(failed.value)
+        assert len(_drain_all(b, "jobs")) == 4
+        assert mover.stats.errors == 1

@@ -202,6 +202,8 @@ def test_listeners_never_hold_back_the_groups_reliable_reader(live: Live) -> Non
 def test_a_listener_that_does_not_read_is_dropped_not_waited_for(live: Live) -> None:
     room = _subscribe(live, "a")
     live.hub.queue_size = 10  # for the listeners connected from now on
+    # the frame bound is tested here: a 1.5 MB burst must not trip the bound on bytes
+    live.hub.max_listener_bytes = 16 << 20
     big = "x" * 250_000
 
     async def main() -> None:

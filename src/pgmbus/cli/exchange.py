@@ -1,4 +1,4 @@
-"""``pgmbus bridge``: run the mover of the routes declared in a database (issue 17)."""
+"""``pgmbus bridge``: run the mover of the routes declared in a database."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from pgmbus.cli.common import DsnOption, console, database, reports_errors
-from pgmbus.exchange import Bridge
+from pgmbus.exchange import Bridge, RoutesFailed
 
 
 @reports_errors
@@ -24,18 +24,32 @@ def bridge_cmd(
     poll: Annotated[
         float, typer.Option("--poll", min=0.01, help="Longest wait for a wake-up when idle (s).")
     ] = 1.0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", min=0.001, help="Longest a statement on a destination may run (s)."
+        ),
+    ] = 30.0,
     once: Annotated[
-        bool, typer.Option("--once", help="Move what is ready now, then exit.")
+        bool,
+        typer.Option(
+            "--once",
+            help="Move what is ready now on every route, then exit (non-zero if a route failed).",
+        ),
     ] = False,
 ) -> None:
     """Move the messages of this database's routes to the linked databases (exactly once)."""
     # checked first: a bad DSN or a missing schema fails at once, in one line
     target = database(dsn)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    mover = Bridge(target, routes=route, batch=batch, poll=poll)
+    mover = Bridge(target, routes=route, batch=batch, poll=poll, timeout=timeout)
     if once:
         try:
             moved = mover.drain()
+        except RoutesFailed as exc:
+            # the other routes moved theirs: say so, then name the failed ones (exit 1)
+            console.print(f"moved {exc.moved} message(s)")
+            raise
         finally:
             mover.close()
         console.print(f"moved {moved} message(s)")

@@ -149,6 +149,26 @@ def serve_cmd(
             show_default=False,
         ),
     ] = None,
+    max_listener_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--max-listener-bytes",
+            min=1,
+            help="Bytes of SSE frames a live listener may have unsent before it is dropped; "
+            "default $PGMBUS_MAX_LISTENER_BYTES, else 256 KiB.",
+            show_default=False,
+        ),
+    ] = None,
+    max_listeners_per_key: Annotated[
+        int | None,
+        typer.Option(
+            "--max-listeners-per-key",
+            min=1,
+            help="SSE listener connections one API key may hold (429 beyond); "
+            "default $PGMBUS_MAX_LISTENERS_PER_KEY, else 500.",
+            show_default=False,
+        ),
+    ] = None,
     metrics_public: Annotated[
         bool | None,
         typer.Option(
@@ -174,6 +194,10 @@ def serve_cmd(
     limits: dict[str, Any] = {}
     if max_body_bytes is not None:
         limits["max_body_bytes"] = max_body_bytes
+    if max_listener_bytes is not None:
+        limits["max_listener_bytes"] = max_listener_bytes
+    if max_listeners_per_key is not None:
+        limits["max_listeners_per_key"] = max_listeners_per_key
     if metrics_public is not None:
         limits["metrics_public"] = metrics_public
     config = ServiceConfig(

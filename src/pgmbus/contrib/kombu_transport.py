@@ -18,6 +18,8 @@ Importing this module registers the ``pgmbus`` alias, so ``broker_url = "pgmbus:
 URL: ``pgmbus://user:password@host:port/database?sslmode=...`` is the PostgreSQL DSN with the
 scheme replaced; a bare ``pgmbus://`` follows the DSN rule (``PGMBUS_DSN``, else the embedded
 cluster). Transport options: ``dsn`` (wins over the URL), ``visibility_timeout`` (lease seconds),
+``max_attempts`` (deliveries of one message before it goes to the dmq instead, default 20; 0 for
+no bound),
 ``polling_interval`` (longest sleep of an idle worker, default 1.0: a post's NOTIFY wakes it
 sooner), ``pool_size`` (default 4).
 """
@@ -27,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import json
 import logging
 import re
 import threading
@@ -59,6 +62,12 @@ _NOT_NAME = re.compile(r"[^a-z0-9_]+")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 DEFAULT_VISIBILITY_TIMEOUT = 30.0
 DEFAULT_POLLING_INTERVAL = 1.0
+# A message whose task kills its worker (out of memory, a crash in C) comes back after each
+# lease: after this many deliveries it goes to the dmq, instead of killing workers for ever.
+DEFAULT_MAX_ATTEMPTS = 20
+# Bad messages buried by one _get before it gives the loop back (it says Empty for now), so a
+# queue full of them cannot keep one drain from returning.
+_MAX_BURIED_PER_GET = 100
 
 
 def queue_name(kombu_queue: str) -> str:
@@ -266,19 +275,68 @@ class Channel(virtual.Channel):
         name = queue_name(queue)
         if name not in self._declared:
             self._new_queue(queue)
-        got = self.bus.lease(name, lease=self.connection.visibility_timeout)
-        if not got:
-            raise Empty()
-        message = got[0]
+        # A message that is no Kombu envelope can never be delivered: it is buried at once
+        # (retrying cannot mend it) and the next one is taken, so it never reaches Celery,
+        # whose consumer would die on it, and never comes back after its lease.
+        for _ in range(_MAX_BURIED_PER_GET):
+            got = self.bus.lease(
+                name,
+                lease=self.connection.visibility_timeout,
+                max_attempts=self.connection.max_attempts,
+            )
+            if not got:
+                raise Empty()
+            message = got[0]
+            problem = self._not_an_envelope(message.data)
+            if problem is None:
+                break
+            log.warning("message %s of queue %s is buried: %s", message.iid, name, problem)
+            try:
+                self.bus.bury(message, problem)
+            except StaleLease:
+                log.warning("bury of %s came after its lease ended", message.iid)
+        else:
+            raise Empty()  # a run of bad messages: the next drain goes on burying them
         self.keeper.hold(message)
         payload: dict[str, Any] = dict(message.data)
-        properties = payload.setdefault("properties", {})
+        properties = payload["properties"]
         info = properties.setdefault("delivery_info", {})
         info["pgmbus_token"] = str(message.lease_token)
         info["pgmbus_iid"] = message.iid
         info["redelivered"] = message.attempts > 1
         payload["redelivered"] = message.attempts > 1
         return payload
+
+    def _not_an_envelope(self, data: Any) -> str | None:
+        """Why ``data`` is not a Kombu message envelope Kombu can decode (None if it is)."""
+        if not isinstance(data, dict):
+            return f"not a Kombu message envelope: the payload is a JSON {type(data).__name__}"
+        properties = data.get("properties")
+        if not isinstance(properties, dict):
+            return "not a Kombu message envelope: no 'properties' object"
+        if "delivery_tag" not in properties:
+            return "not a Kombu message envelope: no 'properties.delivery_tag'"
+        if not isinstance(properties.get("delivery_info", {}), dict):
+            return "not a Kombu message envelope: 'properties.delivery_info' is not an object"
+        body = data.get("body")
+        if not body:
+            return None
+        encoding = properties.get("body_encoding")
+        try:
+            decoded = self.decode_body(body, encoding)
+        except Exception as exc:  # any codec failure: binascii.Error, KeyError, TypeError
+            return f"Kombu message body cannot be decoded as {encoding!r}: {exc!r}"
+        headers = data.get("headers")
+        compressed = isinstance(headers, dict) and "compression" in headers
+        if data.get("content-type") == "application/json" and not compressed:
+            # Celery acks (drops) a body it cannot deserialize; bury it instead. Only JSON is
+            # parsed here: other serializers (pickle) must not run on an unchecked message, and
+            # a compressed body is Kombu's to inflate.
+            try:
+                json.loads(decoded)
+            except (ValueError, TypeError) as exc:
+                return f"Kombu message body is not the JSON its content-type says: {exc}"
+        return None
 
     def _held(self, delivery_tag: Any) -> Message | None:
         try:
@@ -390,6 +448,10 @@ class Transport(virtual.Transport):
         self.visibility_timeout = float(
             options.get("visibility_timeout", DEFAULT_VISIBILITY_TIMEOUT)
         )
+        bound = int(options.get("max_attempts", DEFAULT_MAX_ATTEMPTS))
+        if bound < 0:
+            raise ValueError(f"max_attempts must be >= 0 (0: no bound), not {bound}")
+        self.max_attempts: int | None = bound or None
         self._bus: Bus | None = None
         self._keeper: _LeaseKeeper | None = None
         self._waiter: _PostWaiter | None = None
@@ -425,9 +487,7 @@ class Transport(virtual.Transport):
     def _active_queues(self) -> set[str]:
         return {queue_name(q) for ch in self.channels for q in ch._active_queues}
 
-    def drain_events(
-        self, connection: Any, timeout: float | None = None, **kwargs: Any
-    ) -> None:
+    def drain_events(self, connection: Any, timeout: float | None = None, **kwargs: Any) -> None:
         """Deliver one message; while every queue is empty, wait for a post's NOTIFY (at most
         ``polling_interval`` seconds between looks, for delayed messages coming due)."""
         started = monotonic()

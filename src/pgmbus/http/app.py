@@ -17,7 +17,7 @@ from pgmbus.http import dashboard, docs, errors, ops, queue_ops, queues, streams
 from pgmbus.http.auth import principal
 from pgmbus.http.config import ServiceConfig
 from pgmbus.http.limits import BodyLimit
-from pgmbus.http.metrics import fetch_snapshot, registry_for
+from pgmbus.http.metrics import ListenerCollector, fetch_snapshot, registry_for
 from pgmbus.http.state import AppState
 from pgmbus.timers import store
 from pgmbus.timers.dispatcher import Dispatcher
@@ -73,7 +73,10 @@ def create_app(config: ServiceConfig) -> FastAPI:
                 conn, late_after_s=config.late_after_s, window_s=config.recent_window_s
             )
 
-    registry = registry_for(snapshot)
+    # the hub's numbers are read on the event loop at each scrape (the hub is not locked);
+    # the collector, run in a worker thread, shows the copy
+    listener_stats = state.listeners.stats()
+    registry = registry_for(snapshot, ListenerCollector(lambda: listener_stats))
 
     @app.get("/healthz", tags=["service"])
     async def healthz() -> dict[str, str]:
@@ -96,6 +99,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
             if scheme.lower() != "bearer" or not key:
                 raise HTTPException(401, "missing bearer API key", {"WWW-Authenticate": "Bearer"})
             await principal(request, HTTPAuthorizationCredentials(scheme=scheme, credentials=key))
+        listener_stats.update(state.listeners.stats())
         body = await run_in_threadpool(generate_latest, registry)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 
 from pgmbus.errors import ConfigurationError
+from pgmbus.http.listeners import DEFAULT_MAX_LISTENER_BYTES, DEFAULT_MAX_LISTENERS_PER_KEY
 from pgmbus.timers.dispatcher import DispatcherConfig
 from pgmbus.timers.netguard import NetworkGuard
 
@@ -40,6 +41,15 @@ class ServiceConfig:
     max_url_length:
         Longest timer ``url`` accepted, in bytes (422 beyond; database setting
         ``timers.max_url_length``).
+    max_listener_bytes:
+        Bytes of SSE frames one live listener may have unsent; a client that falls further
+        behind is dropped (``event: overflow``). Default ``$PGMBUS_MAX_LISTENER_BYTES``, else
+        256 KiB.
+    max_listeners_per_key:
+        SSE listener connections one API key may hold at once (429 beyond; a dropped listener
+        counts until its client closes the connection). Default
+        ``$PGMBUS_MAX_LISTENERS_PER_KEY``, else 500. One key's listeners hold at most the
+        product of the two (128 MiB by default) in queued frames.
     metrics_public:
         Serve ``/metrics`` without a key (Prometheus' usual setup); otherwise any valid key.
         Default ``$PGMBUS_METRICS_PUBLIC`` (``true``/``false``), else true.
@@ -62,6 +72,14 @@ class ServiceConfig:
     max_body_bytes: int = field(default_factory=lambda: _env_int("PGMBUS_MAX_BODY_BYTES", 1 << 20))
     max_context_bytes: int = 65536
     max_url_length: int = 4096
+    max_listener_bytes: int = field(
+        default_factory=lambda: _env_int("PGMBUS_MAX_LISTENER_BYTES", DEFAULT_MAX_LISTENER_BYTES)
+    )
+    max_listeners_per_key: int = field(
+        default_factory=lambda: _env_int(
+            "PGMBUS_MAX_LISTENERS_PER_KEY", DEFAULT_MAX_LISTENERS_PER_KEY
+        )
+    )
     metrics_public: bool = field(default_factory=lambda: _env_bool("PGMBUS_METRICS_PUBLIC", True))
     late_after_s: float = 5.0
     recent_window_s: float = 300.0

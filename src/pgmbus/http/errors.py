@@ -59,6 +59,7 @@ CODE_OF_STATUS = {
     413: "too_large",
     415: "unsupported_media_type",
     422: "invalid_request",
+    429: "too_many_requests",
     503: "unavailable",
 }
 

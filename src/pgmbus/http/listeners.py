@@ -16,7 +16,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from pgmbus.errors import NotFound, translating
+from pgmbus.errors import NotFound, PgmbusError, translating
 from pgmbus.sqlfiles import load_queries
 
 log = logging.getLogger("pgmbus.http.listeners")
@@ -26,13 +26,33 @@ def _q(name: str) -> LiteralString:
     return load_queries("listeners.sql")[name]
 
 
+DEFAULT_MAX_LISTENER_BYTES = 256 * 1024
+DEFAULT_MAX_LISTENERS_PER_KEY = 500
+
+
+class TooManyListeners(PgmbusError):
+    """The API key has as many live listeners as it may (``max_listeners_per_key``)."""
+
+
 @dataclass(eq=False)
 class Listener:
-    """One connected client of a subscription: a bounded queue of SSE frames to send."""
+    """One connected client of a subscription: a bounded queue of SSE frames to send.
+
+    ``queued_bytes`` counts the frames in ``queue`` (ASCII: ``frame`` escapes the rest), so the
+    hub can bound what a client that does not read makes the process hold.
+    """
 
     subscription_id: int
     queue: asyncio.Queue[str | None]
+    client_id: int | None = None
     overflowed: bool = False
+    queued_bytes: int = 0
+    started: bool = False  # its stream has begun (it ends in the stream's ``finally``)
+    counted: bool = False  # it counts against its key's ``max_listeners_per_key``
+
+    def take(self, text: str) -> None:
+        """Account for a frame taken off the queue to be sent."""
+        self.queued_bytes -= len(text)
 
 
 @dataclass
@@ -83,6 +103,12 @@ class ListenerHub:
         Frames a listener may have unsent before it is dropped (a burst of more events than
         this, committed between two reads, drops every listener of the subscription: they
         reconnect from the present).
+    max_listener_bytes:
+        Bytes of frames a listener may have unsent before it is dropped; a listener with
+        nothing unsent always takes the next frame, however large.
+    max_listeners_per_key:
+        Live listeners one API key (client) may hold at once; one more is refused with
+        ``TooManyListeners`` (429).
     """
 
     def __init__(
@@ -93,12 +119,21 @@ class ListenerHub:
         poll_s: float = 1.0,
         max_events: int = 1000,
         queue_size: int = 10000,
+        max_listener_bytes: int = DEFAULT_MAX_LISTENER_BYTES,
+        max_listeners_per_key: int = DEFAULT_MAX_LISTENERS_PER_KEY,
     ) -> None:
         self.pool = pool
         self.dsn = dsn
         self.poll_s = poll_s
         self.max_events = max_events
         self.queue_size = queue_size
+        self.max_listener_bytes = max_listener_bytes
+        self.max_listeners_per_key = max_listeners_per_key
+        self.dropped = 0  # listeners dropped because they fell behind
+        self.refused = 0  # listeners refused over the per-key limit
+        # open listener connections per API client: a dropped listener whose client does not
+        # read keeps its connection (blocked in a send) and counts until it closes
+        self._open: dict[int, int] = {}
         self.subscriptions: dict[int, _Subscription] = {}
         self.cursor: str | None = None
         self.reads = 0
@@ -109,6 +144,31 @@ class ListenerHub:
     def listener_count(self) -> int:
         """Listeners connected now."""
         return sum(len(s.listeners) for s in self.subscriptions.values())
+
+    @property
+    def queued_bytes(self) -> int:
+        """Bytes of frames queued for every listener, not sent yet."""
+        return sum(x.queued_bytes for s in self.subscriptions.values() for x in s.listeners)
+
+    def stats(self) -> dict[str, int]:
+        """The numbers ``/metrics`` shows; call it on the event loop (the hub is not locked)."""
+        return {
+            "listeners": self.listener_count,
+            "connections": sum(self._open.values()),
+            "queued_bytes": self.queued_bytes,
+            "dropped": self.dropped,
+            "refused": self.refused,
+        }
+
+    def release(self, listener: Listener) -> None:
+        """The listener's connection is over: it no longer counts against its key."""
+        if listener.counted and listener.client_id is not None:
+            listener.counted = False
+            left = self._open.get(listener.client_id, 0) - 1
+            if left > 0:
+                self._open[listener.client_id] = left
+            else:
+                self._open.pop(listener.client_id, None)
 
     async def _rows(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
@@ -145,14 +205,28 @@ class ListenerHub:
         )
         return int(value)
 
-    async def add(self, subscription_id: int) -> Listener:
-        """Connect a listener to an existing subscription (``NotFound`` otherwise)."""
+    async def add(self, subscription_id: int, client_id: int | None = None) -> Listener:
+        """Connect a listener to an existing subscription (``NotFound`` otherwise).
+
+        ``client_id`` is the caller's API client: one that has ``max_listeners_per_key``
+        listeners already gets ``TooManyListeners``.
+        """
         row = await self.subscription(subscription_id)
         expires: timedelta | None = row["expires_after"]
         touch_every = 10.0 if expires is None else max(0.05, expires.total_seconds() / 3)
         start = str(await self._value("current_cursor", {}))
-        # from here on no await: the reader task cannot end between the check and the start
-        listener = Listener(subscription_id, asyncio.Queue(self.queue_size))
+        # from here on no await: the reader task cannot end between the check and the start,
+        # and no other listener of the client can slip past the limit
+        if client_id is not None and self._open.get(client_id, 0) >= self.max_listeners_per_key:
+            self.refused += 1
+            raise TooManyListeners(
+                f"this API key has {self.max_listeners_per_key} live listeners already "
+                "(max_listeners_per_key); close one first"
+            )
+        listener = Listener(subscription_id, asyncio.Queue(self.queue_size), client_id)
+        if client_id is not None:
+            self._open[client_id] = self._open.get(client_id, 0) + 1
+            listener.counted = True
         sub = self.subscriptions.setdefault(
             subscription_id, _Subscription(row["group_name"], touch_every)
         )
@@ -245,14 +319,33 @@ class ListenerHub:
 
     def _fan_out(self, sub: _Subscription, text: str) -> int:
         sent = 0
+        size = len(text)
         for listener in list(sub.listeners):
+            held = listener.queued_bytes
+            if held and held + size > self.max_listener_bytes:
+                self._overflow(listener)
+                continue
             try:
                 listener.queue.put_nowait(text)
-                sent += 1
             except asyncio.QueueFull:
-                listener.overflowed = True  # a client that does not read is not waited for
-                self.remove(listener)
+                self._overflow(listener)
+                continue
+            listener.queued_bytes += size
+            sent += 1
         return sent
+
+    def _overflow(self, listener: Listener) -> None:
+        """Drop a listener that fell behind: it is not waited for, and what it had queued is
+        freed now (its client may never read again); its stream then says ``overflow``."""
+        listener.overflowed = True
+        self.dropped += 1
+        self.remove(listener)
+        while not listener.queue.empty():
+            listener.queue.get_nowait()
+        listener.queued_bytes = 0
+        listener.queue.put_nowait(None)  # wakes the stream, which sees ``overflowed``
+        if not listener.started:
+            self.release(listener)  # a stream that never began has no ``finally`` to run
 
     async def _touch(self) -> None:
         clock = time.monotonic()
@@ -273,6 +366,7 @@ class ListenerHub:
 
 async def stream(hub: ListenerHub, listener: Listener, keepalive_s: float) -> AsyncIterator[str]:
     """The SSE body of one listener: its frames, a comment every ``keepalive_s`` when idle."""
+    listener.started = True
     try:
         yield f"retry: 1000\n: subscription {listener.subscription_id}\n\n"
         while True:
@@ -285,11 +379,17 @@ async def stream(hub: ListenerHub, listener: Listener, keepalive_s: float) -> As
                 yield ": keep-alive\n\n"
                 continue
             if text is None:
-                yield "event: end\ndata: {}\n\n"
+                yield (
+                    "event: overflow\ndata: {}\n\n"
+                    if listener.overflowed
+                    else "event: end\ndata: {}\n\n"
+                )
                 return
+            listener.take(text)
             yield text
             if listener.overflowed and listener.queue.empty():
                 yield "event: overflow\ndata: {}\n\n"
                 return
     finally:
         hub.remove(listener)
+        hub.release(listener)

@@ -275,8 +275,46 @@ def _timers(snap: dict[str, Any]) -> Iterator[Metric]:
     yield histogram
 
 
-def registry_for(fetch: Callable[[], dict[str, Any]]) -> CollectorRegistry:
-    """A registry holding only the snapshot collector (no process or GC series)."""
+class ListenerCollector(Collector):
+    """The live SSE listeners of this process (numbers from ``ListenerHub.stats``)."""
+
+    def __init__(self, stats: Callable[[], dict[str, int]]) -> None:
+        self.stats = stats
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self.stats()
+        listeners = GaugeMetricFamily("pgmbus_sse_listeners", "Live SSE listeners connected now.")
+        listeners.add_metric([], stats["listeners"])
+        connections = GaugeMetricFamily(
+            "pgmbus_sse_connections",
+            "Open SSE listener connections of API keys: live, or dropped and not closed yet "
+            "(what max_listeners_per_key bounds).",
+        )
+        connections.add_metric([], stats["connections"])
+        queued = GaugeMetricFamily(
+            "pgmbus_sse_queued_bytes", "Bytes of SSE frames queued for listeners, not sent yet."
+        )
+        queued.add_metric([], stats["queued_bytes"])
+        dropped = CounterMetricFamily(
+            "pgmbus_sse_listeners_dropped",
+            "Listeners dropped because they fell behind (max_listener_bytes or 10,000 frames).",
+        )
+        dropped.add_metric([], stats["dropped"])
+        refused = CounterMetricFamily(
+            "pgmbus_sse_listeners_refused",
+            "Listeners refused (429) because their API key held max_listeners_per_key.",
+        )
+        refused.add_metric([], stats["refused"])
+        yield from (listeners, connections, queued, dropped, refused)
+
+
+def registry_for(fetch: Callable[[], dict[str, Any]], *more: Collector) -> CollectorRegistry:
+    """A registry holding the snapshot collector and ``more`` (no process or GC series)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(fetch))
+    for collector in more:
+        registry.register(collector)
     return registry

@@ -61,7 +61,12 @@ class AppState:
         self.guard = config.guard or NetworkGuard(networks_from_env())
         self._has_scopes: bool | None = None
         # the live listeners (SSE) of subscriptions: one reader task, started by the first
-        self.listeners = ListenerHub(self.pool, config.dsn)
+        self.listeners = ListenerHub(
+            self.pool,
+            config.dsn,
+            max_listener_bytes=config.max_listener_bytes,
+            max_listeners_per_key=config.max_listeners_per_key,
+        )
 
     async def open(self) -> None:
         """Open the pools."""

@@ -12,8 +12,8 @@ from psycopg.rows import dict_row
 from pgmbus import streams
 from pgmbus.errors import AlreadyExists
 from pgmbus.http.auth import Caller, require
-from pgmbus.http.errors import ERROR_RESPONSES
-from pgmbus.http.listeners import stream
+from pgmbus.http.errors import ERROR_RESPONSES, ErrorBody
+from pgmbus.http.listeners import TooManyListeners, stream
 from pgmbus.http.state import query, state_of
 from pgmbus.http.stream_models import (
     CommitIn,
@@ -297,20 +297,28 @@ async def subscribe(request: Request, group: Group, body: SubscriptionIn, who: C
 @router.get(
     "/subscriptions/{subscription_id}/events",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}, "description": "Server-Sent Events"}},
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "Server-Sent Events"},
+        429: {"model": ErrorBody, "description": "the API key holds too many listeners"},
+    },
 )
 async def listen(request: Request, subscription_id: int, who: Caller) -> StreamingResponse:
     """Server-Sent Events: the subscription's events from now on, as they commit.
 
     Fire and forget: one frame per event (``id`` = event id, ``data`` = the event as JSON with
     ``subscription_id``), a comment every 15 s when idle; no group's cursor moves and no
-    reliable reader waits for a listener. A client that falls 1000 events behind gets
+    reliable reader waits for a listener. A client that falls behind by more than
+    ``max_listener_bytes`` of frames (256 KiB by default) or 10,000 frames gets
     ``event: overflow`` and is disconnected; ``event: end`` when the subscription is removed.
+    An API key holds at most ``max_listeners_per_key`` listeners (500): one more is a 429.
     """
     hub = state_of(request).listeners
     row = await hub.subscription(subscription_id)
     require(who, "streams", "read", row["group_name"])
-    listener = await hub.add(subscription_id)
+    try:
+        listener = await hub.add(subscription_id, who.client_id)
+    except TooManyListeners as exc:
+        raise HTTPException(429, exc.message) from exc
     return StreamingResponse(
         stream(hub, listener, KEEPALIVE_S),
         media_type="text/event-stream",

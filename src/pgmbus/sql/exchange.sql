@@ -5,6 +5,11 @@
 -- synchronous_commit = off that the role or the database may have set.
 SET synchronous_commit = on
 
+-- name: statement_timeout
+-- On a destination's session: a receive stuck there (behind a lock) fails its route's transfer
+-- instead of holding the mover and every other route.
+SELECT set_config('statement_timeout', %(ms)s, false)
+
 -- name: routes
 -- Queue routes, then topic routes (kind 'topic'; their names are unique among both).
 SELECT r.name, r.link, r.src_queue, r.dst_queue, l.conninfo, 'queue' AS kind
@@ -34,3 +39,13 @@ SELECT mbus.exchange_take_topic(%(route)s, %(amt)s)::text
 
 -- name: receive_topic
 SELECT mbus.exchange_receive_topic(%(topic)s, %(events)s::jsonb)::text
+
+-- name: bury_taken
+-- The messages just taken from a route's consumer (one transfer's batch) go to the dead-message
+-- queue, for that consumer, in the same source transaction: a message the destination keeps
+-- refusing stops holding back the route.
+-- (a message without headers or properties carries JSON null in the batch: SQL NULL here)
+SELECT mbus.post_dmq(%(queue)s, m -> 'data', nullif(m -> 'headers', 'null'),
+                     nullif(m -> 'properties', 'null'), m ->> 'iid', %(reason)s, %(consumer)s,
+                     %(attempts)s)
+FROM jsonb_array_elements(%(messages)s::jsonb) AS m
