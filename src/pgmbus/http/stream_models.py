@@ -62,10 +62,21 @@ class PublishBatchIn(BaseModel):
     )
 
 
+# An Idempotency-Key header: visible ASCII (header values are bytes), 1 to 200 of them.
+IdempotencyKey = Annotated[
+    str, StringConstraints(min_length=1, max_length=200, pattern=r"^[\x21-\x7e]+$")
+]
+
+
 class Published(BaseModel):
     """The ids of published events, in order."""
 
     ids: list[int]
+    duplicate: bool = Field(
+        default=False,
+        description="true: the Idempotency-Key was published on this topic within "
+        "streams.idempotency_window; nothing was stored and ids are the first publish's",
+    )
 
 
 class GroupCreate(BaseModel):
