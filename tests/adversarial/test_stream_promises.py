@@ -19,7 +19,7 @@ import psycopg
 import pytest
 
 from pgmbus import streams
-from pgmbus.errors import InvalidArgument, translating
+from pgmbus.errors import InvalidArgument, InvalidState, translating
 from pgmbus.streams import aclient
 from tests.ops.conftest import ADMIN_SCOPES, Service, start, wait_until
 from tests.streams.conftest import Connect, drain
@@ -138,7 +138,7 @@ def test_bad_keys_and_mismatched_retries_are_refused_and_store_nothing(
             streams.publish_once(conn, "t", [{}], idempotency_key=key)
     with pytest.raises(InvalidArgument, match="idempotency key"), translating():
         conn.execute("SELECT * FROM mbus.publish_once('t', NULL, ARRAY['{}'::jsonb])")
-    with pytest.raises(InvalidArgument, match="published with 2 events, not 3"):
+    with pytest.raises(InvalidState, match="published with 2 events, not 3"):
         streams.publish_once(conn, "t", [{}, {}, {}], idempotency_key="two")
     assert _stored(conn) == before
     # a publish refused for its content leaves the key unused
@@ -274,7 +274,7 @@ def test_http_publish_with_an_idempotency_key_is_stored_once(http: Service) -> N
             json={"topic": "t", "events": [{"payload": 1}]},
             headers={"Idempotency-Key": "b"},
         )
-        assert short.status_code == 422 and "published with 2 events" in short.json()["message"]
+        assert short.status_code == 409 and "published with 2 events" in short.json()["message"]
         for bad in ("x" * 201, "a b"):
             r = c.post("/v1/streams/events", json=one, headers={"Idempotency-Key": bad})
             assert r.status_code == 422, r.text

@@ -207,7 +207,8 @@ def publish_once(
     set). Within it, a publish of the same topic and key stores nothing and returns the first
     publish's ids with ``duplicate=True``: a producer that retries after an ambiguous commit
     (the connection broke before the reply) stores its events exactly once. A retry with another
-    number of events, or a key that is empty or longer than 200 bytes, is ``InvalidArgument``.
+    number of events is ``InvalidState``; a key that is empty or longer than 200 bytes is
+    ``InvalidArgument``.
     """
     params = {
         "topic": topic,

@@ -17,8 +17,9 @@
 --           payloads, keys, headers, subscription_id, delayed_until  as mbus.publish_batch
 -- Returns:  TABLE (id bigint, duplicate boolean): the event ids in array order, and whether
 --           they are those of an earlier publish of the key; MB006 for a key that is NULL,
---           empty or longer than 200 bytes, or a retry with another number of events than the
---           publish it repeats; mbus.publish_batch's errors. Nothing is stored on an error.
+--           empty or longer than 200 bytes; MB008 (the key is taken) for a retry with another
+--           number of events than the publish it repeats; mbus.publish_batch's errors. Nothing
+--           is stored on an error.
 -- Locks:    the key's row of mbus.stream_publish_keys to the end of the transaction (a second
 --           publish of the key waits); those of mbus.publish_batch
 -- Callers:  mbus.publish and mbus.publish_batch (with idempotency_key); pgmbus.streams
@@ -63,7 +64,7 @@ BEGIN
         WHERE pk.topic = v_topic AND pk.idempotency_key = v_key;
         IF FOUND THEN
             IF cardinality(v_ids) IS DISTINCT FROM coalesce(cardinality(payloads), 0) THEN
-                RAISE EXCEPTION USING ERRCODE = 'MB006',
+                RAISE EXCEPTION USING ERRCODE = 'MB008',
                     MESSAGE = format('idempotency key %L of topic %L was published with %s '
                                      'events, not %s: a retry must repeat its publish',
                                      v_key, v_topic, cardinality(v_ids),
