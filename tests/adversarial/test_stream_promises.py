@@ -287,3 +287,32 @@ def test_http_publish_with_an_idempotency_key_is_stored_once(http: Service) -> N
         assert plain.status_code == 201
     assert http.value("SELECT count(*) FROM mbus.events WHERE topic = 't'") == 4
     assert http.value("SELECT count(*) FROM mbus.stream_scheduled") == 0
+
+
+def test_http_bodies_take_what_their_schema_says(http: Service) -> None:
+    """What the OpenAPI schema refuses is refused before any SQL runs (invalid_request), and
+    what it admits is taken: no boolean for a number, no number for a time."""
+    http.sql("SELECT mbus.create_group('g')")
+    http.sql("SELECT mbus.create_queue('q')")
+    refused = [
+        ("/v1/streams/groups/g/read", {"slot": False}),
+        ("/v1/streams/groups/g/read", {"limit": "3"}),
+        ("/v1/streams/events", {"topic": "t", "payload": 1, "delayed_until": 0}),
+        ("/v1/streams/events", {"topic": "t", "payload": 1, "subscription_id": True}),
+        ("/v1/streams/events", {"topic": "é" * 101, "payload": 1}),  # 202 bytes
+        ("/v1/streams/groups/g/seek", {"start": "2023-02-30T00:00:00Z"}),
+        ("/v1/streams/groups/g/seek", {"start": "0000-00-00-000000"}),
+        ("/v1/queues/q/lease", {"wait_s": False}),
+        ("/v1/queues", {"queue": "r", "roles_security": 0}),
+    ]
+    with http.client() as c:
+        for path, body in refused:
+            r = c.post(path, json=body)
+            assert (r.status_code, r.json()["error"]) == (422, "invalid_request"), (path, r.text)
+        assert c.post("/v1/streams/events", json={"topic": "a" * 200, "payload": 1}).is_success
+        assert c.post("/v1/streams/events", json={"topic": "é" * 50, "payload": 1}).is_success
+        for start in ("2023-02-28T23:59:59.5+05:00", "beginning", "1"):
+            r = c.post("/v1/streams/groups/g/seek", json={"start": start})
+            assert r.status_code == 200, (start, r.text)
+    assert http.value("SELECT count(*) FROM mbus.events") == 2
+    assert http.value("SELECT count(*) FROM mbus.queue WHERE qname = 'r'") == 0
