@@ -138,6 +138,8 @@ def test_bad_keys_and_mismatched_retries_are_refused_and_store_nothing(
             streams.publish_once(conn, "t", [{}], idempotency_key=key)
     with pytest.raises(InvalidArgument, match="idempotency key"), translating():
         conn.execute("SELECT * FROM mbus.publish_once('t', NULL, ARRAY['{}'::jsonb])")
+    with pytest.raises(InvalidArgument, match="publishes no event"):
+        streams.publish_once(conn, "t", [], idempotency_key="empty")
     with pytest.raises(InvalidState, match="published with 2 events, not 3"):
         streams.publish_once(conn, "t", [{}, {}, {}], idempotency_key="two")
     assert _stored(conn) == before

@@ -17,7 +17,7 @@
 --           payloads, keys, headers, subscription_id, delayed_until  as mbus.publish_batch
 -- Returns:  TABLE (id bigint, duplicate boolean): the event ids in array order, and whether
 --           they are those of an earlier publish of the key; MB006 for a key that is NULL,
---           empty or longer than 200 bytes; MB008 (the key is taken) for a retry with another
+--           empty or longer than 200 bytes, or for no payload at all; MB008 (the key is taken) for a retry with another
 --           number of events than the publish it repeats; mbus.publish_batch's errors. Nothing
 --           is stored on an error.
 -- Locks:    the key's row of mbus.stream_publish_keys to the end of the transaction (a second
@@ -47,6 +47,11 @@ BEGIN
     IF v_topic IS NULL OR v_topic = '' OR octet_length(v_topic) > 200 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = format('invalid topic %L (1 to 200 bytes)', v_topic);
+    END IF;
+    IF coalesce(cardinality(payloads), 0) = 0 THEN
+        -- a retry of nothing could not say it was one: a key names at least one event
+        RAISE EXCEPTION USING ERRCODE = 'MB006',
+            MESSAGE = format('idempotency key %L publishes no event: give at least one', v_key);
     END IF;
     v_window := (mbus.get_setting('streams.idempotency_window', '"24 hours"') #>> '{}')::interval;
     -- Loops only when the upkeep deleted the row between the INSERT and the SELECT.
