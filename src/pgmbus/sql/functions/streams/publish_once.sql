@@ -21,7 +21,9 @@
 --           number of events than the publish it repeats; mbus.publish_batch's errors. Nothing
 --           is stored on an error.
 -- Locks:    the key's row of mbus.stream_publish_keys to the end of the transaction (a second
---           publish of the key waits); those of mbus.publish_batch
+--           publish of the key waits); those of mbus.publish_batch. Hot path like mbus.publish:
+--           no SET search_path (every object schema-qualified, only pg_catalog functions
+--           called unqualified), and the window setting read only for a key already stored.
 -- Callers:  mbus.publish and mbus.publish_batch (with idempotency_key); pgmbus.streams
 --           publish_once, publish and publish_batch (sql/streams.sql 'publish_once'), the HTTP
 --           API (POST /v1/streams/events and /events/batch); tests
@@ -32,7 +34,6 @@ CREATE OR REPLACE FUNCTION mbus.publish_once(topic text, idempotency_key text, p
                                   delayed_until timestamptz DEFAULT NULL)
 RETURNS TABLE (id bigint, duplicate boolean)
 LANGUAGE plpgsql
-SET search_path = pg_catalog
 AS $$
 DECLARE
     v_topic  text := publish_once.topic;
@@ -53,7 +54,6 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = format('idempotency key %L publishes no event: give at least one', v_key);
     END IF;
-    v_window := (mbus.get_setting('streams.idempotency_window', '"24 hours"') #>> '{}')::interval;
     -- Loops only when the upkeep deleted the row between the INSERT and the SELECT.
     LOOP
         INSERT INTO mbus.stream_publish_keys AS pk (topic, idempotency_key, event_ids,
@@ -61,6 +61,10 @@ BEGIN
         VALUES (v_topic, v_key, '{}', now())
         ON CONFLICT ON CONSTRAINT stream_publish_keys_pkey DO NOTHING;
         EXIT WHEN FOUND;
+        -- the window is read only when the key is known (a new key never pays for it)
+        v_window := coalesce((SELECT st.value #>> '{}' FROM mbus.settings AS st
+                              WHERE st.key = 'streams.idempotency_window'),
+                             '24 hours')::interval;
         UPDATE mbus.stream_publish_keys AS pk SET event_ids = '{}', published_at = now()
         WHERE pk.topic = v_topic AND pk.idempotency_key = v_key
           AND pk.published_at <= now() - v_window;
