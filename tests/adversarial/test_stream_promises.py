@@ -17,8 +17,10 @@ from typing import Any
 
 import psycopg
 import pytest
+from typer.testing import CliRunner
 
 from pgmbus import streams
+from pgmbus.cli import app
 from pgmbus.errors import InvalidArgument, InvalidState, translating
 from pgmbus.streams import aclient
 from tests.ops.conftest import ADMIN_SCOPES, Service, start, wait_until
@@ -318,3 +320,13 @@ def test_http_bodies_take_what_their_schema_says(http: Service) -> None:
             assert r.status_code == 200, (start, r.text)
     assert http.value("SELECT count(*) FROM mbus.events") == 2
     assert http.value("SELECT count(*) FROM mbus.queue WHERE qname = 'r'") == 0
+
+
+def test_the_command_line_publishes_once_per_key(db_dsn: str) -> None:
+    runner = CliRunner()
+    args = ["streams", "publish", "t", "{}", "--idempotency-key", "k", "--dsn", db_dsn]
+    first, again = runner.invoke(app, args), runner.invoke(app, args)
+    assert (first.exit_code, again.exit_code) == (0, 0), first.output + again.output
+    assert first.stdout == again.stdout and "nothing stored" in again.stderr
+    with psycopg.connect(db_dsn) as conn:
+        assert _stored(conn) == (1, 0)
