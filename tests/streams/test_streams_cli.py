@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 from typer.testing import CliRunner
@@ -88,7 +89,7 @@ def test_publish_to_one_subscription_and_for_later(db_dsn: str) -> None:
             "t",
             "{}",
             "--delayed-until",
-            "2999-01-01T00:00:00+00:00",
+            (datetime.now(UTC) + timedelta(days=1)).isoformat(),
             "--dsn",
             db_dsn,
         )

@@ -47,21 +47,42 @@ def publish_cmd(
         str | None,
         typer.Option(help="Readers see the event from this ISO time on (with a time zone)."),
     ] = None,
+    idempotency_key: Annotated[
+        str | None,
+        typer.Option(help="Publish once per key and topic (a retry prints the first id)."),
+    ] = None,
     dsn: DsnOption = None,
 ) -> None:
-    """Publish one event; prints its id."""
+    """Publish one event; prints its id (with --idempotency-key, a retry's id is the first's)."""
     when = _aware_time(delayed_until, "--delayed-until") if delayed_until else None
+    duplicate = False
     with connect(dsn) as conn:
         hdrs = json_object(headers, "--headers") if headers else None
-        eid = streams.publish(
-            conn,
-            topic,
-            json_value(payload, "PAYLOAD"),
-            key=key,
-            headers=hdrs,
-            subscription_id=subscription_id,
-            delayed_until=when,
-        )
+        body = json_value(payload, "PAYLOAD")
+        if idempotency_key is None:
+            eid = streams.publish(
+                conn,
+                topic,
+                body,
+                key=key,
+                headers=hdrs,
+                subscription_id=subscription_id,
+                delayed_until=when,
+            )
+        else:
+            once = streams.publish_once(
+                conn,
+                topic,
+                [body],
+                idempotency_key=idempotency_key,
+                keys=[key],
+                headers=[hdrs],
+                subscription_id=subscription_id,
+                delayed_until=when,
+            )
+            eid, duplicate = once.ids[0], once.duplicate
+    if duplicate:
+        typer.echo("already published with this idempotency key: nothing stored", err=True)
     typer.echo(eid)
 
 

@@ -172,12 +172,15 @@ def install(app: FastAPI) -> None:
         return error_response(422, "invalid_payload", str(exc))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 400:
             # FastAPI's answer to a body it cannot decode (not UTF-8, not JSON)
             return error_response(422, "invalid_request", "the request body is not valid JSON")
         code = CODE_OF_STATUS.get(exc.status_code, f"http_{exc.status_code}")
         headers = dict(exc.headers) if exc.headers else None
+        if exc.status_code == 405:
+            allow = allowed_methods(request, (headers or {}).get("Allow", ""))
+            headers = {**(headers or {}), "Allow": allow}
         return error_response(exc.status_code, code, str(exc.detail), headers)
 
     @app.exception_handler(RequestValidationError)
@@ -190,6 +193,28 @@ def install(app: FastAPI) -> None:
         # traceback goes to the log, not to the client
         log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
         return error_response(500, "internal_error", "the request failed on the server")
+
+
+def allowed_methods(request: Request, fallback: str) -> str:
+    """Every method the OpenAPI schema documents for the request's path (a 405's ``Allow``).
+
+    Starlette names only the methods of the first route whose path matched, but one path has a
+    route per method here (GET and POST /v1/queues); RFC 9110 wants them all. A path the
+    schema does not document keeps Starlette's ``fallback``.
+    """
+    parts = request.url.path.split("/")
+    methods: set[str] = set()
+    for template, item in request.app.openapi().get("paths", {}).items():
+        pattern = template.split("/")
+        if len(pattern) == len(parts) and all(
+            p == q or (p.startswith("{") and p.endswith("}") and q != "")
+            for p, q in zip(pattern, parts, strict=True)
+        ):
+            methods.update(m.upper() for m in item if m in _METHODS)
+    return ", ".join(sorted(methods)) if methods else fallback
+
+
+_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
 def document(app: FastAPI) -> None:

@@ -6,9 +6,14 @@ from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
 
-from pydantic import AliasChoices, AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints
+
+from pgmbus.json_time import JsonTime
 
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=24)]
+
+# Numbers and booleans are strict=True: FastAPI validates the decoded JSON in Python mode, where
+# pydantic would take true for 1 and "3" for 3, which the schema (integer, number) refuses.
 
 
 class QueueCreate(BaseModel):
@@ -17,7 +22,7 @@ class QueueCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     queue: Name
-    roles_security: bool = False
+    roles_security: bool = Field(default=False, strict=True)
 
 
 class QueueOut(BaseModel):
@@ -56,8 +61,8 @@ class PostIn(BaseModel):
     data: dict[str, Any]
     headers: dict[str, Any] | None = None
     properties: dict[str, Any] | None = None
-    delayed_until: AwareDatetime | None = None
-    expires: AwareDatetime | None = None
+    delayed_until: JsonTime | None = None
+    expires: JsonTime | None = None
     iid: str | None = Field(default=None, max_length=100)
     dedupe_key: str | None = Field(
         default=None,
@@ -69,7 +74,11 @@ class PostIn(BaseModel):
         Field(default=None, max_length=1000, description="iids this message waits for")
     )
     priority: int = Field(
-        default=0, ge=0, le=32767, description="higher is claimed first; FIFO within one priority"
+        default=0,
+        ge=0,
+        le=32767,
+        strict=True,
+        description="higher is claimed first; FIFO within one priority",
     )
 
 
@@ -82,7 +91,11 @@ class BatchItem(BaseModel):
     headers: dict[str, Any] | None = None
     properties: dict[str, Any] | None = None
     priority: int = Field(
-        default=0, ge=0, le=32767, description="higher is claimed first; FIFO within one priority"
+        default=0,
+        ge=0,
+        le=32767,
+        strict=True,
+        description="higher is claimed first; FIFO within one priority",
     )
 
 
@@ -92,8 +105,8 @@ class BatchIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     messages: list[BatchItem] = Field(min_length=1, max_length=1000)
-    delayed_until: AwareDatetime | None = None
-    expires: AwareDatetime | None = None
+    delayed_until: JsonTime | None = None
+    expires: JsonTime | None = None
 
 
 class Posted(BaseModel):
@@ -112,12 +125,17 @@ class LeaseIn(BaseModel):
         default=1,
         ge=1,
         le=1000,
+        strict=True,
         validation_alias=AliasChoices("limit", "amount"),
         description="at most this many messages (`amount` is the deprecated spelling)",
     )
-    lease_s: float = Field(default=30, ge=0.001, le=43200, description="seconds the lease lasts")
-    max_attempts: int | None = Field(default=None, ge=1, le=1000)
-    wait_s: float = Field(default=0, ge=0, le=30, description="wait this long for a message")
+    lease_s: float = Field(
+        default=30, ge=0.001, le=43200, strict=True, description="seconds the lease lasts"
+    )
+    max_attempts: int | None = Field(default=None, ge=1, le=1000, strict=True)
+    wait_s: float = Field(
+        default=0, ge=0, le=30, strict=True, description="wait this long for a message"
+    )
 
 
 class MessageOut(BaseModel):
@@ -154,13 +172,13 @@ class TokenIn(BaseModel):
 class NackIn(TokenIn):
     """Give a leased message back, to be delivered again after ``delay_s``."""
 
-    delay_s: float = Field(default=0, ge=0, le=86400 * 30)
+    delay_s: float = Field(default=0, ge=0, le=86400 * 30, strict=True)
 
 
 class ExtendIn(TokenIn):
     """Make the lease end ``lease_s`` from now."""
 
-    lease_s: float = Field(ge=0.001, le=43200)
+    lease_s: float = Field(ge=0.001, le=43200, strict=True)
 
 
 class BuryIn(TokenIn):

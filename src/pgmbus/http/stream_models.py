@@ -2,20 +2,97 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import date, datetime
 from typing import Annotated, Any
 from uuid import UUID
 
-from pydantic import AliasChoices, AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    WithJsonSchema,
+)
+
+from pgmbus.json_time import JsonTime
 
 Group = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=48)]
-Topic = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+def _topic_ok(value: str) -> str:
+    """Refuse what the schema of ``Topic`` refuses: the log holds topics of at most 200 bytes."""
+    if "\x00" in value or not (len(value) <= 50 or (value.isascii() and len(value) <= 200)):
+        raise ValueError(
+            "a topic is 1 to 200 bytes without NUL: up to 200 ASCII or 50 other characters"
+        )
+    return value
+
+
+# JSON Schema counts characters and the log bytes (at most 200 in UTF-8): up to 200 ASCII
+# characters, or up to 50 of any (4 bytes at most each), so that what the schema admits is stored.
+Topic = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=200),
+    AfterValidator(_topic_ok),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "pattern": "^[\\x01-\\x7f]{1,200}$"},
+                {"type": "string", "pattern": "^[^\\x00]{1,50}$"},
+            ]
+        }
+    ),
+]
+
+# Numbers are strict=True: FastAPI validates the decoded JSON in Python mode, where pydantic
+# would take true for 1 and "3" for 3, which the schema (integer, number) refuses.
+
+# A time of ``start``: RFC 3339 with an offset PostgreSQL takes (at most 15:59 either way).
+_START_TIME = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?"
+    r"([Zz]|[+-](0[0-9]|1[0-5]):[0-5][0-9])"
+)
+
+
+def _start_ok(value: str) -> str:
+    """Refuse what the OpenAPI schema below refuses (a calendar date that does not exist too)."""
+    if value in ("beginning", "now") or re.fullmatch(r"[0-9]{1,18}", value):
+        return value
+    time = _START_TIME.fullmatch(value)
+    if time is not None:
+        year, month, day, hour, minute, second = (int(time.group(i)) for i in range(1, 7))
+        try:
+            date(year, month, day)
+        except ValueError:
+            time = None
+        if time is not None and hour <= 23 and minute <= 59 and second <= 60:
+            return value
+    raise ValueError(
+        "start is 'beginning', 'now', an event id or an RFC 3339 time with an offset "
+        "(e.g. 2026-01-31T12:00:00Z)"
+    )
+
+
 Start = Annotated[
     str,
-    StringConstraints(
-        max_length=100,
-        pattern=r"^(beginning|now|[0-9]{1,18}"
-        r"|[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9:.]+)?(Z|[+-][0-9:]+)?)$",
+    StringConstraints(max_length=100),
+    AfterValidator(_start_ok),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "enum": ["beginning", "now"]},
+                {"type": "string", "pattern": "^[0-9]{1,18}$"},
+                {
+                    "type": "string",
+                    "format": "date-time",
+                    "maxLength": 100,
+                    "pattern": "([Zz]|[+-](0[0-9]|1[0-5]):[0-5][0-9])$",
+                },
+            ]
+        }
     ),
 ]
 
@@ -30,9 +107,9 @@ class PublishIn(BaseModel):
     key: str | None = Field(default=None, max_length=1000)
     headers: dict[str, Any] | None = None
     subscription_id: int | None = Field(
-        default=None, ge=1, description="send the event to this one subscription only"
+        default=None, ge=1, strict=True, description="send the event to this one subscription only"
     )
-    delayed_until: AwareDatetime | None = Field(
+    delayed_until: JsonTime | None = Field(
         default=None, description="readers see the event from this time on (with a time zone)"
     )
 
@@ -55,17 +132,31 @@ class PublishBatchIn(BaseModel):
     topic: Topic
     events: list[BatchEvent] = Field(min_length=1, max_length=1000)
     subscription_id: int | None = Field(
-        default=None, ge=1, description="send every event to this one subscription only"
+        default=None,
+        ge=1,
+        strict=True,
+        description="send every event to this one subscription only",
     )
-    delayed_until: AwareDatetime | None = Field(
+    delayed_until: JsonTime | None = Field(
         default=None, description="readers see the events from this time on (with a time zone)"
     )
+
+
+# An Idempotency-Key header: visible ASCII (header values are bytes), 1 to 200 of them.
+IdempotencyKey = Annotated[
+    str, StringConstraints(min_length=1, max_length=200, pattern=r"^[\x21-\x7e]+$")
+]
 
 
 class Published(BaseModel):
     """The ids of published events, in order."""
 
     ids: list[int]
+    duplicate: bool = Field(
+        default=False,
+        description="true: the Idempotency-Key was published on this topic within "
+        "streams.idempotency_window; nothing was stored and ids are the first publish's",
+    )
 
 
 class GroupCreate(BaseModel):
@@ -75,7 +166,7 @@ class GroupCreate(BaseModel):
 
     group: Group
     start: Start = Field(default="now", description="beginning, now, an ISO time or an event id")
-    slots: int = Field(default=1, ge=1, le=256)
+    slots: int = Field(default=1, ge=1, le=256, strict=True)
 
 
 class SlotStatus(BaseModel):
@@ -126,11 +217,12 @@ class ReadIn(BaseModel):
         default=100,
         ge=1,
         le=10000,
+        strict=True,
         validation_alias=AliasChoices("limit", "max_events"),
         description="at most this many events (`max_events` is the deprecated spelling)",
     )
-    slot: int | None = Field(default=None, ge=0, le=255)
-    lease_s: float = Field(default=30, ge=0.001, le=3600)
+    slot: int | None = Field(default=None, ge=0, le=255, strict=True)
+    lease_s: float = Field(default=30, ge=0.001, le=3600, strict=True)
 
 
 class EventOut(BaseModel):
@@ -167,7 +259,7 @@ class CommitIn(BaseModel):
 class ExtendIn(CommitIn):
     """Make the read lease end ``lease_s`` from now."""
 
-    lease_s: float = Field(ge=0.001, le=3600)
+    lease_s: float = Field(ge=0.001, le=3600, strict=True)
 
 
 class Committed(BaseModel):
@@ -198,7 +290,11 @@ class SubscriptionIn(BaseModel):
     condition: str = Field(min_length=1, max_length=4000, description="SQL over e and s")
     params: dict[str, Any] = Field(default_factory=dict)
     expires_after_s: float | None = Field(
-        default=None, gt=0, le=30 * 86400, description="removed after this long with no listener"
+        default=None,
+        gt=0,
+        le=30 * 86400,
+        strict=True,
+        description="removed after this long with no listener",
     )
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi import APIRouter, Header, HTTPException, Request, Response
 from fastapi.responses import StreamingResponse
 from psycopg.rows import dict_row
 
@@ -23,6 +23,7 @@ from pgmbus.http.stream_models import (
     Group,
     GroupCreate,
     GroupOut,
+    IdempotencyKey,
     PublishBatchIn,
     Published,
     PublishIn,
@@ -86,11 +87,34 @@ async def _require_subscription_post(request: Request, who: Caller, sid: int | N
         require(who, "streams", "post", row["group_name"])
 
 
-@router.post("/events", response_model=Published, status_code=201)
-async def publish(request: Request, body: PublishIn, who: Caller) -> Any:
+# A retry of a remembered Idempotency-Key answers 200 (nothing stored), a first publish 201.
+_RETRIED: dict[int | str, dict[str, Any]] = {
+    200: {"model": Published, "description": "a retry: nothing stored, the first publish's ids"}
+}
+_KEY_DOC = (
+    "publish at most once per key and topic within streams.idempotency_window (24 hours "
+    "unless set): a retry with the key stores nothing and answers 200 with the first ids"
+)
+IdempotencyHeader = Annotated[
+    IdempotencyKey | None, Header(alias="Idempotency-Key", description=_KEY_DOC)
+]
+
+
+@router.post("/events", response_model=Published, status_code=201, responses=_RETRIED)
+async def publish(
+    request: Request,
+    body: PublishIn,
+    who: Caller,
+    response: Response,
+    idempotency_key: IdempotencyHeader = None,
+) -> Any:
     """Publish one event; readable once the answer is sent."""
     require(who, "streams", "post", body.topic)
     await _require_subscription_post(request, who, body.subscription_id)
+    if idempotency_key is not None:
+        return await _publish_once(
+            request, response, body, [body.payload], [body.key], [body.headers], idempotency_key
+        )
     event_id = await state_of(request).in_thread(
         lambda conn: streams.publish(
             conn,
@@ -105,23 +129,63 @@ async def publish(request: Request, body: PublishIn, who: Caller) -> Any:
     return {"ids": [event_id]}
 
 
-@router.post("/events/batch", response_model=Published, status_code=201)
-async def publish_batch(request: Request, body: PublishBatchIn, who: Caller) -> Any:
+@router.post("/events/batch", response_model=Published, status_code=201, responses=_RETRIED)
+async def publish_batch(
+    request: Request,
+    body: PublishBatchIn,
+    who: Caller,
+    response: Response,
+    idempotency_key: IdempotencyHeader = None,
+) -> Any:
     """Publish events of one topic in one statement; all or none."""
     require(who, "streams", "post", body.topic)
     await _require_subscription_post(request, who, body.subscription_id)
+    payloads = [e.payload for e in body.events]
+    keys = [e.key for e in body.events]
+    headers = [e.headers for e in body.events]
+    if idempotency_key is not None:
+        return await _publish_once(
+            request, response, body, payloads, keys, headers, idempotency_key
+        )
     ids = await state_of(request).in_thread(
         lambda conn: streams.publish_batch(
             conn,
             body.topic,
-            [e.payload for e in body.events],
-            keys=[e.key for e in body.events],
-            headers=[e.headers for e in body.events],
+            payloads,
+            keys=keys,
+            headers=headers,
             subscription_id=body.subscription_id,
             delayed_until=body.delayed_until,
         )
     )
     return {"ids": ids}
+
+
+async def _publish_once(
+    request: Request,
+    response: Response,
+    body: PublishIn | PublishBatchIn,
+    payloads: list[Any],
+    keys: list[str | None],
+    headers: list[dict[str, Any] | None],
+    idempotency_key: str,
+) -> dict[str, Any]:
+    """Publish with an Idempotency-Key: 201 when stored, 200 when the key was remembered."""
+    once = await state_of(request).in_thread(
+        lambda conn: streams.publish_once(
+            conn,
+            body.topic,
+            payloads,
+            idempotency_key=idempotency_key,
+            keys=keys,
+            headers=headers,
+            subscription_id=body.subscription_id,
+            delayed_until=body.delayed_until,
+        )
+    )
+    if once.duplicate:
+        response.status_code = 200
+    return {"ids": once.ids, "duplicate": once.duplicate}
 
 
 @router.get("/groups", response_model=list[GroupOut])

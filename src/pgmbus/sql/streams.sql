@@ -13,6 +13,12 @@ SELECT mbus.publish_batch(%(topic)s, %(payloads)s::jsonb[], %(keys)s::text[], %(
                           subscription_id => %(subscription_id)s::bigint,
                           delayed_until => %(delayed_until)s::timestamptz);
 
+-- name: publish_once
+SELECT id, duplicate
+FROM mbus.publish_once(%(topic)s, %(idempotency_key)s, %(payloads)s::jsonb[], %(keys)s::text[],
+                       %(headers)s::jsonb[], subscription_id => %(subscription_id)s::bigint,
+                       delayed_until => %(delayed_until)s::timestamptz);
+
 -- name: release_scheduled
 SELECT mbus.release_scheduled(%(max_events)s);
 

@@ -7,6 +7,7 @@ from pgmbus.streams import aclient
 from pgmbus.streams.client import (
     Batch,
     Event,
+    Published,
     RetryEvent,
     ack_retry,
     capture_table,
@@ -28,6 +29,7 @@ from pgmbus.streams.client import (
     publish_batch,
     publish_copy,
     publish_many,
+    publish_once,
     read_between,
     read_next,
     read_retries,
@@ -49,6 +51,7 @@ from pgmbus.streams.worker import StreamWorker, WorkerStats
 __all__ = [
     "Batch",
     "Event",
+    "Published",
     "RetryEvent",
     "StreamWorker",
     "WorkerStats",
@@ -73,6 +76,7 @@ __all__ = [
     "publish_batch",
     "publish_copy",
     "publish_many",
+    "publish_once",
     "read_between",
     "read_next",
     "read_retries",

@@ -21,11 +21,12 @@ from psycopg.types.json import Jsonb
 from pgmbus.errors import translate, translating
 from pgmbus.renamed import renamed_keywords, warn_renamed
 from pgmbus.sqlfiles import load_queries
-from pgmbus.streams.events import Batch, Event, RetryEvent
+from pgmbus.streams.events import Batch, Event, Published, RetryEvent
 
 __all__ = [
     "Batch",
     "Event",
+    "Published",
     "RetryEvent",
     "ack_retry",
     "capture_table",
@@ -47,6 +48,7 @@ __all__ = [
     "publish_batch",
     "publish_copy",
     "publish_many",
+    "publish_once",
     "read_between",
     "read_next",
     "read_retries",
@@ -90,6 +92,7 @@ def publish(
     headers: dict[str, Any] | None = None,
     subscription_id: int | None = None,
     delayed_until: datetime | None = None,
+    idempotency_key: str | None = None,
 ) -> int:
     """Publish one event in the connection's transaction; return its id.
 
@@ -108,8 +111,25 @@ def publish(
     delayed_until:
         Readers see the event from this time on (an aware datetime; ``None`` or a past time:
         at commit). It waits outside the log until :func:`release_scheduled` moves it in, which
-        ``StreamWorker`` and the SSE listeners of ``pgmbus serve`` do before they read.
+        ``StreamWorker`` and the SSE listeners of ``pgmbus serve`` do before they read. At most
+        ``streams.max_delay`` (30 days unless set) ahead: further is ``InvalidArgument``.
+    idempotency_key:
+        Publish at most once per key and topic within ``streams.idempotency_window`` (24 hours
+        unless set): a retry with the key stores nothing and returns the first publish's id.
+        :func:`publish_once` also says whether it was a retry.
     """
+    if idempotency_key is not None:
+        once = publish_once(
+            conn,
+            topic,
+            [payload],
+            idempotency_key=idempotency_key,
+            keys=[key],
+            headers=[headers],
+            subscription_id=subscription_id,
+            delayed_until=delayed_until,
+        )
+        return once.ids[0]
     if subscription_id is not None or delayed_until is not None:
         special = {
             "topic": topic,
@@ -138,11 +158,25 @@ def publish_batch(
     headers: Sequence[dict[str, Any] | None] | None = None,
     subscription_id: int | None = None,
     delayed_until: datetime | None = None,
+    idempotency_key: str | None = None,
 ) -> list[int]:
     """Publish several events of one topic with one statement; return their ids in order.
 
-    ``subscription_id`` and ``delayed_until`` apply to every event, as in :func:`publish`.
+    ``subscription_id``, ``delayed_until`` and ``idempotency_key`` apply to every event, as in
+    :func:`publish` (one key covers the whole batch: a retry stores none of its events).
     """
+    if idempotency_key is not None:
+        once = publish_once(
+            conn,
+            topic,
+            payloads,
+            idempotency_key=idempotency_key,
+            keys=keys,
+            headers=headers,
+            subscription_id=subscription_id,
+            delayed_until=delayed_until,
+        )
+        return once.ids
     params = {
         "topic": topic,
         "payloads": [Jsonb(p) for p in payloads],
@@ -154,6 +188,40 @@ def publish_batch(
     with translating():
         rows = conn.execute(_q("publish_batch"), params).fetchall()
     return [int(r[0]) for r in rows]
+
+
+def publish_once(
+    conn: Conn,
+    topic: str,
+    payloads: Sequence[Any],
+    *,
+    idempotency_key: str,
+    keys: Sequence[str | None] | None = None,
+    headers: Sequence[dict[str, Any] | None] | None = None,
+    subscription_id: int | None = None,
+    delayed_until: datetime | None = None,
+) -> Published:
+    """Publish events of one topic at most once per ``idempotency_key`` (``mbus.publish_once``).
+
+    The key is remembered with the event ids for ``streams.idempotency_window`` (24 hours unless
+    set). Within it, a publish of the same topic and key stores nothing and returns the first
+    publish's ids with ``duplicate=True``: a producer that retries after an ambiguous commit
+    (the connection broke before the reply) stores its events exactly once. A retry with another
+    number of events is ``InvalidState``; a key that is empty or longer than 200 bytes is
+    ``InvalidArgument``.
+    """
+    params = {
+        "topic": topic,
+        "idempotency_key": idempotency_key,
+        "payloads": [Jsonb(p) for p in payloads],
+        "keys": list(keys) if keys is not None else None,
+        "headers": [_json(h) for h in headers] if headers is not None else None,
+        "subscription_id": subscription_id,
+        "delayed_until": delayed_until,
+    }
+    with translating():
+        rows = conn.execute(_q("publish_once"), params).fetchall()
+    return Published(ids=[int(r[0]) for r in rows], duplicate=bool(rows and rows[0][1]))
 
 
 def publish_many(

@@ -34,6 +34,18 @@ class Batch:
         return bool(self.events)
 
 
+@dataclass(frozen=True)
+class Published:
+    """What ``publish_once`` stored: the event ids, and whether an earlier publish of the key did.
+
+    ``duplicate`` is true when the idempotency key was published on the topic within
+    ``streams.idempotency_window``: nothing was stored, and ``ids`` are that first publish's.
+    """
+
+    ids: list[int]
+    duplicate: bool
+
+
 class RetryEvent(NamedTuple):
     """An event handed back by ``read_retries`` after a failed attempt."""
 

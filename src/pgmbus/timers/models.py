@@ -13,7 +13,6 @@ from uuid import UUID
 
 from pydantic import (
     AfterValidator,
-    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -21,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from pgmbus.json_time import JsonTime
 from pgmbus.timers import records
 
 MAX_FAST_RETRIES = 10
@@ -42,9 +42,13 @@ Key = Annotated[
     str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^/\x00-\x1f\x7f]+$")
 ]
 Url = Annotated[str, StringConstraints(max_length=4096, pattern=r"^(?i:https?)://\S+$")]
-Time = Annotated[AwareDatetime, AfterValidator(_in_time_range)]
+Time = Annotated[JsonTime, AfterValidator(_in_time_range)]
 Status = Literal["pending", "notified", "failed", "cancelled", "rejected"]
 QueueName = Annotated[str, StringConstraints(max_length=24, pattern=r"^[a-z][a-z0-9_]*$")]
+
+
+# Numbers and booleans of request bodies are strict=True: FastAPI validates the decoded JSON in
+# Python mode, where pydantic would take true for 1 and "3" for 3, which the schema refuses.
 
 
 class RetryPolicy(BaseModel):
@@ -53,20 +57,29 @@ class RetryPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     fast_retries: int = Field(
-        default=2, ge=0, le=MAX_FAST_RETRIES, description="immediate retries per attempt"
+        default=2,
+        ge=0,
+        le=MAX_FAST_RETRIES,
+        strict=True,
+        description="immediate retries per attempt",
     )
     kind: Literal["constant", "exponential"] = "constant"
     delay_s: float = Field(
         default=60,
         gt=0,
         le=MAX_DELAY_S,
+        strict=True,
         description="first (or every, if constant) retry delay, at most 30 days",
     )
     factor: float = Field(
-        default=2, ge=1, le=MAX_FACTOR, description="growth of the delay per retry (exponential)"
+        default=2,
+        ge=1,
+        le=MAX_FACTOR,
+        strict=True,
+        description="growth of the delay per retry (exponential)",
     )
     max_delay_s: float = Field(
-        default=3600, gt=0, le=MAX_DELAY_S, description="cap of the exponential delay"
+        default=3600, gt=0, le=MAX_DELAY_S, strict=True, description="cap of the exponential delay"
     )
 
 
@@ -85,6 +98,7 @@ class CallbackCreate(BaseModel):
         default=86400,
         ge=0,
         le=MAX_STOP_AFTER_DELAY_S,
+        strict=True,
         description="give up (status failed) this long after originally_run_at",
     )
     originally_run_at: Time | None = Field(
@@ -102,7 +116,9 @@ class CallbackUpdate(BaseModel):
     url: Url | None = None
     context: dict[str, Any] | None = None
     i_ensure_pending: bool = Field(
-        default=False, description="also update a cancelled callback, making it pending again"
+        default=False,
+        strict=True,
+        description="also update a cancelled callback, making it pending again",
     )
 
 
@@ -191,12 +207,12 @@ class ScheduleCreate(BaseModel):
     timezone: str = Field(
         default="UTC", max_length=64, description="IANA time zone of the cron expression"
     )
-    interval_s: int | None = Field(default=None, ge=1, le=MAX_INTERVAL_S)
-    url: Url | None = Field(default=None, description="short for target {\"url\": ...}")
+    interval_s: int | None = Field(default=None, ge=1, le=MAX_INTERVAL_S, strict=True)
+    url: Url | None = Field(default=None, description='short for target {"url": ...}')
     target: Target | None = None
     context: dict[str, Any] = Field(default_factory=dict)
     retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy())
-    stop_after_delay_s: float = Field(default=86400, ge=0, le=MAX_STOP_AFTER_DELAY_S)
+    stop_after_delay_s: float = Field(default=86400, ge=0, le=MAX_STOP_AFTER_DELAY_S, strict=True)
     start_at: Time | None = None
     end_at: Time | None = None
 

@@ -20,10 +20,12 @@
 --                (spark_clean_staged);
 --             8. dedupe keys whose message is no longer pending are dropped (dedupe_clean);
 --             9. client-given iids of queue posts older than queues.iid_window are forgotten
---                (expire_client_iids; rotate_queue does it too, per queue).
+--                (expire_client_iids; rotate_queue does it too, per queue);
+--            10. idempotency keys of stream publishes older than streams.idempotency_window
+--                are forgotten (expire_publish_keys).
 --           Each part (partitions = 1 and 2, lagging_groups, retention, subscriptions,
---           temporary_queues, spark_staged, dedupe_keys, client_iids) runs in its own
---           subtransaction: a part that fails
+--           temporary_queues, spark_staged, dedupe_keys, client_iids, publish_keys) runs in its
+--           own subtransaction: a part that fails
 --           (a setting forced into mbus.settings by hand that does not parse, a lock timeout)
 --           is rolled back alone, the others are done, and the report's "errors" names it with
 --           the error's message. Settings are read inside the part that uses them.
@@ -32,7 +34,7 @@
 -- Params:   p_now  the clock (NULL = now()); tests move it
 -- Returns:  jsonb report: created, dropped, kept, expired_groups, expired_subscriptions,
 --           temporary_dropped, spark_staged_dropped, dedupe_keys_dropped, client_iids_expired,
---           errors (an object part -> message; {}
+--           publish_keys_expired, errors (an object part -> message; {}
 --           when every part succeeded; a failed part reports its empty or zero values)
 -- Locks:    pg_advisory_xact_lock('mbus.streams.maintain'); ACCESS EXCLUSIVE on mbus.events
 --           and the partitions it creates or drops; row locks of the groups, subscriptions and
@@ -61,6 +63,7 @@ DECLARE
     v_staged    bigint := 0;
     v_dedupe    bigint := 0;
     v_iids      bigint := 0;
+    v_pkeys     bigint := 0;
     v_errors    jsonb := '{}';
     v_holders   text[];
     v_doomed    jsonb := '[]';
@@ -241,6 +244,15 @@ BEGIN
         v_iids := 0;
     END;
 
+    -- 10: idempotency keys of stream publishes older than streams.idempotency_window.
+    BEGIN
+        v_pkeys := mbus.expire_publish_keys(p_now);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS v_msg = MESSAGE_TEXT;
+        v_errors := v_errors || jsonb_build_object('publish_keys', v_msg);
+        v_pkeys := 0;
+    END;
+
     IF v_errors <> '{}' THEN
         RAISE WARNING 'pgmbus: maintain() parts failed (the others were done): %', v_errors;
     END IF;
@@ -248,7 +260,7 @@ BEGIN
                               'kept', v_kept, 'expired_groups', to_jsonb(v_expired),
                               'expired_subscriptions', v_subs, 'temporary_dropped', v_tempq,
                               'spark_staged_dropped', v_staged, 'dedupe_keys_dropped', v_dedupe,
-                              'client_iids_expired', v_iids,
+                              'client_iids_expired', v_iids, 'publish_keys_expired', v_pkeys,
                               'errors', v_errors);
 END;
 $$;

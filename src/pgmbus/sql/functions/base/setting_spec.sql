@@ -31,5 +31,9 @@ AS $$
         ('timers.max_url_length', 'integer', '10', '65536', '4096'::jsonb,
          'longest URL of a timer callback or schedule, in bytes'),
         ('queues.iid_window', 'interval', '1 second', '1 year', '"24 hours"'::jsonb,
-         'a client-given iid posted within this window is not stored again (idempotent posts)');
+         'a client-given iid posted within this window is not stored again (idempotent posts)'),
+        ('streams.max_delay', 'interval', '1 second', '10 years', '"30 days"'::jsonb,
+         'the furthest ahead an event may be published with delayed_until (it holds a partition)'),
+        ('streams.idempotency_window', 'interval', '1 second', '1 year', '"24 hours"'::jsonb,
+         'an idempotency key published within this window on its topic is not stored again');
 $$;

@@ -18,7 +18,10 @@
 --           p_subscription  the subscription the events are for (NULL = all that match)
 --           p_delayed_until    when readers may see the events (NULL = at commit)
 -- Returns:  SETOF bigint: the event ids in array order; MB002 for a subscription that does not
---           exist, MB006 for a delayed_until that is not finite (nothing is published then)
+--           exist, MB006 for a delayed_until that is not finite or more than the setting
+--           streams.max_delay (30 days unless set) ahead of the transaction's start (nothing is
+--           published then: a waiting event keeps its partition from retention, so how long
+--           one can wait is bounded)
 -- Locks:    FOR KEY SHARE on the subscription's row (it cannot be removed before this commits);
 --           ROW EXCLUSIVE on mbus.events or mbus.stream_scheduled
 -- Callers:  mbus.publish, mbus.publish_batch
@@ -29,10 +32,23 @@ RETURNS SETOF bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog
 AS $$
+DECLARE
+    v_max_delay interval;
 BEGIN
     IF p_delayed_until IS NOT NULL AND NOT isfinite(p_delayed_until) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = format('delayed_until must be a finite time, not %s', p_delayed_until);
+    END IF;
+    IF p_delayed_until > now() THEN
+        -- a waiting event holds the partition its reserved id belongs to (maintain keeps it):
+        -- how far ahead is bounded, or one event could keep a partition for centuries
+        v_max_delay := (mbus.get_setting('streams.max_delay', '"30 days"') #>> '{}')::interval;
+        IF p_delayed_until > now() + v_max_delay THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB006',
+                MESSAGE = format('delayed_until %s is more than streams.max_delay (%s) ahead of '
+                                 'now; set streams.max_delay to publish further ahead',
+                                 p_delayed_until, v_max_delay);
+        END IF;
     END IF;
     IF p_subscription IS NOT NULL THEN
         PERFORM 1 FROM mbus.subscriptions AS s WHERE s.id = p_subscription FOR KEY SHARE;

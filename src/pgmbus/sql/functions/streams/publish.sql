@@ -1,4 +1,5 @@
--- Function: mbus.publish(topic, payload, key, headers, subscription_id, delayed_until)
+-- Function: mbus.publish(topic, payload, key, headers, subscription_id, delayed_until,
+--                        idempotency_key)
 --
 -- Purpose:  Append one event to the log in the caller's transaction; it is readable exactly when
 --           that transaction commits, and never when it rolls back. The event stores the top-level
@@ -22,17 +23,22 @@
 --           subscription_id  send the event to this one subscription only (NULL = to all that
 --                    match; see mbus._publish_special)
 --           delayed_until  readers see the event from this time on (NULL or past = at commit)
+--           idempotency_key  publish at most once per key and topic within the setting
+--                    streams.idempotency_window (NULL = no key; see mbus.publish_once): a
+--                    publish of a remembered key stores nothing and returns the first's id
 -- Returns:  bigint: the event id; MB006 for a bad topic, MB005 for a NULL payload or headers that
 --           are not an object, MB005 for a payload or headers nested more than 100 levels deep
 --           (mbus.json_too_deep), MB009 when the log is not this cluster's; mbus._publish_special's
---           errors (an unknown subscription, a delayed_until that is not finite)
+--           errors (an unknown subscription, a delayed_until that is not finite or too far ahead),
+--           mbus.publish_once's (a bad idempotency key)
 -- Locks:    none beyond the INSERT into the current partition of mbus.events (ROW EXCLUSIVE);
 --           reads mbus.stream_waiter
 -- Callers:  pgmbus.streams.client.publish and publish_many (sql/streams.sql 'publish'), the CLI
 --           `pgmbus streams publish`; users directly; tests under tests/streams and tests/spark
 CREATE OR REPLACE FUNCTION mbus.publish(topic text, payload jsonb, key text DEFAULT NULL,
                              headers jsonb DEFAULT NULL, subscription_id bigint DEFAULT NULL,
-                             delayed_until timestamptz DEFAULT NULL)
+                             delayed_until timestamptz DEFAULT NULL,
+                             idempotency_key text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql
 AS $$
@@ -65,6 +71,13 @@ BEGIN
             RAISE EXCEPTION USING ERRCODE = 'MB005',
                 MESSAGE = 'headers is nested more than 100 levels deep';
         END IF;
+    END IF;
+    IF publish.idempotency_key IS NOT NULL THEN
+        RETURN (SELECT o.id FROM mbus.publish_once(publish.topic, publish.idempotency_key,
+                                                   ARRAY[publish.payload], ARRAY[publish.key],
+                                                   ARRAY[publish.headers],
+                                                   publish.subscription_id,
+                                                   publish.delayed_until) AS o);
     END IF;
     IF publish.subscription_id IS NOT NULL OR publish.delayed_until IS NOT NULL THEN
         RETURN mbus._publish_special(publish.topic, ARRAY[publish.payload], ARRAY[publish.key],

@@ -1,4 +1,5 @@
--- Function: mbus.publish_batch(topic, payloads, keys, headers, subscription_id, delayed_until)
+-- Function: mbus.publish_batch(topic, payloads, keys, headers, subscription_id, delayed_until,
+--                              idempotency_key)
 --
 -- Purpose:  Append one event per payload on one topic in the caller's transaction, in one INSERT;
 --           keys and headers, when given, are arrays parallel to payloads. Notifies listeners of
@@ -10,18 +11,23 @@
 --           subscription_id  send every event to this one subscription only (NULL = to all
 --                     that match; see mbus._publish_special)
 --           delayed_until  readers see the events from this time on (NULL or past = at commit)
+--           idempotency_key  publish the batch at most once per key and topic within the
+--                     setting streams.idempotency_window (NULL = no key; see
+--                     mbus.publish_once): a publish of a remembered key stores nothing and
+--                     returns the first's ids
 -- Returns:  SETOF bigint: the event ids in array order; MB006 for a bad topic, arrays of
 --           different lengths or of more than one dimension, MB005 for a NULL payloads array, a
 --           NULL payload, headers that are not JSON objects (NULL elements mean no headers) or an
 --           element nested more than 100 levels deep (mbus.json_too_deep), MB009 when the log is
---           not this cluster's; mbus._publish_special's errors
+--           not this cluster's; mbus._publish_special's and mbus.publish_once's errors
 -- Locks:    none beyond the INSERT into mbus.events (ROW EXCLUSIVE)
 -- Callers:  pgmbus.streams.client.publish_batch (sql/streams.sql 'publish_batch'); users
 --           directly; tests under tests/streams
 CREATE OR REPLACE FUNCTION mbus.publish_batch(topic text, payloads jsonb[],
                                    keys text[] DEFAULT NULL, headers jsonb[] DEFAULT NULL,
                                    subscription_id bigint DEFAULT NULL,
-                                   delayed_until timestamptz DEFAULT NULL)
+                                   delayed_until timestamptz DEFAULT NULL,
+                                   idempotency_key text DEFAULT NULL)
 RETURNS SETOF bigint
 LANGUAGE plpgsql
 AS $$
@@ -58,6 +64,14 @@ BEGIN
        OR EXISTS (SELECT 1 FROM unnest(headers) AS h (x) WHERE mbus.json_too_deep(h.x)) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB005',
             MESSAGE = 'a payload or headers element is nested more than 100 levels deep';
+    END IF;
+    IF publish_batch.idempotency_key IS NOT NULL THEN
+        RETURN QUERY
+        SELECT o.id FROM mbus.publish_once(publish_batch.topic, publish_batch.idempotency_key,
+                                           payloads, keys, headers,
+                                           publish_batch.subscription_id,
+                                           publish_batch.delayed_until) AS o;
+        RETURN;
     END IF;
     IF publish_batch.subscription_id IS NOT NULL OR publish_batch.delayed_until IS NOT NULL THEN
         RETURN QUERY
