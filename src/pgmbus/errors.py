@@ -124,6 +124,26 @@ class LogInconsistent(DatabaseError):
     default_sqlstate = "MB009"
 
 
+class QueueMoved(InvalidState):
+    """The queue has moved to another server of a scale-out map; ``server`` names it.
+
+    Raised by the server the queue moved away from, for every post that still reaches it
+    (a client with a stale placement map); :class:`pgmbus.scaleout.Cluster` reads the map
+    again and posts to the new server by itself.
+    """
+
+    default_sqlstate = "MB010"
+
+    @property
+    def server(self) -> str | None:
+        """The server the queue lives on now, as the refusing server named it."""
+        found = _MOVED_TO.search(self.message)
+        return found.group(1) if found else None
+
+
+_MOVED_TO = re.compile(r"has moved to server '([^']*)'")
+
+
 class PermissionDenied(DatabaseError):
     """The current role may not perform the operation."""
 
@@ -148,6 +168,7 @@ _BY_SQLSTATE: dict[str, type[DatabaseError]] = {
         StaleLease,
         InvalidState,
         LogInconsistent,
+        QueueMoved,
         PermissionDenied,
         LockNotAvailable,
     )

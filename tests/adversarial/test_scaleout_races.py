@@ -11,7 +11,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from pgmbus.errors import InvalidState, NotFound, translating
+from pgmbus.errors import InvalidState, NotFound, QueueMoved, translating
+from pgmbus.scaleout import Cluster, move_queue
 
 
 def _waits_for_a_lock(observer: psycopg.Connection[Any], pid: int, timeout: float = 20.0) -> bool:
@@ -124,3 +125,116 @@ def test_a_drop_of_a_server_waits_for_an_uncommitted_move_to_it(
     row = observer.execute("SELECT moving_to FROM mbus.placement WHERE name = 'orders'")
     assert row.fetchone() == ("s2",)
     observer.close()
+
+
+def _cluster(make_db: Callable[..., str], count: int = 3) -> tuple[str, dict[str, str]]:
+    """A home database and two servers, queue ``orders`` placed on s1 with ``count`` messages."""
+    home = make_db()
+    servers = {"s1": make_db(), "s2": make_db()}
+    with Cluster(home, refresh=60.0) as cluster:
+        for name, dsn in servers.items():
+            cluster.add_server(name, dsn)
+        with psycopg.connect(servers["s1"], autocommit=True) as conn:
+            conn.execute("SELECT mbus.create_queue('orders', 1)")
+        cluster.place("queue", "orders", ["s1"])
+        for n in range(count):
+            cluster.post("orders", {"n": n})
+    return home, servers
+
+
+def _pending(dsn: str) -> list[int]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT (q.data->>'n')::int FROM mbus.q_orders AS q ORDER BY 1"
+        ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def test_a_client_with_a_map_older_than_a_move_posts_to_the_new_server(
+    make_db: Callable[..., str],
+) -> None:
+    home, servers = _cluster(make_db)
+    stale = Cluster(home, refresh=3600.0)
+    assert stale.dsn_for("orders") == servers["s1"]  # read before the move, trusted for an hour
+    assert move_queue(home, "orders", "s2", grace=0.0).moved == 3
+    iid = stale.post("orders", {"n": 3})  # refused by s1, then sent to s2 by the cluster
+    assert iid.endswith("@" + _db(servers["s2"]))
+    assert stale.dsn_for("orders") == servers["s2"]
+    assert _pending(servers["s1"]) == []
+    assert _pending(servers["s2"]) == [0, 1, 2, 3]
+    stale.close()
+
+
+def test_a_plain_post_to_the_server_a_queue_left_is_refused_naming_the_new_server(
+    make_db: Callable[..., str],
+) -> None:
+    home, servers = _cluster(make_db)
+    move_queue(home, "orders", "s2", grace=0.0)
+    with psycopg.connect(servers["s1"], autocommit=True) as conn:
+        for sql in (
+            "SELECT mbus.post_orders('{\"n\": 9}')",
+            "SELECT mbus.post('orders', '{\"n\": 9}')",
+            "SELECT mbus.postn_orders(ARRAY['{\"n\": 9}'::jsonb])",
+        ):
+            moved = "'orders' has moved to server 's2'"
+            with pytest.raises(QueueMoved, match=moved) as caught, translating():
+                conn.execute(sql)
+            assert caught.value.sqlstate == "MB010" and caught.value.server == "s2"
+    assert _pending(servers["s1"]) == []
+    assert _pending(servers["s2"]) == [0, 1, 2]
+    # and back: s1 takes posts again once the queue moves back to it
+    assert move_queue(home, "orders", "s1", grace=0.0).moved == 3
+    with psycopg.connect(servers["s1"], autocommit=True) as conn:
+        conn.execute("SELECT mbus.post_orders('{\"n\": 3}')")
+    assert _pending(servers["s1"]) == [0, 1, 2, 3]
+    with (
+        psycopg.connect(servers["s2"], autocommit=True) as conn,
+        pytest.raises(QueueMoved),
+        translating(),
+    ):
+        conn.execute("SELECT mbus.post_orders('{\"n\": 4}')")
+
+
+def test_a_post_in_flight_on_the_old_server_when_the_move_fences_it_is_moved_too(
+    make_db: Callable[..., str],
+) -> None:
+    """The fence waits for a transaction that posted to the old server and has not committed;
+    the drain after it carries that message: nothing is left behind."""
+    home, servers = _cluster(make_db)
+    observer = psycopg.connect(servers["s1"], autocommit=True)
+    posting = psycopg.connect(servers["s1"])
+    posting.execute("SELECT mbus.post_orders('{\"n\": 3}')")  # not committed yet
+    outcome: dict[str, Any] = {}
+
+    def mover() -> None:
+        try:
+            outcome["report"] = move_queue(home, "orders", "s2", grace=0.0)
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=mover, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    fenced = False
+    while time.monotonic() < deadline and not fenced:  # the mover's fence waits for the post
+        row = observer.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks AS l JOIN pg_class AS c ON c.oid = l.relation"
+            " WHERE NOT l.granted AND c.relname LIKE 'q_orders%%')"
+        ).fetchone()
+        fenced = bool(row and row[0])
+        time.sleep(0.02)
+    assert fenced
+    posting.commit()
+    posting.close()
+    thread.join(60)
+    assert "error" not in outcome, outcome
+    assert outcome["report"].moved == 4
+    assert _pending(servers["s1"]) == []
+    assert _pending(servers["s2"]) == [0, 1, 2, 3]
+    observer.close()
+
+
+def _db(dsn: str) -> str:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT current_database()").fetchone()
+    return str(row[0]) if row else ""

@@ -46,7 +46,10 @@ def move_queue(
        when the next step fails: a move that never began leaves nothing behind);
     3. ``mbus.begin_move`` on the home database: clients of the map now post to the new server;
     4. waits ``grace`` seconds (default: the clients' map refresh, 5 s) so none posts to the
-       old server any more, then moves its deliveries in batches: the new server commits a
+       old server any more, then fences the queue there (``mbus.move_fence``: a post that
+       still reaches it, from a client with an older map, is refused with ``QueueMoved``
+       naming the new server, which :class:`Cluster` follows by itself; none is stranded),
+       then moves its deliveries in batches: the new server commits a
        batch with its iids (``mbus.move_receive``) before the old one commits the consume, so
        a crash at any point neither loses nor duplicates a message (run the move again: it
        resumes);
@@ -77,16 +80,19 @@ def move_queue(
             conn.execute(_Q["durable_commits"])
             conn.commit()
         consumer = _only_consumer(src, queue, place.servers[0])
-        created = _prepare_target(dst, queue, consumer, server)
+        created, fenced_for = _prepare_target(dst, queue, consumer, server)
         try:
             with psycopg.connect(home) as conn:
                 conn.execute(_Q["begin_move"], {"queue": queue, "server": server})
         except BaseException:
             if created:  # the move never began: leave no queue behind on the target
                 _drop_if_empty(dst, queue)
+            elif fenced_for is not None:  # nor open a queue that had moved away from there
+                _fence(dst, queue, fenced_for)
             raise
         move_id = str(cluster.placement("queue", queue).move_id)
         time.sleep(5.0 if grace is None else grace)
+        _fence(src, queue, server)
         deadline = time.monotonic() + wait
         while True:
             moved = transfer(src, dst, queue, consumer[0], move_id, batch, report)
@@ -181,11 +187,21 @@ def _drop_if_empty(dst: psycopg.Connection[Any], queue: str) -> None:
     dst.commit()
 
 
+def _fence(conn: psycopg.Connection[Any], queue: str, server: str) -> None:
+    """Refuse posts to ``queue`` on this server from now on, naming ``server``."""
+    if conn.closed or conn.broken:
+        return
+    conn.rollback()
+    conn.execute(_Q["fence"], {"queue": queue, "server": server})
+    conn.commit()
+
+
 def _prepare_target(
     dst: psycopg.Connection[Any], queue: str, consumer: tuple[str, str | None], where: str
-) -> bool:
-    """Make the queue with the same one consumer on the target, or check the one there; True
-    when it was made here."""
+) -> tuple[bool, str | None]:
+    """Make the queue with the same one consumer on the target, or check the one there and
+    accept posts to it again (a queue moving back); return (made here, the server the queue
+    there was fenced for)."""
     if not _one(dst, "queue_exists", {"queue": queue}):
         _one(dst, "create_queue", {"queue": queue})
         if consumer[0] != "default":
@@ -196,7 +212,7 @@ def _prepare_target(
             )
             _one(dst, "drop_consumer", {"queue": queue, "consumer": "default"})
         dst.commit()
-        return True
+        return True, None
     rows = [(str(r[0]), r[1]) for r in dst.execute(_Q["consumers"], {"queue": queue}).fetchall()]
     dst.commit()
     if rows != [consumer]:
@@ -204,4 +220,6 @@ def _prepare_target(
             f"queue {queue!r} exists on server {where!r} with other consumers {rows}",
             sqlstate="MB008",
         )
-    return False
+    fenced_for = _one(dst, "unfence", {"queue": queue})
+    dst.commit()
+    return False, fenced_for

@@ -12,12 +12,14 @@ from typing import Any
 import psycopg
 
 from pgmbus.dsn import resolve_dsn
-from pgmbus.errors import InvalidState, NotFound, translating
+from pgmbus.errors import InvalidState, NotFound, QueueMoved, translating
 from pgmbus.queues import AsyncBus, Bus
 from pgmbus.sqlfiles import load_queries
 from pgmbus.streams import publish
 
 _Q = load_queries("scaleout.sql")
+# Posts re-sent after a refusal naming a new server: a queue moved again meanwhile refuses again
+_MOVED_RETRIES = 3
 
 
 @dataclass(frozen=True)
@@ -204,7 +206,23 @@ class Cluster:
         return AsyncBus(self.dsn_for(queue), **options)
 
     def post(self, queue: str, data: dict[str, Any], **options: Any) -> str:
-        """Post to ``queue`` on its server (:meth:`pgmbus.queues.Bus.post`); returns the iid."""
+        """Post to ``queue`` on its server (:meth:`pgmbus.queues.Bus.post`); returns the iid.
+
+        When the server refuses because the queue has moved (``QueueMoved``: this cluster's
+        map is older than the move), the map is read again and the post goes to the new
+        server. With ``conn=`` (the caller's transaction, which the refusal aborted) the
+        error is raised instead.
+        """
+        for _ in range(_MOVED_RETRIES):
+            refused = self.dsn_for(queue)
+            try:
+                return self.bus(queue).post(queue, data, **options)
+            except QueueMoved:
+                if options.get("conn") is not None:
+                    raise
+                self.reload()
+                if self.dsn_for(queue) == refused:  # the map does not say where: no guess
+                    raise
         return self.bus(queue).post(queue, data, **options)
 
     def publish(

@@ -57,6 +57,13 @@ SELECT mbus.move_take(%(queue)s, %(consumer)s, %(amt)s)::text
 -- name: receive
 SELECT mbus.move_receive(%(move_id)s, %(queue)s, %(messages)s::jsonb)::text
 
+-- name: fence
+-- The old server refuses posts to the queue from now on (MB010, naming the new server).
+SELECT mbus.move_fence(%(queue)s, %(server)s)
+
+-- name: unfence
+SELECT mbus.move_unfence(%(queue)s)
+
 -- name: forget_move
 DELETE FROM mbus.move_received WHERE move_id = %(move_id)s
 
