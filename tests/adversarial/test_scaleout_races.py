@@ -3,6 +3,9 @@ server, a client posting with a stale map after a move, two moves of one queue a
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -238,3 +241,27 @@ def _db(dsn: str) -> str:
     with psycopg.connect(dsn) as conn:
         row = conn.execute("SELECT current_database()").fetchone()
     return str(row[0]) if row else ""
+
+
+def test_two_moves_of_one_queue_at_once_both_succeed_and_move_each_message_once(
+    make_db: Callable[..., str],
+) -> None:
+    """Two ``pgmbus placement move`` processes of one queue: the second waits for the first and
+    reports its success (exit 0); the data arrives once, in order."""
+    home, servers = _cluster(make_db, 200)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    command = [sys.executable, "-m", "pgmbus", "placement", "move", "orders", "s2"]
+    command += ["--grace", "0.5", "--batch", "20", "--dsn", home]
+    movers = [
+        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        for _ in range(2)
+    ]
+    outputs = [(m.communicate(timeout=120)[0].decode(), m.returncode) for m in movers]
+    assert [code for _, code in outputs] == [0, 0], outputs
+    text = " ".join(out for out, _ in outputs)
+    assert "200 message(s)" in text and "by another move of it" in text, text
+    assert _pending(servers["s1"]) == []
+    assert _pending(servers["s2"]) == list(range(200))
+    with Cluster(home, refresh=0.0) as cluster:
+        place = cluster.placement("queue", "orders")
+    assert (place.servers, place.moving_to) == (("s2",), None)

@@ -9,7 +9,7 @@ from typing import Any
 
 import psycopg
 
-from pgmbus.errors import InvalidState, NotFound, TimeoutExpired, translating
+from pgmbus.errors import InvalidArgument, InvalidState, NotFound, TimeoutExpired, translating
 from pgmbus.scaleout.placement import Cluster
 from pgmbus.sqlfiles import load_queries
 
@@ -26,6 +26,7 @@ class MoveReport:
     batches: int = 0
     moved: int = 0
     duplicate: int = 0
+    by_another: bool = False  # a move of the same queue running at once did it; this one waited
 
 
 def move_queue(
@@ -60,10 +61,33 @@ def move_queue(
     that name on the new server) and ``TimeoutExpired`` when deliveries not yet due (delayed,
     leased) stay on the old server after ``wait`` seconds: the move stays under way, posts go
     to the new server, and calling ``move_queue`` again later finishes it.
+
+    Moves of one queue run one at a time (a session lock on the home database, released when
+    the mover ends or dies): a second move waits for the first; when that one has put the queue
+    on ``server``, the second returns a report with ``by_another`` set and nothing moved.
     """
-    if batch < 1:
-        raise ValueError("batch must be >= 1")
-    cluster = Cluster(home, refresh=0.0)
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise InvalidArgument(f"batch must be an integer >= 1, not {batch!r}", sqlstate="MB006")
+    before = Cluster(home, refresh=0.0).placement("queue", queue)
+    with translating(), psycopg.connect(home, autocommit=True) as lock:
+        lock.execute(_Q["move_lock"], {"queue": queue})
+        cluster = Cluster(home, refresh=0.0)
+        place = cluster.placement("queue", queue)
+        if place.servers[0] == server != before.servers[0] and place.moving_to is None:
+            return MoveReport(queue, before.servers[0], server, by_another=True)
+        return _move(cluster, home, queue, server, batch, grace, wait)
+
+
+def _move(
+    cluster: Cluster,
+    home: str,
+    queue: str,
+    server: str,
+    batch: int,
+    grace: float | None,
+    wait: float,
+) -> MoveReport:
+    """The move itself, under the queue's move lock."""
     place = cluster.placement("queue", queue)
     servers = cluster.servers()
     if server not in servers:

@@ -23,6 +23,10 @@ SELECT mbus.place(%(kind)s, %(name)s, %(servers)s::text[])
 -- name: unplace
 SELECT mbus.unplace(%(kind)s, %(name)s)
 
+-- name: move_lock
+-- One move of a queue at a time: the session lock a mover holds until it ends (or dies).
+SELECT pg_advisory_lock(hashtext('mbus.move'), hashtext(%(queue)s))
+
 -- name: begin_move
 SELECT mbus.begin_move(%(queue)s, %(server)s)
 
