@@ -94,16 +94,18 @@ class InvalidSelector(DatabaseError):
     default_sqlstate = "MB004"
 
 
-class InvalidPayload(DatabaseError):
-    """A payload, headers or properties value has the wrong shape (for example not an object)."""
-
-    default_sqlstate = "MB005"
-
-
 class InvalidArgument(DatabaseError):
-    """An argument is out of range or contradicts another one."""
+    """An argument is out of range or contradicts another one, or has the wrong type (the
+    message starts with its name)."""
 
     default_sqlstate = "MB006"
+
+
+class InvalidPayload(InvalidArgument):
+    """A payload, headers or properties value has the wrong shape (for example not an object,
+    or holding a value JSON in PostgreSQL cannot store)."""
+
+    default_sqlstate = "MB005"
 
 
 class StaleLease(DatabaseError):

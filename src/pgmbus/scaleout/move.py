@@ -9,7 +9,8 @@ from typing import Any
 
 import psycopg
 
-from pgmbus.errors import InvalidArgument, InvalidState, NotFound, TimeoutExpired, translating
+from pgmbus import args
+from pgmbus.errors import InvalidState, NotFound, TimeoutExpired, translating
 from pgmbus.scaleout.placement import Cluster
 from pgmbus.sqlfiles import load_queries
 
@@ -66,8 +67,11 @@ def move_queue(
     the mover ends or dies): a second move waits for the first; when that one has put the queue
     on ``server``, the second returns a report with ``by_another`` set and nothing moved.
     """
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise InvalidArgument(f"batch must be an integer >= 1, not {batch!r}", sqlstate="MB006")
+    args.integer("batch", batch, low=1, high=2**31 - 1)
+    args.text("queue", queue)
+    args.text("server", server)
+    args.seconds("grace", grace, optional=True)
+    args.seconds("wait", wait)
     before = Cluster(home, refresh=0.0).placement("queue", queue)
     with translating(), psycopg.connect(home, autocommit=True) as lock:
         lock.execute(_Q["move_lock"], {"queue": queue})

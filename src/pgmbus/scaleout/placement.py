@@ -11,8 +11,9 @@ from typing import Any
 
 import psycopg
 
+from pgmbus import args
 from pgmbus.dsn import resolve_dsn
-from pgmbus.errors import InvalidState, NotFound, QueueMoved, translating
+from pgmbus.errors import InvalidArgument, InvalidState, NotFound, QueueMoved, translating
 from pgmbus.queues import AsyncBus, Bus
 from pgmbus.sqlfiles import load_queries
 from pgmbus.streams import publish
@@ -145,6 +146,8 @@ class Cluster:
 
     def placement(self, kind: str, name: str) -> Placement:
         """The placement of one queue or topic; ``NotFound`` when the map does not hold it."""
+        args.text("kind", kind)
+        args.text("name", name)
         self._fresh()
         found = self._map.get((kind, name))
         if found is None:
@@ -163,6 +166,7 @@ class Cluster:
     # --- where things are -----------------------------------------------------------------
     def dsn_for(self, queue: str) -> str:
         """The DSN posts to ``queue`` go to (its new server while it is being moved)."""
+        args.text("queue", queue)
         place = self.placement("queue", queue)
         return self._dsn(place.moving_to or place.servers[0])
 
@@ -185,6 +189,9 @@ class Cluster:
 
     def dsn_for_key(self, topic: str, key: str | bytes) -> str:
         """The DSN of the server holding ``key`` of ``topic`` now (:func:`server_for_key`)."""
+        args.text("topic", topic)
+        if not isinstance(key, bytes):
+            args.text("key", key)
         place = self.placement("topic", topic)
         return self._dsn(server_for_key(key, place.servers, place.scheme))
 
@@ -232,6 +239,9 @@ class Cluster:
 
         Event ids are per server: (server, id) names an event of a topic spread over several.
         """
+        args.text("topic", topic)
+        args.json_value("payload", payload)
+        args.json_object("headers", headers, optional=True)
         with translating(), psycopg.connect(self.dsn_for_key(topic, key)) as conn:
             return publish(conn, topic, payload, key=key, headers=headers)
 
@@ -256,18 +266,28 @@ class Cluster:
 
     def add_server(self, name: str, conninfo: str) -> None:
         """Add a server (``AlreadyExists``, ``InvalidArgument`` for a password in conninfo)."""
+        args.text("name", name)
+        args.text("conninfo", conninfo)
         self._edit("add_server", {"name": name, "conninfo": conninfo})
 
     def drop_server(self, name: str) -> None:
         """Remove a server (``InvalidState`` while something is placed on it)."""
+        args.text("name", name)
         self._edit("drop_server", {"name": name})
 
     def place(self, kind: str, name: str, servers: list[str]) -> None:
         """Place a queue (one server) or a topic (servers by key hash); ``AlreadyExists`` twice."""
+        args.text("kind", kind)
+        args.text("name", name)
+        if isinstance(servers, str):  # a str is a sequence of one-letter names
+            raise InvalidArgument("servers must be a list of server names, not a str")
+        servers = list(args.texts("servers", servers) or ())
         self._edit("place", {"kind": kind, "name": name, "servers": servers})
 
     def unplace(self, kind: str, name: str) -> None:
         """Take a name out of the map; ``InvalidState`` while a queue has deliveries there."""
+        args.text("kind", kind)
+        args.text("name", name)
         if kind == "queue":
             place = self.placement("queue", name)
             if place.moving_to is None:

@@ -18,7 +18,8 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg.types.json import Jsonb
 
-from pgmbus.errors import translate, translating
+from pgmbus import args
+from pgmbus.errors import InvalidArgument, translate, translating
 from pgmbus.renamed import renamed_keywords, warn_renamed
 from pgmbus.sqlfiles import load_queries
 from pgmbus.streams.events import Batch, Event, RetryEvent
@@ -75,6 +76,19 @@ def _json(value: Any) -> Jsonb | None:
     return None if value is None else Jsonb(value)
 
 
+def _check_event(topic: Any, payload: Any, key: Any, headers: Any) -> None:
+    args.text("topic", topic)
+    args.json_value("payload", payload)
+    args.text("key", key, optional=True)
+    args.json_object("headers", headers, optional=True)
+
+
+def _check_read(group: Any, limit: Any, slot: Any) -> None:
+    args.text("group", group)
+    args.integer("limit", limit, low=1, high=2**31 - 1)
+    args.integer("slot", slot, low=0, high=2**31 - 1, optional=True)
+
+
 def _one(conn: Conn, query: LiteralString, params: dict[str, Any]) -> Any:
     with translating():
         row = conn.execute(query, params).fetchone()
@@ -110,6 +124,9 @@ def publish(
         at commit). It waits outside the log until :func:`release_scheduled` moves it in, which
         ``StreamWorker`` and the SSE listeners of ``pgmbus serve`` do before they read.
     """
+    _check_event(topic, payload, key, headers)
+    args.integer("subscription_id", subscription_id, low=1, optional=True)
+    args.moment("delayed_until", delayed_until)
     if subscription_id is not None or delayed_until is not None:
         special = {
             "topic": topic,
@@ -143,6 +160,20 @@ def publish_batch(
 
     ``subscription_id`` and ``delayed_until`` apply to every event, as in :func:`publish`.
     """
+    args.text("topic", topic)
+    for what, values in (("payloads", payloads), ("keys", keys), ("headers", headers)):
+        if values is not None and (
+            not isinstance(values, Sequence) or isinstance(values, str | bytes | dict)
+        ):
+            raise InvalidArgument(f"{what} must be a sequence", sqlstate="MB006")
+    for i, payload in enumerate(payloads):
+        args.json_value(f"payloads[{i}]", payload)
+    for i, key in enumerate(keys or ()):
+        args.text(f"keys[{i}]", key, optional=True)
+    for i, hdrs in enumerate(headers or ()):
+        args.json_object(f"headers[{i}]", hdrs, optional=True)
+    args.integer("subscription_id", subscription_id, low=1, optional=True)
+    args.moment("delayed_until", delayed_until)
     params = {
         "topic": topic,
         "payloads": [Jsonb(p) for p in payloads],
@@ -198,6 +229,9 @@ def publish_copy(
 
 def create_group(conn: Conn, name: str, *, start: str = "now", slots: int = 1) -> None:
     """Create a consumer group at ``start`` ('beginning', 'now', a timestamp or an event id)."""
+    args.text("name", name)
+    args.text("start", start)
+    args.integer("slots", slots, low=1, high=2**31 - 1)
     _one(conn, _q("create_group"), {"name": name, "start": start, "slots": slots})
 
 
@@ -247,6 +281,7 @@ def read_next(
     The group's cursor row stays locked until the connection's transaction ends, so reading,
     writing results and committing in one transaction handles each event exactly once.
     """
+    _check_read(group, limit, slot)
     with translating():
         rows = conn.execute(
             _q("read_next"), {"group": group, "max_events": limit, "slot": slot}
@@ -265,6 +300,7 @@ def read_subscriptions(
     Batches in which nothing matched are acknowledged by the call itself, in the connection's
     transaction, and reading goes on: an empty result means the group has caught up.
     """
+    _check_read(group, limit, slot)
     with translating():
         rows = conn.execute(
             _q("read_subscriptions"), {"group": group, "max_events": limit, "slot": slot}
@@ -277,6 +313,8 @@ def read_subscriptions(
 
 def commit(conn: Conn, group: str, cursor: str) -> None:
     """Move the group to ``cursor`` (from ``read_next``); in the connection's transaction."""
+    args.text("group", group)
+    args.text("cursor", cursor)
     _one(conn, _q("commit"), {"group": group, "cursor": cursor})
 
 
@@ -292,6 +330,8 @@ def commit_transaction(conn: Conn, group: str, cursor: str) -> None:
 
 def seek(conn: Conn, group: str, start: str) -> None:
     """Reposition a group: 'beginning', 'now', a timestamp or an event id (revives it)."""
+    args.text("group", group)
+    args.text("start", start)
     _one(conn, _q("seek"), {"group": group, "start": start})
 
 
