@@ -10,6 +10,7 @@ instead of as a driver error.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -100,14 +101,60 @@ def json_object(name: str, value: Any, *, optional: bool = False) -> Mapping[str
     str, int, finite float, bool or None; no NUL or lone surrogate in any string."""
     if value is None and optional:
         return None
-    if not isinstance(value, Mapping):
-        raise InvalidPayload(f"{name} must be a mapping (a JSON object)", sqlstate="MB005")
-    json_value(name, value)
-    return value
+    json_text(name, value)
+    return value  # type: ignore[no-any-return]  # checked: a mapping
 
 
 def json_value(name: str, value: Any) -> Any:
-    """Any JSON value PostgreSQL can store (see :func:`json_object`); walked without recursion."""
+    """Any JSON value PostgreSQL can store (see :func:`json_object`)."""
+    json_text(name, value, mapping=False)
+    return value
+
+
+def json_text(name: str, value: Any, *, mapping: bool = True) -> str:
+    """``value`` (a mapping unless ``mapping`` is false) as the JSON text to send, once it is
+    known to be JSON PostgreSQL can store (see :func:`json_object`).
+
+    The text is made by the C encoder (which the driver would run anyway: pass the text on
+    instead of dumping twice) and searched for NUL escapes and lone surrogates; only when
+    something is wrong does a walk in Python find the part to name.
+    """
+    if mapping:
+        if not isinstance(value, Mapping):
+            raise InvalidPayload(f"{name} must be a mapping (a JSON object)", sqlstate="MB005")
+        if type(value) is not dict:
+            value = dict(value)
+    try:
+        text = _DUMPS(value)
+    except (TypeError, ValueError, RecursionError):  # not JSON, nan or inf, a cycle
+        _name_the_problem(name, value)
+        raise _payload(name, "is not JSON (a cycle, or a type json cannot encode)") from None
+    if _UNSTORABLE_JSON.search(text) or not _keys_are_str(value):
+        _name_the_problem(name, value)  # a string holding a backslash and "u0000" is fine
+    return text
+
+
+# what json.dumps leaves in a text PostgreSQL cannot store: NUL (escaped), lone surrogates
+_UNSTORABLE_JSON = re.compile(r"\\u0000|[\ud800-\udfff]")
+_DUMPS = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
+def _keys_are_str(value: Any) -> bool:
+    """Whether every object key is a str (json.dumps turns 1, True or None into strings)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key in item:
+                if type(key) is not str:
+                    return False
+            stack.extend(v for v in item.values() if isinstance(v, dict | list | tuple))
+        else:
+            stack.extend(v for v in item if isinstance(v, dict | list | tuple))
+    return True
+
+
+def _name_the_problem(name: str, value: Any) -> None:
     stack: list[tuple[str, Any]] = [(name, value)]
     while stack:
         where, item = stack.pop()
@@ -130,7 +177,7 @@ def json_value(name: str, value: Any) -> Any:
             stack.extend((f"{where}[{i}]", child) for i, child in enumerate(item))
         else:
             raise _payload(where, f"is a {_kind(item)}, which is not JSON")
-    return value
+    # nothing to name: the text's match was a backslash and "u0000" inside a string
 
 
 def _payload(where: str, problem: str) -> InvalidPayload:

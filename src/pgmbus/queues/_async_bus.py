@@ -45,9 +45,10 @@ log = logging.getLogger("pgmbus.queues")
 
 
 def _json(value: Mapping[str, Any] | None, what: str) -> Jsonb | None:
-    if args.json_object(what, value, optional=True) is None:
+    if value is None:
         return None
-    return Jsonb(dict(value))  # type: ignore[arg-type]  # checked: a mapping
+    text = args.json_text(what, value)  # checked and dumped once: the driver sends this text
+    return Jsonb(value, dumps=lambda _: text)
 
 
 def _jsons(value: Any, what: str) -> list[Jsonb | None]:
