@@ -76,11 +76,13 @@ def _json(value: Any) -> Jsonb | None:
     return None if value is None else Jsonb(value)
 
 
-def _check_event(topic: Any, payload: Any, key: Any, headers: Any) -> None:
+def _check_event(topic: Any, payload: Any, key: Any, headers: Any) -> Jsonb:
+    """Check one event's arguments; return its payload dumped once (the driver sends that)."""
     args.text("topic", topic)
-    args.json_value("payload", payload)
+    text = args.json_text("payload", payload, mapping=False)
     args.text("key", key, optional=True)
     args.json_object("headers", headers, optional=True)
+    return Jsonb(payload, dumps=lambda _: text)
 
 
 def _check_read(group: Any, limit: Any, slot: Any) -> None:
@@ -124,13 +126,13 @@ def publish(
         at commit). It waits outside the log until :func:`release_scheduled` moves it in, which
         ``StreamWorker`` and the SSE listeners of ``pgmbus serve`` do before they read.
     """
-    _check_event(topic, payload, key, headers)
+    dumped = _check_event(topic, payload, key, headers)
     args.integer("subscription_id", subscription_id, low=1, optional=True)
     args.moment("delayed_until", delayed_until)
     if subscription_id is not None or delayed_until is not None:
         special = {
             "topic": topic,
-            "payload": Jsonb(payload),
+            "payload": dumped,
             "key": key,
             "headers": _json(headers),
             "subscription_id": subscription_id,
@@ -138,7 +140,7 @@ def publish(
         }
         return int(_one(conn, _q("publish_special"), special))
     # the hot path: positional parameters and no context manager (measurably cheaper)
-    params = (topic, Jsonb(payload), key, None if headers is None else Jsonb(headers))
+    params = (topic, dumped, key, None if headers is None else Jsonb(headers))
     try:
         row = conn.execute(_q("publish"), params).fetchone()
     except psycopg.Error as exc:
