@@ -123,7 +123,9 @@ class World:
         row = self.conn.execute(
             "SELECT (SELECT count(*) FROM mbus.q_jobs), (SELECT count(*) FROM mbus.client_iids),"
             " (SELECT count(*) FROM mbus.events), (SELECT count(*) FROM mbus.timer_callbacks),"
-            " (SELECT count(*) FROM mbus.stream_groups), (SELECT count(*) FROM mbus.dmq)"
+            " (SELECT count(*) FROM mbus.stream_groups), (SELECT count(*) FROM mbus.dmq),"
+            " (SELECT count(*) FROM mbus.timer_schedules),"
+            " (SELECT count(*) FROM mbus.stream_retries)"
         ).fetchone()
         placed = self.home_conn.execute(
             "SELECT (SELECT array_agg(name ORDER BY name) FROM mbus.placement_server),"
@@ -285,6 +287,40 @@ CASES = [
         lambda w, v: sync_store.create(
             w.conn, w.client_id, "g", "e", _NOW, "http://127.0.0.1/x", context=v
         ),
+    ),
+    _case(
+        "timers.create_schedule",
+        "interval_s",
+        _wrong_int(1, 2**63 - 1),
+        lambda w, v: sync_store.create_schedule(
+            w.conn, w.client_id, "every", "http://127.0.0.1/x", interval_s=v
+        ),
+    ),
+    _case(
+        "timers.create_schedule",
+        "timezone",
+        _WRONG_TEXT,
+        lambda w, v: sync_store.create_schedule(
+            w.conn, w.client_id, "every", "http://127.0.0.1/x", interval_s=60, timezone=v
+        ),
+    ),
+    _case(
+        "timers.list_callbacks",
+        "limit",
+        _wrong_int(0, 2**31 - 1),
+        lambda w, v: sync_store.list_callbacks(w.conn, w.client_id, limit=v),
+    ),
+    _case(
+        "streams.retry_event",
+        "error",
+        _WRONG_TEXT,
+        lambda w, v: streams.retry_event(w.conn, "readers", 1, error=v),
+    ),
+    _case(
+        "streams.read_retries",
+        "limit",
+        _wrong_int(1, 2**31 - 1),
+        lambda w, v: streams.read_retries(w.conn, "readers", limit=v),
     ),
     # the scale-out cluster
     _case("Cluster.post", "queue", _WRONG_TEXT, lambda w, v: w.cluster.post(v, {"n": 1})),

@@ -380,6 +380,11 @@ def retry_event(
     delay: timedelta | None = None,
 ) -> str:
     """Count a failed attempt; return 'retry' (scheduled again) or 'dead' (dead-lettered)."""
+    args.text("group", group)
+    args.integer("event_id", event_id, low=-(2**63))
+    args.text("error", error, optional=True)
+    if delay is not None and not isinstance(delay, timedelta):
+        raise InvalidArgument(f"delay must be a timedelta, not {type(delay).__name__}")
     params = {"group": group, "event_id": event_id, "error": error, "delay": delay}
     return str(_one(conn, _q("retry_event"), params))
 
@@ -390,6 +395,10 @@ def read_retries(
 ) -> list[RetryEvent]:
     """Claim up to ``limit`` of the group's events whose retry is due (each hidden for
     ``lease``)."""
+    args.text("group", group)
+    args.integer("limit", limit, low=1, high=2**31 - 1)
+    if not isinstance(lease, timedelta):
+        raise InvalidArgument(f"lease must be a timedelta, not {type(lease).__name__}")
     with translating():
         rows = conn.execute(
             _q("read_retries"), {"group": group, "max_events": limit, "lease": lease}

@@ -205,6 +205,11 @@ async def list_callbacks(
     after: int = 0,
 ) -> list[Callback]:
     """The client's callbacks with id > ``after`` in id order (a page of at most ``limit``)."""
+    args.integer("client_id", client_id, low=1)
+    args.text("group_key", group_key, optional=True)
+    args.text("status", status, optional=True)
+    args.integer("limit", limit, low=0, high=2**31 - 1)
+    args.integer("after", after, low=0)
     params = {
         "client_id": client_id,
         "group_key": group_key,
@@ -319,6 +324,17 @@ async def create_schedule(
     and ``queue``, for a queue that does not exist, and for a cron expression that is malformed
     or never fires (between ``start_at`` and ``end_at``).
     """
+    args.integer("client_id", client_id, low=1)
+    args.text("schedule_key", schedule_key)
+    for what, text in (("url", url), ("queue", queue), ("cron", cron), ("group_key", group_key)):
+        args.text(what, text, optional=True)
+    args.text("timezone", timezone)
+    args.integer("interval_s", interval_s, low=1, optional=True)
+    args.json_object("context", context, optional=True)
+    args.json_object("retry", retry, optional=True)
+    args.seconds("stop_after_delay_s", stop_after_delay_s, optional=True)
+    for what, moment in (("start_at", start_at), ("end_at", end_at), ("now", now)):
+        args.moment(what, moment)
     if cron is not None:
         from pgmbus.timers import cron as cronexpr  # croniter is in the timers extra
 
