@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from pgmbus.errors import InvalidState, NotFound, QueueMoved, translating
+from pgmbus.errors import DatabaseError, InvalidState, NotFound, QueueMoved, translating
 from pgmbus.scaleout import Cluster, move_queue
 
 
@@ -265,3 +265,32 @@ def test_two_moves_of_one_queue_at_once_both_succeed_and_move_each_message_once(
     with Cluster(home, refresh=0.0) as cluster:
         place = cluster.placement("queue", "orders")
     assert (place.servers, place.moving_to) == (("s2",), None)
+
+
+def test_a_move_back_that_fails_to_begin_leaves_the_old_server_fenced(
+    make_db: Callable[..., str],
+) -> None:
+    """The target a queue once left is opened for the move back; when the move cannot begin
+    (here the home refuses to change the map), it is fenced again: a stale client is still
+    refused there and sent where the map points."""
+    home, servers = _cluster(make_db)
+    move_queue(home, "orders", "s2", grace=0.0)
+    with psycopg.connect(home, autocommit=True) as conn:
+        conn.execute(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$BEGIN RAISE EXCEPTION 'home refuses'; END$$"
+        )
+        conn.execute(
+            "CREATE TRIGGER refuse BEFORE UPDATE ON mbus.placement "
+            "FOR EACH ROW EXECUTE FUNCTION refuse()"
+        )
+    with pytest.raises(DatabaseError, match="home refuses"):
+        move_queue(home, "orders", "s1", grace=0.0)
+    with (
+        psycopg.connect(servers["s1"], autocommit=True) as conn,
+        pytest.raises(QueueMoved, match="moved to server 's2'"),
+        translating(),
+    ):
+        conn.execute("SELECT mbus.post_orders('{\"n\": 3}')")
+    assert _pending(servers["s1"]) == []
+    assert _pending(servers["s2"]) == [0, 1, 2]

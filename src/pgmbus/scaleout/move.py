@@ -115,8 +115,8 @@ def _move(
         except BaseException:
             if created:  # the move never began: leave no queue behind on the target
                 _drop_if_empty(dst, queue)
-            elif fenced_for is not None:  # nor open a queue that had moved away from there
-                _fence(dst, queue, fenced_for)
+            elif fenced_for is not None and not (dst.closed or dst.broken):
+                _fence(dst, queue, fenced_for)  # nor open a queue that had moved away from there
             raise
         move_id = str(cluster.placement("queue", queue).move_id)
         time.sleep(5.0 if grace is None else grace)
@@ -217,8 +217,6 @@ def _drop_if_empty(dst: psycopg.Connection[Any], queue: str) -> None:
 
 def _fence(conn: psycopg.Connection[Any], queue: str, server: str) -> None:
     """Refuse posts to ``queue`` on this server from now on, naming ``server``."""
-    if conn.closed or conn.broken:
-        return
     conn.rollback()
     conn.execute(_Q["fence"], {"queue": queue, "server": server})
     conn.commit()
