@@ -94,16 +94,18 @@ class InvalidSelector(DatabaseError):
     default_sqlstate = "MB004"
 
 
-class InvalidPayload(DatabaseError):
-    """A payload, headers or properties value has the wrong shape (for example not an object)."""
-
-    default_sqlstate = "MB005"
-
-
 class InvalidArgument(DatabaseError):
-    """An argument is out of range or contradicts another one."""
+    """An argument is out of range or contradicts another one, or has the wrong type (the
+    message starts with its name)."""
 
     default_sqlstate = "MB006"
+
+
+class InvalidPayload(InvalidArgument):
+    """A payload, headers or properties value has the wrong shape (for example not an object,
+    or holding a value JSON in PostgreSQL cannot store)."""
+
+    default_sqlstate = "MB005"
 
 
 class StaleLease(DatabaseError):
@@ -122,6 +124,26 @@ class LogInconsistent(DatabaseError):
     """The stream log's stored transaction ids do not belong to this cluster (after a restore)."""
 
     default_sqlstate = "MB009"
+
+
+class QueueMoved(InvalidState):
+    """The queue has moved to another server of a scale-out map; ``server`` names it.
+
+    Raised by the server the queue moved away from, for every post that still reaches it
+    (a client with a stale placement map); :class:`pgmbus.scaleout.Cluster` reads the map
+    again and posts to the new server by itself.
+    """
+
+    default_sqlstate = "MB010"
+
+    @property
+    def server(self) -> str | None:
+        """The server the queue lives on now, as the refusing server named it."""
+        found = _MOVED_TO.search(self.message)
+        return found.group(1) if found else None
+
+
+_MOVED_TO = re.compile(r"has moved to server '([^']*)'")
 
 
 class PermissionDenied(DatabaseError):
@@ -148,6 +170,7 @@ _BY_SQLSTATE: dict[str, type[DatabaseError]] = {
         StaleLease,
         InvalidState,
         LogInconsistent,
+        QueueMoved,
         PermissionDenied,
         LockNotAvailable,
     )

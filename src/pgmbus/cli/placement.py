@@ -97,6 +97,12 @@ def move_cmd(
 ) -> None:
     """Move a queue to another server: posts go there, the old server is drained, exactly once."""
     report = move_queue(database(dsn), queue, server, batch=batch, grace=grace, wait=wait)
+    if report.by_another:
+        console.print(
+            f"queue {queue} moved from {report.source} to {report.target} by another move "
+            "of it, which this one waited for"
+        )
+        return
     console.print(
         f"queue {queue} moved from {report.source} to {report.target}: {report.moved} "
         f"message(s) in {report.batches} batch(es), {report.duplicate} re-sent skipped"

@@ -19,6 +19,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
+from pgmbus import args
 from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import (
     InvalidArgument,
@@ -49,26 +50,32 @@ log = logging.getLogger("pgmbus.queues")
 def _json(value: Mapping[str, Any] | None, what: str) -> Jsonb | None:
     if value is None:
         return None
-    if not isinstance(value, Mapping):
-        raise InvalidPayload(f"{what} must be a mapping (a JSON object)", sqlstate="MB005")
-    return Jsonb(dict(value))
+    text = args.json_text(what, value)  # checked and dumped once: the driver sends this text
+    return Jsonb(value, dumps=lambda _: text)
 
 
-def _seconds(value: float | timedelta) -> timedelta:
+def _jsons(value: Any, what: str) -> list[Jsonb | None]:
+    """A sequence of JSON objects (a batch's data, headers or properties)."""
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes | Mapping):
+        raise InvalidArgument(f"{what} must be a sequence of mappings", sqlstate="MB006")
+    return [_json(item, f"{what}[{i}]") for i, item in enumerate(value)]
+
+
+def _seconds(value: float | timedelta, what: str = "a duration") -> timedelta:
+    args.seconds(what, value)
     if isinstance(value, timedelta):
         return value
     try:
         return timedelta(seconds=value)
     except (OverflowError, ValueError) as exc:  # inf, nan, beyond timedelta's 999,999,999 days
         raise InvalidArgument(
-            f"a duration of {value!r} seconds is out of range", sqlstate="MB006"
+            f"{what} of {value!r} seconds is out of range", sqlstate="MB006"
         ) from exc
 
 
 def _check_limit(limit: int) -> None:
     # an int beyond int4 (or a float) would name no function: NotFound, not what is wrong
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit < 2**31:
-        raise InvalidArgument(f"limit must be an integer from 0 to {2**31 - 1}", sqlstate="MB006")
+    args.integer("limit", limit, low=0, high=2**31 - 1)
 
 
 def channel(queue: str) -> str:
@@ -241,6 +248,8 @@ class Bus(Handlers):
         """Create ``queue`` and its ``default`` consumer; on an existing queue, regenerate its
         functions (the original mbus API's rule). ``ncons`` is kept for that API's signature,
         unused."""
+        args.integer("ncons", ncons, low=0, high=2**31 - 1)
+        args.flag("roles_security", roles_security)
         self._rows(
             Q["create_queue"],
             {"queue": check_name("queue", queue), "ncons": ncons, "roles": roles_security},
@@ -255,6 +264,8 @@ class Bus(Handlers):
     ) -> None:
         """Create a durable consumer; it receives the messages posted from now on for which
         ``selector`` (a static SQL expression over ``t``, type ``mbus.qt_model``) holds."""
+        args.text("selector", selector, optional=True)
+        args.flag("noindex", noindex)
         self._rows(
             Q["create_consumer"],
             {
@@ -274,6 +285,7 @@ class Bus(Handlers):
 
     def create_trigger(self, src: str, dst: str, selector: str | None = None) -> None:
         """Copy every message posted to ``src`` into ``dst`` when ``selector`` holds."""
+        args.text("selector", selector, optional=True)
         self._rows(
             Q["create_trigger"],
             {
@@ -368,11 +380,15 @@ class Bus(Handlers):
         32767 (default 0); claims take higher priorities first, FIFO within one priority
         (``InvalidArgument`` outside that range, nothing posted).
         """
-        for what, text in (("iid", iid), ("dedupe_key", dedupe_key)):
-            if text is not None and not isinstance(text, str):  # else "no such function"
-                raise InvalidArgument(f"{what} must be a string", sqlstate="MB006")
-        if isinstance(consume_after, str):
-            consume_after = [consume_after]
+        check_name("queue", queue)
+        if data is None:
+            raise InvalidPayload("data must not be None", sqlstate="MB005")
+        args.moment("delayed_until", delayed_until)
+        args.moment("expires", expires)
+        args.text("iid", iid, optional=True)
+        args.text("dedupe_key", dedupe_key, optional=True)
+        consume_after = args.texts("consume_after", consume_after, optional=True)
+        args.integer("priority", priority, low=0, high=32767)
         params = {
             "data": _json(data, "data"),
             "headers": _json(headers, "headers"),
@@ -381,11 +397,9 @@ class Bus(Handlers):
             "expires": expires,
             "iid": iid,
             "dedupe_key": dedupe_key,
-            "consume_after": None if consume_after is None else list(consume_after),
+            "consume_after": consume_after,
             "priority": priority,
         }
-        if params["data"] is None:
-            raise InvalidPayload("data must not be None", sqlstate="MB005")
         query = self._generated("post", "post_" + check_name("queue", queue))
         with self._naming_a_missing_queue(queue):
             return str(self._value(query, params, conn))
@@ -407,21 +421,34 @@ class Bus(Handlers):
         ``priority``: one for every message (an int) or one per message (a sequence as long as
         ``data``), each 0 to 32767 (``InvalidArgument`` otherwise, nothing posted).
         """
+        check_name("queue", queue)
+        args.moment("delayed_until", delayed_until)
+        args.moment("expires", expires)
+        batch = _jsons(data, "data")
+        if any(d is None for d in batch):
+            raise InvalidPayload("data must not hold None", sqlstate="MB005")
         if priority is None or isinstance(priority, int):
+            args.integer("priority", priority, low=0, high=32767, optional=True)
             priorities = None if not priority else [priority] * len(data)
         else:
-            priorities = list(priority)
+            if not isinstance(priority, Sequence) or isinstance(priority, str | bytes):
+                raise InvalidArgument(
+                    f"priority must be an int or a sequence of int, not {type(priority).__name__}",
+                    sqlstate="MB006",
+                )
+            priorities = [
+                int(args.integer(f"priority[{i}]", p, low=0, high=32767) or 0)
+                for i, p in enumerate(priority)
+            ]
             if len(priorities) != len(data):
                 raise InvalidArgument(
                     f"priority has {len(priorities)} elements for {len(data)} messages",
                     sqlstate="MB006",
                 )
         params = {
-            "data": [_json(d, "data") for d in data],
-            "headers": None if headers is None else [_json(h, "headers") for h in headers],
-            "properties": None
-            if properties is None
-            else [_json(p, "properties") for p in properties],
+            "data": batch,
+            "headers": None if headers is None else _jsons(headers, "headers"),
+            "properties": None if properties is None else _jsons(properties, "properties"),
             "delayed_until": delayed_until,
             "expires": expires,
             "priority": priorities,
@@ -545,6 +572,8 @@ class Bus(Handlers):
         The old spellings ``amount=`` and ``timeout=`` still work (deprecated).
         """
         _check_limit(limit)
+        args.seconds("wait", wait)
+        args.moment("now", now)
         self._check_consumer(queue, consumer)
         self._upkeep(queue)
         got = self._consume_once(queue, consumer, limit, conn, now)
@@ -586,8 +615,11 @@ class Bus(Handlers):
         waiting at will, wait on :meth:`wakeups` and lease with ``wait=0``, as the worker does.
         """
         _check_limit(limit)
+        args.seconds("wait", wait)
+        args.moment("now", now)
+        args.integer("max_attempts", max_attempts, low=1, high=2**31 - 1, optional=True)
+        span = _seconds(lease, "lease")
         self._check_consumer(queue, consumer)
-        span = _seconds(lease)
         self._upkeep(queue)
         got = self._lease_once(queue, consumer, limit, span, max_attempts, now)
         if got or wait <= 0:
@@ -630,6 +662,7 @@ class Bus(Handlers):
     def ack(self, message: Message, *, now: datetime | None = None) -> None:
         """The leased message is done: remove it. ``StaleLease`` when the lease was lost."""
         query = self._token_query("ack", message)
+        args.moment("now", now)
         with self._naming_a_missing_queue(message.queue):
             self._rows(query, {"token": message.lease_token, "now": now})
 
@@ -638,7 +671,8 @@ class Bus(Handlers):
     ) -> None:
         """Give the leased message back; it is delivered again after ``delay`` seconds."""
         query = self._token_query("nack", message)
-        params = {"token": message.lease_token, "delay": _seconds(delay), "now": now}
+        args.moment("now", now)
+        params = {"token": message.lease_token, "delay": _seconds(delay, "delay"), "now": now}
         with self._naming_a_missing_queue(message.queue):
             self._rows(query, params)
 
@@ -647,7 +681,8 @@ class Bus(Handlers):
     ) -> datetime:
         """Make the lease end ``lease`` seconds from now; returns the new end."""
         query = self._token_query("extend", message)
-        params = {"token": message.lease_token, "lease": _seconds(lease), "now": now}
+        args.moment("now", now)
+        params = {"token": message.lease_token, "lease": _seconds(lease, "lease"), "now": now}
         with self._naming_a_missing_queue(message.queue):
             end: datetime = self._value(query, params)
         return end
@@ -655,6 +690,8 @@ class Bus(Handlers):
     def bury(self, message: Message, reason: str, *, now: datetime | None = None) -> int:
         """Move the leased message to the dead-message queue with ``reason``; returns its dmq id."""
         query = self._token_query("bury", message)
+        args.text("reason", reason)
+        args.moment("now", now)
         params = {"token": message.lease_token, "reason": reason, "now": now}
         with self._naming_a_missing_queue(message.queue):
             return int(self._value(query, params))
@@ -713,6 +750,7 @@ class Bus(Handlers):
     def take(self, iid: str, *, conn: Connection[Any] | None = None) -> Message | None:
         """Take the message ``iid`` away from every consumer of the queue its iid names; waits
         while another transaction holds it; None when it is not there."""
+        args.text("iid", iid)
         rows = self._rows(Q["take"], {"iid": iid}, conn)
         if not rows:
             return None
@@ -722,6 +760,7 @@ class Bus(Handlers):
         self, queue: str, consumer: str, iid: str, *, conn: Connection[Any] | None = None
     ) -> Message | None:
         """Take message ``iid`` for one consumer (``take_from_<q>_by_<c>``); waits like take."""
+        args.text("iid", iid)
         params = {
             "queue": check_name("queue", queue),
             "consumer": check_name("consumer", consumer),
@@ -733,10 +772,12 @@ class Bus(Handlers):
     def peek(self, queue: str, iid: str | None = None) -> bool:
         """Is message ``iid`` (any message when None) in the queue? True does not promise that
         a consume will return it (it may be delayed, leased or locked)."""
+        args.text("iid", iid, optional=True)
         return bool(self._value(Q["peek"], {"queue": check_name("queue", queue), "iid": iid}))
 
     def clear_queue(self, queue: str, *, now: datetime | None = None) -> int:
         """Delete the expired messages of ``queue``; returns how many."""
+        args.moment("now", now)
         params = {"queue": check_name("queue", queue), "now": now}
         return int(self._value(Q["clear_queue"], params))
 
@@ -744,11 +785,13 @@ class Bus(Handlers):
 
     def dmq(self, queue: str | None = None, *, limit: int = 100) -> list[DeadMessage]:
         """Dead messages (of ``queue``, or all), oldest first."""
+        _check_limit(limit)
         params = {"queue": None if queue is None else check_name("queue", queue), "limit": limit}
         return [DeadMessage(**r) for r in self._rows(Q["dmq_list"], params)]
 
     def dmq_replay(self, dmq_id: int, *, queue: str | None = None) -> str:
         """Put a dead message back (to its consumer, or posted to ``queue``); returns its iid."""
+        args.integer("dmq_id", dmq_id, low=-(2**63))
         params = {
             "dmq_id": dmq_id,
             "queue": None if queue is None else check_name("queue", queue),
@@ -758,6 +801,7 @@ class Bus(Handlers):
     def dmq_delete(self, dmq_id: int) -> str:
         """Delete a dead message for good; returns its queue. Raises ``NotFound`` when no dead
         message has that id."""
+        args.integer("dmq_id", dmq_id, low=-(2**63))
         return str(self._value(Q["dmq_delete"], {"dmq_id": dmq_id}))
 
     def post_dmq(
@@ -768,6 +812,7 @@ class Bus(Handlers):
         conn: Connection[Any] | None = None,
     ) -> int:
         """Put a message that cannot be processed into the dmq, keeping its iid."""
+        args.text("reason", reason)
         params = {
             "queue": message.queue,
             "data": _json(message.data, "data"),
@@ -795,6 +840,7 @@ class Bus(Handlers):
         conn: Connection[Any] | None = None,
     ) -> str:
         """Create a consumer of ``queue`` that lives as long as the session; returns its name."""
+        args.text("selector", selector, optional=True)
         params = {"queue": check_name("queue", queue), "selector": selector}
         return str(self._value(Q["create_temporary_consumer"], params, conn))
 
@@ -818,6 +864,11 @@ class Bus(Handlers):
         the request is taken back if nobody consumed it yet, the reply queue is dropped, and
         :class:`~pgmbus.errors.TimeoutExpired` is raised: nothing is left behind.
         """
+        args.seconds("timeout", timeout)
+        check_name("queue", queue)
+        args.json_object("data", data)
+        args.json_object("headers", headers, optional=True)
+        args.json_object("properties", properties, optional=True)
         correlation = str(uuid.uuid4())
         reply_to = self.create_temporary_queue()
         try:
@@ -832,9 +883,7 @@ class Bus(Handlers):
                         return message
                 if remaining <= 0:
                     self.take(iid)
-                    raise TimeoutExpired(
-                        f"no reply from queue {queue!r} within {timeout} seconds"
-                    )
+                    raise TimeoutExpired(f"no reply from queue {queue!r} within {timeout} seconds")
         finally:
             self._rows(Q["drop_queue"], {"queue": reply_to})
             self._known.discard((reply_to, "default"))

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from pgmbus.errors import InvalidName
+from pgmbus.errors import InvalidArgument, InvalidName
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 MAX_NAME = 24
@@ -20,6 +20,10 @@ def check_name(kind: str, name: str) -> str:
     The client composes generated function names (``post_<queue>``) from names, so it checks
     them before the server does.
     """
+    if not isinstance(name, str):
+        raise InvalidArgument(
+            f"{kind} must be a string, not {type(name).__name__}", sqlstate="MB006"
+        )
     if not name:
         raise InvalidName(f"{kind} name must not be empty", sqlstate="MB001")
     if not _NAME.match(name):

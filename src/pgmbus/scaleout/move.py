@@ -9,6 +9,7 @@ from typing import Any
 
 import psycopg
 
+from pgmbus import args
 from pgmbus.errors import InvalidState, NotFound, TimeoutExpired, translating
 from pgmbus.scaleout.placement import Cluster
 from pgmbus.sqlfiles import load_queries
@@ -26,6 +27,7 @@ class MoveReport:
     batches: int = 0
     moved: int = 0
     duplicate: int = 0
+    by_another: bool = False  # a move of the same queue running at once did it; this one waited
 
 
 def move_queue(
@@ -46,7 +48,10 @@ def move_queue(
        when the next step fails: a move that never began leaves nothing behind);
     3. ``mbus.begin_move`` on the home database: clients of the map now post to the new server;
     4. waits ``grace`` seconds (default: the clients' map refresh, 5 s) so none posts to the
-       old server any more, then moves its deliveries in batches: the new server commits a
+       old server any more, then fences the queue there (``mbus.move_fence``: a post that
+       still reaches it, from a client with an older map, is refused with ``QueueMoved``
+       naming the new server, which :class:`Cluster` follows by itself; none is stranded),
+       then moves its deliveries in batches: the new server commits a
        batch with its iids (``mbus.move_receive``) before the old one commits the consume, so
        a crash at any point neither loses nor duplicates a message (run the move again: it
        resumes);
@@ -57,10 +62,36 @@ def move_queue(
     that name on the new server) and ``TimeoutExpired`` when deliveries not yet due (delayed,
     leased) stay on the old server after ``wait`` seconds: the move stays under way, posts go
     to the new server, and calling ``move_queue`` again later finishes it.
+
+    Moves of one queue run one at a time (a session lock on the home database, released when
+    the mover ends or dies): a second move waits for the first; when that one has put the queue
+    on ``server``, the second returns a report with ``by_another`` set and nothing moved.
     """
-    if batch < 1:
-        raise ValueError("batch must be >= 1")
-    cluster = Cluster(home, refresh=0.0)
+    args.integer("batch", batch, low=1, high=2**31 - 1)
+    args.text("queue", queue)
+    args.text("server", server)
+    args.seconds("grace", grace, optional=True)
+    args.seconds("wait", wait)
+    before = Cluster(home, refresh=0.0).placement("queue", queue)
+    with translating(), psycopg.connect(home, autocommit=True) as lock:
+        lock.execute(_Q["move_lock"], {"queue": queue})
+        cluster = Cluster(home, refresh=0.0)
+        place = cluster.placement("queue", queue)
+        if place.servers[0] == server != before.servers[0] and place.moving_to is None:
+            return MoveReport(queue, before.servers[0], server, by_another=True)
+        return _move(cluster, home, queue, server, batch, grace, wait)
+
+
+def _move(
+    cluster: Cluster,
+    home: str,
+    queue: str,
+    server: str,
+    batch: int,
+    grace: float | None,
+    wait: float,
+) -> MoveReport:
+    """The move itself, under the queue's move lock."""
     place = cluster.placement("queue", queue)
     servers = cluster.servers()
     if server not in servers:
@@ -77,16 +108,19 @@ def move_queue(
             conn.execute(_Q["durable_commits"])
             conn.commit()
         consumer = _only_consumer(src, queue, place.servers[0])
-        created = _prepare_target(dst, queue, consumer, server)
+        created, fenced_for = _prepare_target(dst, queue, consumer, server)
         try:
             with psycopg.connect(home) as conn:
                 conn.execute(_Q["begin_move"], {"queue": queue, "server": server})
         except BaseException:
             if created:  # the move never began: leave no queue behind on the target
                 _drop_if_empty(dst, queue)
+            elif fenced_for is not None and not (dst.closed or dst.broken):
+                _fence(dst, queue, fenced_for)  # nor open a queue that had moved away from there
             raise
         move_id = str(cluster.placement("queue", queue).move_id)
         time.sleep(5.0 if grace is None else grace)
+        _fence(src, queue, server)
         deadline = time.monotonic() + wait
         while True:
             moved = transfer(src, dst, queue, consumer[0], move_id, batch, report)
@@ -181,11 +215,19 @@ def _drop_if_empty(dst: psycopg.Connection[Any], queue: str) -> None:
     dst.commit()
 
 
+def _fence(conn: psycopg.Connection[Any], queue: str, server: str) -> None:
+    """Refuse posts to ``queue`` on this server from now on, naming ``server``."""
+    conn.rollback()
+    conn.execute(_Q["fence"], {"queue": queue, "server": server})
+    conn.commit()
+
+
 def _prepare_target(
     dst: psycopg.Connection[Any], queue: str, consumer: tuple[str, str | None], where: str
-) -> bool:
-    """Make the queue with the same one consumer on the target, or check the one there; True
-    when it was made here."""
+) -> tuple[bool, str | None]:
+    """Make the queue with the same one consumer on the target, or check the one there and
+    accept posts to it again (a queue moving back); return (made here, the server the queue
+    there was fenced for)."""
     if not _one(dst, "queue_exists", {"queue": queue}):
         _one(dst, "create_queue", {"queue": queue})
         if consumer[0] != "default":
@@ -196,7 +238,7 @@ def _prepare_target(
             )
             _one(dst, "drop_consumer", {"queue": queue, "consumer": "default"})
         dst.commit()
-        return True
+        return True, None
     rows = [(str(r[0]), r[1]) for r in dst.execute(_Q["consumers"], {"queue": queue}).fetchall()]
     dst.commit()
     if rows != [consumer]:
@@ -204,4 +246,6 @@ def _prepare_target(
             f"queue {queue!r} exists on server {where!r} with other consumers {rows}",
             sqlstate="MB008",
         )
-    return False
+    fenced_for = _one(dst, "unfence", {"queue": queue})
+    dst.commit()
+    return False, fenced_for

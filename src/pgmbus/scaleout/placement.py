@@ -11,13 +11,16 @@ from typing import Any
 
 import psycopg
 
+from pgmbus import args
 from pgmbus.dsn import resolve_dsn
-from pgmbus.errors import InvalidState, NotFound, translating
+from pgmbus.errors import InvalidArgument, InvalidState, NotFound, QueueMoved, translating
 from pgmbus.queues import AsyncBus, Bus
 from pgmbus.sqlfiles import load_queries
 from pgmbus.streams import publish
 
 _Q = load_queries("scaleout.sql")
+# Posts re-sent after a refusal naming a new server: a queue moved again meanwhile refuses again
+_MOVED_RETRIES = 3
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,8 @@ class Cluster:
 
     def placement(self, kind: str, name: str) -> Placement:
         """The placement of one queue or topic; ``NotFound`` when the map does not hold it."""
+        args.text("kind", kind)
+        args.text("name", name)
         self._fresh()
         found = self._map.get((kind, name))
         if found is None:
@@ -161,6 +166,7 @@ class Cluster:
     # --- where things are -----------------------------------------------------------------
     def dsn_for(self, queue: str) -> str:
         """The DSN posts to ``queue`` go to (its new server while it is being moved)."""
+        args.text("queue", queue)
         place = self.placement("queue", queue)
         return self._dsn(place.moving_to or place.servers[0])
 
@@ -183,6 +189,9 @@ class Cluster:
 
     def dsn_for_key(self, topic: str, key: str | bytes) -> str:
         """The DSN of the server holding ``key`` of ``topic`` now (:func:`server_for_key`)."""
+        args.text("topic", topic)
+        if not isinstance(key, bytes):
+            args.text("key", key)
         place = self.placement("topic", topic)
         return self._dsn(server_for_key(key, place.servers, place.scheme))
 
@@ -204,7 +213,23 @@ class Cluster:
         return AsyncBus(self.dsn_for(queue), **options)
 
     def post(self, queue: str, data: dict[str, Any], **options: Any) -> str:
-        """Post to ``queue`` on its server (:meth:`pgmbus.queues.Bus.post`); returns the iid."""
+        """Post to ``queue`` on its server (:meth:`pgmbus.queues.Bus.post`); returns the iid.
+
+        When the server refuses because the queue has moved (``QueueMoved``: this cluster's
+        map is older than the move), the map is read again and the post goes to the new
+        server. With ``conn=`` (the caller's transaction, which the refusal aborted) the
+        error is raised instead.
+        """
+        for _ in range(_MOVED_RETRIES):
+            refused = self.dsn_for(queue)
+            try:
+                return self.bus(queue).post(queue, data, **options)
+            except QueueMoved:
+                if options.get("conn") is not None:
+                    raise
+                self.reload()
+                if self.dsn_for(queue) == refused:  # the map does not say where: no guess
+                    raise
         return self.bus(queue).post(queue, data, **options)
 
     def publish(
@@ -214,6 +239,9 @@ class Cluster:
 
         Event ids are per server: (server, id) names an event of a topic spread over several.
         """
+        args.text("topic", topic)
+        args.json_value("payload", payload)
+        args.json_object("headers", headers, optional=True)
         with translating(), psycopg.connect(self.dsn_for_key(topic, key)) as conn:
             return publish(conn, topic, payload, key=key, headers=headers)
 
@@ -238,18 +266,28 @@ class Cluster:
 
     def add_server(self, name: str, conninfo: str) -> None:
         """Add a server (``AlreadyExists``, ``InvalidArgument`` for a password in conninfo)."""
+        args.text("name", name)
+        args.text("conninfo", conninfo)
         self._edit("add_server", {"name": name, "conninfo": conninfo})
 
     def drop_server(self, name: str) -> None:
         """Remove a server (``InvalidState`` while something is placed on it)."""
+        args.text("name", name)
         self._edit("drop_server", {"name": name})
 
     def place(self, kind: str, name: str, servers: list[str]) -> None:
         """Place a queue (one server) or a topic (servers by key hash); ``AlreadyExists`` twice."""
+        args.text("kind", kind)
+        args.text("name", name)
+        if isinstance(servers, str):  # a str is a sequence of one-letter names
+            raise InvalidArgument("servers must be a list of server names, not a str")
+        servers = list(args.texts("servers", servers) or ())
         self._edit("place", {"kind": kind, "name": name, "servers": servers})
 
     def unplace(self, kind: str, name: str) -> None:
         """Take a name out of the map; ``InvalidState`` while a queue has deliveries there."""
+        args.text("kind", kind)
+        args.text("name", name)
         if kind == "queue":
             place = self.placement("queue", name)
             if place.moving_to is None:

@@ -23,6 +23,10 @@ SELECT mbus.place(%(kind)s, %(name)s, %(servers)s::text[])
 -- name: unplace
 SELECT mbus.unplace(%(kind)s, %(name)s)
 
+-- name: move_lock
+-- One move of a queue at a time: the session lock a mover holds until it ends (or dies).
+SELECT pg_advisory_lock(hashtext('mbus.move'), hashtext(%(queue)s))
+
 -- name: begin_move
 SELECT mbus.begin_move(%(queue)s, %(server)s)
 
@@ -56,6 +60,13 @@ SELECT mbus.move_take(%(queue)s, %(consumer)s, %(amt)s)::text
 
 -- name: receive
 SELECT mbus.move_receive(%(move_id)s, %(queue)s, %(messages)s::jsonb)::text
+
+-- name: fence
+-- The old server refuses posts to the queue from now on (MB010, naming the new server).
+SELECT mbus.move_fence(%(queue)s, %(server)s)
+
+-- name: unfence
+SELECT mbus.move_unfence(%(queue)s)
 
 -- name: forget_move
 DELETE FROM mbus.move_received WHERE move_id = %(move_id)s

@@ -16,7 +16,8 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg.types.json import Jsonb
 
-from pgmbus.errors import translate, translating
+from pgmbus import args
+from pgmbus.errors import InvalidArgument, translate, translating
 from pgmbus.renamed import renamed_keywords, warn_renamed
 from pgmbus.sqlfiles import load_queries
 from pgmbus.streams.events import Batch, Event, Published, RetryEvent
@@ -75,6 +76,21 @@ def _json(value: Any) -> Jsonb | None:
     return None if value is None else Jsonb(value)
 
 
+def _check_event(topic: Any, payload: Any, key: Any, headers: Any) -> Jsonb:
+    """Check one event's arguments; return its payload dumped once (the driver sends that)."""
+    args.text("topic", topic)
+    text = args.json_text("payload", payload, mapping=False)
+    args.text("key", key, optional=True)
+    args.json_object("headers", headers, optional=True)
+    return Jsonb(payload, dumps=lambda _: text)
+
+
+def _check_read(group: Any, limit: Any, slot: Any) -> None:
+    args.text("group", group)
+    args.integer("limit", limit, low=1, high=2**31 - 1)
+    args.integer("slot", slot, low=0, high=2**31 - 1, optional=True)
+
+
 async def _one(conn: Conn, query: LiteralString, params: dict[str, Any]) -> Any:
     with translating():
         row = await (await conn.execute(query, params)).fetchone()
@@ -116,6 +132,9 @@ async def publish(
         unless set): a retry with the key stores nothing and returns the first publish's id.
         :func:`publish_once` also says whether it was a retry.
     """
+    dumped = _check_event(topic, payload, key, headers)
+    args.integer("subscription_id", subscription_id, low=1, optional=True)
+    args.moment("delayed_until", delayed_until)
     if idempotency_key is not None:
         once = await publish_once(
             conn,
@@ -131,7 +150,7 @@ async def publish(
     if subscription_id is not None or delayed_until is not None:
         special = {
             "topic": topic,
-            "payload": Jsonb(payload),
+            "payload": dumped,
             "key": key,
             "headers": _json(headers),
             "subscription_id": subscription_id,
@@ -139,7 +158,7 @@ async def publish(
         }
         return int(await _one(conn, _q("publish_special"), special))
     # the hot path: positional parameters and no context manager (measurably cheaper)
-    params = (topic, Jsonb(payload), key, None if headers is None else Jsonb(headers))
+    params = (topic, dumped, key, None if headers is None else Jsonb(headers))
     try:
         row = await (await conn.execute(_q("publish"), params)).fetchone()
     except psycopg.Error as exc:
@@ -163,6 +182,20 @@ async def publish_batch(
     ``subscription_id``, ``delayed_until`` and ``idempotency_key`` apply to every event, as in
     :func:`publish` (one key covers the whole batch: a retry stores none of its events).
     """
+    args.text("topic", topic)
+    for what, values in (("payloads", payloads), ("keys", keys), ("headers", headers)):
+        if values is not None and (
+            not isinstance(values, Sequence) or isinstance(values, str | bytes | dict)
+        ):
+            raise InvalidArgument(f"{what} must be a sequence", sqlstate="MB006")
+    for i, payload in enumerate(payloads):
+        args.json_value(f"payloads[{i}]", payload)
+    for i, key in enumerate(keys or ()):
+        args.text(f"keys[{i}]", key, optional=True)
+    for i, hdrs in enumerate(headers or ()):
+        args.json_object(f"headers[{i}]", hdrs, optional=True)
+    args.integer("subscription_id", subscription_id, low=1, optional=True)
+    args.moment("delayed_until", delayed_until)
     if idempotency_key is not None:
         once = await publish_once(
             conn,
@@ -264,6 +297,9 @@ async def publish_copy(
 
 async def create_group(conn: Conn, name: str, *, start: str = "now", slots: int = 1) -> None:
     """Create a consumer group at ``start`` ('beginning', 'now', a timestamp or an event id)."""
+    args.text("name", name)
+    args.text("start", start)
+    args.integer("slots", slots, low=1, high=2**31 - 1)
     await _one(conn, _q("create_group"), {"name": name, "start": start, "slots": slots})
 
 
@@ -313,6 +349,7 @@ async def read_next(
     The group's cursor row stays locked until the connection's transaction ends, so reading,
     writing results and committing in one transaction handles each event exactly once.
     """
+    _check_read(group, limit, slot)
     with translating():
         rows = await (await conn.execute(
             _q("read_next"), {"group": group, "max_events": limit, "slot": slot}
@@ -331,6 +368,7 @@ async def read_subscriptions(
     Batches in which nothing matched are acknowledged by the call itself, in the connection's
     transaction, and reading goes on: an empty result means the group has caught up.
     """
+    _check_read(group, limit, slot)
     with translating():
         rows = await (await conn.execute(
             _q("read_subscriptions"), {"group": group, "max_events": limit, "slot": slot}
@@ -343,6 +381,8 @@ async def read_subscriptions(
 
 async def commit(conn: Conn, group: str, cursor: str) -> None:
     """Move the group to ``cursor`` (from ``read_next``); in the connection's transaction."""
+    args.text("group", group)
+    args.text("cursor", cursor)
     await _one(conn, _q("commit"), {"group": group, "cursor": cursor})
 
 
@@ -358,6 +398,8 @@ async def commit_transaction(conn: Conn, group: str, cursor: str) -> None:
 
 async def seek(conn: Conn, group: str, start: str) -> None:
     """Reposition a group: 'beginning', 'now', a timestamp or an event id (revives it)."""
+    args.text("group", group)
+    args.text("start", start)
     await _one(conn, _q("seek"), {"group": group, "start": start})
 
 
@@ -404,6 +446,11 @@ async def retry_event(
     delay: timedelta | None = None,
 ) -> str:
     """Count a failed attempt; return 'retry' (scheduled again) or 'dead' (dead-lettered)."""
+    args.text("group", group)
+    args.integer("event_id", event_id, low=-(2**63))
+    args.text("error", error, optional=True)
+    if delay is not None and not isinstance(delay, timedelta):
+        raise InvalidArgument(f"delay must be a timedelta, not {type(delay).__name__}")
     params = {"group": group, "event_id": event_id, "error": error, "delay": delay}
     return str(await _one(conn, _q("retry_event"), params))
 
@@ -414,6 +461,10 @@ async def read_retries(
 ) -> list[RetryEvent]:
     """Claim up to ``limit`` of the group's events whose retry is due (each hidden for
     ``lease``)."""
+    args.text("group", group)
+    args.integer("limit", limit, low=1, high=2**31 - 1)
+    if not isinstance(lease, timedelta):
+        raise InvalidArgument(f"lease must be a timedelta, not {type(lease).__name__}")
     with translating():
         rows = await (await conn.execute(
             _q("read_retries"), {"group": group, "max_events": limit, "lease": lease}

@@ -29,6 +29,7 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg.types.json import Jsonb
 
+from pgmbus import args
 from pgmbus.errors import DatabaseError, translating
 from pgmbus.sqlfiles import load_queries
 from pgmbus.timers.records import (
@@ -108,6 +109,13 @@ def _all(conn: Conn, query: str, params: dict[str, Any]) -> list[Any]:
         return [r[0] for r in cur.fetchall()]
 
 
+def _check_key(client_id: Any, group_key: Any, event_key: Any) -> None:
+    """A callback's key: the owner's id and two strings."""
+    args.integer("client_id", client_id, low=1)
+    args.text("group_key", group_key)
+    args.text("event_key", event_key)
+
+
 def add_client(conn: Conn, name: str) -> Client:
     """Create an owner client named ``name``; raises ``AlreadyExists`` when it exists."""
     with translating():
@@ -160,6 +168,14 @@ def create(
     now: datetime | None = None,
 ) -> tuple[bool, Callback]:
     """Create one callback (see :func:`create_many`); returns ``(created, callback)``."""
+    _check_key(client_id, group_key, event_key)
+    args.moment("run_at", run_at, optional=False)
+    args.text("url", url)
+    args.json_object("context", context, optional=True)
+    args.json_object("retry", retry, optional=True)
+    args.seconds("stop_after_delay_s", stop_after_delay_s, optional=True)
+    args.moment("originally_run_at", originally_run_at)
+    args.moment("now", now)
     item: dict[str, Any] = {
         "client_id": client_id,
         "group_key": group_key,
@@ -176,6 +192,7 @@ def create(
 
 def get(conn: Conn, client_id: int, group_key: str, event_key: str) -> Callback:
     """The callback; raises ``NotFound``."""
+    _check_key(client_id, group_key, event_key)
     params = {"client_id": client_id, "group_key": group_key, "event_key": event_key}
     return Callback.from_json(_one(conn, "get", params))
 
@@ -190,6 +207,11 @@ def list_callbacks(
     after: int = 0,
 ) -> list[Callback]:
     """The client's callbacks with id > ``after`` in id order (a page of at most ``limit``)."""
+    args.integer("client_id", client_id, low=1)
+    args.text("group_key", group_key, optional=True)
+    args.text("status", status, optional=True)
+    args.integer("limit", limit, low=0, high=2**31 - 1)
+    args.integer("after", after, low=0)
     params = {
         "client_id": client_id,
         "group_key": group_key,
@@ -215,6 +237,13 @@ def update(
 ) -> Callback:
     """Change a pending callback (or a cancelled one with ``i_ensure_pending``, which makes it
     pending again); raises ``InvalidState`` otherwise."""
+    _check_key(client_id, group_key, event_key)
+    args.moment("run_at", run_at)
+    args.moment("originally_run_at", originally_run_at)
+    args.text("url", url, optional=True)
+    args.json_object("context", context, optional=True)
+    args.flag("i_ensure_pending", i_ensure_pending)
+    args.moment("now", now)
     params = {
         "client_id": client_id,
         "group_key": group_key,
@@ -233,6 +262,8 @@ def cancel(
     conn: Conn, client_id: int, group_key: str, event_key: str, *, now: datetime | None = None
 ) -> Callback:
     """Cancel a pending callback; raises ``InvalidState`` for any other status."""
+    _check_key(client_id, group_key, event_key)
+    args.moment("now", now)
     params = {"client_id": client_id, "group_key": group_key, "event_key": event_key, "now": now}
     return Callback.from_json(_one(conn, "cancel", params))
 
@@ -247,6 +278,9 @@ def delete(
     now: datetime | None = None,
 ) -> None:
     """Delete a callback; a pending one due within a minute needs ``force``."""
+    _check_key(client_id, group_key, event_key)
+    args.flag("force", force)
+    args.moment("now", now)
     params = {
         "client_id": client_id,
         "group_key": group_key,
@@ -292,6 +326,17 @@ def create_schedule(
     and ``queue``, for a queue that does not exist, and for a cron expression that is malformed
     or never fires (between ``start_at`` and ``end_at``).
     """
+    args.integer("client_id", client_id, low=1)
+    args.text("schedule_key", schedule_key)
+    for what, text in (("url", url), ("queue", queue), ("cron", cron), ("group_key", group_key)):
+        args.text(what, text, optional=True)
+    args.text("timezone", timezone)
+    args.integer("interval_s", interval_s, low=1, optional=True)
+    args.json_object("context", context, optional=True)
+    args.json_object("retry", retry, optional=True)
+    args.seconds("stop_after_delay_s", stop_after_delay_s, optional=True)
+    for what, moment in (("start_at", start_at), ("end_at", end_at), ("now", now)):
+        args.moment(what, moment)
     if cron is not None:
         from pgmbus.timers import cron as cronexpr  # croniter is in the timers extra
 
@@ -433,9 +478,7 @@ def claim(
     return rows
 
 
-def unclaim(
-    conn: Conn, dispatcher: str, ids: Sequence[int], attempts: Sequence[int]
-) -> None:
+def unclaim(conn: Conn, dispatcher: str, ids: Sequence[int], attempts: Sequence[int]) -> None:
     """Hand back claims never called (each by callback id and claimed attempt)."""
     params = {"dispatcher": dispatcher, "ids": list(ids), "attempts": list(attempts)}
     _one(conn, "unclaim", params)

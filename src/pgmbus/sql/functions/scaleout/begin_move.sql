@@ -8,7 +8,7 @@
 --           server  the server to move it to (text, in mbus.placement_server)
 -- Returns:  void; MB001 for a bad name, MB002 for an unplaced queue or unknown server, MB006
 --           when the queue lives there already, MB008 when another move of it is under way
--- Locks:    the placement row (FOR UPDATE)
+-- Locks:    the server's row (FOR KEY SHARE), the placement row (FOR UPDATE)
 -- Callers:  pgmbus.scaleout.move.move_queue (`pgmbus placement move`); tests tests/scaleout
 CREATE OR REPLACE FUNCTION mbus.begin_move(queue text, server text)
 RETURNS void
@@ -20,7 +20,9 @@ DECLARE
 BEGIN
     PERFORM mbus.check_name('queue', queue, 63);
     PERFORM mbus.check_name('server', server, 32);
-    IF NOT EXISTS (SELECT 1 FROM mbus.placement_server AS s WHERE s.name = server) THEN
+    -- FOR KEY SHARE: a concurrent mbus.drop_server waits for the move to commit, then sees it
+    PERFORM 1 FROM mbus.placement_server AS s WHERE s.name = server FOR KEY SHARE;
+    IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'MB002', MESSAGE = format('server %L does not exist', server);
     END IF;
     SELECT * INTO p FROM mbus.placement AS x WHERE x.kind = 'queue' AND x.name = queue FOR UPDATE;

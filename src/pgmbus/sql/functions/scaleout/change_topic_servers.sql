@@ -12,7 +12,7 @@
 -- Returns:  void; MB001 for a bad name, MB002 for an unplaced topic or an unknown server, MB006
 --           for an empty list, a server named twice or the list it has already, MB008 for
 --           another change under way or a topic placed with the 'mod' scheme
--- Locks:    the placement row (FOR UPDATE)
+-- Locks:    the servers' rows (FOR KEY SHARE), the placement row (FOR UPDATE)
 -- Callers:  pgmbus.scaleout.topics.change_topic_servers (CLI `pgmbus placement topic-servers`)
 CREATE OR REPLACE FUNCTION mbus.change_topic_servers(topic text, servers text[])
 RETURNS void
@@ -31,6 +31,9 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = format('topic %L names a server twice: %s', topic, servers);
     END IF;
+    -- FOR KEY SHARE: a concurrent mbus.drop_server waits for the change to commit, then sees it
+    PERFORM 1 FROM mbus.placement_server AS x WHERE x.name = ANY (servers) ORDER BY x.name
+    FOR KEY SHARE;
     SELECT min(s) INTO v_missing FROM unnest(servers) AS s
     WHERE NOT EXISTS (SELECT 1 FROM mbus.placement_server AS x WHERE x.name = s);
     IF v_missing IS NOT NULL OR EXISTS (SELECT 1 FROM unnest(servers) AS s WHERE s IS NULL) THEN

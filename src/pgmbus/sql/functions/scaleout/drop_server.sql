@@ -6,7 +6,9 @@
 -- Params:   name  the server's name (text)
 -- Returns:  void; MB001 for a bad name, MB002 for an unknown server, MB008 while something is
 --           placed on it
--- Locks:    a row lock on the server's row (FOR UPDATE), then its delete
+-- Locks:    a row lock on the server's row (FOR UPDATE: waits for an uncommitted mbus.place,
+--           begin_move or change_topic_servers naming it, which hold FOR KEY SHARE), then its
+--           delete
 -- Callers:  pgmbus.scaleout.Cluster.drop_server (`pgmbus placement drop-server`); tests
 --           tests/scaleout
 CREATE OR REPLACE FUNCTION mbus.drop_server(name text)

@@ -10,7 +10,9 @@
 --                    server twice)
 -- Returns:  void; MB001 for a bad name, MB002 for an unknown server, MB003 when the name is
 --           placed already (the message names its servers), MB006 for a bad kind or server list
--- Locks:    pg_advisory_xact_lock on (kind, name); a row insert into mbus.placement
+-- Locks:    FOR KEY SHARE on the servers' rows of mbus.placement_server (mbus.drop_server
+--           waits for the placement); pg_advisory_xact_lock on (kind, name); a row insert
+--           into mbus.placement
 -- Callers:  pgmbus.scaleout.Cluster.place (`pgmbus placement place`); tests tests/scaleout
 CREATE OR REPLACE FUNCTION mbus.place(kind text, name text, servers text[])
 RETURNS void
@@ -37,6 +39,11 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = format('%s %L names a server twice: %s', kind, name, servers);
     END IF;
+    -- A share lock on each server's row: mbus.drop_server (FOR UPDATE) waits for this
+    -- placement to commit and then sees it; a drop under way makes this wait, then the server
+    -- is missing below. Without it the two pass each other and the queue names no server.
+    PERFORM 1 FROM mbus.placement_server AS x WHERE x.name = ANY (servers) ORDER BY x.name
+    FOR KEY SHARE;
     SELECT min(s) INTO v_missing FROM unnest(servers) AS s
     WHERE s IS NULL OR NOT EXISTS (SELECT 1 FROM mbus.placement_server AS x WHERE x.name = s);
     IF v_missing IS NOT NULL OR EXISTS (SELECT 1 FROM unnest(servers) AS s WHERE s IS NULL) THEN
