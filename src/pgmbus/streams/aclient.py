@@ -135,6 +135,7 @@ async def publish(
     dumped = _check_event(topic, payload, key, headers)
     args.integer("subscription_id", subscription_id, low=1, optional=True)
     args.moment("delayed_until", delayed_until)
+    args.text("idempotency_key", idempotency_key, optional=True)
     if idempotency_key is not None:
         once = await publish_once(
             conn,
@@ -182,20 +183,8 @@ async def publish_batch(
     ``subscription_id``, ``delayed_until`` and ``idempotency_key`` apply to every event, as in
     :func:`publish` (one key covers the whole batch: a retry stores none of its events).
     """
-    args.text("topic", topic)
-    for what, values in (("payloads", payloads), ("keys", keys), ("headers", headers)):
-        if values is not None and (
-            not isinstance(values, Sequence) or isinstance(values, str | bytes | dict)
-        ):
-            raise InvalidArgument(f"{what} must be a sequence", sqlstate="MB006")
-    for i, payload in enumerate(payloads):
-        args.json_value(f"payloads[{i}]", payload)
-    for i, key in enumerate(keys or ()):
-        args.text(f"keys[{i}]", key, optional=True)
-    for i, hdrs in enumerate(headers or ()):
-        args.json_object(f"headers[{i}]", hdrs, optional=True)
-    args.integer("subscription_id", subscription_id, low=1, optional=True)
-    args.moment("delayed_until", delayed_until)
+    _check_batch(topic, payloads, keys, headers, subscription_id, delayed_until)
+    args.text("idempotency_key", idempotency_key, optional=True)
     if idempotency_key is not None:
         once = await publish_once(
             conn,
@@ -241,6 +230,8 @@ async def publish_once(
     number of events is ``InvalidState``; a key that is empty or longer than 200 bytes is
     ``InvalidArgument``.
     """
+    _check_batch(topic, payloads, keys, headers, subscription_id, delayed_until)
+    args.text("idempotency_key", idempotency_key)
     params = {
         "topic": topic,
         "idempotency_key": idempotency_key,
@@ -253,6 +244,31 @@ async def publish_once(
     with translating():
         rows = await (await conn.execute(_q("publish_once"), params)).fetchall()
     return Published(ids=[int(r[0]) for r in rows], duplicate=bool(rows and rows[0][1]))
+
+
+def _check_batch(
+    topic: Any,
+    payloads: Any,
+    keys: Any,
+    headers: Any,
+    subscription_id: Any,
+    delayed_until: Any,
+) -> None:
+    """Refuse by name what a batch publish cannot store (before the database sees it)."""
+    args.text("topic", topic)
+    for what, values in (("payloads", payloads), ("keys", keys), ("headers", headers)):
+        if values is not None and (
+            not isinstance(values, Sequence) or isinstance(values, str | bytes | dict)
+        ):
+            raise InvalidArgument(f"{what} must be a sequence", sqlstate="MB006")
+    for i, payload in enumerate(payloads):
+        args.json_value(f"payloads[{i}]", payload)
+    for i, key in enumerate(keys or ()):
+        args.text(f"keys[{i}]", key, optional=True)
+    for i, hdrs in enumerate(headers or ()):
+        args.json_object(f"headers[{i}]", hdrs, optional=True)
+    args.integer("subscription_id", subscription_id, low=1, optional=True)
+    args.moment("delayed_until", delayed_until)
 
 
 async def publish_many(
