@@ -141,9 +141,9 @@ def test_bad_keys_and_mismatched_retries_are_refused_and_store_nothing(
     with pytest.raises(InvalidArgument, match="idempotency key"), translating():
         conn.execute("SELECT * FROM mbus.publish_once('t', NULL, ARRAY['{}'::jsonb])")
     for bad in ("nul\x00key", 5):
-        with pytest.raises(InvalidArgument, match="^idempotency_key"):
+        with pytest.raises(InvalidArgument, match=r"^idempotency_key"):
             streams.publish_once(conn, "t", [{}], idempotency_key=bad)  # type: ignore[arg-type]
-        with pytest.raises(InvalidArgument, match="^idempotency_key"):
+        with pytest.raises(InvalidArgument, match=r"^idempotency_key"):
             streams.publish(conn, "t", {}, idempotency_key=bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match="publishes no event"):
         streams.publish_once(conn, "t", [], idempotency_key="empty")
