@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
@@ -16,7 +14,6 @@ from pgmbus.cli.common import (
     DsnOption,
     JsonOption,
     console,
-    database,
     json_object,
     make_table,
     open_bus,
@@ -25,13 +22,7 @@ from pgmbus.cli.common import (
     require_queue,
     timestamp,
 )
-from pgmbus.handlers import Handlers
 from pgmbus.queues import Bus, Message
-from pgmbus.queues.worker import WorkerConfig, load_handler, serve
-from pgmbus.workers import logs as worker_logs
-from pgmbus.workers.health import parse_address
-from pgmbus.workers.placed import run_placed
-from pgmbus.workers.runtime import dsn_of, load_target, run
 
 queue_app = typer.Typer(
     help="Queues: create, drop, create-consumer, drop-consumer, list, stats, counters, rotate, "
@@ -359,113 +350,9 @@ def dmq_replay_cmd(
             typer.echo(f"{dmq_id} -> {bus.dmq_replay(dmq_id, queue=queue)}")
 
 
-@reports_errors
-def worker_cmd(
-    target: Annotated[
-        str,
-        typer.Argument(
-            help="module:bus (a Bus, AsyncBus or App whose handlers all run), or "
-            "module:function called with each Message of --queue."
-        ),
-    ],
-    queue: Annotated[
-        str | None,
-        typer.Option("--queue", "-q", help="Queue to consume (module:function form only)."),
-    ] = None,
-    consumer: ConsumerOption = "default",
-    concurrency: Annotated[
-        int, typer.Option(help="Messages handled at once (module:function).")
-    ] = 1,
-    lease: Annotated[float, typer.Option(help="Lease, seconds (module:function).")] = 60.0,
-    max_attempts: Annotated[
-        int, typer.Option(help="Deliveries before the dmq (module:function).")
-    ] = 5,
-    backoff: Annotated[
-        float, typer.Option(help="First retry delay, s, doubling (module:function).")
-    ] = 1.0,
-    poll: Annotated[float, typer.Option(help="Idle poll interval, s (module:function).")] = 1.0,
-    health: Annotated[
-        str | None,
-        typer.Option(help="HOST:PORT of an HTTP health endpoint (module:bus form): 200 or 503."),
-    ] = None,
-    grace: Annotated[
-        float, typer.Option(help="Seconds the work in hand may take after SIGTERM (module:bus).")
-    ] = 30.0,
-    log_format: Annotated[
-        str, typer.Option(help="Log lines as 'text' or 'json' (one object a line).")
-    ] = "text",
-    placement_home: Annotated[
-        str | None,
-        typer.Option(
-            help="DSN of the placement map's home (module:bus): run each handler on the "
-            "servers the map gives, following its changes (docs/scale-out.md)."
-        ),
-    ] = None,
-    placement_refresh: Annotated[
-        float, typer.Option(help="Seconds between two reads of the map (--placement-home).")
-    ] = 5.0,
-    dsn: DsnOption = None,
-) -> None:
-    """Run a worker: handle messages until SIGTERM/SIGINT, then finish those in hand and exit."""
-    worker_logs.configure(log_format)
-    if queue is None:
-        app = _load(load_target, target)
-        if not isinstance(app, Handlers):
-            raise typer.BadParameter(
-                f"{target} is not a Bus, AsyncBus or App (give --queue to run a function)",
-                param_hint="TARGET",
-            )
-        try:
-            address = None if health is None else parse_address(health)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--health") from None
-        if placement_home is not None:
-            console.print(f"worker: {target} (placement map)", highlight=False)
-            report = run_placed(
-                app, home=placement_home, refresh=placement_refresh, grace=grace, health=address
-            )
-            typer.echo("worker stopped")
-            for line in report.lines():
-                typer.echo(f"  {line}")
-            return
-        checked = database(dsn_of(app, dsn))
-        console.print(f"worker: {target}", highlight=False)
-        report = run(app, dsn=checked, grace=grace, health=address)
-        typer.echo("worker stopped")
-        for line in report.lines():
-            typer.echo(f"  {line}")  # unwrapped: one line per handler
-        return
-    config = WorkerConfig(
-        queue=queue,
-        consumer=consumer,
-        concurrency=concurrency,
-        lease=lease,
-        max_attempts=max_attempts,
-        backoff_base=backoff,
-        poll_interval=poll,
-    )
-    func = _load(load_handler, target)
-    console.print(f"worker: {target} on {queue}/{consumer} x{concurrency}", highlight=False)
-    stats = asyncio.run(serve(database(dsn), func, config))
-    console.print(
-        f"worker stopped: {stats.done} done, {stats.retried} retried, {stats.dead} dead, "
-        f"{stats.lost} lost, {stats.unfinished} unfinished, {stats.reconnects} reconnects",
-        highlight=False,
-    )
-
-
-def _load(loader: Callable[[str], Any], spec: str) -> Any:
-    """Import ``module:attribute``; a bad one is a usage error (exit 2) naming the problem."""
-    try:
-        return loader(spec)
-    except (ImportError, AttributeError, ValueError, TypeError) as exc:
-        raise typer.BadParameter(f"cannot load {spec!r}: {exc}", param_hint="TARGET") from None
-
-
 def register(app: typer.Typer) -> None:
     """Add the queue, dmq and worker commands to the ``pgmbus`` application."""
     app.add_typer(queue_app, name="queue")
     app.add_typer(dmq_app, name="dmq")
-    app.command("worker")(worker_cmd)
     queue_workflow.register(queue_app)
     queue_ops.register(queue_app, dmq_app)
