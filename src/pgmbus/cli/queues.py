@@ -22,6 +22,7 @@ from pgmbus.cli.common import (
     require_queue,
     timestamp,
 )
+from pgmbus.cli.confirm import YesOption, confirm_loss
 from pgmbus.queues import Bus, Message
 
 queue_app = typer.Typer(
@@ -76,9 +77,12 @@ def create_cmd(
 
 @queue_app.command("drop")
 @reports_errors
-def drop_cmd(name: str, dsn: DsnOption = None) -> None:
-    """Drop a queue with its consumers and pending messages."""
+def drop_cmd(name: str, yes: YesOption = False, dsn: DsnOption = None) -> None:
+    """Drop a queue with its consumers and pending messages; asks first when some are pending."""
     with open_bus(dsn) as bus:
+        _require(bus, name)  # an unknown queue fails here, before the question
+        pending = sum(row.depth for row in bus.stats(name))
+        confirm_loss(f"dropping queue {name}", pending, "pending deliveries", yes=yes)
         bus.drop_queue(name)
     console.print(f"queue [bold]{name}[/] dropped")
 
@@ -99,9 +103,17 @@ def create_consumer_cmd(
 
 @queue_app.command("drop-consumer")
 @reports_errors
-def drop_consumer_cmd(name: str, consumer: str, dsn: DsnOption = None) -> None:
-    """Drop a consumer of a queue with its pending deliveries."""
-    consumer_cmd(name, consumer, None, drop=True, dsn=dsn)
+def drop_consumer_cmd(
+    name: str, consumer: str, yes: YesOption = False, dsn: DsnOption = None
+) -> None:
+    """Drop a consumer of a queue with its pending deliveries; asks first when some are pending."""
+    with open_bus(dsn) as bus:
+        _require(bus, name)
+        pending = sum(row.depth for row in bus.stats(name) if row.cname == consumer)
+        what = f"dropping consumer {consumer} of queue {name}"
+        confirm_loss(what, pending, "pending deliveries", yes=yes)
+        bus.drop_consumer(name, consumer)
+    console.print(f"consumer [bold]{consumer}[/] of [bold]{name}[/] dropped")
 
 
 @queue_app.command("consumer", hidden=True)
@@ -111,15 +123,16 @@ def consumer_cmd(
     consumer: str,
     selector: SelectorOption = None,
     drop: Annotated[bool, typer.Option("--drop", help="Drop the consumer instead.")] = False,
+    yes: YesOption = False,
     dsn: DsnOption = None,
 ) -> None:
     """Old spelling of create-consumer / drop-consumer (with --drop)."""
+    if drop:
+        drop_consumer_cmd(name, consumer, yes=yes, dsn=dsn)
+        return
     with open_bus(dsn) as bus:
-        if drop:
-            bus.drop_consumer(name, consumer)
-        else:
-            bus.create_consumer(name, consumer, selector)
-    console.print(f"consumer [bold]{consumer}[/] of {name} {'dropped' if drop else 'ready'}")
+        bus.create_consumer(name, consumer, selector)
+    console.print(f"consumer [bold]{consumer}[/] of {name} ready")
 
 
 @queue_app.command("list")
