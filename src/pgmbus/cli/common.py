@@ -21,6 +21,7 @@ from psycopg_pool import ConnectionPool
 from rich.console import Console
 from rich.table import Column, Table
 
+from pgmbus.cli import deadline
 from pgmbus.cli.errors import fail
 from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import NotFound, SchemaNotInstalledError, translating
@@ -31,8 +32,9 @@ console = Console()
 err_console = Console(stderr=True)
 
 CONNECT_TIMEOUT_S = 4
-"""Seconds a command waits for the server to accept a connection (when the DSN and
-``$PGCONNECT_TIMEOUT`` say nothing): a bad or unreachable DSN fails within 5 s."""
+"""Seconds a connection of a command waits for the server (when the DSN and
+``$PGCONNECT_TIMEOUT`` say nothing); the first one gets what is left of 5 s since the command
+started (``pgmbus.cli.deadline``), so a bad or unreachable DSN fails within 5 s."""
 
 RESOLVE_TIMEOUT_S = 3
 """Seconds a command waits for the host name of the DSN to resolve."""
@@ -97,8 +99,9 @@ def _resolvable(host: str) -> str | None:
     # libpq's connect_timeout starts after it: look the name up in a thread we can stop waiting for.
     thread = threading.Thread(target=lookup, daemon=True)
     thread.start()
-    thread.join(RESOLVE_TIMEOUT_S)
-    return outcome[0] if outcome else f"no answer from the resolver within {RESOLVE_TIMEOUT_S} s"
+    wait = min(RESOLVE_TIMEOUT_S, deadline.remaining())
+    thread.join(wait)
+    return outcome[0] if outcome else f"no answer from the resolver within {wait:.0f} s"
 
 
 def check_hosts(dsn: str) -> None:
@@ -134,14 +137,22 @@ def _check_schema(conn: psycopg.Connection[Any]) -> None:
         )
 
 
+def _first_connection(given: str, target: str) -> psycopg.Connection[Any]:
+    """Connect within the command's 5 s, unless the DSN or the environment set a timeout."""
+    if "connect_timeout" in conninfo_to_dict(given) or os.environ.get("PGCONNECT_TIMEOUT"):
+        return psycopg.connect(target, autocommit=True)
+    return deadline.connect_within(target, deadline.remaining())
+
+
 def database(dsn: str | None, *, need_schema: bool = True) -> str:
     """Resolve the DSN by the rule, connect once (fails fast) and check the schema.
 
     Returns the DSN to hand to pools and workers, with a connect timeout.
     """
-    target = with_connect_timeout(resolve_dsn(dsn))
+    given = resolve_dsn(dsn)
+    target = with_connect_timeout(given)
     check_hosts(target)
-    with psycopg.connect(target, autocommit=True) as conn, translating():
+    with _first_connection(given, target) as conn, translating():
         if need_schema:
             _check_schema(conn)
     return target
@@ -150,9 +161,10 @@ def database(dsn: str | None, *, need_schema: bool = True) -> str:
 @contextmanager
 def connect(dsn: str | None, *, need_schema: bool = True) -> Iterator[psycopg.Connection[Any]]:
     """Open an autocommit connection by the DSN rule, checked as ``database`` checks."""
-    target = with_connect_timeout(resolve_dsn(dsn))
+    given = resolve_dsn(dsn)
+    target = with_connect_timeout(given)
     check_hosts(target)
-    with psycopg.connect(target, autocommit=True) as conn:
+    with _first_connection(given, target) as conn:
         if need_schema:
             with translating():
                 _check_schema(conn)
