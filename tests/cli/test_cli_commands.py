@@ -81,6 +81,9 @@ def test_lists_wrap_names_instead_of_cutting_them(
     dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(common.console, "width", 40)
+    # a narrow terminal (piped output is plain and unwrapped: test_first_contact_output.py)
+    monkeypatch.setattr(common.console, "_force_terminal", True)
+    monkeypatch.setattr(common.console, "_color_system", None)
     for args in (["queue", "list"], ["queue", "stats", LONG_QUEUE]):
         out = run(*args, "--dsn", dsn).stdout
         assert "…" not in out

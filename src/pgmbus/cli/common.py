@@ -18,7 +18,7 @@ import typer
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.table import Column, Table
 
 from pgmbus.cli import deadline
@@ -28,8 +28,38 @@ from pgmbus.errors import NotFound, SchemaNotInstalledError, translating
 from pgmbus.queues import Bus
 from pgmbus.sqlfiles import load_queries
 
-console = Console()
-err_console = Console(stderr=True)
+PLAIN_WIDTH = 100_000
+"""Line width when the output is not a terminal: a row of a table is one line, never wrapped."""
+
+
+class CliConsole(Console):
+    """A console whose output, when it is not a terminal (a pipe, a file), is never wrapped.
+
+    Rich wraps at 80 columns (or ``$COLUMNS``) when it cannot ask a terminal; piped tables then
+    broke rows over several lines, which ``grep`` and ``awk`` cannot read. A width set
+    explicitly still wins; ``$COLUMNS`` only counts for a terminal.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        if "width" not in options:
+            self._width = None  # rich took it from $COLUMNS; ``size`` reads that for terminals
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        """The terminal's size; ``PLAIN_WIDTH`` wide when not a terminal."""
+        size = super().size
+        if self._width is None and not self.is_terminal:
+            return ConsoleDimensions(PLAIN_WIDTH, size.height)
+        return size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+
+console = CliConsole()
+err_console = CliConsole(stderr=True)
 
 CONNECT_TIMEOUT_S = 4
 """Seconds a connection of a command waits for the server (when the DSN and
@@ -257,8 +287,15 @@ def timestamp(text: str) -> datetime:
 
 # --- output ---------------------------------------------------------------------------------------
 def make_table(*headers: str, **kwargs: Any) -> Table:
-    """A table whose cells wrap (``overflow="fold"``) instead of cutting names with an ellipsis."""
+    """A table whose cells wrap (``overflow="fold"``) instead of cutting names with an ellipsis.
+
+    When the output is not a terminal the table is plain: no box lines, columns separated by
+    spaces, one line per row (see ``CliConsole``).
+    """
     columns = [Column(h, overflow="fold") for h in headers]
+    if not console.is_terminal:
+        kwargs["box"] = None
+        kwargs.setdefault("pad_edge", False)
     return Table(*columns, **kwargs)
 
 
