@@ -121,7 +121,7 @@ def test_every_list_and_stats_command_speaks_json(dsn: str, args: list[str]) -> 
 
 def test_queue_stats_json_names_the_consumer(dsn: str) -> None:
     rows = json.loads(run("queue", "stats", LONG_QUEUE, "--json", "--dsn", dsn).stdout)
-    assert {r["cname"] for r in rows} >= {LONG_CONSUMER}
+    assert {r["consumer"] for r in rows} >= {LONG_CONSUMER}
 
 
 def test_one_vocabulary_with_the_old_spellings_as_hidden_aliases(dsn: str) -> None:

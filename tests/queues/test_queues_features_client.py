@@ -137,7 +137,7 @@ def test_cli_pause_resume_and_stats(autodb: str) -> None:
     assert run("queue", "resume", "jobs", "--dsn", autodb).exit_code == 0
     assert '"data": {}' in run("queue", "consume", "jobs", "--dsn", autodb).stdout
     counters = json.loads(run("queue", "counters", "jobs", "--json", "--dsn", autodb).stdout)
-    assert counters[0] == {"qname": "jobs", "cname": None, "posted": 1, "consumed": 1}
+    assert counters[0] == {"queue": "jobs", "consumer": None, "posted": 1, "consumed": 1}
     bad = run("queue", "pause", "jobs", "-c", "nobody", "--dsn", autodb)
     assert bad.exit_code == 1 and "nobody" in error_line(bad)
 

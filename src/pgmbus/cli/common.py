@@ -299,6 +299,17 @@ def make_table(*headers: str, **kwargs: Any) -> Table:
     return Table(*columns, **kwargs)
 
 
+JSON_KEYS = {"qname": "queue", "cname": "consumer", "group_name": "group", "dead_letters": "dmq"}
+"""Keys of SQL rows and Python records renamed in ``--json`` output to the words of
+docs/vocabulary.md (the names ``pgmbus top --json`` and the metrics use)."""
+
+
+def vocabulary_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with their top-level keys in the vocabulary's words (``JSON_KEYS``); values,
+    payloads included, are untouched."""
+    return [{JSON_KEYS.get(k, k): v for k, v in row.items()} for row in rows]
+
+
 def print_json(value: object) -> None:
     """Print a JSON document on stdout (no colour, so that it can be piped)."""
     typer.echo(json.dumps(value, indent=2, default=str))

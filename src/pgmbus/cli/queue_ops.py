@@ -15,6 +15,7 @@ from pgmbus.cli.common import (
     print_json,
     reports_errors,
     require_queue,
+    vocabulary_rows,
 )
 from pgmbus.cli.confirm import YesOption, confirm_loss
 from pgmbus.queues import Bus
@@ -96,7 +97,7 @@ def counters_cmd(
             _require(bus, name)
         rows = bus.counters(name)
     if as_json:
-        print_json([r.__dict__ for r in rows])
+        print_json(vocabulary_rows([r.__dict__ for r in rows]))
         return
     table = make_table("queue", "consumer", "posted", "consumed")
     for r in rows:

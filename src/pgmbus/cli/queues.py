@@ -21,6 +21,7 @@ from pgmbus.cli.common import (
     reports_errors,
     require_queue,
     timestamp,
+    vocabulary_rows,
 )
 from pgmbus.cli.confirm import YesOption, confirm_loss
 from pgmbus.queues import Bus, Message
@@ -142,7 +143,7 @@ def list_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
     with open_bus(dsn) as bus:
         queues = bus.queues()
     if as_json:
-        print_json([q.__dict__ for q in queues])
+        print_json(vocabulary_rows([q.__dict__ for q in queues]))
         return
     table = make_table("queue", "consumers", "triggers to", "created")
     for q in queues:
@@ -170,11 +171,13 @@ def stats_cmd(
         rows = bus.stats(name)
     if as_json:
         print_json(
-            [
-                r.__dict__
-                | {"oldest_age": None if r.oldest_age is None else r.oldest_age.total_seconds()}
-                for r in rows
-            ]
+            vocabulary_rows(
+                [
+                    r.__dict__
+                    | {"oldest_age": None if r.oldest_age is None else r.oldest_age.total_seconds()}
+                    for r in rows
+                ]
+            )
         )
         return
     table = make_table(
@@ -334,7 +337,7 @@ def dmq_list_cmd(
             _require(bus, queue)
         rows = bus.dmq(queue, limit=limit)
     if as_json:
-        print_json([r.__dict__ for r in rows])
+        print_json(vocabulary_rows([r.__dict__ for r in rows]))
         return
     table = make_table("dmq id", "queue", "consumer", "iid", "attempts", "reason", "died")
     for r in rows:

@@ -20,6 +20,7 @@ from pgmbus.cli.common import (
     print_json,
     reports_errors,
     require_group,
+    vocabulary_rows,
 )
 from pgmbus.cli.confirm import YesOption, confirm_loss
 from pgmbus.sqlfiles import load_queries
@@ -138,7 +139,7 @@ def groups_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
     with connect(dsn) as conn:
         rows = streams.group_status(conn)
     if as_json:
-        print_json(rows)
+        print_json(vocabulary_rows(rows))
         return
     table = make_table("group", "slot", "state", "pending", "oldest pending", "retries", "dmq")
     for r in rows:
