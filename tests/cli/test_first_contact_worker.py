@@ -119,3 +119,13 @@ def test_a_worker_on_a_database_without_the_schema_says_install(make_db: object)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     [line] = done.stderr.splitlines()
     assert "`pgmbus install`" in line
+
+
+def test_a_saga_worker_on_a_missing_queue_stops_with_the_fix(db_dsn: str) -> None:
+    """It used to poll the missing queue in silence for ever (its loop retries every error)."""
+    done = run_process(
+        "saga", "worker", "os:getcwd", "--queue", "nosuchq", "--dsn", db_dsn, timeout=30
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    [line] = done.stderr.splitlines()
+    assert "`pgmbus queue create nosuchq`" in line
