@@ -36,9 +36,14 @@ def process_age() -> float:
         return time.monotonic() - _IMPORTED
 
 
+MIN_ATTEMPT_S = 2.0
+"""The shortest attempt, libpq's own floor for ``connect_timeout``: a start slowed down by a
+loaded machine still gets a real attempt (and then answers after the 5 s)."""
+
+
 def remaining() -> float:
-    """Seconds left for connecting (at least one: a slow start still gets a real attempt)."""
-    return max(1.0, COMMAND_BUDGET_S - process_age() - EXIT_MARGIN_S)
+    """Seconds left for connecting, at least ``MIN_ATTEMPT_S``."""
+    return max(MIN_ATTEMPT_S, COMMAND_BUDGET_S - process_age() - EXIT_MARGIN_S)
 
 
 def connect_within(conninfo: str, seconds: float) -> psycopg.Connection[Any]:
