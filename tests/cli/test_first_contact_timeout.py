@@ -43,7 +43,7 @@ def test_a_silent_server_fails_within_five_seconds(
 ) -> None:
     dsn = f"host=127.0.0.1 port={silent_server} dbname=x user=x"
     # The better of two runs: a machine loaded by other work can slow one start of Python by
-    # seconds; the 4 s timeout counted from the attempt took 6.5-7 s every time.
+    # seconds; a 4 s timeout counted from the attempt alone takes 6.5-7 s here every time.
     took, done = _timed(command, dsn)
     if took >= PROMISE_S:
         took = min(took, _timed(command, dsn)[0])

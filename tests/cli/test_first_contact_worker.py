@@ -122,7 +122,7 @@ def test_a_worker_on_a_database_without_the_schema_says_install(make_db: object)
 
 
 def test_a_saga_worker_on_a_missing_queue_stops_with_the_fix(db_dsn: str) -> None:
-    """It used to poll the missing queue in silence for ever (its loop retries every error)."""
+    """Its loop retries every error: unchecked, a missing queue would be polled in silence."""
     done = run_process(
         "saga", "worker", "os:getcwd", "--queue", "nosuchq", "--dsn", db_dsn, timeout=30
     )

@@ -1,9 +1,9 @@
 """The first connection of a command answers within 5 s of the command's start.
 
 libpq's ``connect_timeout`` counts from the connection attempt, once per address tried, and
-starting Python and importing the command tree takes a second or two before that: with a 4 s
-timeout an unreachable server was reported after about 6 s. Here the attempt gets what is left
-of 5 s since the process started, and a thread bounds it whatever libpq does per address.
+starting Python and importing the command tree takes a second or two before that: a 4 s
+timeout alone answers after about 6 s. Here the attempt gets what is left of 5 s since the
+process started, and a thread bounds it whatever libpq does per address.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Before a worker starts: every queue, consumer and stream group it reads exists.
 
-A worker does not create what it reads (docs/workers.md). Without this check a missing queue
-surfaced as a handler loop dying with a logged traceback; here it is one line naming each
+A worker does not create what it reads (docs/workers.md). Unchecked, a missing queue would
+surface as a handler loop dying with a logged traceback; here it is one line naming each
 missing object and the command that creates it, and the worker does not start.
 """
 
