@@ -40,12 +40,14 @@ def main() -> int:
     )
     pgmbus("status")
 
-    for path in sorted(HERE.glob("demo_[0-9]*.py")):
+    sections = sorted(HERE.glob("demo_[0-9]*.py"))
+    for number, path in enumerate(sections, start=1):
         spec = importlib.util.spec_from_file_location(path.stem, path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        console.print(Rule(module.__doc__.splitlines()[0] if module.__doc__ else path.stem))
+        title = module.__doc__.splitlines()[0] if module.__doc__ else path.stem
+        console.print(Rule(f"[{number}/{len(sections)}] {title}"))  # how far the demo is
         module.run(dsn)
     console.print(Rule("done"))
     console.print(

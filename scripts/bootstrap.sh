@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-test}"
+# shellcheck source=scripts/progress.sh
+. scripts/progress.sh
 
 have_server() {
     if command -v pg_config >/dev/null 2>&1 && [ -x "$(pg_config --bindir)/initdb" ]; then
@@ -16,11 +18,12 @@ have_server() {
 }
 
 if ! have_server; then
-    echo "bootstrap: no PostgreSQL server binaries found; installing Debian's postgresql" >&2
+    step 1 "no PostgreSQL server binaries found; installing Debian's postgresql (minutes)"
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql postgresql-contrib >/dev/null
+    step_done
 fi
 
 # `pgmbus install --schedule` runs the storage upkeep from pg_cron; the embedded clusters preload
@@ -28,7 +31,7 @@ fi
 major="$(ls /usr/lib/postgresql 2>/dev/null | sort -n | tail -1)"
 if [ -n "$major" ] && [ ! -f "/usr/lib/postgresql/$major/lib/pg_cron.so" ] &&
     command -v apt-get >/dev/null 2>&1; then
-    echo "bootstrap: installing Debian's postgresql-$major-cron (pg_cron, the scheduled upkeep)" >&2
+    step 2 "installing Debian's postgresql-$major-cron (pg_cron, the scheduled upkeep)"
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "postgresql-$major-cron" \
@@ -37,6 +40,7 @@ if [ -n "$major" ] && [ ! -f "/usr/lib/postgresql/$major/lib/pg_cron.so" ] &&
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "postgresql-$major-cron" \
             >/dev/null 2>&1 || echo "bootstrap: could not install pg_cron" >&2
     }
+    step_done
 fi
 
 # `make lint` and the tests run plpgsql_check (tools/plpgsql_check.py) over every PL/pgSQL
@@ -58,33 +62,36 @@ fi
 
 # The Spark benchmarks compare with Spark's JDBC source; Debian packages its driver.
 if [ ! -f /usr/share/java/postgresql.jar ] && command -v apt-get >/dev/null 2>&1; then
-    echo "bootstrap: installing Debian's libpostgresql-jdbc-java (Spark JDBC baseline)" >&2
+    step 3 "installing Debian's libpostgresql-jdbc-java (Spark JDBC baseline)"
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libpostgresql-jdbc-java \
         >/dev/null 2>&1 || echo "bootstrap: could not install it; the Spark JDBC baseline is off" >&2
+    step_done
 fi
 
 # The dashboard tests drive Debian's chromium with Playwright (Playwright's own browser download
 # cannot reach its servers here); installed with the test extras, only when missing.
 if [[ "$extras" == *test* ]] && ! command -v chromium >/dev/null 2>&1 &&
     command -v apt-get >/dev/null 2>&1; then
-    echo "bootstrap: installing Debian's chromium (dashboard browser tests)" >&2
+    step 4 "installing Debian's chromium (dashboard browser tests; minutes)"
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null 2>&1 ||
         echo "bootstrap: could not install chromium; the dashboard browser tests will skip" >&2
+    step_done
 fi
 
 # The pgbench scenarios (python -m bench sql_streams) compare with PgQ; only in bench mode.
 if [ "$extras" = "bench" ] && [ ! -f /usr/share/postgresql/15/extension/pgq.control ] &&
     command -v apt-get >/dev/null 2>&1; then
-    echo "bootstrap: installing Debian's postgresql-15-pgq3 (PgQ, a sql_streams peer)" >&2
+    step 5 "installing Debian's postgresql-15-pgq3 (PgQ, a sql_streams peer)"
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql-15-pgq3 \
         >/dev/null 2>&1 || echo "bootstrap: could not install it; PgQ rows will be skipped" >&2
+    step_done
 fi
 
 python=""
@@ -101,17 +108,21 @@ if [ -z "$python" ]; then
 fi
 
 if [ ! -x .venv/bin/python ]; then
+    step 6 "creating the virtualenv .venv with $python"
     "$python" -m venv .venv
+    step_done
 fi
 stamp=".venv/.pgmbus-installed"
 want="$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1) $extras"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     log="$(mktemp)"
-    echo "bootstrap: installing pgmbus[$extras] into .venv" >&2
-    if ! .venv/bin/python -m pip install -q -c constraints.txt -e ".[$extras]" >"$log" 2>&1; then
+    step 7 "installing pgmbus[$extras] and its dependencies into .venv (minutes on a fresh machine)"
+    if ! .venv/bin/python -m pip install --progress-bar off -c constraints.txt -e ".[$extras]" \
+        2>&1 | pip_progress "$log"; then
         cat "$log" >&2
         exit 1
     fi
     rm -f "$log"
+    step_done
     echo "$want" >"$stamp"
 fi

@@ -464,8 +464,19 @@ class DevCluster:
         if not exists:
             self._psql('CREATE DATABASE :"db";', db=dbname)
 
+    def require_initialized(self) -> None:
+        """Raise ``DevDBError`` unless a cluster exists here: only ``start`` creates one."""
+        if not self.initialized:
+            raise DevDBError(
+                f"no cluster at {self.home}: `pgmbus dev start` creates one there, or set "
+                "PGMBUS_HOME to the folder of an existing one (commands run in another folder "
+                "look in its .pgmbus/)"
+            )
+
     def stop(self, timeout: float = 60.0) -> bool:
         """Stop the server (fast shutdown); return whether it was running."""
+        if not self.initialized:
+            return False  # nothing to stop, and no folder to create for the lock
         with self._locked():
             if not self.initialized or self._running_pid() is None:
                 self._clear_stale_pid()

@@ -81,6 +81,9 @@ def test_lists_wrap_names_instead_of_cutting_them(
     dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(common.console, "width", 40)
+    # a narrow terminal (piped output is plain and unwrapped: test_first_contact_output.py)
+    monkeypatch.setattr(common.console, "_force_terminal", True)
+    monkeypatch.setattr(common.console, "_color_system", None)
     for args in (["queue", "list"], ["queue", "stats", LONG_QUEUE]):
         out = run(*args, "--dsn", dsn).stdout
         assert "…" not in out
@@ -118,7 +121,7 @@ def test_every_list_and_stats_command_speaks_json(dsn: str, args: list[str]) -> 
 
 def test_queue_stats_json_names_the_consumer(dsn: str) -> None:
     rows = json.loads(run("queue", "stats", LONG_QUEUE, "--json", "--dsn", dsn).stdout)
-    assert {r["cname"] for r in rows} >= {LONG_CONSUMER}
+    assert {r["consumer"] for r in rows} >= {LONG_CONSUMER}
 
 
 def test_one_vocabulary_with_the_old_spellings_as_hidden_aliases(dsn: str) -> None:

@@ -137,12 +137,12 @@ def test_cli_pause_resume_and_stats(autodb: str) -> None:
     assert run("queue", "resume", "jobs", "--dsn", autodb).exit_code == 0
     assert '"data": {}' in run("queue", "consume", "jobs", "--dsn", autodb).stdout
     counters = json.loads(run("queue", "counters", "jobs", "--json", "--dsn", autodb).stdout)
-    assert counters[0] == {"qname": "jobs", "cname": None, "posted": 1, "consumed": 1}
+    assert counters[0] == {"queue": "jobs", "consumer": None, "posted": 1, "consumed": 1}
     bad = run("queue", "pause", "jobs", "-c", "nobody", "--dsn", autodb)
     assert bad.exit_code == 1 and "nobody" in error_line(bad)
 
 
-def test_cli_purge_needs_the_queue_name_typed(autodb: str) -> None:
+def test_cli_purge_asks_first(autodb: str) -> None:
     for n in range(2):
         run("queue", "post", "jobs", json.dumps({"n": n}), "--dsn", autodb)
 
@@ -152,17 +152,21 @@ def test_cli_purge_needs_the_queue_name_typed(autodb: str) -> None:
         assert row is not None
         return int(row[0])
 
-    # no terminal, no --confirm: refused, nothing purged
+    # no terminal, no --yes: refused, nothing purged
     refused = run("queue", "purge", "jobs", "--dsn", autodb)
-    assert refused.exit_code == 2 and "--confirm" in error_line(refused)
+    assert refused.exit_code == 2 and "--yes" in error_line(refused)
+    assert "2 pending deliveries" in error_line(refused)
     wrong = run("queue", "purge", "jobs", "--confirm", "job", "--dsn", autodb)
     assert wrong.exit_code == 2 and "nothing purged" in error_line(wrong)
     assert depth() == 2
     unknown = run("queue", "purge", "nosuch", "--confirm", "nosuch", "--dsn", autodb)
     assert unknown.exit_code == 1 and "nosuch" in error_line(unknown)
-    done = run("queue", "purge", "jobs", "--confirm", "jobs", "--dsn", autodb)
+    done = run("queue", "purge", "jobs", "--yes", "--dsn", autodb)
     assert done.exit_code == 0 and "purged 2" in done.output
     assert depth() == 0
+    run("queue", "post", "jobs", "{}", "--dsn", autodb)
+    older = run("queue", "purge", "jobs", "--confirm", "jobs", "--dsn", autodb)  # the older form
+    assert older.exit_code == 0 and "purged 1" in older.output
 
 
 def test_cli_dmq_delete(autodb: str) -> None:
@@ -170,7 +174,9 @@ def test_cli_dmq_delete(autodb: str) -> None:
         b.post("jobs", {"n": 1})
         [m] = b.lease("jobs", limit=1, lease=30)
         dmq_id = b.bury(m, "poison")
-    ok = run("dmq", "delete", str(dmq_id), "--dsn", autodb)
+    refused = run("dmq", "delete", str(dmq_id), "--dsn", autodb)  # no terminal to ask on
+    assert refused.exit_code == 2 and "--yes" in error_line(refused)
+    ok = run("dmq", "delete", str(dmq_id), "--yes", "--dsn", autodb)
     assert ok.exit_code == 0 and f"{dmq_id} deleted (queue jobs)" in ok.stdout
-    again = run("dmq", "delete", str(dmq_id), "--dsn", autodb)
+    again = run("dmq", "delete", str(dmq_id), "--yes", "--dsn", autodb)
     assert again.exit_code == 1 and "does not exist" in error_line(again)

@@ -98,7 +98,7 @@ def test_queue_commands(autodb: str) -> None:
     assert "yes" in run("queue", "peek", "mail", iid)
     assert "mail" in run("queue", "list")
     stats = json.loads(run("queue", "stats", "mail", "--json"))
-    assert {(s["cname"], s["depth"]) for s in stats} == {("default", 1), ("vip", 1)}
+    assert {(s["consumer"], s["depth"]) for s in stats} == {("default", 1), ("vip", 1)}
     line = run("queue", "consume", "mail", "-c", "vip", "-n", "5").splitlines()[0]
     assert json.loads(line)["iid"] == iid
     with Bus(autodb) as bus:

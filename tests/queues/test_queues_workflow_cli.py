@@ -32,7 +32,7 @@ def test_waiting_view_clear_temp_and_saga_list(autodb: str) -> None:
     out = runner.invoke(app, ["queue", "waiting", "--json", "--dsn", autodb])
     assert out.exit_code == 0, out.output
     rows = json.loads(out.output)
-    assert next(r["waits_for"] for r in rows if r["qname"] == "other") == [dep[0]]
+    assert next(r["waits_for"] for r in rows if r["queue"] == "other") == [dep[0]]
     out = runner.invoke(app, ["queue", "view", "jobs", "--dsn", autodb])
     assert out.exit_code == 0 and out.output.strip() == "public.jobs_q", out.output
     out = runner.invoke(app, ["queue", "clear-temp", "--dsn", autodb])

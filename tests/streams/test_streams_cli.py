@@ -39,7 +39,7 @@ def test_streams_commands_end_to_end(db_dsn: str) -> None:
     assert first["id"] == eid and first["payload"] == {"n": 1} and first["key"] == "k"
     assert _ok("streams", "read", "cli", "--dsn", db_dsn).strip().endswith("cursor None")
     groups = json.loads(_ok("streams", "groups", "--json", "--dsn", db_dsn))
-    assert groups[0]["group_name"] == "cli" and groups[0]["pending_events"] == 0
+    assert groups[0]["group"] == "cli" and groups[0]["pending_events"] == 0
     _ok("streams", "seek", "cli", "beginning", "--dsn", db_dsn)
     again = _ok("streams", "read", "cli", "--dsn", db_dsn)
     assert json.loads(again.splitlines()[0])["id"] == eid

@@ -109,6 +109,11 @@ def test_500_three_times_then_200_is_notified_by_fast_retries(env: Env, http_ser
     assert [(r.json["attempt"], r.json["call"]) for r in got] == [(1, 1), (1, 2), (1, 3), (1, 4)]
     calls = env.sql("SELECT call, outcome, status_code FROM mbus.timer_attempts ORDER BY call")
     assert calls == [(0, "error", 500), (1, "error", 500), (2, "error", 500), (3, "ok", 200)]
+    # what people read numbers calls as the receiver saw them: the history API (and so the
+    # dashboard, which shows its numbers) from 1, like pgmbus-call
+    [(history,)] = env.sql("SELECT mbus.timer_history(%s, 'g', 'e')", (env.client.id,))
+    assert [(a["attempt"], a["call"]) for a in history["attempts"]] == [(1, 1), (1, 2), (1, 3),
+                                                                        (1, 4)]
 
 
 def test_500_three_times_then_200_by_rescheduled_retries(env: Env, http_server: Server) -> None:

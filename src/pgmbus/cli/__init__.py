@@ -13,6 +13,7 @@ from pgmbus.cli import ops as ops_cli
 from pgmbus.cli import placement as placement_cli
 from pgmbus.cli import spark as spark_cli
 from pgmbus.cli import streams as streams_cli
+from pgmbus.cli import worker as worker_cli
 from pgmbus.cli.errors import OneLineErrors
 
 app = typer.Typer(
@@ -47,6 +48,7 @@ def root(
 app.add_typer(dev.app, name="dev")
 schema_cmds.register(app)
 queues.register(app)
+worker_cli.register(app)
 sagas.register(app)
 streams_cli.register(app)
 timers.register(app)

@@ -18,21 +18,53 @@ import typer
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.table import Column, Table
 
+from pgmbus.cli import deadline
 from pgmbus.cli.errors import fail
 from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import NotFound, SchemaNotInstalledError, translating
 from pgmbus.queues import Bus
 from pgmbus.sqlfiles import load_queries
 
-console = Console()
-err_console = Console(stderr=True)
+PLAIN_WIDTH = 100_000
+"""Line width when the output is not a terminal: a row of a table is one line, never wrapped."""
+
+
+class CliConsole(Console):
+    """A console whose output, when it is not a terminal (a pipe, a file), is never wrapped.
+
+    Rich wraps at 80 columns (or ``$COLUMNS``) when it cannot ask a terminal; piped tables then
+    broke rows over several lines, which ``grep`` and ``awk`` cannot read. A width set
+    explicitly still wins; ``$COLUMNS`` only counts for a terminal.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        if "width" not in options:
+            self._width = None  # rich took it from $COLUMNS; ``size`` reads that for terminals
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        """The terminal's size; ``PLAIN_WIDTH`` wide when not a terminal."""
+        size = super().size
+        if self._width is None and not self.is_terminal:
+            return ConsoleDimensions(PLAIN_WIDTH, size.height)
+        return size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+
+console = CliConsole()
+err_console = CliConsole(stderr=True)
 
 CONNECT_TIMEOUT_S = 4
-"""Seconds a command waits for the server to accept a connection (when the DSN and
-``$PGCONNECT_TIMEOUT`` say nothing): a bad or unreachable DSN fails within 5 s."""
+"""Seconds a connection of a command waits for the server (when the DSN and
+``$PGCONNECT_TIMEOUT`` say nothing); the first one gets what is left of 5 s since the command
+started (``pgmbus.cli.deadline``), so a bad or unreachable DSN fails within 5 s."""
 
 RESOLVE_TIMEOUT_S = 3
 """Seconds a command waits for the host name of the DSN to resolve."""
@@ -97,8 +129,9 @@ def _resolvable(host: str) -> str | None:
     # libpq's connect_timeout starts after it: look the name up in a thread we can stop waiting for.
     thread = threading.Thread(target=lookup, daemon=True)
     thread.start()
-    thread.join(RESOLVE_TIMEOUT_S)
-    return outcome[0] if outcome else f"no answer from the resolver within {RESOLVE_TIMEOUT_S} s"
+    wait = min(RESOLVE_TIMEOUT_S, deadline.remaining())
+    thread.join(wait)
+    return outcome[0] if outcome else f"no answer from the resolver within {wait:.0f} s"
 
 
 def check_hosts(dsn: str) -> None:
@@ -134,14 +167,22 @@ def _check_schema(conn: psycopg.Connection[Any]) -> None:
         )
 
 
+def _first_connection(given: str, target: str) -> psycopg.Connection[Any]:
+    """Connect within the command's 5 s, unless the DSN or the environment set a timeout."""
+    if "connect_timeout" in conninfo_to_dict(given) or os.environ.get("PGCONNECT_TIMEOUT"):
+        return psycopg.connect(target, autocommit=True)
+    return deadline.connect_within(target, deadline.remaining())
+
+
 def database(dsn: str | None, *, need_schema: bool = True) -> str:
     """Resolve the DSN by the rule, connect once (fails fast) and check the schema.
 
     Returns the DSN to hand to pools and workers, with a connect timeout.
     """
-    target = with_connect_timeout(resolve_dsn(dsn))
+    given = resolve_dsn(dsn)
+    target = with_connect_timeout(given)
     check_hosts(target)
-    with psycopg.connect(target, autocommit=True) as conn, translating():
+    with _first_connection(given, target) as conn, translating():
         if need_schema:
             _check_schema(conn)
     return target
@@ -150,9 +191,10 @@ def database(dsn: str | None, *, need_schema: bool = True) -> str:
 @contextmanager
 def connect(dsn: str | None, *, need_schema: bool = True) -> Iterator[psycopg.Connection[Any]]:
     """Open an autocommit connection by the DSN rule, checked as ``database`` checks."""
-    target = with_connect_timeout(resolve_dsn(dsn))
+    given = resolve_dsn(dsn)
+    target = with_connect_timeout(given)
     check_hosts(target)
-    with psycopg.connect(target, autocommit=True) as conn:
+    with _first_connection(given, target) as conn:
         if need_schema:
             with translating():
                 _check_schema(conn)
@@ -245,9 +287,27 @@ def timestamp(text: str) -> datetime:
 
 # --- output ---------------------------------------------------------------------------------------
 def make_table(*headers: str, **kwargs: Any) -> Table:
-    """A table whose cells wrap (``overflow="fold"``) instead of cutting names with an ellipsis."""
+    """A table whose cells wrap (``overflow="fold"``) instead of cutting names with an ellipsis.
+
+    When the output is not a terminal the table is plain: no box lines, columns separated by
+    spaces, one line per row (see ``CliConsole``).
+    """
     columns = [Column(h, overflow="fold") for h in headers]
+    if not console.is_terminal:
+        kwargs["box"] = None
+        kwargs.setdefault("pad_edge", False)
     return Table(*columns, **kwargs)
+
+
+JSON_KEYS = {"qname": "queue", "cname": "consumer", "group_name": "group", "dead_letters": "dmq"}
+"""Keys of SQL rows and Python records renamed in ``--json`` output to the words of
+docs/vocabulary.md (the names ``pgmbus top --json`` and the metrics use)."""
+
+
+def vocabulary_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with their top-level keys in the vocabulary's words (``JSON_KEYS``); values,
+    payloads included, are untouched."""
+    return [{JSON_KEYS.get(k, k): v for k, v in row.items()} for row in rows]
 
 
 def print_json(value: object) -> None:

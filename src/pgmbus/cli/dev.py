@@ -8,7 +8,13 @@ from typing import Annotated
 
 import typer
 
-from pgmbus.cli.common import JsonOption, console, make_table, print_json, reports_errors
+from pgmbus.cli.common import (
+    JsonOption,
+    console,
+    make_table,
+    print_json,
+    reports_errors,
+)
 from pgmbus.devdb import DevCluster
 
 app = typer.Typer(
@@ -43,7 +49,14 @@ def start(
     """Create the cluster on first use and start it (harmless when running); after a crash it
     comes back on the same port."""
     cluster = DevCluster()
+    created = not cluster.initialized
     cluster.start(new_port=new_port)
+    if created:  # once, on stderr: a new empty cluster in this folder is worth knowing about
+        typer.echo(
+            f"created a new cluster at {cluster.home} (its data lives there; "
+            "PGMBUS_HOME chooses another folder)",
+            err=True,
+        )
     _show(cluster, as_json)
 
 
@@ -51,7 +64,9 @@ def start(
 @reports_errors
 def stop() -> None:
     """Stop the cluster (fast shutdown)."""
-    was_running = DevCluster().stop()
+    cluster = DevCluster()
+    cluster.require_initialized()
+    was_running = cluster.stop()
     console.print("stopped" if was_running else "not running")
 
 
@@ -59,14 +74,18 @@ def stop() -> None:
 @reports_errors
 def status(as_json: JsonOption = False) -> None:
     """Show whether the cluster runs, where, and its DSN."""
-    _show(DevCluster(), as_json)
+    cluster = DevCluster()
+    cluster.require_initialized()
+    _show(cluster, as_json)
 
 
 @app.command()
 @reports_errors
 def dsn() -> None:
     """Print the cluster's connection string (for PGMBUS_DSN)."""
-    typer.echo(DevCluster().dsn())
+    cluster = DevCluster()
+    cluster.require_initialized()
+    typer.echo(cluster.dsn())
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -77,9 +96,13 @@ def psql(
         typer.Argument(help="Arguments for psql, after --: pgmbus dev psql -- -c 'select 1'"),
     ] = None,
 ) -> None:
-    """Open psql on the cluster's pgmbus database (starting the cluster if needed)."""
+    """Open psql on the cluster's pgmbus database (starting the cluster when it is stopped;
+    it never creates one)."""
     cluster = DevCluster()
-    cluster.start()
+    cluster.require_initialized()
+    if not cluster.status().running:
+        typer.echo(f"starting the cluster at {cluster.home}", err=True)
+        cluster.start()
     argv = [*cluster.psql_argv(), *(args or [])]
     os.execv(argv[0], argv)  # noqa: S606 - replacing this process with psql is the point
 
@@ -89,6 +112,9 @@ def psql(
 def destroy(yes: bool = typer.Option(False, "--yes", help="Do not ask.")) -> None:
     """Stop the cluster and delete its folder and data."""
     cluster = DevCluster()
+    if not cluster.home.exists():
+        typer.echo(f"nothing to delete: no cluster at {cluster.home}")
+        return
     if not yes and not typer.confirm(f"delete {cluster.home} and all its data?"):
         raise typer.Exit(1)
     cluster.destroy()

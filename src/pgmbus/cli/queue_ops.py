@@ -1,8 +1,7 @@
-"""Queue operations: pause, resume, purge (typed confirmation), counters, ``dmq delete``."""
+"""Queue operations: pause, resume, purge (asks first), counters, ``dmq delete`` (asks first)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -16,7 +15,9 @@ from pgmbus.cli.common import (
     print_json,
     reports_errors,
     require_queue,
+    vocabulary_rows,
 )
+from pgmbus.cli.confirm import YesOption, confirm_loss
 from pgmbus.queues import Bus
 
 OneConsumer = Annotated[
@@ -53,29 +54,33 @@ def resume_cmd(name: str, consumer: OneConsumer = None, dsn: DsnOption = None) -
 def purge_cmd(
     name: str,
     consumer: OneConsumer = None,
+    yes: YesOption = False,
     confirm: Annotated[
         str | None,
         typer.Option(
-            "--confirm", help="The queue's name again, to purge without the question (scripts)."
+            "--confirm",
+            hidden=True,
+            help="Older form of --yes: the queue's name again (kept until the next minor release).",
         ),
     ] = None,
     dsn: DsnOption = None,
 ) -> None:
-    """Delete every pending message of a queue or consumer (leased ones stay); asks for the
-    queue's name first."""
+    """Delete every pending message of a queue or consumer (leased ones stay); asks first when
+    some are pending."""
     with open_bus(dsn) as bus:
         _require(bus, name)  # an unknown queue fails here, before the question
-        if confirm is None:
-            if not sys.stdin.isatty():
-                raise typer.BadParameter(
-                    "no terminal to ask on: pass --confirm with the queue's name",
-                    param_hint="--confirm",
-                )
-            confirm = typer.prompt(f"purge {_what(name, consumer)}? type the queue's name")
-        if confirm != name:
+        if confirm is not None and confirm != name:
             raise typer.BadParameter(
                 f"{confirm!r} is not the queue's name: nothing purged", param_hint="--confirm"
             )
+        rows = [r for r in bus.stats(name) if consumer is None or r.cname == consumer]
+        pending = sum(r.ready + r.delayed for r in rows)
+        confirm_loss(
+            f"purging {_what(name, consumer)}",
+            pending,
+            "pending deliveries",
+            yes=yes or confirm == name,
+        )
         n = bus.purge(name, consumer)
     console.print(f"purged {n} deliveries of {_what(name, consumer)}")
 
@@ -92,7 +97,7 @@ def counters_cmd(
             _require(bus, name)
         rows = bus.counters(name)
     if as_json:
-        print_json([r.__dict__ for r in rows])
+        print_json(vocabulary_rows([r.__dict__ for r in rows]))
         return
     table = make_table("queue", "consumer", "posted", "consumed")
     for r in rows:
@@ -103,10 +108,13 @@ def counters_cmd(
 @reports_errors
 def dmq_delete_cmd(
     ids: Annotated[list[int], typer.Argument(help="dmq ids to delete.")],
+    yes: YesOption = False,
     dsn: DsnOption = None,
 ) -> None:
-    """Delete dead messages for good (each in its own transaction; an unknown id stops)."""
+    """Delete dead messages for good (each in its own transaction; an unknown id stops); asks
+    first."""
     with open_bus(dsn) as bus:
+        confirm_loss("deleting from the dmq", len(set(ids)), "dead messages", yes=yes)
         for dmq_id in ids:
             typer.echo(f"{dmq_id} deleted (queue {bus.dmq_delete(dmq_id)})")
 

@@ -17,6 +17,7 @@ from pgmbus.cli.common import (
     query_rows,
     reports_errors,
     require_queue,
+    vocabulary_rows,
 )
 from pgmbus.sqlfiles import load_queries
 
@@ -32,7 +33,7 @@ def waiting_cmd(
     """Messages waiting for their consume_after dependencies, and what they wait for."""
     rows = query_rows(dsn, Q["waiting_list"], {"limit": limit})
     if as_json:
-        print_json([r | {"since": r["since"].isoformat()} for r in rows])
+        print_json(vocabulary_rows([r | {"since": r["since"].isoformat()} for r in rows]))
         return
     table = make_table("queue", "iid", "pending", "waits for")
     for r in rows:

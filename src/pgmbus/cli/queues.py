@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
@@ -16,7 +14,6 @@ from pgmbus.cli.common import (
     DsnOption,
     JsonOption,
     console,
-    database,
     json_object,
     make_table,
     open_bus,
@@ -24,14 +21,10 @@ from pgmbus.cli.common import (
     reports_errors,
     require_queue,
     timestamp,
+    vocabulary_rows,
 )
-from pgmbus.handlers import Handlers
+from pgmbus.cli.confirm import YesOption, confirm_loss
 from pgmbus.queues import Bus, Message
-from pgmbus.queues.worker import WorkerConfig, load_handler, serve
-from pgmbus.workers import logs as worker_logs
-from pgmbus.workers.health import parse_address
-from pgmbus.workers.placed import run_placed
-from pgmbus.workers.runtime import dsn_of, load_target, run
 
 queue_app = typer.Typer(
     help="Queues: create, drop, create-consumer, drop-consumer, list, stats, counters, rotate, "
@@ -85,9 +78,12 @@ def create_cmd(
 
 @queue_app.command("drop")
 @reports_errors
-def drop_cmd(name: str, dsn: DsnOption = None) -> None:
-    """Drop a queue with its consumers and pending messages."""
+def drop_cmd(name: str, yes: YesOption = False, dsn: DsnOption = None) -> None:
+    """Drop a queue with its consumers and pending messages; asks first when some are pending."""
     with open_bus(dsn) as bus:
+        _require(bus, name)  # an unknown queue fails here, before the question
+        pending = sum(row.depth for row in bus.stats(name))
+        confirm_loss(f"dropping queue {name}", pending, "pending deliveries", yes=yes)
         bus.drop_queue(name)
     console.print(f"queue [bold]{name}[/] dropped")
 
@@ -108,9 +104,17 @@ def create_consumer_cmd(
 
 @queue_app.command("drop-consumer")
 @reports_errors
-def drop_consumer_cmd(name: str, consumer: str, dsn: DsnOption = None) -> None:
-    """Drop a consumer of a queue with its pending deliveries."""
-    consumer_cmd(name, consumer, None, drop=True, dsn=dsn)
+def drop_consumer_cmd(
+    name: str, consumer: str, yes: YesOption = False, dsn: DsnOption = None
+) -> None:
+    """Drop a consumer of a queue with its pending deliveries; asks first when some are pending."""
+    with open_bus(dsn) as bus:
+        _require(bus, name)
+        pending = sum(row.depth for row in bus.stats(name) if row.cname == consumer)
+        what = f"dropping consumer {consumer} of queue {name}"
+        confirm_loss(what, pending, "pending deliveries", yes=yes)
+        bus.drop_consumer(name, consumer)
+    console.print(f"consumer [bold]{consumer}[/] of [bold]{name}[/] dropped")
 
 
 @queue_app.command("consumer", hidden=True)
@@ -120,15 +124,16 @@ def consumer_cmd(
     consumer: str,
     selector: SelectorOption = None,
     drop: Annotated[bool, typer.Option("--drop", help="Drop the consumer instead.")] = False,
+    yes: YesOption = False,
     dsn: DsnOption = None,
 ) -> None:
     """Old spelling of create-consumer / drop-consumer (with --drop)."""
+    if drop:
+        drop_consumer_cmd(name, consumer, yes=yes, dsn=dsn)
+        return
     with open_bus(dsn) as bus:
-        if drop:
-            bus.drop_consumer(name, consumer)
-        else:
-            bus.create_consumer(name, consumer, selector)
-    console.print(f"consumer [bold]{consumer}[/] of {name} {'dropped' if drop else 'ready'}")
+        bus.create_consumer(name, consumer, selector)
+    console.print(f"consumer [bold]{consumer}[/] of {name} ready")
 
 
 @queue_app.command("list")
@@ -138,7 +143,7 @@ def list_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
     with open_bus(dsn) as bus:
         queues = bus.queues()
     if as_json:
-        print_json([q.__dict__ for q in queues])
+        print_json(vocabulary_rows([q.__dict__ for q in queues]))
         return
     table = make_table("queue", "consumers", "triggers to", "created")
     for q in queues:
@@ -166,11 +171,13 @@ def stats_cmd(
         rows = bus.stats(name)
     if as_json:
         print_json(
-            [
-                r.__dict__
-                | {"oldest_age": None if r.oldest_age is None else r.oldest_age.total_seconds()}
-                for r in rows
-            ]
+            vocabulary_rows(
+                [
+                    r.__dict__
+                    | {"oldest_age": None if r.oldest_age is None else r.oldest_age.total_seconds()}
+                    for r in rows
+                ]
+            )
         )
         return
     table = make_table(
@@ -330,7 +337,7 @@ def dmq_list_cmd(
             _require(bus, queue)
         rows = bus.dmq(queue, limit=limit)
     if as_json:
-        print_json([r.__dict__ for r in rows])
+        print_json(vocabulary_rows([r.__dict__ for r in rows]))
         return
     table = make_table("dmq id", "queue", "consumer", "iid", "attempts", "reason", "died")
     for r in rows:
@@ -359,113 +366,9 @@ def dmq_replay_cmd(
             typer.echo(f"{dmq_id} -> {bus.dmq_replay(dmq_id, queue=queue)}")
 
 
-@reports_errors
-def worker_cmd(
-    target: Annotated[
-        str,
-        typer.Argument(
-            help="module:bus (a Bus, AsyncBus or App whose handlers all run), or "
-            "module:function called with each Message of --queue."
-        ),
-    ],
-    queue: Annotated[
-        str | None,
-        typer.Option("--queue", "-q", help="Queue to consume (module:function form only)."),
-    ] = None,
-    consumer: ConsumerOption = "default",
-    concurrency: Annotated[
-        int, typer.Option(help="Messages handled at once (module:function).")
-    ] = 1,
-    lease: Annotated[float, typer.Option(help="Lease, seconds (module:function).")] = 60.0,
-    max_attempts: Annotated[
-        int, typer.Option(help="Deliveries before the dmq (module:function).")
-    ] = 5,
-    backoff: Annotated[
-        float, typer.Option(help="First retry delay, s, doubling (module:function).")
-    ] = 1.0,
-    poll: Annotated[float, typer.Option(help="Idle poll interval, s (module:function).")] = 1.0,
-    health: Annotated[
-        str | None,
-        typer.Option(help="HOST:PORT of an HTTP health endpoint (module:bus form): 200 or 503."),
-    ] = None,
-    grace: Annotated[
-        float, typer.Option(help="Seconds the work in hand may take after SIGTERM (module:bus).")
-    ] = 30.0,
-    log_format: Annotated[
-        str, typer.Option(help="Log lines as 'text' or 'json' (one object a line).")
-    ] = "text",
-    placement_home: Annotated[
-        str | None,
-        typer.Option(
-            help="DSN of the placement map's home (module:bus): run each handler on the "
-            "servers the map gives, following its changes (docs/scale-out.md)."
-        ),
-    ] = None,
-    placement_refresh: Annotated[
-        float, typer.Option(help="Seconds between two reads of the map (--placement-home).")
-    ] = 5.0,
-    dsn: DsnOption = None,
-) -> None:
-    """Run a worker: handle messages until SIGTERM/SIGINT, then finish those in hand and exit."""
-    worker_logs.configure(log_format)
-    if queue is None:
-        app = _load(load_target, target)
-        if not isinstance(app, Handlers):
-            raise typer.BadParameter(
-                f"{target} is not a Bus, AsyncBus or App (give --queue to run a function)",
-                param_hint="TARGET",
-            )
-        try:
-            address = None if health is None else parse_address(health)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--health") from None
-        if placement_home is not None:
-            console.print(f"worker: {target} (placement map)", highlight=False)
-            report = run_placed(
-                app, home=placement_home, refresh=placement_refresh, grace=grace, health=address
-            )
-            typer.echo("worker stopped")
-            for line in report.lines():
-                typer.echo(f"  {line}")
-            return
-        checked = database(dsn_of(app, dsn))
-        console.print(f"worker: {target}", highlight=False)
-        report = run(app, dsn=checked, grace=grace, health=address)
-        typer.echo("worker stopped")
-        for line in report.lines():
-            typer.echo(f"  {line}")  # unwrapped: one line per handler
-        return
-    config = WorkerConfig(
-        queue=queue,
-        consumer=consumer,
-        concurrency=concurrency,
-        lease=lease,
-        max_attempts=max_attempts,
-        backoff_base=backoff,
-        poll_interval=poll,
-    )
-    func = _load(load_handler, target)
-    console.print(f"worker: {target} on {queue}/{consumer} x{concurrency}", highlight=False)
-    stats = asyncio.run(serve(database(dsn), func, config))
-    console.print(
-        f"worker stopped: {stats.done} done, {stats.retried} retried, {stats.dead} dead, "
-        f"{stats.lost} lost, {stats.unfinished} unfinished, {stats.reconnects} reconnects",
-        highlight=False,
-    )
-
-
-def _load(loader: Callable[[str], Any], spec: str) -> Any:
-    """Import ``module:attribute``; a bad one is a usage error (exit 2) naming the problem."""
-    try:
-        return loader(spec)
-    except (ImportError, AttributeError, ValueError, TypeError) as exc:
-        raise typer.BadParameter(f"cannot load {spec!r}: {exc}", param_hint="TARGET") from None
-
-
 def register(app: typer.Typer) -> None:
     """Add the queue, dmq and worker commands to the ``pgmbus`` application."""
     app.add_typer(queue_app, name="queue")
     app.add_typer(dmq_app, name="dmq")
-    app.command("worker")(worker_cmd)
     queue_workflow.register(queue_app)
     queue_ops.register(queue_app, dmq_app)

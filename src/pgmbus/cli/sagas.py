@@ -19,6 +19,7 @@ from pgmbus.cli.common import (
     query_rows,
     reports_errors,
 )
+from pgmbus.cli.worker_checks import require_worker_objects
 from pgmbus.queues.saga import run_saga_pump, run_saga_worker
 from pgmbus.queues.worker import load_handler
 from pgmbus.sqlfiles import load_queries
@@ -84,8 +85,11 @@ def saga_worker_cmd(
 
     A forward handler that raises rolls the saga back in the same transaction."""
     func: Any = load_handler(handler)
+    checked = database(dsn)
+    # the loop retries whatever fails, so a missing queue would only ever be polled in silence
+    require_worker_objects(checked, [(queue, "default")])
     console.print(f"saga worker: {handler} on {queue}", highlight=False)
-    run_saga_worker(database(dsn), queue, func, _until_signalled(), poll_interval=poll)
+    run_saga_worker(checked, queue, func, _until_signalled(), poll_interval=poll)
 
 
 @saga_app.command("pump")

@@ -20,7 +20,9 @@ from pgmbus.cli.common import (
     print_json,
     reports_errors,
     require_group,
+    vocabulary_rows,
 )
+from pgmbus.cli.confirm import YesOption, confirm_loss
 from pgmbus.sqlfiles import load_queries
 from pgmbus.streams.metrics import metrics_text
 
@@ -127,9 +129,13 @@ def create_group_cmd(
 
 @app.command("drop-group")
 @reports_errors
-def drop_group_cmd(group: GroupArg, dsn: DsnOption = None) -> None:
-    """Drop a consumer group with its cursors, retries and dead messages."""
+def drop_group_cmd(group: GroupArg, yes: YesOption = False, dsn: DsnOption = None) -> None:
+    """Drop a consumer group with its cursors, retries and dead messages (asks first when it
+    has dead messages; the events stay in the log)."""
     with connect(dsn) as conn:
+        require_group(conn, group)
+        dead = len(streams.dmq(conn, group))
+        confirm_loss(f"dropping group {group}", dead, "dead messages", yes=yes)
         streams.drop_group(conn, group)
     console.print(f"dropped group [bold]{group}[/]")
 
@@ -154,7 +160,7 @@ def groups_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
     with connect(dsn) as conn:
         rows = streams.group_status(conn)
     if as_json:
-        print_json(rows)
+        print_json(vocabulary_rows(rows))
         return
     table = make_table("group", "slot", "state", "pending", "oldest pending", "retries", "dmq")
     for r in rows:

@@ -34,8 +34,43 @@ def _seconds(value: float | None) -> str:
     return "-" if not value else f"{value:,.1f}"
 
 
-def render(snap: dict[str, Any], title: str) -> RenderableType:
-    """One frame: a title line and the queues, groups and timers tables."""
+FIXED_LINES = 19
+"""Lines of a frame besides the rows of the queues and groups tables: the title, three tables'
+titles, headers and borders, the timers row, and two lines for rows left out."""
+
+
+def row_budget(height: int, queues: int, groups: int) -> tuple[int, int]:
+    """How many queue and group rows fit a terminal ``height`` lines high (at least one each,
+    when there are any): the timers table below them always stays in view."""
+    room = max(2, height - FIXED_LINES)
+    if queues + groups <= room:
+        return queues, groups
+    shown_groups = min(groups, max(1, room // 3))
+    shown_queues = min(queues, max(1, room - shown_groups))
+    return shown_queues, min(groups, max(1 if groups else 0, room - shown_queues))
+
+
+def _left_out(what: str, n: int) -> Text | None:
+    if n <= 0:
+        return None
+    return Text(
+        f"… {n} more {what} not shown (a taller terminal, `pgmbus top --once | less`, or --json)",
+        style="yellow",
+    )
+
+
+def render(snap: dict[str, Any], title: str, height: int | None = None) -> RenderableType:
+    """One frame: a title line and the queues, groups and timers tables.
+
+    With ``height`` (a live view in a terminal) the queues and groups tables keep to the rows
+    that fit, and a line says how many were left out: the frame is never cut from below.
+    """
+    all_queues = snap.get("queues", [])
+    all_groups = snap.get("groups", [])
+    if height is None:
+        n_queues, n_groups = len(all_queues), len(all_groups)
+    else:
+        n_queues, n_groups = row_budget(height, len(all_queues), len(all_groups))
     queues = make_table(
         "queue",
         "consumer",
@@ -48,7 +83,7 @@ def render(snap: dict[str, Any], title: str) -> RenderableType:
         title="queues",
         title_justify="left",
     )
-    for q in snap.get("queues", []):
+    for q in all_queues[:n_queues]:
         queues.add_row(
             q["queue"],
             q["consumer"],
@@ -70,7 +105,7 @@ def render(snap: dict[str, Any], title: str) -> RenderableType:
         title="stream groups",
         title_justify="left",
     )
-    for g in snap.get("groups", []):
+    for g in all_groups[:n_groups]:
         groups.add_row(
             g["group"],
             str(g["slot"]),
@@ -100,7 +135,15 @@ def render(snap: dict[str, Any], title: str) -> RenderableType:
         str(by_status.get("failed", 0)),
         str(t.get("dispatchers", 0)),
     )
-    return Group(Text(title, style="bold"), queues, groups, timers)
+    parts: list[RenderableType | None] = [
+        Text(title, style="bold"),
+        queues,
+        _left_out("queue rows", len(all_queues) - n_queues),
+        groups,
+        _left_out("group rows", len(all_groups) - n_groups),
+        timers,
+    ]
+    return Group(*(p for p in parts if p is not None))
 
 
 def top_cmd(
@@ -122,9 +165,10 @@ def top_cmd(
     with connect(dsn) as conn:
         database = conn.info.dbname
 
-        def frame() -> RenderableType:
+        def frame(height: int | None = None) -> RenderableType:
             stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-            return render(fetch(conn, late_after), f"pgmbus top · {database} · {stamp}")
+            title = f"pgmbus top · {database} · {stamp}"
+            return render(fetch(conn, late_after), title, height)
 
         if as_json:
             print_json(fetch(conn, late_after))
@@ -133,10 +177,16 @@ def top_cmd(
             console.print(frame())
             return
         try:
-            with Live(frame(), console=console, auto_refresh=False, screen=False) as live:
+            if not console.is_terminal:  # nothing to redraw on: one plain frame per interval
+                while True:
+                    console.print(frame())
+                    time.sleep(interval)
+            with Live(
+                frame(console.height), console=console, auto_refresh=False, screen=False
+            ) as live:
                 while True:
                     time.sleep(interval)
-                    live.update(frame(), refresh=True)
+                    live.update(frame(console.height), refresh=True)
         except KeyboardInterrupt:
             return
 

@@ -4,7 +4,9 @@
 --           delete, status, retry, in log order) and its HTTP calls (by attempt and call). The
 --           log is found by key and outlives a deleted callback: then "callback" is null and
 --           "attempts" empty, and MB002 is raised only when there is no trace at all. A key
---           deleted and created again shows the changes of both.
+--           deleted and created again shows the changes of both. Attempts and calls count from
+--           1, as the receiver saw them (pgmbus-attempt, pgmbus-call): mbus.timer_attempts.call
+--           is the fast retry's index, from 0, so a call here is that index + 1.
 -- Params:   p_client_id  the owner client's id (bigint)
 --           p_group_key  the callback's group key (text)
 --           p_event_key  the callback's event key (text)
@@ -33,7 +35,7 @@ BEGIN
     WHERE l.client_id = p_client_id AND l.group_key = p_group_key AND l.event_key = p_event_key;
     SELECT mbus.timer_callback_json(c),
            (SELECT coalesce(jsonb_agg(jsonb_build_object(
-                'attempt', a.attempt, 'call', a.call, 'dispatcher', a.dispatcher,
+                'attempt', a.attempt, 'call', a.call + 1, 'dispatcher', a.dispatcher,
                 'started_at', a.started_at, 'finished_at', a.finished_at, 'outcome', a.outcome,
                 'status_code', a.status_code, 'error', a.error)
                 ORDER BY a.attempt, a.call), '[]')
