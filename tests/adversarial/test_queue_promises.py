@@ -89,7 +89,7 @@ def test_a_repost_through_consumen_and_take_is_stored(qconn: Conn) -> None:
 
 def test_a_producer_retry_stores_nothing_and_says_so(autodb: str) -> None:
     """The retry after an ambiguous commit stores nothing, also once consumed elsewhere, and
-    tells the caller with a notice (MB010) instead of a silent success."""
+    tells the caller with a notice (01M01) instead of a silent success."""
     with (
         psycopg.connect(autodb, row_factory=dict_row, autocommit=True) as producer,
         psycopg.connect(autodb, row_factory=dict_row, autocommit=True) as consumer,
@@ -98,7 +98,7 @@ def test_a_producer_retry_stores_nothing_and_says_so(autodb: str) -> None:
         iid = scalar(producer, "SELECT mbus.post_jobs('{}', iid => 'order-1')")
         assert said == []
         assert scalar(producer, "SELECT mbus.post_jobs('{}', iid => 'order-1')") == iid
-        assert len(said) == 1 and said[0].startswith("MB010 ") and "order-1" in said[0]
+        assert len(said) == 1 and said[0].startswith("01M01 ") and "order-1" in said[0]
         assert consumer.execute("SELECT iid FROM mbus.consume('jobs')").fetchall() == [{"iid": iid}]
         # consumed in another transaction: a retry, not a re-post
         assert scalar(producer, "SELECT mbus.post_jobs('{}', iid => 'order-1')") == iid
@@ -227,3 +227,43 @@ def test_to_dmq_takes_an_explicit_priority_and_refuses_one_out_of_range(qconn: C
             "SELECT mbus.to_dmq(m, 'jobs', 'bad', priority => 40000) FROM mbus.consume('jobs') AS m"
         )
     assert scalar(qconn, "SELECT count(*) FROM mbus.dmq") == dead
+
+
+# -- a delivery that never reported is not a handler failure ---------------------------------
+
+
+def lease_at(conn: Conn, now: Any, max_attempts: int = 1) -> list[dict[str, Any]]:
+    return conn.execute(
+        "SELECT * FROM mbus.lease_jobs_by_default(1, interval '10 seconds', %s, %s)",
+        (max_attempts, now),
+    ).fetchall()
+
+
+def test_an_unreported_last_delivery_is_buried_as_such_and_counted_apart(qconn: Conn) -> None:
+    """The worker finished the message but its ack was lost while the database was down: the
+    next lease buried it as "max_attempts exceeded", like a handler that failed every time."""
+    now = scalar(qconn, "SELECT now() + interval '1 hour'")
+    sec = scalar(qconn, "SELECT interval '1 second'")
+    scalar(qconn, 'SELECT mbus.post_jobs(\'{"ack": "lost"}\')')
+    scalar(qconn, 'SELECT mbus.post_jobs(\'{"handler": "failed"}\')')
+    (lost,) = lease_at(qconn, now)
+    (failed,) = lease_at(qconn, now)
+    # the second one's handler failed and said so (nack); the first's ack never arrived
+    qconn.execute("SELECT mbus.nack_jobs(%s, '0', %s)", (failed["lease_token"], now))
+    # both at max_attempts: each lease call buries what it claims (one apiece)
+    assert lease_at(qconn, now + 100 * sec) == []
+    assert lease_at(qconn, now + 100 * sec) == []
+    dead = {
+        r["data"]["ack" if "ack" in r["data"] else "handler"]: r
+        for r in qconn.execute(
+            "SELECT data, reason, unreported, attempts FROM mbus.dmq WHERE qname = 'jobs'"
+        )
+    }
+    assert dead["lost"]["unreported"] is True
+    assert "never reported" in dead["lost"]["reason"]
+    assert dead["failed"]["unreported"] is False
+    assert dead["failed"]["reason"] == "max_attempts (1) exceeded"
+    assert lost["iid"] != failed["iid"]
+    stats = qconn.execute("SELECT dmq, dmq_unreported FROM mbus.queue_stats('jobs')").fetchone()
+    assert stats == {"dmq": 2, "dmq_unreported": 1}
+    assert scalar(qconn, "SELECT dmq_unreported FROM mbus.queue_metrics WHERE qname = 'jobs'") == 1

@@ -264,43 +264,79 @@ BEGIN
         RETURN;  -- nothing to claim
     END IF;
     IF v_g0 IS NOT NULL THEN  -- delivered max_attempts times already: to the dmq
+        -- A lease token still set: the last delivery's lease ended without ack, nack or bury
+        -- (an ack lost while the database was down, a worker killed), not a handler failure.
         WITH g AS (DELETE FROM mbus."q_golden$0" AS q WHERE q.ctid = ANY (v_g0)
-                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority)
+                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority,
+                             q.lease_token IS NOT NULL AS unreported)
         INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                              properties, data, consume_after, attempts, reason, priority)
+                              properties, data, consume_after, attempts, reason, priority,
+                              unreported)
         SELECT 'golden', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                g.properties, g.data, g.consume_after, g.attempts,
-               format('max_attempts (%s) exceeded', max_attempts), g.priority
+               CASE WHEN g.unreported
+                    THEN format('max_attempts (%s) reached: the last of %s deliveries never '
+                                'reported (its lease ended without ack, nack or bury)',
+                                max_attempts, g.attempts)
+                    ELSE format('max_attempts (%s) exceeded', max_attempts) END,
+               g.priority, g.unreported
         FROM g;
     END IF;
     IF v_g1 IS NOT NULL THEN  -- delivered max_attempts times already: to the dmq
+        -- A lease token still set: the last delivery's lease ended without ack, nack or bury
+        -- (an ack lost while the database was down, a worker killed), not a handler failure.
         WITH g AS (DELETE FROM mbus."q_golden$1" AS q WHERE q.ctid = ANY (v_g1)
-                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority)
+                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority,
+                             q.lease_token IS NOT NULL AS unreported)
         INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                              properties, data, consume_after, attempts, reason, priority)
+                              properties, data, consume_after, attempts, reason, priority,
+                              unreported)
         SELECT 'golden', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                g.properties, g.data, g.consume_after, g.attempts,
-               format('max_attempts (%s) exceeded', max_attempts), g.priority
+               CASE WHEN g.unreported
+                    THEN format('max_attempts (%s) reached: the last of %s deliveries never '
+                                'reported (its lease ended without ack, nack or bury)',
+                                max_attempts, g.attempts)
+                    ELSE format('max_attempts (%s) exceeded', max_attempts) END,
+               g.priority, g.unreported
         FROM g;
     END IF;
     IF v_g2 IS NOT NULL THEN  -- delivered max_attempts times already: to the dmq
+        -- A lease token still set: the last delivery's lease ended without ack, nack or bury
+        -- (an ack lost while the database was down, a worker killed), not a handler failure.
         WITH g AS (DELETE FROM mbus."q_golden$2" AS q WHERE q.ctid = ANY (v_g2)
-                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority)
+                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority,
+                             q.lease_token IS NOT NULL AS unreported)
         INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                              properties, data, consume_after, attempts, reason, priority)
+                              properties, data, consume_after, attempts, reason, priority,
+                              unreported)
         SELECT 'golden', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                g.properties, g.data, g.consume_after, g.attempts,
-               format('max_attempts (%s) exceeded', max_attempts), g.priority
+               CASE WHEN g.unreported
+                    THEN format('max_attempts (%s) reached: the last of %s deliveries never '
+                                'reported (its lease ended without ack, nack or bury)',
+                                max_attempts, g.attempts)
+                    ELSE format('max_attempts (%s) exceeded', max_attempts) END,
+               g.priority, g.unreported
         FROM g;
     END IF;
     IF v_g3 IS NOT NULL THEN  -- delivered max_attempts times already: to the dmq
+        -- A lease token still set: the last delivery's lease ended without ack, nack or bury
+        -- (an ack lost while the database was down, a worker killed), not a handler failure.
         WITH g AS (DELETE FROM mbus."q_golden$3" AS q WHERE q.ctid = ANY (v_g3)
-                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority)
+                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority,
+                             q.lease_token IS NOT NULL AS unreported)
         INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                              properties, data, consume_after, attempts, reason, priority)
+                              properties, data, consume_after, attempts, reason, priority,
+                              unreported)
         SELECT 'golden', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                g.properties, g.data, g.consume_after, g.attempts,
-               format('max_attempts (%s) exceeded', max_attempts), g.priority
+               CASE WHEN g.unreported
+                    THEN format('max_attempts (%s) reached: the last of %s deliveries never '
+                                'reported (its lease ended without ack, nack or bury)',
+                                max_attempts, g.attempts)
+                    ELSE format('max_attempts (%s) exceeded', max_attempts) END,
+               g.priority, g.unreported
         FROM g;
     END IF;
     -- The TID scans update in physical order: the rows go back in claim order.

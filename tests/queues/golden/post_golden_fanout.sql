@@ -89,7 +89,7 @@ BEGIN
         -- A client's iid (mbus.check_iid: never one the sequence has not handed out yet) is
         -- remembered in mbus.client_iids for queues.iid_window: within it a post of the iid is
         -- a producer's retry and stores nothing, consumed or not (a second post waits on the
-        -- first's uncommitted row: one stores), and says so (notice MB010). One exception: the
+        -- first's uncommitted row: one stores), and says so (notice 01M01). One exception: the
         -- transaction that consumed the message (consumed_in, set by the claims) puts it back
         -- (the seed's retry: consume, then post it again with its iid and delayed_until); that
         -- post is stored and remembered again. A row older than the window is taken over; so
@@ -114,7 +114,7 @@ BEGIN
                 EXIT WHEN FOUND;
                 CONTINUE;
             END IF;
-            RAISE NOTICE USING ERRCODE = 'MB010',
+            RAISE NOTICE USING ERRCODE = '01M01',
                 MESSAGE = format('iid %s was posted to queue %s within queues.iid_window: '
                                  'a retry, nothing stored', iid, 'golden_fanout'),
                 HINT = 'only the transaction that consumed the message posts it again';
@@ -146,7 +146,7 @@ BEGIN
                                      'deliver it twice', iid, 'golden_fanout'),
                     HINT = 'retry with a lease and nack(delay), or post a new message';
             END IF;
-            RAISE NOTICE USING ERRCODE = 'MB010',
+            RAISE NOTICE USING ERRCODE = '01M01',
                 MESSAGE = format('iid %s is pending in queue %s: a retry, nothing stored',
                                  iid, 'golden_fanout');
             RETURN iid;

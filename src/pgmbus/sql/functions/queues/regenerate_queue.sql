@@ -472,7 +472,7 @@ BEGIN%14$s%7$s
         -- A client's iid (mbus.check_iid: never one the sequence has not handed out yet) is
         -- remembered in mbus.client_iids for queues.iid_window: within it a post of the iid is
         -- a producer's retry and stores nothing, consumed or not (a second post waits on the
-        -- first's uncommitted row: one stores), and says so (notice MB010). One exception: the
+        -- first's uncommitted row: one stores), and says so (notice 01M01). One exception: the
         -- transaction that consumed the message (consumed_in, set by the claims) puts it back
         -- (the seed's retry: consume, then post it again with its iid and delayed_until); that
         -- post is stored and remembered again. A row older than the window is taken over; so
@@ -497,7 +497,7 @@ BEGIN%14$s%7$s
                 EXIT WHEN FOUND;
                 CONTINUE;
             END IF;
-            RAISE NOTICE USING ERRCODE = 'MB010',
+            RAISE NOTICE USING ERRCODE = '01M01',
                 MESSAGE = format('iid %%s was posted to queue %%s within queues.iid_window: '
                                  'a retry, nothing stored', iid, %1$L),
                 HINT = 'only the transaction that consumed the message posts it again';
@@ -529,7 +529,7 @@ BEGIN%14$s%7$s
                                      'deliver it twice', iid, %1$L),
                     HINT = 'retry with a lease and nack(delay), or post a new message';
             END IF;
-            RAISE NOTICE USING ERRCODE = 'MB010',
+            RAISE NOTICE USING ERRCODE = '01M01',
                 MESSAGE = format('iid %%s is pending in queue %%s: a retry, nothing stored',
                                  iid, %1$L);
             RETURN iid;
@@ -989,13 +989,22 @@ $b$, tbl, ret_cols, q, q));
         END IF;$t$, n, v_segn, ret_cols, v_mark);
             v_bury := v_bury || format($t$
     IF v_g%1$s IS NOT NULL THEN  -- delivered max_attempts times already: to the dmq
+        -- A lease token still set: the last delivery's lease ended without ack, nack or bury
+        -- (an ack lost while the database was down, a worker killed), not a handler failure.
         WITH g AS (DELETE FROM %2$s AS q WHERE q.ctid = ANY (v_g%1$s)
-                   RETURNING %3$s, q.priority AS priority)
+                   RETURNING %3$s, q.priority AS priority,
+                             q.lease_token IS NOT NULL AS unreported)
         INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                              properties, data, consume_after, attempts, reason, priority)
+                              properties, data, consume_after, attempts, reason, priority,
+                              unreported)
         SELECT %4$L, %5$L, g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                g.properties, g.data, g.consume_after, g.attempts,
-               format('max_attempts (%%s) exceeded', max_attempts), g.priority
+               CASE WHEN g.unreported
+                    THEN format('max_attempts (%%s) reached: the last of %%s deliveries never '
+                                'reported (its lease ended without ack, nack or bury)',
+                                max_attempts, g.attempts)
+                    ELSE format('max_attempts (%%s) exceeded', max_attempts) END,
+               g.priority, g.unreported
         FROM g;
     END IF;$t$, n, v_segn, ret_cols, q, r.cname);
             v_upsole := v_upsole || format($t$
