@@ -3,7 +3,9 @@ dependency silently ignored, no priority silently dropped (real PostgreSQL, the 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -11,6 +13,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from pgmbus.errors import InvalidArgument, translating
+from pgmbus.queues import AsyncBus, Bus
 
 Conn = psycopg.Connection[dict[str, Any]]
 
@@ -44,7 +47,7 @@ def autodb(db_dsn: str) -> str:
     return db_dsn
 
 
-def notices(conn: Conn) -> list[str]:
+def notices(conn: psycopg.Connection[Any]) -> list[str]:
     got: list[str] = []
     conn.add_notice_handler(lambda d: got.append(f"{d.sqlstate} {d.message_primary}"))
     return got
@@ -267,3 +270,73 @@ def test_an_unreported_last_delivery_is_buried_as_such_and_counted_apart(qconn: 
     stats = qconn.execute("SELECT dmq, dmq_unreported FROM mbus.queue_stats('jobs')").fetchone()
     assert stats == {"dmq": 2, "dmq_unreported": 1}
     assert scalar(qconn, "SELECT dmq_unreported FROM mbus.queue_metrics WHERE qname = 'jobs'") == 1
+
+
+# -- the same through the Python clients (sync Bus and AsyncBus) -------------------------------
+
+
+def test_the_seed_retry_through_the_sync_bus(autodb: str) -> None:
+    later = datetime.now(UTC) + timedelta(hours=1)
+    with Bus(autodb) as bus, psycopg.connect(autodb) as conn:
+        said = notices(conn)
+        iid = bus.post("jobs", {"try": 0}, iid="mail-9")
+        for attempt in range(1, 4):
+            conn.execute("UPDATE mbus.q_jobs SET vt = now() - interval '1 second'")
+            conn.commit()
+            with conn.transaction():
+                (m,) = bus.consume("jobs", conn=conn)
+                assert m.iid == iid
+                got = bus.post("jobs", {"try": attempt}, delayed_until=later, iid=iid, conn=conn)
+                assert got == iid
+            assert [s.depth for s in bus.stats("jobs")] == [1], attempt
+        assert said == []
+        # a producer's retry on the caller's connection: nothing stored, and the notice says so
+        assert bus.post("jobs", {"try": 9}, iid=iid, conn=conn) == iid
+        conn.commit()
+        assert len(said) == 1 and said[0].startswith("01M01 ")
+        assert bus.peek("jobs", iid)
+        assert [s.depth for s in bus.stats("jobs")] == [1]
+
+
+def test_the_seed_retry_through_the_async_bus(autodb: str) -> None:
+    later = datetime.now(UTC) + timedelta(hours=1)
+
+    async def scenario() -> list[int]:
+        depths = []
+        async with AsyncBus(autodb) as bus, await psycopg.AsyncConnection.connect(autodb) as conn:
+            iid = await bus.post("jobs", {"try": 0}, iid="mail-10")
+            for attempt in range(1, 4):
+                await conn.execute("UPDATE mbus.q_jobs SET vt = now() - interval '1 second'")
+                await conn.commit()
+                async with conn.transaction():
+                    (m,) = await bus.consume("jobs", conn=conn)
+                    assert m.iid == iid
+                    again = await bus.post(
+                        "jobs", {"try": attempt}, delayed_until=later, iid=iid, conn=conn
+                    )
+                    assert again == iid
+                depths += [s.depth for s in await bus.stats("jobs")]
+        return depths
+
+    assert asyncio.run(scenario()) == [1, 1, 1]
+
+
+def test_the_clients_tell_unreported_dead_messages_apart(autodb: str) -> None:
+    with Bus(autodb) as bus, psycopg.connect(autodb, autocommit=True) as conn:
+        bus.post("jobs", {"ack": "lost"})
+        (m,) = bus.lease("jobs", lease=0.2, max_attempts=1)
+        # the ack never comes; once the lease has ended the next lease buries it
+        conn.execute("UPDATE mbus.q_jobs SET vt = now() - interval '1 second'")
+        assert bus.lease("jobs", lease=0.2, max_attempts=1) == []
+        (dead,) = bus.dmq("jobs")
+        assert dead.iid == m.iid and dead.unreported and "never reported" in dead.reason
+        (stats,) = bus.stats("jobs")
+        assert (stats.dmq, stats.dmq_unreported) == (1, 1)
+
+    async def through_async() -> tuple[bool, int]:
+        async with AsyncBus(autodb) as abus:
+            (d,) = await abus.dmq("jobs")
+            (s,) = await abus.stats("jobs")
+            return d.unreported, s.dmq_unreported
+
+    assert asyncio.run(through_async()) == (True, 1)
