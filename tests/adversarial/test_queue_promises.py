@@ -13,7 +13,8 @@ import pytest
 from psycopg.rows import dict_row
 
 from pgmbus.errors import InvalidArgument, translating
-from pgmbus.queues import AsyncBus, Bus
+from pgmbus.queues import AsyncBus, Bus, Message
+from pgmbus.workers import App, drain
 
 Conn = psycopg.Connection[dict[str, Any]]
 
@@ -340,3 +341,35 @@ def test_the_clients_tell_unreported_dead_messages_apart(autodb: str) -> None:
             return d.unreported, s.dmq_unreported
 
     assert asyncio.run(through_async()) == (True, 1)
+
+
+def test_a_worker_whose_ack_never_arrived_counts_it_unreported(autodb: str) -> None:
+    """The handler succeeds, then the database drops every session of the worker: its ack
+    fails. That was counted lost (a lease that had ended) and, at max_attempts, the message was
+    buried as if the handler had failed."""
+    app = App(autodb)
+    handled: list[str] = []
+
+    @app.handler("jobs", max_attempts=1, lease=30)
+    async def job(message: Message) -> None:
+        handled.append(message.iid)
+        async with await psycopg.AsyncConnection.connect(autodb, autocommit=True) as admin:
+            await admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+
+    with Bus(autodb) as bus:
+        iid = bus.post("jobs", {"n": 1})
+    (stats,) = drain(app).queues.values()
+    assert handled == [iid]
+    assert (stats.done, stats.lost, stats.unreported) == (0, 0, 1)
+    assert stats.summary().endswith("1 unreported")
+    # its lease ends; the next worker finds it at max_attempts and buries it as unreported
+    with psycopg.connect(autodb, autocommit=True) as conn:
+        conn.execute("UPDATE mbus.q_jobs SET vt = now() - interval '1 second'")
+    (again,) = drain(app).queues.values()
+    assert handled == [iid] and again.done == 0
+    with Bus(autodb) as bus:
+        (dead,) = bus.dmq("jobs")
+        assert dead.iid == iid and dead.unreported and "never reported" in dead.reason
