@@ -10,9 +10,11 @@ from typing import Any
 
 import psycopg
 import pytest
+from prometheus_client import generate_latest
 from psycopg.rows import dict_row
 
 from pgmbus.errors import InvalidArgument, translating
+from pgmbus.http.metrics import fetch_snapshot, registry_for
 from pgmbus.queues import AsyncBus, Bus, Message
 from pgmbus.workers import App, drain
 
@@ -373,3 +375,16 @@ def test_a_worker_whose_ack_never_arrived_counts_it_unreported(autodb: str) -> N
     with Bus(autodb) as bus:
         (dead,) = bus.dmq("jobs")
         assert dead.iid == iid and dead.unreported and "never reported" in dead.reason
+
+
+def test_metrics_export_unreported_dead_messages_apart(autodb: str) -> None:
+    with psycopg.connect(autodb, autocommit=True) as conn:
+        conn.execute("SELECT mbus.post_jobs('{}')")
+        conn.execute("SELECT * FROM mbus.lease_jobs_by_default(1, '10 seconds', 1)")
+        conn.execute("UPDATE mbus.q_jobs SET vt = now() - interval '1 second'")
+        conn.execute("SELECT * FROM mbus.lease_jobs_by_default(1, '10 seconds', 1)")
+        with psycopg.connect(autodb) as reader:
+            snap = fetch_snapshot(reader, late_after_s=60, window_s=60)
+    text = generate_latest(registry_for(lambda: snap)).decode()
+    assert 'pgmbus_queue_consumer_dead_unreported{consumer="default",queue="jobs"} 1.0' in text
+    assert 'pgmbus_queue_consumer_dead_messages{consumer="default",queue="jobs"} 1.0' in text
