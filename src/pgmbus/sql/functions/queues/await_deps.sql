@@ -3,17 +3,19 @@
 -- Purpose:  Decide whether a message posted with consume_after must wait, and record the wait. A
 --           message waits on every iid of deps that still exists, in the queue its iid names or in
 --           mbus.dmq (a dead dependency keeps blocking); unknown iids (consumed already, never
---           posted, foreign, or posted later) are satisfied, so the wait graph is acyclic by
+--           posted, or posted later) are satisfied, so the wait graph is acyclic by
 --           construction, except when an iid that others wait for is posted again (a message
 --           put back with its old iid): then a dependency that waits, directly or through
 --           others, for this very iid would close a cycle nothing could ever break, and the post
 --           is refused (MB006). That walk runs only for such an iid. An iid of another
 --           database ('<q>.<n>@<db>') is waited for while a delivery of it received here is
---           pending, in whichever queue (mbus.dep_rows), or dead here; received here and gone
+--           pending, in the queue its iid names or, when not there, in any other queue (a
+--           route picks its destination queue), or dead here; received here and gone
 --           (mbus.exchange_received), it is satisfied; never received, it is refused (MB006):
 --           this database cannot see that message, and ignoring the dependency would break
 --           the order it asks for. A message itself received from another database is exempt:
---           the exchange forwards it only once its dependencies are gone at its source. For each dependency the generated deps_<q> of its queue (mbus.dep_rows)
+--           the exchange forwards it only once its dependencies are gone at its source.
+--           For each dependency the generated deps_<q> of its queue (mbus.dep_rows)
 --           locks its deliveries FOR SHARE (a consume of it in progress is waited for, then seen
 --           gone) and marks those not yet marked waited = true, so their deletion fires the
 --           deferred dep_gone trigger; it records the edge in mbus.msg_dep and the count of
@@ -40,6 +42,8 @@ DECLARE
     r      record;
     n      bigint;
     v_left integer := 0;
+    v_q    text;
+    v_far  boolean;  -- d names another database
 BEGIN
     IF deps IS NULL THEN
         RETURN false;
@@ -72,10 +76,22 @@ BEGIN
             -- the dependency's queue locks its deliveries FOR SHARE and marks them (deps_<q>)
             EXECUTE format('SELECT mbus.%I($1, $2, $3)', r.fn) INTO n USING 'await'::text, d, r.id;
         END IF;
+        v_far := coalesce((regexp_match(d, '^[a-z][a-z0-9_]*\.[0-9]+@(.*)$'))[1]
+                          <> current_database(), false);
+        IF n = 0 AND v_far THEN
+            -- received into another queue than the one its iid names: deps_ of each queue in
+            -- turn (its 'await' finds, locks and marks the deliveries by the iid column)
+            FOR v_q IN SELECT q.qname FROM mbus.queue AS q
+                       WHERE q.qname IS DISTINCT FROM mbus.queue_of_iid(d) ORDER BY q.qname LOOP
+                EXECUTE format('SELECT mbus.%I($1, $2, $3)', 'deps_' || v_q) INTO n
+                USING 'await'::text, d, NULL::bigint;
+                EXIT WHEN n > 0;
+            END LOOP;
+        END IF;
         IF n = 0 THEN
             PERFORM 1 FROM mbus.dmq AS x WHERE x.iid = d FOR KEY SHARE;
             IF NOT FOUND THEN
-                IF (regexp_match(d, '^[a-z][a-z0-9_]*\.[0-9]+@(.*)$'))[1] <> current_database()
+                IF v_far
                    AND NOT EXISTS (SELECT 1 FROM mbus.exchange_received AS x WHERE x.iid = d)
                    AND NOT EXISTS (SELECT 1 FROM mbus.exchange_received AS x
                                    WHERE x.iid = await_deps.iid) THEN
