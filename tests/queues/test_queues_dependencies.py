@@ -165,15 +165,20 @@ def test_a_message_put_back_cannot_wait_for_its_own_waiters(ac: Conn) -> None:
 
 
 def test_unknown_iids_self_and_cycles_rule(ac: Conn) -> None:
-    """Documented rule (docs/workflows.md): a dependency that is not found when the message is
-    posted (consumed already, never posted, another database's, or posted later) is satisfied.
-    Hence a message's own iid is ignored and no cycle can form: of two messages naming each
-    other, the one posted first did not find the other."""
+    """Documented rule (docs/workflows.md): a dependency of this database that is not found
+    when the message is posted (consumed already, never posted, or posted later) is satisfied;
+    one of another database that never came here is refused (MB006). Hence a message's own iid
+    is ignored and no cycle can form: of two messages naming each other, the one posted first
+    did not find the other."""
     db = ac.execute("SELECT current_database() AS d").fetchone()
     assert db is not None
     ghost = f"a.999999@{db['d']}"
-    post(ac, "b", {"n": "ghost"}, after=[ghost, "not an iid", "a.1@otherdb"])
+    post(ac, "b", {"n": "ghost"}, after=[ghost, "not an iid"])
     assert data_of(ac, "b") == {"n": "ghost"}
+    with pytest.raises(psycopg.Error) as exc:
+        post(ac, "b", {"n": "foreign"}, after=["a.1@otherdb"])
+    assert exc.value.sqlstate == "MB006"
+    assert take_one(ac, "b") is None
     first_iid = ac.execute("SELECT mbus.get_iid('a') AS i").fetchone()
     second_iid = ac.execute("SELECT mbus.get_iid('b') AS i").fetchone()
     assert first_iid is not None and second_iid is not None

@@ -32,26 +32,29 @@ def connect(dsn: str) -> Conn:
 
 
 @pytest.mark.parametrize("own", [True, False], ids=["client-iid", "get-iid"])
-def test_a_retry_after_the_first_was_consumed_stores_nothing(qconn: Conn, own: bool) -> None:
-    """Main: the retry of a consumed message's iid stored a second message (chaos "stored 2x")."""
-    iid = "order-7" if own else scalar(qconn, "SELECT mbus.get_iid('jobs')")
-    assert scalar(qconn, "SELECT mbus.post_jobs('{\"n\": 1}', iid => %s)", iid) == iid
-    got = qconn.execute("SELECT iid, data FROM mbus.consumen('jobs', 'default', 10)").fetchall()
-    assert got == [{"iid": iid, "data": {"n": 1}}]
-    assert scalar(qconn, "SELECT mbus.post_jobs('{\"n\": 2}', iid => %s)", iid) == iid
-    qconn.execute("SELECT mbus.post('jobs', '{\"n\": 3}', iid => %s)", (iid,))
-    assert stored(qconn) == 0
-    # another queue may take the same iid: the window is per queue
-    qconn.execute("SELECT mbus.create_queue('jobs2', 1)")
-    if own:
-        assert scalar(qconn, "SELECT mbus.post_jobs2('{\"n\": 4}', iid => %s)", iid) == iid
-        assert scalar(qconn, "SELECT count(*) FROM mbus.q_jobs2") == 1
+def test_a_retry_after_the_first_was_consumed_stores_nothing(autodb: str, own: bool) -> None:
+    """Main: the retry of a consumed message's iid stored a second message (chaos "stored 2x").
+    The consume commits first: a post in the consuming transaction itself is the consumer's
+    re-post, which is stored (tests/adversarial/test_queue_promises.py)."""
+    with connect(autodb) as qconn:
+        iid = "order-7" if own else scalar(qconn, "SELECT mbus.get_iid('jobs')")
+        assert scalar(qconn, "SELECT mbus.post_jobs('{\"n\": 1}', iid => %s)", iid) == iid
+        qconn.commit()
+        got = qconn.execute("SELECT iid, data FROM mbus.consumen('jobs', 'default', 10)").fetchall()
+        assert got == [{"iid": iid, "data": {"n": 1}}]
+        qconn.commit()
+        assert scalar(qconn, "SELECT mbus.post_jobs('{\"n\": 2}', iid => %s)", iid) == iid
+        qconn.execute("SELECT mbus.post('jobs', '{\"n\": 3}', iid => %s)", (iid,))
+        assert stored(qconn) == 0
+        # another queue may take the same iid: the window is per queue
+        qconn.execute("SELECT mbus.create_queue('jobs2', 1)")
+        if own:
+            assert scalar(qconn, "SELECT mbus.post_jobs2('{\"n\": 4}', iid => %s)", iid) == iid
+            assert scalar(qconn, "SELECT count(*) FROM mbus.q_jobs2") == 1
 
 
 @pytest.mark.parametrize("own", [True, False], ids=["client-iid", "get-iid"])
-def test_a_retry_after_the_consumers_were_dropped_is_still_a_no_op(
-    qconn: Conn, own: bool
-) -> None:
+def test_a_retry_after_the_consumers_were_dropped_is_still_a_no_op(qconn: Conn, own: bool) -> None:
     """Found by the queue model: the retry of a committed post failed (MB008, no consumer)
     once the queue's consumers had been dropped, telling the producer its message was lost."""
     iid = "order-8" if own else scalar(qconn, "SELECT mbus.get_iid('jobs')")
@@ -76,6 +79,8 @@ def test_after_the_window_the_iid_may_be_posted_again(qconn: Conn) -> None:
     qconn.execute("SELECT mbus.set_setting('queues.iid_window', '\"1 second\"')")
     qconn.execute("SELECT mbus.post_jobs('{\"n\": 1}', iid => 'w-1')")
     qconn.execute("SELECT * FROM mbus.consumen('jobs', 'default', 10)")
+    # as if another transaction had consumed it (this one's own re-post would be stored)
+    qconn.execute("UPDATE mbus.client_iids SET consumed_in = NULL")
     qconn.execute("SELECT mbus.post_jobs('{\"n\": 2}', iid => 'w-1')")
     assert stored(qconn) == 0  # within the window
     # a transaction's now() stands still: age the row instead of sleeping

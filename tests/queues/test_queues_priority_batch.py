@@ -69,13 +69,13 @@ def test_a_bad_priority_array_is_refused_and_posts_nothing(
 
 
 def test_the_one_by_one_fallbacks_keep_the_priority(qconn: Conn) -> None:
-    # consume_after in a header sends the batch through mbus.post_each (the iid it names is
-    # not pending: nothing to wait for)
+    # consume_after in a header sends the batch through mbus.post_each (the client iid it
+    # names is not pending: nothing to wait for)
     postn(
         qconn,
         [1, 2, 3],
         [0, 0, 7],
-        headers=[Jsonb({}), Jsonb({}), Jsonb({"consume_after": ["gone.1@nowhere"]})],
+        headers=[Jsonb({}), Jsonb({}), Jsonb({"consume_after": ["gone-1"]})],
     )
     assert drain(qconn) == [3, 1, 2]
     # a selector that raises sends the batch one by one through post_<q>; the failed copy's

@@ -42,6 +42,11 @@ _QUEUE_GAUGES = {
         "pgmbus_queue_consumer_dead_messages",
         "Dead messages of the queue that name this consumer.",
     ),
+    "dmq_unreported": (
+        "pgmbus_queue_consumer_dead_unreported",
+        "Of those, messages that died at max_attempts because their last delivery never "
+        "reported (ack lost, worker killed), not because a handler failed.",
+    ),
     "selector_errors": (
         "pgmbus_queue_selector_errors",
         "Copies for this consumer sent to the dead-message queue because its selector raised.",

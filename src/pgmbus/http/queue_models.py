@@ -51,6 +51,11 @@ class StatsOut(BaseModel):
     posted: int = Field(default=0, description="deliveries made for the consumer (a counter)")
     consumed: int = Field(default=0, description="deliveries it consumed (a counter)")
     paused: bool = False
+    dmq_unreported: int = Field(
+        default=0,
+        description="of dmq: died at max_attempts because their last delivery never reported "
+        "(an ack lost, a worker killed), not by a handler's failure",
+    )
 
 
 class PostIn(BaseModel):

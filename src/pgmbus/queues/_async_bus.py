@@ -365,7 +365,10 @@ class AsyncBus(Handlers):
         the transaction commits. A given ``iid`` posted to the queue within the setting
         ``queues.iid_window`` (default 24 hours; consumed or not), or still pending there, makes
         the post a no-op returning it (idempotent posts: retry an unknown outcome with the same
-        iid); an iid of the generated form
+        iid), with notice ``01M01`` on the connection (see it with ``conn`` and
+        ``conn.add_notice_handler``); posted with ``conn`` in the transaction that consumed
+        that message, it is stored (the retry of the original mbus API: consume, then post it
+        again with its iid and ``delayed_until``); an iid of the generated form
         ``<queue>.<n>@<database>`` must come from :meth:`get_iid` (``InvalidArgument``
         otherwise). Raises ``InvalidArgument`` when ``expires`` is not in the future or not
         after ``delayed_until``, and ``InvalidState`` when the queue has no consumer.

@@ -82,6 +82,9 @@ class DeadMessage:
     reason: str
     died_at: datetime
     priority: int = 0  # the priority it had; a replay posts it back with it
+    # died at max_attempts with its last delivery never reported (its lease ended without ack,
+    # nack or bury: an ack lost while the database was down), not by a handler's failure
+    unreported: bool = False
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,7 @@ class ConsumerStats:
     posted: int = 0
     consumed: int = 0
     paused: bool = False
+    dmq_unreported: int = 0  # of dmq: died because their last delivery never reported
 
 
 @dataclass(frozen=True)

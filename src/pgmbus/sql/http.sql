@@ -111,7 +111,8 @@ SELECT jsonb_build_object(
                    'delayed', s.delayed, 'leased', s.leased, 'expired', s.expired,
                    'oldest_age', coalesce(extract(epoch FROM s.oldest_age), 0), 'dmq', s.dmq,
                    'selector_errors', s.selector_errors, 'posted', s.posted,
-                   'consumed', s.consumed, 'paused', s.paused)
+                   'consumed', s.consumed, 'paused', s.paused,
+                   'dmq_unreported', s.dmq_unreported)
                    ORDER BY s.qname, s.cname), '[]')
                FROM mbus.queue_stats() AS s),
     'queue_totals', (SELECT coalesce(jsonb_agg(jsonb_build_object(

@@ -31,7 +31,7 @@ FROM mbus.queues ORDER BY qname;
 
 -- name: stats
 SELECT qname, cname, depth, ready, delayed, leased, expired, oldest_age, dmq, selector_errors,
-       posted, consumed, paused
+       posted, consumed, paused, dmq_unreported
 FROM mbus.queue_stats(%(queue)s);
 
 -- name: counters
@@ -105,7 +105,8 @@ SELECT mbus.peek(%(queue)s, %(iid)s);
 SELECT mbus.clear_queue(%(queue)s, %(now)s);
 
 -- name: dmq_list
-SELECT dmq_id, qname, cname, iid, data, headers, properties, attempts, reason, died_at, priority
+SELECT dmq_id, qname, cname, iid, data, headers, properties, attempts, reason, died_at, priority,
+       unreported
 FROM mbus.dmq
 WHERE %(queue)s::text IS NULL OR qname = %(queue)s::text
 ORDER BY dmq_id

@@ -21,7 +21,14 @@ from pgmbus.reconnect import Backoff, is_transient
 
 @dataclass
 class HandlerStats:
-    """What one handler did."""
+    """What one handler did.
+
+    ``lost`` counts messages whose lease had ended when the worker reported on them (another
+    delivery owns them); ``unreported`` those whose ack, nack or bury did not reach the
+    database (down, connection lost): handled, but the database still counts the delivery as
+    an attempt, and a message that reaches ``max_attempts`` that way is buried with
+    ``unreported`` set and a reason saying so, not as a handler failure.
+    """
 
     done: int = 0
     retried: int = 0
@@ -30,12 +37,14 @@ class HandlerStats:
     timed_out: int = 0
     given_back: int = 0
     reconnects: int = 0
+    unreported: int = 0
 
     def summary(self) -> str:
-        """``N done, R retried, D dead, L lost, T timed out, G given back``."""
+        """``N done, R retried, D dead, L lost, T timed out, G given back, U unreported``."""
         return (
             f"{self.done} done, {self.retried} retried, {self.dead} dead, {self.lost} lost, "
-            f"{self.timed_out} timed out, {self.given_back} given back"
+            f"{self.timed_out} timed out, {self.given_back} given back, "
+            f"{self.unreported} unreported"
         )
 
 
@@ -304,7 +313,7 @@ class QueueLoop:
         except Exception as exc:
             if not is_transient(exc):
                 raise
-            self.stats.lost += 1
+            self.stats.unreported += 1
             self.log.warning(
                 "message %s: %s did not reach the database (%s); it comes back when its lease ends",
                 message.iid,

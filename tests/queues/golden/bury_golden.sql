@@ -10,7 +10,7 @@ BEGIN
     WITH d AS (
         DELETE FROM mbus.q_golden AS q
         WHERE q.lease_token = token AND q.vt > coalesce(mbus.given_clock(p_now), clock_timestamp())
-        RETURNING q.c AS c, q.priority AS priority, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+        RETURNING q.c AS c, q.priority AS priority, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
     INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
                           properties, data, consume_after, attempts, reason, priority)
     SELECT 'golden', c.cname, d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers,

@@ -163,17 +163,33 @@ BEGIN
         RETURN;  -- nothing to claim
     END IF;
     IF v_seg = 0 THEN
-        RETURN QUERY DELETE FROM mbus."q_golden$0" AS q WHERE q.ctid = v_tid
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz;
+        RETURN QUERY
+        WITH d AS (DELETE FROM mbus."q_golden$0" AS q WHERE q.ctid = v_tid
+                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid AS lease_token, NULL::timestamptz AS lease_until),
+                   k AS (UPDATE mbus.client_iids AS ci SET consumed_in = pg_current_xact_id()
+                         FROM d WHERE ci.qname = 'golden' AND ci.iid = d.iid)
+        SELECT d.* FROM d;
     ELSIF v_seg = 1 THEN
-        RETURN QUERY DELETE FROM mbus."q_golden$1" AS q WHERE q.ctid = v_tid
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz;
+        RETURN QUERY
+        WITH d AS (DELETE FROM mbus."q_golden$1" AS q WHERE q.ctid = v_tid
+                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid AS lease_token, NULL::timestamptz AS lease_until),
+                   k AS (UPDATE mbus.client_iids AS ci SET consumed_in = pg_current_xact_id()
+                         FROM d WHERE ci.qname = 'golden' AND ci.iid = d.iid)
+        SELECT d.* FROM d;
     ELSIF v_seg = 2 THEN
-        RETURN QUERY DELETE FROM mbus."q_golden$2" AS q WHERE q.ctid = v_tid
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz;
+        RETURN QUERY
+        WITH d AS (DELETE FROM mbus."q_golden$2" AS q WHERE q.ctid = v_tid
+                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid AS lease_token, NULL::timestamptz AS lease_until),
+                   k AS (UPDATE mbus.client_iids AS ci SET consumed_in = pg_current_xact_id()
+                         FROM d WHERE ci.qname = 'golden' AND ci.iid = d.iid)
+        SELECT d.* FROM d;
     ELSIF v_seg = 3 THEN
-        RETURN QUERY DELETE FROM mbus."q_golden$3" AS q WHERE q.ctid = v_tid
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz;
+        RETURN QUERY
+        WITH d AS (DELETE FROM mbus."q_golden$3" AS q WHERE q.ctid = v_tid
+                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid AS lease_token, NULL::timestamptz AS lease_until),
+                   k AS (UPDATE mbus.client_iids AS ci SET consumed_in = pg_current_xact_id()
+                         FROM d WHERE ci.qname = 'golden' AND ci.iid = d.iid)
+        SELECT d.* FROM d;
     END IF;
 END;
 $function$

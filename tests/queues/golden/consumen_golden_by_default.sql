@@ -206,28 +206,36 @@ BEGIN
         IF v_t0 IS NOT NULL THEN
             RETURN QUERY
             WITH d AS (DELETE FROM mbus."q_golden$0" AS q WHERE q.ctid = ANY (v_t0)
-                       RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+                       RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+                   k AS (UPDATE mbus.client_iids AS ci SET consumed_in = pg_current_xact_id()
+                         FROM d WHERE ci.qname = 'golden' AND ci.iid = d.iid)
             SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
                    d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
             FROM d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
         ELSIF v_t1 IS NOT NULL THEN
             RETURN QUERY
             WITH d AS (DELETE FROM mbus."q_golden$1" AS q WHERE q.ctid = ANY (v_t1)
-                       RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+                       RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+                   k AS (UPDATE mbus.client_iids AS ci SET consumed_in = pg_current_xact_id()
+                         FROM d WHERE ci.qname = 'golden' AND ci.iid = d.iid)
             SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
                    d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
             FROM d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
         ELSIF v_t2 IS NOT NULL THEN
             RETURN QUERY
             WITH d AS (DELETE FROM mbus."q_golden$2" AS q WHERE q.ctid = ANY (v_t2)
-                       RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+                       RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+                   k AS (UPDATE mbus.client_iids AS ci SET consumed_in = pg_current_xact_id()
+                         FROM d WHERE ci.qname = 'golden' AND ci.iid = d.iid)
             SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
                    d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
             FROM d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
         ELSIF v_t3 IS NOT NULL THEN
             RETURN QUERY
             WITH d AS (DELETE FROM mbus."q_golden$3" AS q WHERE q.ctid = ANY (v_t3)
-                       RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts)
+                       RETURNING q.vt AS claim_vt, q.priority AS claim_prio, q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts),
+                   k AS (UPDATE mbus.client_iids AS ci SET consumed_in = pg_current_xact_id()
+                         FROM d WHERE ci.qname = 'golden' AND ci.iid = d.iid)
             SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
                    d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
             FROM d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;
@@ -235,22 +243,34 @@ BEGIN
     ELSE
         IF v_t0 IS NOT NULL THEN
             WITH d AS (DELETE FROM mbus."q_golden$0" AS q WHERE q.ctid = ANY (v_t0)
-                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid AS lease_token,
+                                 NULL::timestamptz AS lease_until),
+                   k AS (UPDATE mbus.client_iids AS ci SET consumed_in = pg_current_xact_id()
+                         FROM d WHERE ci.qname = 'golden' AND ci.iid = d.iid)
             SELECT v_rows || array_agg(d::mbus.qt_model) INTO v_rows FROM d;
         END IF;
         IF v_t1 IS NOT NULL THEN
             WITH d AS (DELETE FROM mbus."q_golden$1" AS q WHERE q.ctid = ANY (v_t1)
-                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid AS lease_token,
+                                 NULL::timestamptz AS lease_until),
+                   k AS (UPDATE mbus.client_iids AS ci SET consumed_in = pg_current_xact_id()
+                         FROM d WHERE ci.qname = 'golden' AND ci.iid = d.iid)
             SELECT v_rows || array_agg(d::mbus.qt_model) INTO v_rows FROM d;
         END IF;
         IF v_t2 IS NOT NULL THEN
             WITH d AS (DELETE FROM mbus."q_golden$2" AS q WHERE q.ctid = ANY (v_t2)
-                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid AS lease_token,
+                                 NULL::timestamptz AS lease_until),
+                   k AS (UPDATE mbus.client_iids AS ci SET consumed_in = pg_current_xact_id()
+                         FROM d WHERE ci.qname = 'golden' AND ci.iid = d.iid)
             SELECT v_rows || array_agg(d::mbus.qt_model) INTO v_rows FROM d;
         END IF;
         IF v_t3 IS NOT NULL THEN
             WITH d AS (DELETE FROM mbus."q_golden$3" AS q WHERE q.ctid = ANY (v_t3)
-                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid AS lease_token,
+                                 NULL::timestamptz AS lease_until),
+                   k AS (UPDATE mbus.client_iids AS ci SET consumed_in = pg_current_xact_id()
+                         FROM d WHERE ci.qname = 'golden' AND ci.iid = d.iid)
             SELECT v_rows || array_agg(d::mbus.qt_model) INTO v_rows FROM d;
         END IF;
         RETURN QUERY SELECT r.* FROM unnest(v_rows) AS r

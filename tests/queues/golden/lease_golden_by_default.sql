@@ -264,43 +264,79 @@ BEGIN
         RETURN;  -- nothing to claim
     END IF;
     IF v_g0 IS NOT NULL THEN  -- delivered max_attempts times already: to the dmq
+        -- A lease token still set: the last delivery's lease ended without ack, nack or bury
+        -- (an ack lost while the database was down, a worker killed), not a handler failure.
         WITH g AS (DELETE FROM mbus."q_golden$0" AS q WHERE q.ctid = ANY (v_g0)
-                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority)
+                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority,
+                             q.lease_token IS NOT NULL AS unreported)
         INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                              properties, data, consume_after, attempts, reason, priority)
+                              properties, data, consume_after, attempts, reason, priority,
+                              unreported)
         SELECT 'golden', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                g.properties, g.data, g.consume_after, g.attempts,
-               format('max_attempts (%s) exceeded', max_attempts), g.priority
+               CASE WHEN g.unreported
+                    THEN format('max_attempts (%s) reached: the last of %s deliveries never '
+                                'reported (its lease ended without ack, nack or bury)',
+                                max_attempts, g.attempts)
+                    ELSE format('max_attempts (%s) exceeded', max_attempts) END,
+               g.priority, g.unreported
         FROM g;
     END IF;
     IF v_g1 IS NOT NULL THEN  -- delivered max_attempts times already: to the dmq
+        -- A lease token still set: the last delivery's lease ended without ack, nack or bury
+        -- (an ack lost while the database was down, a worker killed), not a handler failure.
         WITH g AS (DELETE FROM mbus."q_golden$1" AS q WHERE q.ctid = ANY (v_g1)
-                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority)
+                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority,
+                             q.lease_token IS NOT NULL AS unreported)
         INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                              properties, data, consume_after, attempts, reason, priority)
+                              properties, data, consume_after, attempts, reason, priority,
+                              unreported)
         SELECT 'golden', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                g.properties, g.data, g.consume_after, g.attempts,
-               format('max_attempts (%s) exceeded', max_attempts), g.priority
+               CASE WHEN g.unreported
+                    THEN format('max_attempts (%s) reached: the last of %s deliveries never '
+                                'reported (its lease ended without ack, nack or bury)',
+                                max_attempts, g.attempts)
+                    ELSE format('max_attempts (%s) exceeded', max_attempts) END,
+               g.priority, g.unreported
         FROM g;
     END IF;
     IF v_g2 IS NOT NULL THEN  -- delivered max_attempts times already: to the dmq
+        -- A lease token still set: the last delivery's lease ended without ack, nack or bury
+        -- (an ack lost while the database was down, a worker killed), not a handler failure.
         WITH g AS (DELETE FROM mbus."q_golden$2" AS q WHERE q.ctid = ANY (v_g2)
-                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority)
+                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority,
+                             q.lease_token IS NOT NULL AS unreported)
         INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                              properties, data, consume_after, attempts, reason, priority)
+                              properties, data, consume_after, attempts, reason, priority,
+                              unreported)
         SELECT 'golden', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                g.properties, g.data, g.consume_after, g.attempts,
-               format('max_attempts (%s) exceeded', max_attempts), g.priority
+               CASE WHEN g.unreported
+                    THEN format('max_attempts (%s) reached: the last of %s deliveries never '
+                                'reported (its lease ended without ack, nack or bury)',
+                                max_attempts, g.attempts)
+                    ELSE format('max_attempts (%s) exceeded', max_attempts) END,
+               g.priority, g.unreported
         FROM g;
     END IF;
     IF v_g3 IS NOT NULL THEN  -- delivered max_attempts times already: to the dmq
+        -- A lease token still set: the last delivery's lease ended without ack, nack or bury
+        -- (an ack lost while the database was down, a worker killed), not a handler failure.
         WITH g AS (DELETE FROM mbus."q_golden$3" AS q WHERE q.ctid = ANY (v_g3)
-                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority)
+                   RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.priority AS priority,
+                             q.lease_token IS NOT NULL AS unreported)
         INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                              properties, data, consume_after, attempts, reason, priority)
+                              properties, data, consume_after, attempts, reason, priority,
+                              unreported)
         SELECT 'golden', 'default', g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                g.properties, g.data, g.consume_after, g.attempts,
-               format('max_attempts (%s) exceeded', max_attempts), g.priority
+               CASE WHEN g.unreported
+                    THEN format('max_attempts (%s) reached: the last of %s deliveries never '
+                                'reported (its lease ended without ack, nack or bury)',
+                                max_attempts, g.attempts)
+                    ELSE format('max_attempts (%s) exceeded', max_attempts) END,
+               g.priority, g.unreported
         FROM g;
     END IF;
     -- The TID scans update in physical order: the rows go back in claim order.
@@ -311,7 +347,7 @@ BEGIN
                        SET vt = v_now + lease, attempts = q.attempts + 1,
                            lease_token = (left(gen_random_uuid()::text, 35) || '0')::uuid
                        WHERE q.ctid = ANY (v_t0)
-                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
             SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
             ORDER BY o.ord;
         ELSIF v_t1 IS NOT NULL THEN
@@ -320,7 +356,7 @@ BEGIN
                        SET vt = v_now + lease, attempts = q.attempts + 1,
                            lease_token = (left(gen_random_uuid()::text, 35) || '1')::uuid
                        WHERE q.ctid = ANY (v_t1)
-                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
             SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
             ORDER BY o.ord;
         ELSIF v_t2 IS NOT NULL THEN
@@ -329,7 +365,7 @@ BEGIN
                        SET vt = v_now + lease, attempts = q.attempts + 1,
                            lease_token = (left(gen_random_uuid()::text, 35) || '2')::uuid
                        WHERE q.ctid = ANY (v_t2)
-                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
             SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
             ORDER BY o.ord;
         ELSIF v_t3 IS NOT NULL THEN
@@ -338,7 +374,7 @@ BEGIN
                        SET vt = v_now + lease, attempts = q.attempts + 1,
                            lease_token = (left(gen_random_uuid()::text, 35) || '3')::uuid
                        WHERE q.ctid = ANY (v_t3)
-                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
             SELECT u.* FROM u JOIN unnest(v_ids) WITH ORDINALITY AS o(id, ord) ON o.id = u.id
             ORDER BY o.ord;
         END IF;
@@ -348,7 +384,7 @@ BEGIN
                        SET vt = v_now + lease, attempts = q.attempts + 1,
                            lease_token = (left(gen_random_uuid()::text, 35) || '0')::uuid
                        WHERE q.ctid = ANY (v_t0)
-                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
             SELECT v_rows || array_agg(u::mbus.qt_model) INTO v_rows FROM u;
         END IF;
         IF v_t1 IS NOT NULL THEN
@@ -356,7 +392,7 @@ BEGIN
                        SET vt = v_now + lease, attempts = q.attempts + 1,
                            lease_token = (left(gen_random_uuid()::text, 35) || '1')::uuid
                        WHERE q.ctid = ANY (v_t1)
-                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
             SELECT v_rows || array_agg(u::mbus.qt_model) INTO v_rows FROM u;
         END IF;
         IF v_t2 IS NOT NULL THEN
@@ -364,7 +400,7 @@ BEGIN
                        SET vt = v_now + lease, attempts = q.attempts + 1,
                            lease_token = (left(gen_random_uuid()::text, 35) || '2')::uuid
                        WHERE q.ctid = ANY (v_t2)
-                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
             SELECT v_rows || array_agg(u::mbus.qt_model) INTO v_rows FROM u;
         END IF;
         IF v_t3 IS NOT NULL THEN
@@ -372,7 +408,7 @@ BEGIN
                        SET vt = v_now + lease, attempts = q.attempts + 1,
                            lease_token = (left(gen_random_uuid()::text, 35) || '3')::uuid
                        WHERE q.ctid = ANY (v_t3)
-                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
+                       RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, q.lease_token, q.vt)
             SELECT v_rows || array_agg(u::mbus.qt_model) INTO v_rows FROM u;
         END IF;
         RETURN QUERY SELECT r.* FROM unnest(v_rows) AS r

@@ -11,6 +11,9 @@ DECLARE
     v_count bigint[];  -- the counters' new values (not used)
     v_wait boolean;
     v_id bigint;  -- the plain post's message id
+    v_old boolean;  -- the iid's mbus.client_iids row is older than queues.iid_window
+    v_again boolean;  -- this transaction consumed the message posted with the iid
+    v_pending boolean;  -- a delivery of the iid is pending here
     v_c2 boolean;
     v_t1 boolean;
 BEGIN
@@ -67,29 +70,44 @@ BEGIN
     IF iid IS NOT NULL THEN
         -- A client's iid (mbus.check_iid: never one the sequence has not handed out yet) is
         -- remembered in mbus.client_iids for queues.iid_window: within it a post of the iid is
-        -- a no-op, consumed or not (a second post waits on the first's uncommitted row: one
-        -- stores); a row older than the window is taken over; so is a post of an iid still
-        -- pending here (posted before the window). Loops only when the upkeep deleted the row.
-        -- (t.id: set by mbus.check_iid above for an iid of this queue's own form.)
+        -- a producer's retry and stores nothing, consumed or not (a second post waits on the
+        -- first's uncommitted row: one stores), and says so (notice 01M01). One exception: the
+        -- transaction that consumed the message (consumed_in, set by the claims) puts it back
+        -- (the seed's retry: consume, then post it again with its iid and delayed_until); that
+        -- post is stored and remembered again. A row older than the window is taken over; so
+        -- is a post of an iid still pending here (posted before the window). Loops only when
+        -- the upkeep deleted the row. (t.id: set by mbus.check_iid above for an iid of this
+        -- queue's own form.)
         LOOP
             INSERT INTO mbus.client_iids (qname, iid, posted_at) VALUES ('golden', post_golden.iid, now())
             ON CONFLICT ON CONSTRAINT client_iids_pkey DO NOTHING;
             EXIT WHEN FOUND;
-            UPDATE mbus.client_iids AS ci SET posted_at = now()
-            WHERE ci.qname = 'golden' AND ci.iid = post_golden.iid
-              AND ci.posted_at <= now() - mbus.iid_window();
-            EXIT WHEN FOUND;
-            IF EXISTS (SELECT 1 FROM mbus.client_iids AS ci
-                       WHERE ci.qname = 'golden' AND ci.iid = post_golden.iid) THEN
-                RETURN iid;
+            SELECT ci.posted_at <= now() - mbus.iid_window(),
+                   coalesce(ci.consumed_in = pg_current_xact_id_if_assigned(), false)
+            INTO v_old, v_again
+            FROM mbus.client_iids AS ci WHERE ci.qname = 'golden' AND ci.iid = post_golden.iid;
+            CONTINUE WHEN NOT FOUND;
+            IF v_old OR v_again THEN
+                -- no lock before: two retries at once must not wait on each other
+                UPDATE mbus.client_iids AS ci SET posted_at = now(), consumed_in = NULL
+                WHERE ci.qname = 'golden' AND ci.iid = post_golden.iid
+                  AND (ci.posted_at <= now() - mbus.iid_window()
+                       OR ci.consumed_in = pg_current_xact_id_if_assigned());
+                EXIT WHEN FOUND;
+                CONTINUE;
             END IF;
+            RAISE NOTICE USING ERRCODE = '01M01',
+                MESSAGE = format('iid %s was posted to queue %s within queues.iid_window: '
+                                 'a retry, nothing stored', iid, 'golden'),
+                HINT = 'only the transaction that consumed the message posts it again';
+            RETURN iid;
         END LOOP;
         IF t.id IS NOT NULL THEN
             -- pending under this own-form iid: a no-op; the id held by a message with a
             -- client's iid: that is another message, whose id must stay its own
             CASE (SELECT q.iid IS NULL FROM mbus.q_golden AS q WHERE q.id = t.id LIMIT 1)
             WHEN true THEN
-                RETURN iid;
+                v_pending := true;
             WHEN false THEN
                 RAISE EXCEPTION USING ERRCODE = 'MB006',
                     MESSAGE = format('iid %s names message %s of queue %s, which is another '
@@ -97,7 +115,22 @@ BEGIN
             ELSE
                 NULL;
             END CASE;
-        ELSIF EXISTS (SELECT 1 FROM mbus.q_golden AS q WHERE q.iid = post_golden.iid) THEN
+        ELSE
+            v_pending := EXISTS (SELECT 1 FROM mbus.q_golden AS q WHERE q.iid = post_golden.iid);
+        END IF;
+        IF v_pending THEN
+            IF v_again THEN
+                -- another consumer's delivery of it is still there: storing would give that
+                -- consumer a second one, storing nothing would lose this consumer's retry
+                RAISE EXCEPTION USING ERRCODE = 'MB006',
+                    MESSAGE = format('iid %s is consumed in this transaction but still pending '
+                                     'in queue %s for another consumer: posting it again would '
+                                     'deliver it twice', iid, 'golden'),
+                    HINT = 'retry with a lease and nack(delay), or post a new message';
+            END IF;
+            RAISE NOTICE USING ERRCODE = '01M01',
+                MESSAGE = format('iid %s is pending in queue %s: a retry, nothing stored',
+                                 iid, 'golden');
             RETURN iid;
         END IF;
     END IF;

@@ -10,18 +10,26 @@ BEGIN
     -- A plain DELETE waits for a transaction that holds the row (the seed: take blocks).
     IF v_id IS NOT NULL THEN
         RETURN QUERY
-        DELETE FROM mbus.q_golden AS q
-        WHERE q.c = 2 AND q.id = v_id AND q.iid IS NULL
-          AND (q.expires IS NULL
-               OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz;
+        WITH d AS (
+            DELETE FROM mbus.q_golden AS q
+            WHERE q.c = 2 AND q.id = v_id AND q.iid IS NULL
+              AND (q.expires IS NULL
+                   OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
+            RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid AS lease_token, NULL::timestamptz AS lease_until),
+                   k AS (UPDATE mbus.client_iids AS ci SET consumed_in = pg_current_xact_id()
+                         FROM d WHERE ci.qname = 'golden' AND ci.iid = d.iid)
+        SELECT d.* FROM d;
     ELSE
         RETURN QUERY
-        DELETE FROM mbus.q_golden AS q
-        WHERE q.c = 2 AND q.iid = msgid
-          AND (q.expires IS NULL
-               OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
-        RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid, NULL::timestamptz;
+        WITH d AS (
+            DELETE FROM mbus.q_golden AS q
+            WHERE q.c = 2 AND q.iid = msgid
+              AND (q.expires IS NULL
+                   OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
+            RETURNING q.id AS id, coalesce(q.iid, 'golden.' || q.id || '@' || v_db) AS iid, q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) || jsonb_build_object('priority', q.priority) WHEN q.headers ? 'priority' THEN q.headers - 'priority' ELSE coalesce(q.headers, jsonb_build_object('enqueue_time', q.added) || (SELECT jsonb_build_object('seenby', jsonb_build_array(v_db), 'source_db', v_db, 'destination', 'golden'))) END AS headers, q.properties AS properties, q.data AS data, q.consume_after AS consume_after, q.attempts AS attempts, NULL::uuid AS lease_token, NULL::timestamptz AS lease_until),
+                   k AS (UPDATE mbus.client_iids AS ci SET consumed_in = pg_current_xact_id()
+                         FROM d WHERE ci.qname = 'golden' AND ci.iid = d.iid)
+        SELECT d.* FROM d;
     END IF;
 END;
 $function$

@@ -3,11 +3,19 @@
 -- Purpose:  Decide whether a message posted with consume_after must wait, and record the wait. A
 --           message waits on every iid of deps that still exists, in the queue its iid names or in
 --           mbus.dmq (a dead dependency keeps blocking); unknown iids (consumed already, never
---           posted, foreign, or posted later) are satisfied, so the wait graph is acyclic by
+--           posted, or posted later) are satisfied, so the wait graph is acyclic by
 --           construction, except when an iid that others wait for is posted again (a message
 --           put back with its old iid): then a dependency that waits, directly or through
 --           others, for this very iid would close a cycle nothing could ever break, and the post
---           is refused (MB006). That walk runs only for such an iid. For each dependency the generated deps_<q> of its queue (mbus.dep_rows)
+--           is refused (MB006). That walk runs only for such an iid. An iid of another
+--           database ('<q>.<n>@<db>') is waited for while a delivery of it received here is
+--           pending, in the queue its iid names or, when not there, in any other queue (a
+--           route picks its destination queue), or dead here; received here and gone
+--           (mbus.exchange_received), it is satisfied; never received, it is refused (MB006):
+--           this database cannot see that message, and ignoring the dependency would break
+--           the order it asks for. A message itself received from another database is exempt:
+--           the exchange forwards it only once its dependencies are gone at its source.
+--           For each dependency the generated deps_<q> of its queue (mbus.dep_rows)
 --           locks its deliveries FOR SHARE (a consume of it in progress is waited for, then seen
 --           gone) and marks those not yet marked waited = true, so their deletion fires the
 --           deferred dep_gone trigger; it records the edge in mbus.msg_dep and the count of
@@ -19,7 +27,7 @@
 --           iid    the message's iid (text; a dependency on itself is ignored)
 --           deps   the iids it waits for (text[], from mbus.dep_list; NULL = none)
 -- Returns:  boolean: true when the message must wait; MB006 for a dependency that would close a
---           cycle
+--           cycle, or one of another database that never came here
 -- Locks:    FOR SHARE row locks on the dependencies' deliveries, then UPDATE (row locks) of the
 --           unmarked ones, held to commit; FOR KEY SHARE on a dependency's mbus.dmq row; INSERT
 --           into mbus.msg_dep and an upsert of the message's mbus.msg_wait row
@@ -34,6 +42,8 @@ DECLARE
     r      record;
     n      bigint;
     v_left integer := 0;
+    v_q    text;
+    v_far  boolean;  -- d names another database
 BEGIN
     IF deps IS NULL THEN
         RETURN false;
@@ -66,9 +76,35 @@ BEGIN
             -- the dependency's queue locks its deliveries FOR SHARE and marks them (deps_<q>)
             EXECUTE format('SELECT mbus.%I($1, $2, $3)', r.fn) INTO n USING 'await'::text, d, r.id;
         END IF;
+        v_far := coalesce((regexp_match(d, '^[a-z][a-z0-9_]*\.[0-9]+@(.*)$'))[1]
+                          <> current_database(), false);
+        IF n = 0 AND v_far THEN
+            -- received into another queue than the one its iid names: deps_ of each queue in
+            -- turn (its 'await' finds, locks and marks the deliveries by the iid column)
+            FOR v_q IN SELECT q.qname FROM mbus.queue AS q
+                       WHERE q.qname IS DISTINCT FROM mbus.queue_of_iid(d) ORDER BY q.qname LOOP
+                EXECUTE format('SELECT mbus.%I($1, $2, $3)', 'deps_' || v_q) INTO n
+                USING 'await'::text, d, NULL::bigint;
+                EXIT WHEN n > 0;
+            END LOOP;
+        END IF;
         IF n = 0 THEN
             PERFORM 1 FROM mbus.dmq AS x WHERE x.iid = d FOR KEY SHARE;
-            CONTINUE WHEN NOT FOUND;
+            IF NOT FOUND THEN
+                IF v_far
+                   AND NOT EXISTS (SELECT 1 FROM mbus.exchange_received AS x WHERE x.iid = d)
+                   AND NOT EXISTS (SELECT 1 FROM mbus.exchange_received AS x
+                                   WHERE x.iid = await_deps.iid) THEN
+                    RAISE EXCEPTION USING ERRCODE = 'MB006',
+                        MESSAGE = format('consume_after %s names a message of another database '
+                                         '(%s) that never came here: a message can wait only '
+                                         'for one in this database', d,
+                                         (regexp_match(d, '@(.*)$'))[1]),
+                        HINT = 'route the message here first (mbus.create_route), or post '
+                               'this one where it is';
+                END IF;
+                CONTINUE;
+            END IF;
         END IF;
         INSERT INTO mbus.msg_dep (dep_iid, qname, id) VALUES (d, await_deps.qname, await_deps.id)
         ON CONFLICT DO NOTHING;

@@ -2,7 +2,7 @@
 --
 -- Purpose:  mbus.queue_stats() for every queue and consumer, now: qname, cname, depth, ready,
 --           delayed, leased, expired, oldest_age, dmq, selector_errors, posted, consumed,
---           paused (see queue_stats). For monitoring tools that
+--           paused, dmq_unreported (see queue_stats). For monitoring tools that
 --           read views; each read scans the queue tables.
 -- Locks:    none (reads only)
 -- Callers:  users directly (monitoring); tests tests/queues/test_queues_lease.py

@@ -9,12 +9,15 @@
 --           consumer's selector raised); posted and consumed, the consumer's totals
 --           (mbus.queue_counters: deliveries made for it and deliveries it consumed, counted
 --           by sequences, so a rolled-back post still counts); paused (mbus.pause_queue: the
---           consumer or its queue). Reads the queue tables: cost grows with depth.
+--           consumer or its queue); dmq_unreported, those of the dead messages that died at
+--           max_attempts because their last delivery never reported (its lease ended without
+--           ack, nack or bury: an ack lost while the database was down, a worker killed), apart
+--           from handler failures. Reads the queue tables: cost grows with depth.
 -- Params:   p_qname  one queue (text; NULL = every queue)
 --           p_now    the clock (NULL = clock_timestamp()); tests move it
 -- Returns:  TABLE (qname, cname, depth, ready, delayed, leased, expired bigint, oldest_age
---           interval, dmq, selector_errors, posted, consumed bigint, paused boolean), one row
---           per consumer; no row for an unknown queue
+--           interval, dmq, selector_errors, posted, consumed bigint, paused boolean,
+--           dmq_unreported bigint), one row per consumer; no row for an unknown queue
 -- Locks:    none (reads only)
 -- Callers:  the view mbus.queue_metrics; pgmbus.queues Bus.stats / AsyncBus.stats via
 --           sql/queues.sql 'stats' (CLI `pgmbus queue stats`); tests
@@ -22,7 +25,7 @@
 CREATE OR REPLACE FUNCTION mbus.queue_stats(p_qname text DEFAULT NULL, p_now timestamptz DEFAULT NULL)
 RETURNS TABLE (qname text, cname text, depth bigint, ready bigint, delayed bigint, leased bigint,
                expired bigint, oldest_age interval, dmq bigint, selector_errors bigint,
-               posted bigint, consumed bigint, paused boolean)
+               posted bigint, consumed bigint, paused boolean, dmq_unreported bigint)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog
 AS $$
@@ -44,7 +47,9 @@ BEGIN
                    (SELECT count(*) FROM mbus.dmq AS x WHERE x.qname = $1 AND x.cname = c.cname),
                    c.selector_errors, t.posted, t.consumed,
                    EXISTS (SELECT 1 FROM mbus.queue_pause AS p
-                           WHERE p.qname = $1 AND p.cname IN ('', c.cname))
+                           WHERE p.qname = $1 AND p.cname IN ('', c.cname)),
+                   (SELECT count(*) FROM mbus.dmq AS x
+                    WHERE x.qname = $1 AND x.cname = c.cname AND x.unreported)
             FROM mbus.consumer AS c LEFT JOIN mbus.%I AS d ON d.c = c.cid
             JOIN mbus.queue_counters($1) AS t ON t.cname = c.cname
             WHERE c.qname = $1

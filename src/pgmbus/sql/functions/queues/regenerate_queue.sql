@@ -203,12 +203,28 @@ DECLARE
         RETURN;  -- paused
     END IF;$t$;
     r          record;
+    -- Claims that delete deliveries (consume_, consumen_, take_, take_from_) mark the client iid
+    -- of what they took consumed by this transaction (mbus.client_iids.consumed_in), so that
+    -- its post_<q> with the iid in the same transaction is stored (the seed's retry) while a
+    -- producer's retry is not. A CTE over the deleted rows d: one index probe per row.
+    v_mark     text := format($t$,
+                   k AS (UPDATE mbus.client_iids AS ci SET consumed_in = pg_current_xact_id()
+                         FROM d WHERE ci.qname = %L AND ci.iid = d.iid)$t$,
+                          regenerate_queue.qname);
+    -- The returned row: qt_model has no priority column, so a priority > 0 comes back as
+    -- headers.priority (mbus.to_dmq keeps it); a priority key the row's own priority does not
+    -- back (0: posted with one in its headers, or received with one) is removed.
     ret_cols   text := format(
-        'q.id AS id, coalesce(q.iid, %L || q.id || ''@'' || v_db) AS iid, '
+        'q.id AS id, coalesce(q.iid, %1$L || q.id || ''@'' || v_db) AS iid, '
         'q.added AS added, q.delayed_until AS delayed_until, q.expires AS expires, '
-        'coalesce(q.headers, jsonb_build_object(''enqueue_time'', q.added) '
+        'CASE WHEN q.priority > 0 THEN coalesce(q.headers, jsonb_build_object(''enqueue_time'', '
+        'q.added) || (SELECT jsonb_build_object(''seenby'', jsonb_build_array(v_db), '
+        '''source_db'', v_db, ''destination'', %2$L))) '
+        '|| jsonb_build_object(''priority'', q.priority) '
+        'WHEN q.headers ? ''priority'' THEN q.headers - ''priority'' '
+        'ELSE coalesce(q.headers, jsonb_build_object(''enqueue_time'', q.added) '
         '|| (SELECT jsonb_build_object(''seenby'', jsonb_build_array(v_db), '
-        '''source_db'', v_db, ''destination'', %L))) '
+        '''source_db'', v_db, ''destination'', %2$L))) END '
         'AS headers, q.properties AS properties, q.data AS data, '
         'q.consume_after AS consume_after, q.attempts AS attempts',
         regenerate_queue.qname || '.', regenerate_queue.qname);
@@ -414,7 +430,10 @@ DECLARE
     v_prio smallint := 0;  -- priority: 0..32767, higher claimed first
     v_count bigint[];  -- the counters' new values (not used)
     v_wait boolean;
-    v_id bigint;  -- the plain post's message id%6$s
+    v_id bigint;  -- the plain post's message id
+    v_old boolean;  -- the iid's mbus.client_iids row is older than queues.iid_window
+    v_again boolean;  -- this transaction consumed the message posted with the iid
+    v_pending boolean;  -- a delivery of the iid is pending here%6$s
 BEGIN%14$s%7$s
     IF priority IS DISTINCT FROM 0 AND priority IS NOT NULL THEN
         IF priority < 0 OR priority > 32767 THEN
@@ -452,29 +471,44 @@ BEGIN%14$s%7$s
     IF iid IS NOT NULL THEN
         -- A client's iid (mbus.check_iid: never one the sequence has not handed out yet) is
         -- remembered in mbus.client_iids for queues.iid_window: within it a post of the iid is
-        -- a no-op, consumed or not (a second post waits on the first's uncommitted row: one
-        -- stores); a row older than the window is taken over; so is a post of an iid still
-        -- pending here (posted before the window). Loops only when the upkeep deleted the row.
-        -- (t.id: set by mbus.check_iid above for an iid of this queue's own form.)
+        -- a producer's retry and stores nothing, consumed or not (a second post waits on the
+        -- first's uncommitted row: one stores), and says so (notice 01M01). One exception: the
+        -- transaction that consumed the message (consumed_in, set by the claims) puts it back
+        -- (the seed's retry: consume, then post it again with its iid and delayed_until); that
+        -- post is stored and remembered again. A row older than the window is taken over; so
+        -- is a post of an iid still pending here (posted before the window). Loops only when
+        -- the upkeep deleted the row. (t.id: set by mbus.check_iid above for an iid of this
+        -- queue's own form.)
         LOOP
             INSERT INTO mbus.client_iids (qname, iid, posted_at) VALUES (%1$L, %10$I.iid, now())
             ON CONFLICT ON CONSTRAINT client_iids_pkey DO NOTHING;
             EXIT WHEN FOUND;
-            UPDATE mbus.client_iids AS ci SET posted_at = now()
-            WHERE ci.qname = %1$L AND ci.iid = %10$I.iid
-              AND ci.posted_at <= now() - mbus.iid_window();
-            EXIT WHEN FOUND;
-            IF EXISTS (SELECT 1 FROM mbus.client_iids AS ci
-                       WHERE ci.qname = %1$L AND ci.iid = %10$I.iid) THEN
-                RETURN iid;
+            SELECT ci.posted_at <= now() - mbus.iid_window(),
+                   coalesce(ci.consumed_in = pg_current_xact_id_if_assigned(), false)
+            INTO v_old, v_again
+            FROM mbus.client_iids AS ci WHERE ci.qname = %1$L AND ci.iid = %10$I.iid;
+            CONTINUE WHEN NOT FOUND;
+            IF v_old OR v_again THEN
+                -- no lock before: two retries at once must not wait on each other
+                UPDATE mbus.client_iids AS ci SET posted_at = now(), consumed_in = NULL
+                WHERE ci.qname = %1$L AND ci.iid = %10$I.iid
+                  AND (ci.posted_at <= now() - mbus.iid_window()
+                       OR ci.consumed_in = pg_current_xact_id_if_assigned());
+                EXIT WHEN FOUND;
+                CONTINUE;
             END IF;
+            RAISE NOTICE USING ERRCODE = '01M01',
+                MESSAGE = format('iid %%s was posted to queue %%s within queues.iid_window: '
+                                 'a retry, nothing stored', iid, %1$L),
+                HINT = 'only the transaction that consumed the message posts it again';
+            RETURN iid;
         END LOOP;
         IF t.id IS NOT NULL THEN
             -- pending under this own-form iid: a no-op; the id held by a message with a
             -- client's iid: that is another message, whose id must stay its own
             CASE (SELECT q.iid IS NULL FROM mbus.%8$I AS q WHERE q.id = t.id LIMIT 1)
             WHEN true THEN
-                RETURN iid;
+                v_pending := true;
             WHEN false THEN
                 RAISE EXCEPTION USING ERRCODE = 'MB006',
                     MESSAGE = format('iid %%s names message %%s of queue %%s, which is another '
@@ -482,7 +516,22 @@ BEGIN%14$s%7$s
             ELSE
                 NULL;
             END CASE;
-        ELSIF EXISTS (SELECT 1 FROM mbus.%8$I AS q WHERE q.iid = %10$I.iid) THEN
+        ELSE
+            v_pending := EXISTS (SELECT 1 FROM mbus.%8$I AS q WHERE q.iid = %10$I.iid);
+        END IF;
+        IF v_pending THEN
+            IF v_again THEN
+                -- another consumer's delivery of it is still there: storing would give that
+                -- consumer a second one, storing nothing would lose this consumer's retry
+                RAISE EXCEPTION USING ERRCODE = 'MB006',
+                    MESSAGE = format('iid %%s is consumed in this transaction but still pending '
+                                     'in queue %%s for another consumer: posting it again would '
+                                     'deliver it twice', iid, %1$L),
+                    HINT = 'retry with a lease and nack(delay), or post a new message';
+            END IF;
+            RAISE NOTICE USING ERRCODE = '01M01',
+                MESSAGE = format('iid %%s is pending in queue %%s: a retry, nothing stored',
+                                 iid, %1$L);
             RETURN iid;
         END IF;
     END IF;%15$s
@@ -761,7 +810,7 @@ BEGIN
         WITH d AS (
             DELETE FROM mbus.%1$I AS q
             WHERE q.id = v_id AND q.iid IS NULL AND (q.expires IS NULL OR q.expires > v_now)
-            RETURNING %2$s)
+            RETURNING %2$s)%4$s
         SELECT DISTINCT ON (d.id) d.*, NULL::uuid, NULL::timestamptz FROM d ORDER BY d.id;
     ELSE
         RETURN QUERY
@@ -771,11 +820,11 @@ BEGIN
               -- one message: should two pending ones share the iid, the oldest
               AND q.id = (SELECT min(x.id) FROM mbus.%1$I AS x
                           WHERE x.iid = msgid AND (x.expires IS NULL OR x.expires > v_now))
-            RETURNING %2$s)
+            RETURNING %2$s)%4$s
         SELECT DISTINCT ON (d.id) d.*, NULL::uuid, NULL::timestamptz FROM d ORDER BY d.id;
     END IF;
 END;
-$b$, tbl, ret_cols, q));
+$b$, tbl, ret_cols, q, v_mark));
 
     -- ack_<q>(token): the leased message is done; MB007 when the token no longer owns it. A
     -- lease token ends in the number of its segment (lease_<q>_by_<c>), so the DELETE probes
@@ -917,33 +966,45 @@ $b$, tbl, ret_cols, q, q));
             v_segn := 'mbus.' || quote_ident(tbl || '$' || n);
             v_del1 := v_del1 || format($t$
     %1$s v_seg = %2$s THEN
-        RETURN QUERY DELETE FROM %3$s AS q WHERE q.ctid = v_tid
-        RETURNING %4$s, NULL::uuid, NULL::timestamptz;$t$,
-                CASE n WHEN 0 THEN 'IF' ELSE 'ELSIF' END, n, v_segn, ret_cols);
+        RETURN QUERY
+        WITH d AS (DELETE FROM %3$s AS q WHERE q.ctid = v_tid
+                   RETURNING %4$s, NULL::uuid AS lease_token, NULL::timestamptz AS lease_until)%5$s
+        SELECT d.* FROM d;$t$,
+                CASE n WHEN 0 THEN 'IF' ELSE 'ELSIF' END, n, v_segn, ret_cols, v_mark);
             v_delsole := v_delsole || format($t$
         %1$s v_t%2$s IS NOT NULL THEN
             RETURN QUERY
             WITH d AS (DELETE FROM %3$s AS q WHERE q.ctid = ANY (v_t%2$s)
-                       RETURNING q.vt AS claim_vt, q.priority AS claim_prio, %4$s)
+                       RETURNING q.vt AS claim_vt, q.priority AS claim_prio, %4$s)%5$s
             SELECT d.id, d.iid, d.added, d.delayed_until, d.expires, d.headers, d.properties,
                    d.data, d.consume_after, d.attempts, NULL::uuid, NULL::timestamptz
             FROM d ORDER BY d.claim_prio DESC, d.claim_vt, d.id;$t$,
-                CASE n WHEN 0 THEN 'IF' ELSE 'ELSIF' END, n, v_segn, ret_cols);
+                CASE n WHEN 0 THEN 'IF' ELSE 'ELSIF' END, n, v_segn, ret_cols, v_mark);
             v_delmany := v_delmany || format($t$
         IF v_t%1$s IS NOT NULL THEN
             WITH d AS (DELETE FROM %2$s AS q WHERE q.ctid = ANY (v_t%1$s)
-                       RETURNING %3$s, NULL::uuid, NULL::timestamptz)
+                       RETURNING %3$s, NULL::uuid AS lease_token,
+                                 NULL::timestamptz AS lease_until)%4$s
             SELECT v_rows || array_agg(d::mbus.qt_model) INTO v_rows FROM d;
-        END IF;$t$, n, v_segn, ret_cols);
+        END IF;$t$, n, v_segn, ret_cols, v_mark);
             v_bury := v_bury || format($t$
     IF v_g%1$s IS NOT NULL THEN  -- delivered max_attempts times already: to the dmq
+        -- A lease token still set: the last delivery's lease ended without ack, nack or bury
+        -- (an ack lost while the database was down, a worker killed), not a handler failure.
         WITH g AS (DELETE FROM %2$s AS q WHERE q.ctid = ANY (v_g%1$s)
-                   RETURNING %3$s, q.priority AS priority)
+                   RETURNING %3$s, q.priority AS priority,
+                             q.lease_token IS NOT NULL AS unreported)
         INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
-                              properties, data, consume_after, attempts, reason, priority)
+                              properties, data, consume_after, attempts, reason, priority,
+                              unreported)
         SELECT %4$L, %5$L, g.id, g.iid, g.added, g.delayed_until, g.expires, g.headers,
                g.properties, g.data, g.consume_after, g.attempts,
-               format('max_attempts (%%s) exceeded', max_attempts), g.priority
+               CASE WHEN g.unreported
+                    THEN format('max_attempts (%%s) reached: the last of %%s deliveries never '
+                                'reported (its lease ended without ack, nack or bury)',
+                                max_attempts, g.attempts)
+                    ELSE format('max_attempts (%%s) exceeded', max_attempts) END,
+               g.priority, g.unreported
         FROM g;
     END IF;$t$, n, v_segn, ret_cols, q, r.cname);
             v_upsole := v_upsole || format($t$
@@ -1131,21 +1192,25 @@ BEGIN
     -- A plain DELETE waits for a transaction that holds the row (the seed: take blocks).
     IF v_id IS NOT NULL THEN
         RETURN QUERY
-        DELETE FROM mbus.%1$I AS q
-        WHERE q.c = %2$s AND q.id = v_id AND q.iid IS NULL
-          AND (q.expires IS NULL
-               OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
-        RETURNING %3$s, NULL::uuid, NULL::timestamptz;
+        WITH d AS (
+            DELETE FROM mbus.%1$I AS q
+            WHERE q.c = %2$s AND q.id = v_id AND q.iid IS NULL
+              AND (q.expires IS NULL
+                   OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
+            RETURNING %3$s, NULL::uuid AS lease_token, NULL::timestamptz AS lease_until)%5$s
+        SELECT d.* FROM d;
     ELSE
         RETURN QUERY
-        DELETE FROM mbus.%1$I AS q
-        WHERE q.c = %2$s AND q.iid = msgid
-          AND (q.expires IS NULL
-               OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
-        RETURNING %3$s, NULL::uuid, NULL::timestamptz;
+        WITH d AS (
+            DELETE FROM mbus.%1$I AS q
+            WHERE q.c = %2$s AND q.iid = msgid
+              AND (q.expires IS NULL
+                   OR q.expires > coalesce(mbus.given_clock(p_now), clock_timestamp()))
+            RETURNING %3$s, NULL::uuid AS lease_token, NULL::timestamptz AS lease_until)%5$s
+        SELECT d.* FROM d;
     END IF;
 END;
-$b$, tbl, r.cid, ret_cols, q));
+$b$, tbl, r.cid, ret_cols, q, v_mark));
     END LOOP;
     PERFORM mbus.secure_queue(q);
 END;
