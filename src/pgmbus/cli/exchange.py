@@ -1,4 +1,4 @@
-"""``pgmbus bridge``: run the mover of the routes declared in a database (issue 17)."""
+"""``pgmbus bridge``: run the mover of the routes declared in a database."""
 
 from __future__ import annotations
 
