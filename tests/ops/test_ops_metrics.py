@@ -46,7 +46,7 @@ def known(ops_dsn: str) -> Iterator[tuple[Service, dict[str, object]]]:
 
 
 def test_selector_errors_are_exported(known: tuple[Service, dict[str, object]]) -> None:
-    """A selector that raises on a message counts against its consumer (issue 12, item 4)."""
+    """A selector that raises on a message counts against its consumer."""
     svc, _ = known
     svc.sql("SELECT mbus.create_queue('picky', 1)")
     svc.sql("SELECT mbus.create_consumer('picky', 'strict', $$(t.data->>'n')::int > 0$$)")

@@ -1,5 +1,5 @@
 """Queue features in SQL: dedupe keys, pause/resume, purge, dmq delete, the seed's consume_after
-parameter and the posted/consumed counters (issues 15, 16, 17). Careless input gets a typed error
+parameter and the posted/consumed counters. Careless input gets a typed error
 and changes nothing."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""PGMB seed rows: events sent directly to one subscription, and future-dated events (issue 17)."""
+"""PGMB seed rows: events sent directly to one subscription, and future-dated events."""
 
 from __future__ import annotations
 
