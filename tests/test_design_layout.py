@@ -57,3 +57,12 @@ def test_subpackages_named_in_design_exist() -> None:
                 assert (PACKAGE / name / sub / "__init__.py").exists(), (
                     f"{name}{sub} is not a package"
                 )
+
+
+def test_every_sql_file_of_the_package_is_in_the_sql_layout() -> None:
+    text = DESIGN.read_text()
+    section = text.split("### SQL: migrations for data, one file per function", 1)[1]
+    block = section.split("```text\n", 1)[1].split("```", 1)[0]
+    named = set(re.findall(r"\b([a-z0-9_]+\.sql)\b", block))
+    present = {p.name for p in (PACKAGE / "sql").glob("*.sql")}
+    assert named - {"name.sql"} == present
