@@ -38,3 +38,17 @@ def test_every_section_says_how_to_run_it_and_when_its_figures_were_taken() -> N
 
 def test_the_page_is_a_reference_not_a_journal() -> None:
     assert len(DOC.read_text("utf-8").splitlines()) < 600
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_links_into_the_page_land_on_a_heading() -> None:
+    text = DOC.read_text("utf-8")
+    anchors = {_slug(h) for h in re.findall(r"^#+ (.+)$", text, flags=re.MULTILINE)}
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for page in pages:
+        for anchor in re.findall(r"benchmarks\.md#([\w\-]+)", page.read_text("utf-8")):
+            assert anchor in anchors, f"{page.name}: no heading for #{anchor}"
