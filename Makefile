@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both prepare the machine first.
-.PHONY: demo test lint typecheck pytest bench bootstrap clean generate screenshots chaos cluster
+.PHONY: demo test test-fast lint typecheck pytest bench bootstrap clean generate screenshots chaos cluster
 
 VENV := .venv
 BIN := $(VENV)/bin
@@ -15,6 +15,17 @@ test: bootstrap
 	$(BIN)/python tools/async_to_sync.py --check
 	$(BIN)/mypy src
 	$(BIN)/pytest
+
+# The edit-run loop (under 3 minutes on 2 cores): lint, the twin check, types and every test
+# that needs no Spark, no browser and no slow fault run (markers in pyproject.toml). `make test`
+# stays the whole suite.
+FAST_TESTS := -m "not chaos and not spark and not browser and not slow"
+
+test-fast: bootstrap
+	$(BIN)/ruff check .
+	$(BIN)/python tools/async_to_sync.py --check
+	$(BIN)/mypy src
+	$(BIN)/pytest -q $(FAST_TESTS)
 
 lint: bootstrap
 	$(BIN)/ruff check .

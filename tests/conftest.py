@@ -11,12 +11,18 @@ import pytest
 from hypothesis import settings
 
 from pgmbus.testing.server import TestServer
+from tests.tiers import mark_slow
 
 # CI runs every property test with the same examples (a red build must be reproducible, and
 # the examples found once stay in the tests as @example); developers' runs explore at random.
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests out of the fast tier (`make test-fast`): tests/tiers.py."""
+    mark_slow(items)
 
 
 @pytest.fixture(autouse=True)

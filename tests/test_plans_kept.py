@@ -5,9 +5,9 @@ PostgreSQL builds a custom plan for each of the first five executions and then k
 generic plan only if it does not look dearer than those; a statement whose generic plan always
 looks dearer (a sub-select beside a variable the custom plan folds away, a row count guessed
 from a function's default) is planned again on every call: 6 to 45 us of server CPU each time
-(docs/benchmarks.md, "Statements planned on every call"). pg_stat_statements counts planning
-per statement, nested ones included, so each path here runs 20 times and no statement of it may
-have been planned on most of its calls.
+(docs/DESIGN.md, "No statement on a per-message path is planned on every call").
+pg_stat_statements counts planning per statement, nested ones included, so each path here runs
+20 times and no statement of it may have been planned on most of its calls.
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Server-side benchmarks driven by pgbench: pgmbus against raw SQL and its peers (issue 14)."""
+"""Server-side benchmarks driven by pgbench: pgmbus against raw SQL and its peers."""

@@ -93,7 +93,7 @@ class BenchServer:
     """
 
     def __init__(self, *, durable: bool = True) -> None:
-        self.home = Path(tempfile.mkdtemp(prefix="pgmbus-sqlbench-"))
+        self.home = Path(tempfile.mkdtemp(prefix="pgmbus-bench-sql-"))
         self.home.chmod(0o755)  # the server user must enter it when we are root
         self.cluster = DevCluster(self.home, ephemeral=not durable)
         self.bindir = find_bindir()

@@ -25,6 +25,15 @@ def _record_thread_death(args: threading.ExceptHookArgs) -> None:
 threading.excepthook = _record_thread_death
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The fault runs here start clusters, proxies and worker processes: slow, out of the fast
+    tier (`make test-fast`); their checker's own tests stay in it."""
+    for item in items:
+        path = str(item.fspath)
+        if "tests/chaos/" in path and not path.endswith("test_checker.py"):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def chaos_cluster() -> Iterator[ChaosCluster]:
     cluster = ChaosCluster().start()

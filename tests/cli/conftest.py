@@ -17,6 +17,7 @@ import typer.testing
 from typer.testing import CliRunner, Result
 
 from pgmbus.cli import app
+from tests.processes import PROCESS_DEADLINE_S
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
@@ -35,9 +36,10 @@ def run(*args: str, env: Mapping[str, str | None] | None = None) -> Result:
 
 
 def run_process(
-    *args: str, env: Mapping[str, str] | None = None, timeout: float = 30
+    *args: str, env: Mapping[str, str] | None = None, timeout: float = PROCESS_DEADLINE_S
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m pgmbus ARGS`` as a person would (a fresh process)."""
+    """Run ``python -m pgmbus ARGS`` as a person would (a fresh process; a loaded machine can
+    take many seconds to start one, so the deadline only bounds a hung run)."""
     return subprocess.run(
         [sys.executable, "-m", "pgmbus", *args],
         capture_output=True,

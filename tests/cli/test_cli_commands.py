@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from pgmbus import __version__
 from pgmbus.cli import common
 from pgmbus.testing.server import TestServer
 from tests.cli.conftest import ROOT, error_line, process_env, run, run_process
+from tests.processes import reap, stop, wait_until
 
 LONG_QUEUE = "orders_eu_warehouse_q4x"
 LONG_CONSUMER = "billing_nightly_reconcil"
@@ -204,15 +204,14 @@ def test_top_once_shows_queues_groups_and_timers(dsn: str, monkeypatch: pytest.M
     assert [g["pending"] for g in snapshot["groups"] if g["group"] == "g"] == [1]
 
 
-def _wait_for(path: Path, text: str, proc: subprocess.Popen[str], timeout: float = 30) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        content = path.read_text(errors="replace")
-        if text in content:
-            return content
-        assert proc.poll() is None, content
-        time.sleep(0.1)
-    raise AssertionError(f"{text!r} not seen in {path.read_text()!r}")
+def _wait_for(path: Path, text: str, proc: subprocess.Popen[str], count: int = 1) -> str:
+    """What the process wrote once ``text`` is in it ``count`` times (fails if it exits first)."""
+    wait_until(
+        lambda: path.read_text(errors="replace").count(text) >= count,
+        proc=proc,
+        what=f"{text!r} x{count} in {path.name}",
+    )
+    return path.read_text(errors="replace")
 
 
 def test_top_refreshes_and_stops_cleanly_on_ctrl_c(dsn: str, tmp_path: Path) -> None:
@@ -227,13 +226,11 @@ def test_top_refreshes_and_stops_cleanly_on_ctrl_c(dsn: str, tmp_path: Path) -> 
             cwd=ROOT,
         )
         try:
-            first = _wait_for(out, "pgmbus top", proc)
-            time.sleep(0.6)  # a few refreshes
-            assert out.read_text().count("pgmbus top") > first.count("pgmbus top")
-            proc.send_signal(signal.SIGINT)
-            assert proc.wait(30) == 0  # generous: a loaded CI box starves the child
+            frames = _wait_for(out, "pgmbus top", proc).count("pgmbus top")
+            _wait_for(out, "pgmbus top", proc, count=frames + 2)  # it refreshes by itself
+            assert stop(proc, signal.SIGINT).returncode == 0
         finally:
-            proc.kill()
+            reap(proc)
     assert "Traceback" not in err.read_text()
 
 
@@ -258,10 +255,9 @@ def test_serve_prints_where_it_listens_and_takes_the_limit_flags(dsn: str, tmp_p
             assert httpx.get(f"{base}/metrics").status_code == 401  # --metrics-private
             big = httpx.post(f"{base}/v1/queues", json={"queue": "x" * 100})
             assert big.status_code == 413  # --max-body-bytes 64
-            proc.send_signal(signal.SIGINT)
-            proc.wait(15)
+            stop(proc, signal.SIGINT)  # it exits by itself (130, as interrupted)
         finally:
-            proc.kill()
+            reap(proc)
     assert "Traceback" not in err.read_text()
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import psycopg
 import pytest
 
 from pgmbus.queues import Bus
+from tests.processes import reap, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = Path(__file__).resolve().parent / "django_project"
@@ -86,11 +86,11 @@ def test_post_commits_and_rolls_back_with_the_atomic_block_then_the_worker_handl
         while orders(django_dsn) != [("book", True)]:
             assert time.monotonic() < deadline, "the worker did not ship the order"
             time.sleep(0.1)
+        done = stop(worker)
     finally:
-        worker.send_signal(signal.SIGTERM)
-        out, err = worker.communicate(timeout=30)
-    assert worker.returncode == 0, err
-    assert "1 done, 0 retried, 0 dead" in out
+        reap(worker)
+    assert done.returncode == 0, done.stderr
+    assert "1 done, 0 retried, 0 dead" in done.stdout
     assert depth(django_dsn) == 0
 
 

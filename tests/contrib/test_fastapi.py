@@ -16,6 +16,7 @@ import pytest
 
 from examples.fastapi_app import setup
 from pgmbus.queues import Bus
+from tests.processes import reap, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,9 +52,9 @@ def server(db_dsn: str) -> Iterator[str]:
                 assert proc.poll() is None and time.monotonic() < deadline, "uvicorn did not start"
                 time.sleep(0.1)
         yield url
+        stop(proc)
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        reap(proc)
 
 
 def state(dsn: str) -> tuple[list[str], list[dict[str, object]]]:

@@ -1,4 +1,4 @@
-"""Exactly once between two servers under kill -9 of the mover and of a server (issue 17).
+"""Exactly once between two servers under kill -9 of the mover and of a server.
 
 Two embedded clusters, routes both ways between a database on each, a producer posting on the
 first while the movers (``pgmbus bridge`` subprocesses) are killed with SIGKILL at random

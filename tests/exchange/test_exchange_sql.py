@@ -1,4 +1,4 @@
-"""Links, routes and the two halves of a transfer, in SQL (issue 17, exchange between databases)."""
+"""Links, routes and the two halves of a transfer, in SQL."""
 
 from __future__ import annotations
 

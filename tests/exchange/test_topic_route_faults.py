@@ -1,4 +1,4 @@
-"""A topic route between two servers under kill -9 of the mover (issue 17; chaos).
+"""A topic route between two servers under kill -9 of the mover (chaos).
 
 Two embedded clusters, a topic route from the first to the second, a producer publishing 2,000
 events over 20 keys on the first while the mover (``pgmbus bridge`` or the slow mover, as

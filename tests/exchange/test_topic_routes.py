@@ -1,4 +1,4 @@
-"""Topic routes: a topic (or a key range of it) forwarded to another database's topic (issue 17).
+"""Topic routes: a topic (or a key range of it) forwarded to another database's topic.
 
 Exactly once, per-key order kept, seenby one database longer per hop, no loops with routes both
 ways; hostile route declarations are refused with typed errors.

@@ -78,11 +78,15 @@ def start(dsn: str, **settings: Any) -> tuple[str, Callable[[], None]]:
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    wait_until(lambda: server.started)
+    # generous: on a loaded machine the first start (imports, pool) can take many seconds
+    wait_until(lambda: server.started or not thread.is_alive(), timeout=60)
+    assert server.started, "the service did not start (its error is in the log above)"
 
     def stop() -> None:
         server.should_exit = True
-        thread.join(10)
+        thread.join(60)
+        # a server left running would keep its pool and sockets into the next tests
+        assert not thread.is_alive(), "the service did not stop"
 
     return f"http://127.0.0.1:{port}", stop
 

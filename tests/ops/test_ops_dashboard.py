@@ -14,6 +14,8 @@ from tests.ops import state
 from tests.ops.browser import cell, chromium, goto, login
 from tests.ops.conftest import ADMIN_SCOPES, Service, start
 
+pytestmark = pytest.mark.browser
+
 
 @pytest.fixture
 def known(ops_dsn: str) -> Iterator[tuple[Service, dict[str, object]]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.ops import state
 from tests.ops.conftest import ADMIN_SCOPES, Service, free_port, start, wait_until
+from tests.processes import reap, stop
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -46,7 +46,7 @@ def known(ops_dsn: str) -> Iterator[tuple[Service, dict[str, object]]]:
 
 
 def test_selector_errors_are_exported(known: tuple[Service, dict[str, object]]) -> None:
-    """A selector that raises on a message counts against its consumer (issue 12, item 4)."""
+    """A selector that raises on a message counts against its consumer."""
     svc, _ = known
     svc.sql("SELECT mbus.create_queue('picky', 1)")
     svc.sql("SELECT mbus.create_consumer('picky', 'strict', $$(t.data->>'n')::int > 0$$)")
@@ -193,11 +193,11 @@ def test_metrics_command_exports_alone(ops_dsn: str) -> None:
         assert get(m, "pgmbus_queue_depth", queue="orders", consumer="audit") == 6
         assert get(m, "pgmbus_timer_late") == 1
         assert get(m, "pgmbus_sagas", state="compensating") == 1
+        done = stop(proc)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=10)
-    assert proc.returncode == 0, err
-    assert f"127.0.0.1:{port}/metrics" in out.decode()
+        reap(proc)
+    assert done.returncode == 0, done.stderr
+    assert f"127.0.0.1:{port}/metrics" in done.stdout.decode()
 
 
 def test_metrics_answer_when_the_database_is_gone(ops_dsn: str) -> None:

@@ -96,7 +96,7 @@ def _permutations() -> list[tuple[list[str], list[int], int]]:
 @pytest.mark.skipif(not TESTER.exists(), reason="isolationtester not installed")
 def test_every_interleaving_releases_once_after_both_commit(db_dsn: str) -> None:
     """A child that depends on A and B, with A and B consumed at the same moment by two
-    transactions, is released exactly once and only after both commit (issue 4)."""
+    transactions, is released exactly once and only after both commit."""
     perms = _permutations()
     spec = SPEC + "".join(f"permutation {' '.join(p)}\n" for p, _, _ in perms)
     with psycopg.connect(db_dsn, autocommit=True) as c:

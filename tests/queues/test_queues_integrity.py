@@ -1,4 +1,4 @@
-"""Integrity of queues (issue 12, items 1-8): no careless or hostile input loses, duplicates or
+"""Integrity of queues: no careless or hostile input loses, duplicates or
 blocks a message. Each test failed on main before the fix it pins (noted in its docstring)."""
 
 from __future__ import annotations

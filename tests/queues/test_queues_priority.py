@@ -1,4 +1,4 @@
-"""Priority per message (issue 16): claims take higher priorities first, FIFO within one
+"""Priority per message: claims take higher priorities first, FIFO within one
 priority; consume, consumen and lease all honour it; a queue never posted a priority is claimed
 as before; a bad priority gets a typed error and changes nothing."""
 

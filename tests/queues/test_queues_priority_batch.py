@@ -1,4 +1,4 @@
-"""Priority beyond the single post (issue 16): batch posts (postn_<q>, mbus.post_batch, Bus,
+"""Priority beyond the single post: batch posts (postn_<q>, mbus.post_batch, Bus,
 HTTP), their one-by-one fallbacks, triggers, the dmq and its replay, and segment rotation all
 keep a message's priority; a bad priority array is refused and changes nothing."""
 

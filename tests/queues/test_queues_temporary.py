@@ -18,6 +18,7 @@ from psycopg.types.json import Jsonb
 
 from pgmbus.errors import TimeoutExpired
 from pgmbus.queues import Bus
+from tests.processes import reap, stop
 
 Conn = psycopg.Connection[dict[str, Any]]
 
@@ -144,8 +145,9 @@ def test_request_reply_across_processes(db_dsn: str) -> None:
         try:
             first = bus.request("calc", {"a": 2, "b": 3}, timeout=30)
             second = bus.request("calc", {"a": 10, "b": 5}, timeout=30)
+            assert stop(proc, None).returncode == 0  # the responder exits after two replies
         finally:
-            proc.wait(timeout=30)
+            reap(proc)
         assert first.data == {"sum": 5} and second.data == {"sum": 15}
         assert first.headers["correlation_id"] != second.headers["correlation_id"]
         assert [q.qname for q in bus.queues()] == ["calc"]

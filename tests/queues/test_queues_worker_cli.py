@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from typer.testing import CliRunner
 
 from pgmbus.cli import app
 from pgmbus.queues import Bus
+from tests.processes import reap, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,12 +72,11 @@ def test_worker_retries_buries_and_stops_gracefully(autodb: str) -> None:
             assert dead.reason.startswith("ValueError: cannot handle") and dead.attempts == 2
             bus.post("jobs", {"sleep": 2.5})  # longer than the lease: kept by extends
             _wait_until(lambda: bus.stats("jobs")[0].leased == 1)
-            proc.send_signal(signal.SIGTERM)
-            out, _ = proc.communicate(timeout=60)
+            done = stop(proc)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-        assert proc.returncode == 0, out
+            reap(proc)
+        out = done.stdout
+        assert done.returncode == 0, out
         assert "6 done, 1 retried, 1 dead, 0 lost" in out
         assert bus.stats("jobs")[0].depth == 0  # the slow message was finished and acked
 

@@ -15,6 +15,7 @@ from psycopg.types.json import Jsonb
 from typer.testing import CliRunner
 
 from pgmbus.cli import app
+from tests.processes import reap, stop
 
 
 def test_waiting_view_clear_temp_and_saga_list(autodb: str) -> None:
@@ -91,8 +92,10 @@ def test_saga_worker_and_pump_commands(autodb: str) -> None:
                 time.sleep(0.1)
             log = conn.execute("SELECT array_agg(step ORDER BY step) FROM saga_cli_log").fetchone()
             assert log == (["one", "undo_one"],)
-    finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)
-        codes = [p.wait(timeout=30) for p in procs]
+        codes = [stop(p, None).returncode for p in procs]
+    finally:
+        for p in procs:
+            reap(p)
     assert codes == [0, 0, 0]

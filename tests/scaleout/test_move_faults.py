@@ -1,4 +1,4 @@
-"""A queue move between two servers under kill -9 of the mover (issue 17, scale-out; chaos).
+"""A queue move between two servers under kill -9 of the mover (scale-out; chaos).
 
 Two embedded clusters; the map on the first. 1,500 messages wait on the first server while a
 producer keeps posting through a Cluster (re-reading the map every 0.1 s); the move

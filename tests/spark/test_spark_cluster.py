@@ -1,4 +1,4 @@
-"""Spark runs distributed (issue 17): the data source and the jobs on a standalone cluster.
+"""Spark runs distributed: the data source and the jobs on a standalone cluster.
 
 A master and two workers started from the installed pyspark (``spark-class``), bound to
 127.0.0.1, a driver process on ``spark://``: write, read, stream and the jobs, exactly once,

@@ -1,4 +1,4 @@
-"""The Spark reader and the PGMB seed rows: directed and future-dated events (issue 17)."""
+"""The Spark reader and the PGMB seed rows: directed and future-dated events."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_spark_reads_directed_events_per_subscription_and_future_ones_when_due(
 ) -> None:
     # seed 003: "`subscription_id`: if an event has to be directly sent to a single
     # subscription, this column is set to that subscription's ID." and future-dated events:
-    # "published now, visible to readers from a given time" (issue 17)
+    # "published now, visible to readers from a given time"
     with psycopg.connect(db_dsn) as conn:
         streams.create_group(conn, "g", start="now")
         sub = streams.subscribe(conn, "g", "true")

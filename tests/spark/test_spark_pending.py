@@ -1,4 +1,4 @@
-"""Writes to topics (issue 14): tasks copy events into the log, hidden until the driver's flip."""
+"""Writes to topics: tasks copy events into the log, hidden until the driver's flip."""
 
 from __future__ import annotations
 

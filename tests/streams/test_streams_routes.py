@@ -1,4 +1,4 @@
-"""Subscriptions that route events into a queue (issue 16), exactly once.
+"""Subscriptions that route events into a queue, exactly once.
 
 Issue 16: "subscriptions that route events into a queue (docs/DESIGN.md promises both; neither
 exists)".

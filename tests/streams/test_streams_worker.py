@@ -47,17 +47,21 @@ def test_worker_wakes_on_publish(connect: Connect, db_dsn: str) -> None:
     worker = streams.StreamWorker(
         db_dsn, "w", lambda _c, e: got.append(e.id), maintain_every=timedelta(hours=1)
     )
-    t = threading.Thread(target=worker.run, kwargs={"stop": stop.is_set, "idle_wait": 5.0})
+    t = threading.Thread(target=worker.run, kwargs={"stop": stop.is_set, "idle_wait": 60.0})
     t.start()
     try:
-        time.sleep(0.3)
+        deadline = time.monotonic() + 30  # the worker has looked and sleeps, registered
+        while conn.execute("SELECT count(*) FROM mbus.stream_waiter").fetchone() != (1,):
+            assert time.monotonic() < deadline, "the worker never waited"
+            time.sleep(0.02)
         eid = streams.publish(conn, "t", {})
-        deadline = time.monotonic() + 4.0  # well under idle_wait: the NOTIFY woke it
+        deadline = time.monotonic() + 20.0  # well under idle_wait: the NOTIFY woke it
         while not got and time.monotonic() < deadline:
             time.sleep(0.02)
         assert got == [eid]
     finally:
         stop.set()
         streams.publish(conn, "t", {})  # wake it so that it sees stop
-        t.join(10)
+        t.join(60)
+    assert not t.is_alive()
     assert worker.stats.maintained == 1

@@ -1,4 +1,4 @@
-"""Issue 12, items 11-15 at the HTTP API: bounds (422), size limits (413), crons that never fire
+"""The timers' guards at the HTTP API: bounds (422), size limits (413), crons that never fire
 and forbidden URLs refused at create, every error in the one shape, nothing stored on refusal."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def error_of(response: Any, status: int) -> dict[str, str]:
 SCHEDULE = {"schedule_key": "tick", "interval_s": 60, "url": "https://example.com/t"}
 
 
-# -- item 15: one shape for every error ---------------------------------------------------------
+# -- one shape for every error ------------------------------------------------------------------
 def test_every_error_has_the_one_shape(api: Api) -> None:
     import httpx
 
@@ -84,7 +84,7 @@ def test_the_openapi_schema_documents_the_error_shape(api: Api) -> None:
     assert "HTTPValidationError" not in spec.get("components", {}).get("schemas", {})
 
 
-# -- item 11: bounds ------------------------------------------------------------------------------
+# -- bounds ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("extra", "field"),
     [
@@ -121,7 +121,7 @@ def test_list_paging_bounds_are_422(api: Api) -> None:
         error_of(c.get("/v1/callbacks", params={"after": str(2**64)}), 422)
 
 
-# -- item 12: size limits -------------------------------------------------------------------------
+# -- size limits ----------------------------------------------------------------------------------
 def test_a_20_mb_context_is_refused_and_nothing_is_stored(api: Api) -> None:
     # 20 MB is over the service's body limit (1 MiB), refused before it is read; a context
     # under that limit but over max_context_bytes is refused by the timers' own check
@@ -156,7 +156,7 @@ def test_limits_are_configurable(env: Env) -> None:
         stop()
 
 
-# -- item 13: crons that never fire -------------------------------------------------------------
+# -- crons that never fire ----------------------------------------------------------------------
 @pytest.mark.parametrize("cron", ["0 0 31 2 *", "0 0 30-31 2 *", "0 0 31 4,6,9,11 *"])
 def test_a_cron_that_never_fires_is_422_with_the_reason(api: Api, cron: str) -> None:
     with api.client() as c:
@@ -178,7 +178,7 @@ def test_a_cron_with_no_run_before_end_at_is_422(api: Api) -> None:
         assert "never fires" in error_of(c.post("/v1/schedules", json=payload), 422)["message"]
 
 
-# -- item 14: forbidden URLs refused at create ----------------------------------------------------
+# -- forbidden URLs refused at create -------------------------------------------------------------
 @pytest.mark.parametrize(
     "url",
     [
@@ -240,7 +240,7 @@ def test_an_allow_listed_network_is_accepted_at_create(env: Env) -> None:
         stop()
 
 
-# -- item 14: the check stays at dispatch -------------------------------------------------------
+# -- the check stays at dispatch ----------------------------------------------------------------
 def test_dispatch_refuses_an_ipv6_form_of_an_allow_listed_ipv4(env: Env) -> None:
     # stored through SQL (no create-time check there): the dispatcher's own check refuses it,
     # and allow-listing 127.0.0.1 does not open 127.0.0.1 behind NAT64

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -15,6 +14,7 @@ import httpx
 from typer.testing import CliRunner
 
 from pgmbus.cli import app
+from tests.processes import reap, stop
 from tests.timers.conftest import Env
 
 runner = CliRunner()
@@ -69,8 +69,8 @@ def test_serve_runs_the_api(env: Env) -> None:
         assert r.status_code == 201
         assert httpx.get(base + "/v1/callbacks/g/e", headers=headers).json()["status"] == \
             "pending"
+        stop(proc)
     finally:
-        os.kill(proc.pid, signal.SIGTERM)
-        proc.wait(20)
+        reap(proc)
     assert proc.returncode in (0, -signal.SIGTERM)  # uvicorn re-raises the signal after exit
     assert env.sql("SELECT count(*) FROM mbus.timer_dispatchers")[0][0] == 0  # released

@@ -22,6 +22,7 @@ import pytest
 
 from pgmbus.timers.dispatcher import Dispatcher, DispatcherConfig
 from pgmbus.timers.netguard import NetworkGuard
+from tests.processes import reap
 from tests.timers.conftest import LOCAL, Env, Reply, ScriptedServer, run, wait_until
 
 Server = Callable[..., ScriptedServer]
@@ -384,8 +385,7 @@ def test_dispatcher_killed_after_the_call_redelivers_with_the_same_webhook_id(
         server.wait_for(1, timeout=30)
         wait_until(lambda: proc is not None and proc.poll() is not None)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        reap(proc)
     assert status_of(env, "e") == "pending"  # the call happened, its result was never recorded
     dispatch_until(env, all_finished(env), fast_config(bucket_lease_s=1.0))
     assert status_of(env, "e") == "notified"

@@ -1,4 +1,4 @@
-"""Issue 12, items 11-13 below the HTTP layer: bounds and size limits as typed errors of the
+"""The timers' guards below the HTTP layer: bounds and size limits as typed errors of the
 SQL and Python APIs, results recorded per callback, crons that never fire refused or paused."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ async def _create(env: Env, **kw: Any) -> tuple[bool, store.Callback]:
         return await store.create(c, env.client.id, "g", "e", **fields)
 
 
-# -- item 11: every number has bounds, refused with a typed error ---------------------------
+# -- every number has bounds, refused with a typed error ------------------------------------
 @pytest.mark.parametrize(
     ("field", "value"),
     [
@@ -161,7 +161,7 @@ def test_clean_ttl_has_bounds(env: Env) -> None:
     assert sqlstate_of(env, "SELECT * FROM mbus.timer_clean(%s)", (2**31 - 1,)) == "MB006"
 
 
-# -- item 11: results are recorded per callback ---------------------------------------------
+# -- results are recorded per callback ------------------------------------------------------
 def _result(cb_id: int, attempt: int, now: datetime, outcome: str = "error",
             code: Any = 500) -> dict[str, Any]:
     call = {"call": 0, "started_at": now.isoformat(), "finished_at": now.isoformat(),
@@ -212,7 +212,7 @@ def test_a_result_that_cannot_be_recorded_fails_alone(env: Env) -> None:
                    (good,))[0][0] == 1
 
 
-# -- item 12: size limits (settings) ----------------------------------------------------------
+# -- size limits (settings) -------------------------------------------------------------------
 def test_context_and_url_sizes_follow_the_settings(env: Env) -> None:
     big = {"text": "x" * 70_000}
     with pytest.raises(InvalidArgument, match=r"timers\.max_context_bytes"):
@@ -261,7 +261,7 @@ def test_a_context_nested_too_deep_is_refused_by_every_sql_entry(env: Env) -> No
     assert env.sql("SELECT context FROM mbus.timer_callbacks") == [({"ok": [[1]]},)]
 
 
-# -- item 13: a cron that never fires -----------------------------------------------------------
+# -- a cron that never fires --------------------------------------------------------------------
 @pytest.mark.parametrize("cron", ["0 0 31 2 *", "0 0 30 2 *", "0 0 31 4,6,9,11 *"])
 def test_a_cron_that_never_fires_is_refused_by_sql_and_python(env: Env, cron: str) -> None:
     assert sqlstate_of(env, "SELECT * FROM mbus.timer_schedule_create(%s, 'k', %s, p_cron => %s)",

@@ -78,7 +78,7 @@ def test_bus_async_bus_and_app_declare_handlers() -> None:
     app = App()
 
     @app.stream_handler("audit")
-    async def handle(conn: Any, event: Any) -> None:  # async stream handlers (issue 16)
+    async def handle(conn: Any, event: Any) -> None:  # an async stream handler
         pass
 
     (spec,) = app.stream_handlers
@@ -170,7 +170,7 @@ def test_health_endpoint_answers_200_or_503() -> None:
 
 
 def test_drain_runs_async_stream_handlers_in_the_batch_transaction(db_dsn: str) -> None:
-    """An ``async def`` stream handler (issue 16) writes in the batch's transaction on an
+    """An ``async def`` stream handler writes in the batch's transaction on an
     AsyncConnection: a failure undoes its writes and retries the event; one row per event."""
     app = App(db_dsn)
     calls: list[int] = []

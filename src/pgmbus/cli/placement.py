@@ -1,4 +1,4 @@
-"""``pgmbus placement ...``: the map of a bus over several servers (issue 17, scale-out)."""
+"""``pgmbus placement ...``: the map of a bus over several servers (scale-out)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 -- Function: mbus.create_link(name, conninfo)
 --
--- Purpose:  Declare another database this one may forward messages to (issue 17). The conninfo
+-- Purpose:  Declare another database this one may forward messages to. The conninfo
 --           is what libpq accepts ('service=orders_eu', 'host=... port=... dbname=... user=...',
 --           or a postgresql:// URI) and must carry no password: the mover (`pgmbus bridge`)
 --           finds it in its ~/.pgpass, PGPASSFILE or the service file, so that no secret is

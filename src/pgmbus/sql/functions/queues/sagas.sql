@@ -6,7 +6,7 @@
 --           for a step without compensation).
 -- Locks:    none (reads only)
 -- Callers:  pgmbus.queues.saga.status via sql/queues.sql 'saga_status';
---           pgmbus.cli.queues2.saga_list_cmd via 'saga_list' (CLI `pgmbus saga list`); tests
+--           pgmbus.cli.sagas.saga_list_cmd via 'saga_list' (CLI `pgmbus saga list`); tests
 --           tests/queues/test_queues2_saga.py, test_queues2_cli.py
 CREATE OR REPLACE VIEW mbus.sagas AS
 SELECT g.saga_id, g.name, g.state, g.reason, g.created_at, g.finished_at,

@@ -1,7 +1,7 @@
 -- Function: mbus.add_server(name, conninfo)
 --
 -- Purpose:  Add a server to the placement map of a bus spread over several PostgreSQL servers
---           (issue 17, scale-out; docs/scale-out.md). The conninfo must carry no password
+--           (docs/scale-out.md). The conninfo must carry no password
 --           (clients find it in ~/.pgpass, PGPASSFILE or a service file).
 -- Params:   name      the server's name in the map (the name rule, at most 32 bytes)
 --           conninfo  how to reach the server's database (text, no password)

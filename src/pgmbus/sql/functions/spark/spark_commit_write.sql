@@ -7,7 +7,7 @@
 --             2. claims (sink, query_id, batch_id) in the ledger (mbus.spark_claim_batch);
 --                when the batch was committed before (a replay after a driver crash) it drops
 --                the write's staged rows and returns -1: nothing is published again;
---             3. kind 'topic' (issue 14): the tasks copied their events straight into
+--             3. kind 'topic': the tasks copied their events straight into
 --                mbus.events, each attempt in a transaction of its own recorded in
 --                mbus.spark_pending, which hides it from every reader (mbus._snapshot_now).
 --                The commit checks the reported attempts' pending rows (p_tokens; one row

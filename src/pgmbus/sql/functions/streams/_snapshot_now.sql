@@ -4,7 +4,7 @@
 --           in progress: PostgreSQL leaves it out of xip, which would make events we publish after
 --           reading look consumed already. The snapshot is then rebuilt as text with our id added
 --           to xip (and xmin lowered to it when needed). Likewise the transactions of Spark task
---           attempts still pending in mbus.spark_pending (issue 14): their events are in the
+--           attempts still pending in mbus.spark_pending: their events are in the
 --           log but not yet published by the driver's commit, so they count as in progress
 --           until that commit deletes their pending rows (or their events are deleted).
 -- Params:   none

@@ -1,0 +1,60 @@
+"""Which tests stay out of the fast tier (`make test-fast`), in one table.
+
+`make test-fast` runs every test not marked ``slow``, ``spark``, ``browser`` or ``chaos``. Whole
+folders are marked by their own conftest (tests/spark: ``spark``; tests/chaos: ``slow``), the
+dashboard module by ``browser``, a few tests by a ``slow`` decorator; the tests below are marked
+``slow`` here because each costs many seconds of processes, pgbench runs, fault runs or
+generated examples (measured with ``--durations`` on 2 cores). `make test` runs them all.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# (module, test name or "*" for every test of it, why it is slow)
+SLOW: list[tuple[str, str, str]] = [
+    ("tests/test_bench_sql.py", "*", "pgbench runs of every sql_* scenario"),
+    ("tests/streams/test_streams_bench.py", "*", "the stream benchmark scenarios, run small"),
+    ("tests/ops/test_ops_fuzz.py", "*", "the whole HTTP API fuzzed from its OpenAPI schema"),
+    ("tests/exchange/test_bridge_faults.py", "*", "kill -9 of movers and of a server"),
+    ("tests/test_devdb.py", "*", "embedded clusters started, killed and restarted"),
+    ("tests/contrib/test_celery.py", "*", "Celery worker processes, one killed"),
+    ("tests/contrib/test_django.py", "*", "manage.py processes and a worker"),
+    ("tests/queues/test_queues_properties.py", "*", "property tests over generated queues"),
+    (
+        "tests/scaleout/test_topic_servers.py",
+        "test_adding_a_server_keeps_each_keys_order_for_readers",
+        "three servers, readers following a change of the map",
+    ),
+    (
+        "tests/timers/test_timers_dispatcher.py",
+        "test_two_dispatchers_never_call_the_same_attempt_twice",
+        "two dispatchers under load",
+    ),
+    (
+        "tests/timers/test_timers_claim_ahead.py",
+        "test_the_claim_walks_the_due_index_and_updates_through_the_primary_key",
+        "a large table of callbacks",
+    ),
+    (
+        "tests/timers/test_timers_claim_ahead.py",
+        "test_a_claim_never_locks_a_callback_it_does_not_claim",
+        "claims against a churning writer for seconds",
+    ),
+    (
+        "tests/test_sql_arguments.py",
+        "test_documented_functions_give_only_typed_errors",
+        "every documented SQL function called with bad arguments",
+    ),
+    ("tests/ops/test_ops_docs.py", "test_key_scopes_from_the_command_line", "CLI processes"),
+]
+
+
+def mark_slow(items: list[pytest.Item]) -> None:
+    """Add ``slow`` to the items named in :data:`SLOW`."""
+    named = {(module, test) for module, test, _why in SLOW}
+    for item in items:
+        module, _, rest = item.nodeid.partition("::")
+        test = rest.split("[", 1)[0]
+        if (module, "*") in named or (module, test) in named:
+            item.add_marker(pytest.mark.slow)
