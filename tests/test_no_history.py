@@ -24,6 +24,9 @@ HISTORY = re.compile(
     rf"|\b(?:{'|'.join(map(re.escape, BRANCHES))})\b",
     re.IGNORECASE,
 )
+# Migrations shipped in a release are frozen: every database that applied one keeps its
+# checksum, and `pgmbus upgrade` refuses a file that changed. 0.1.0 shipped 0001-0023.
+RELEASED_MIGRATIONS = 23
 SUFFIXES = {".py", ".sql", ".md", ".toml", ".cfg", ".txt", ".html", ".js", ".css", ".sh", ""}
 
 
@@ -32,7 +35,19 @@ def _product_files() -> list[Path]:
     files = [ROOT / "README.md", ROOT / "Makefile", ROOT / "pyproject.toml"]
     for root in roots:
         files += [p for p in root.rglob("*") if p.is_file() and p.suffix in SUFFIXES]
-    return [p for p in files if "__pycache__" not in p.parts and p.exists()]
+    return [
+        p
+        for p in files
+        if "__pycache__" not in p.parts and p.exists() and not _released_migration(p)
+    ]
+
+
+def _released_migration(path: Path) -> bool:
+    return (
+        path.parent.name == "migrations"
+        and path.name[:4].isdigit()
+        and int(path.name[:4]) <= RELEASED_MIGRATIONS
+    )
 
 
 def test_no_history_words_in_the_product() -> None:

@@ -1,4 +1,5 @@
--- 0007 timers guard: what the bounds and limits of the timer functions need in the tables.
+-- 0007 timers guard (issue 12, items 11-13): what the bounds and limits of the timer functions
+-- need in the tables.
 --   * mbus.timer_schedules.paused_reason: why the scheduler paused a schedule (its next run
 --     could not be computed or created: mbus.timer_schedule_pause_broken); cleared on resume;
 --   * the settings timers.max_context_bytes (65536) and timers.max_url_length (4096), the size

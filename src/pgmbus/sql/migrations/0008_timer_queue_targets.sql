@@ -1,4 +1,4 @@
--- 0008 timer queue targets: a schedule's target is a URL (each occurrence is an HTTP
+-- 0008 timer queue targets (issue 16): a schedule's target is a URL (each occurrence is an HTTP
 -- callback, as before) or a queue (each occurrence posts one message to it).
 --   * mbus.timer_schedules.queue: the target queue; url becomes NULL for such a schedule, and a
 --     schedule has exactly one of them;

@@ -1,5 +1,5 @@
 -- 0009 exchange: links and routes to other databases, and the iids a database has received
--- from others (exchange between databases).
+-- from others (issue 17, exchange between databases).
 --   * mbus.exchange_link: where another database is (a conninfo: a service name from
 --     pg_service.conf, or host/port/dbname/user; never a password, which belongs in the
 --     mover's ~/.pgpass or PGPASSFILE, so that it is neither stored nor logged);

@@ -1,4 +1,4 @@
--- queues integrity: what the integrity checks of the queue functions keep.
+-- queues integrity: what the integrity checks of the queue functions keep (issue 12, items 1-8).
 --   * selector errors are counted per consumer and per trigger (mbus.queue_stats shows the
 --     consumers' counts): a selector that fails on a message sends that consumer's copy (or the
 --     trigger's copy) to mbus.dmq instead of failing the post;

@@ -1,4 +1,4 @@
--- spark: a Spark write publishes in parallel, its commit is O(1) in its rows.
+-- spark (issue 14): a Spark write publishes in parallel, its commit is O(1) in its rows.
 --   * mbus.spark_pending: one row per task attempt of a Spark write to topics that wrote its
 --     rows straight into mbus.events in its own transaction (txid = that transaction). While
 --     the row exists, every snapshot a reader takes (mbus._snapshot_now) counts that

@@ -1,5 +1,5 @@
--- 0012 scale-out: the placement map of a bus spread over several PostgreSQL servers. It lives
--- on one "home" database; pgmbus.scaleout.Cluster reads it.
+-- 0011 scale-out: the placement map of a bus spread over several PostgreSQL servers (issue 17,
+-- scale-out). It lives on one "home" database; pgmbus.scaleout.Cluster reads it.
 --   * mbus.placement_server: the servers of the bus (a conninfo without password, as links);
 --   * mbus.placement: where each queue or topic lives. A queue lives on one server; a topic on
 --     one or several, a message going to servers[1 + crc32(key) % cardinality(servers)]. A
@@ -50,7 +50,7 @@ CREATE TABLE mbus.move_received (
 COMMENT ON TABLE mbus.move_received IS
     'iids a queue move has posted here (same transaction as the post): a re-sent one is skipped.';
 
--- Topic routes (exchange): a topic of this database (optionally only the keys in
+-- Topic routes (issue 17, exchange): a topic of this database (optionally only the keys in
 -- [key_lo, key_hi)) forwarded to a topic of the link's database by `pgmbus bridge`. Each route
 -- owns the stream consumer group 'xt_<route>' (reading its source topic from the route's
 -- creation on); the group's position is committed in the source transaction that the mover

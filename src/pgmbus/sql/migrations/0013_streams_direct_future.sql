@@ -1,4 +1,5 @@
--- streams: events sent directly to one subscription, and future-dated events.
+-- streams: events sent directly to one subscription, and future-dated events (issue 17, the PGMB
+-- seed rows).
 --   * mbus.events.subscription_id: an event published for one subscription is read only by the
 --     group that owns that subscription (mbus._batch filters it out for every other group,
 --     read_between and spark_read leave it out unless asked for that subscription), and
@@ -8,7 +9,7 @@
 --     its time has come, in a transaction of its own. It thus enters the log as a new
 --     transaction: every group's snapshot cursor sees it as not yet consumed (never skipped),
 --     and it holds nothing back while it waits (it is not in the log, so it blocks no cursor).
---   * mbus.subscription_queues: subscriptions that route their events into a queue:
+--   * mbus.subscription_queues: subscriptions that route their events into a queue (issue 16):
 --     mbus.move_routed reads the subscription's group and posts each matched event to the
 --     queue in the transaction that moves the group's cursor, so each event is posted exactly
 --     once. Dropping the queue or the subscription drops the route.

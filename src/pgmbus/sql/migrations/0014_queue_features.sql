@@ -1,5 +1,4 @@
--- queue features (pause, dedupe keys, consume_after as a named parameter, posted/consumed
--- counters):
+-- queue features (issue 16 queue features, issue 15 counters, issue 17 consume_after):
 --   * mbus.queue_pause: paused queues (cname '') and consumers; claims of a paused one return
 --     nothing, posts are still accepted (mbus.pause_queue / mbus.resume_queue);
 --   * mbus.queue_dedupe: the message last posted with a dedupe key, per queue and key; post_<q>

@@ -1,4 +1,4 @@
--- queue upkeep: storage upkeep that does not depend on the client.
+-- qperf: storage upkeep that does not depend on the client (issue 14).
 --   * mbus.queue_segment.upkept_at: when mbus.rotate_queue last ran for the queue;
 --     upkeep_every: how often the claims run it (NULL: never, only the callers of rotate_queue).
 --     Claims (consume, consumen, lease) read both with the segment row they read anyway; once

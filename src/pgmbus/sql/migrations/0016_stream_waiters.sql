@@ -1,4 +1,4 @@
--- streams wake-ups: publishing notifies only while a reader waits.
+-- streams wake-ups (issue 14): publishing notifies only while a reader waits.
 --   A NOTIFY takes a cluster-wide lock from pre-commit to the end of the commit, so transactions
 --   that notify commit one at a time and group commit is lost: notifying on every publishing
 --   transaction halved the rate of 4 publishers with synchronous_commit on. A reader about to

@@ -1,5 +1,5 @@
--- client iids: client-given iids are remembered for a window after their post commits (the chaos
--- suite's "stored 2x" check): a producer that retries a post after an ambiguous commit (the
+-- iidwin: client-given iids are remembered for a window after their post commits (issue 12 item 3,
+-- the chaos suite's "stored 2x"): a producer that retries a post after an ambiguous commit (the
 -- connection broke between COMMIT and its reply) with the same iid stores nothing, also when a
 -- consumer already took the first message.
 --   * mbus.client_iids: one row per (queue, client iid) posted within the window

@@ -1,4 +1,4 @@
--- priority per message:
+-- priority per message (issue 16 queue features):
 --   * every queue table mbus.q_<q> gains priority smallint NOT NULL DEFAULT 0 (0..32767; higher is
 --     claimed first) and a partial index q_<q>_prio (c, priority DESC, vt, id) WHERE priority > 0
 --     on each segment (q_<q>_prio$<n>) and the parent: the claim index (c, vt, id) stays as it

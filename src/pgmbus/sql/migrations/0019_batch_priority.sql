@@ -1,4 +1,4 @@
--- priority on batch posts and in the dmq:
+-- priority on batch posts and in the dmq (issue 16 queue features):
 --   * mbus.dmq gains priority smallint: a dead message keeps the priority it had, and
 --     mbus.dmq_replay posts it back with it (bury, max_attempts, a selector that raised);
 --   * postn_<q>, mbus.post_batch and mbus.post_each gain priority integer[] (one per message):

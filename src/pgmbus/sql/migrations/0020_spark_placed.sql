@@ -1,4 +1,4 @@
--- Spark writes through the placement map (scale-out): a write to a topic spread over
+-- Spark writes through the placement map (issue 17, scale-out): a write to a topic spread over
 -- several servers stages each row on the server its key maps to, and the driver's commit
 -- settles every server. Its decision is one row here, on the home database, committed before
 -- the first server is settled: whoever finds it undone (the next placed commit, or

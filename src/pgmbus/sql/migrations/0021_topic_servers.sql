@@ -1,4 +1,4 @@
--- a topic's server list can change after placement (scale-out):
+-- a topic's server list can change after placement (issue 17, scale-out):
 --   * mbus.placement.scheme: how a key picks its server. 'rendezvous' (new topics): the server
 --     with the highest hash of (server name, key), so adding a server moves only the keys that
 --     now prefer it and removing one moves only its own keys. 'mod' (topics placed before this
