@@ -140,7 +140,7 @@ _DUMPS = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 
 
 def _keys_are_str(value: Any) -> bool:
-    """Whether every object key is a str (json.dumps makes strings of keys such as 1, True or None)."""
+    """Whether every object key is a str (json.dumps makes strings of keys 1, True, None)."""
     stack = [value]
     while stack:
         item = stack.pop()
