@@ -18,6 +18,7 @@ from pgmbus.cli.common import (
     print_json,
     reports_errors,
 )
+from pgmbus.cli.errors import RUNTIME
 from pgmbus.sqlfiles import load_queries
 
 
@@ -116,6 +117,8 @@ def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
                 "advice": advice(current),
             }
         )
+        if not current.installed:
+            raise typer.Exit(RUNTIME)  # a check in a script must not pass on a bare database
         return
     console.print(
         f"pgmbus {__version__} · database [bold]{db}[/] · PostgreSQL {server}", highlight=False
@@ -134,9 +137,16 @@ def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
         console.print(_functions_line(current), highlight=False)
     said = advice(current)
     if said is None:
-        console.print(f"schema version {current.version} of {current.latest}: up to date")
+        by = current.applied[-1].package_version if current.applied else "?"
+        console.print(
+            f"schema version {current.version} of {current.latest} (last migrated by pgmbus "
+            f"{by}): up to date",
+            highlight=False,
+        )
     else:
         console.print(f"[yellow]{said}[/]", highlight=False)
+    if not current.installed:
+        raise typer.Exit(RUNTIME)  # a check in a script must not pass on a bare database
 
 
 def advice(current: schema.SchemaStatus) -> str | None:
