@@ -30,6 +30,8 @@ def _report(result: schema.InstallResult) -> None:
     if result.functions_applied:
         count = len(schema.function_set().files)
         console.print(f"applied the function set ({count} files) and regenerated every queue")
+    for left in result.removed:
+        console.print(f"removed the leftover {left.kind} {left.name}", highlight=False)
     if not result.changed:
         console.print("the mbus schema is up to date; nothing to do")
 
@@ -103,6 +105,7 @@ def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
                 ],
                 "pending": [{"version": m.version, "name": m.name} for m in current.pending],
                 "legacy_layout": current.legacy,
+                "leftovers": [{"kind": x.kind, "name": x.name} for x in current.leftovers],
                 "functions": None
                 if current.functions is None
                 else {
@@ -135,6 +138,11 @@ def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
             table.add_row(f"{p.version:04d}_{p.name}", "[yellow]pending[/]", "-")
         console.print(table)
         console.print(_functions_line(current), highlight=False)
+        for left in current.leftovers:
+            console.print(
+                f"[yellow]leftover {left.kind}[/] {left.name}: no SQL file defines it",
+                highlight=False,
+            )
     said = advice(current)
     if said is None:
         by = current.applied[-1].package_version if current.applied else "?"
@@ -162,6 +170,11 @@ def advice(current: schema.SchemaStatus) -> str | None:
         )
     if not current.functions_current:
         return "the mbus functions differ from this package's: run `pgmbus upgrade`"
+    if current.leftovers:
+        return (
+            f"{len(current.leftovers)} leftover object(s) in mbus that no SQL file defines: "
+            "run `pgmbus upgrade` to remove them"
+        )
     return None
 
 
