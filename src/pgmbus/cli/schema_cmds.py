@@ -1,4 +1,4 @@
-"""``pgmbus install | upgrade | status``: the mbus schema in a database."""
+"""``pgmbus install | upgrade | status | uninstall``: the mbus schema in a database."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from pgmbus.cli.common import (
 )
 from pgmbus.cli.errors import RUNTIME
 from pgmbus.sqlfiles import load_queries
+from pgmbus.uninstall import uninstall
 
 
 def _report(result: schema.InstallResult) -> None:
@@ -157,6 +158,35 @@ def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
         raise typer.Exit(RUNTIME)  # a check in a script must not pass on a bare database
 
 
+@reports_errors
+def uninstall_cmd(
+    dsn: DsnOption = None,
+    confirm: Annotated[
+        str,
+        typer.Option(
+            "--confirm",
+            help="The name of the database to remove pgmbus from (must be the DSN's database).",
+            show_default=False,
+        ),
+    ] = "",
+) -> None:
+    """Remove pgmbus from a database: the mbus schema (and its data), its roles, its pg_cron job."""
+    if not confirm:
+        raise typer.BadParameter(
+            "uninstall deletes every queue, stream and timer of the database: give "
+            "--confirm <database name>"
+        )
+    with connect(dsn, need_schema=False) as conn:
+        removed = uninstall(conn, database(dsn, need_schema=False), confirm=confirm)
+    console.print(f"dropped schema mbus of database {removed.database}", highlight=False)
+    for kind, name in removed.dependents:
+        console.print(f"dropped the {kind} {name} (it used mbus)", highlight=False)
+    for role in removed.roles:
+        console.print(f"dropped role {role}", highlight=False)
+    if removed.cron_job:
+        console.print("removed the pg_cron upkeep job", highlight=False)
+
+
 def advice(current: schema.SchemaStatus) -> str | None:
     """The one thing to do about the schema (None when it is up to date)."""
     if not current.installed:
@@ -195,3 +225,4 @@ def register(app: typer.Typer) -> None:
     app.command("install")(install_cmd)
     app.command("upgrade")(upgrade_cmd)
     app.command("status")(status_cmd)
+    app.command("uninstall")(uninstall_cmd)
