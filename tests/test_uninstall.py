@@ -41,7 +41,7 @@ def test_uninstall_removes_schema_roles_and_cron_job_and_install_works_again(
     assert "schema mbus" in before and len(roles) >= 2, before  # post_jobs, consume_jobs_by_...
 
     missing = runner.invoke(app, ["uninstall", "--dsn", dsn])
-    assert missing.exit_code == 2 and "--confirm" in missing.output
+    assert missing.exit_code == 2 and "Missing option '--confirm'" in missing.output
     wrong = runner.invoke(app, ["uninstall", "--dsn", dsn, "--confirm", "someone_else"])
     assert wrong.exit_code == 2 and "does not name the database" in wrong.output
     assert leftovers(dsn) == before and schedule.upkeep_job(dsn) is not None  # nothing changed

@@ -37,13 +37,19 @@ def uninstall(conn: psycopg.Connection[Any], dsn: str, *, confirm: str) -> Remov
     """
     q = load_queries("uninstall.sql")
     database = conn.info.dbname
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        raise ConfigurationError("uninstall needs a connection that is not inside a transaction")
+    row = conn.execute(q["schema_exists"]).fetchone()
+    if not row or not row[0]:
+        raise SchemaNotInstalledError(
+            f"database {database!r} has no mbus schema: nothing to uninstall (to make one, "
+            "run `pgmbus install`)"
+        )
     if confirm != database:
         raise ConfigurationError(
             f"--confirm {confirm!r} does not name the database of the DSN ({database!r}); "
             "nothing was removed"
         )
-    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-        raise ConfigurationError("uninstall needs a connection that is not inside a transaction")
     was_autocommit = conn.autocommit
     conn.autocommit = True
     try:
@@ -52,7 +58,7 @@ def uninstall(conn: psycopg.Connection[Any], dsn: str, *, confirm: str) -> Remov
             row = conn.execute(q["schema_exists"]).fetchone()
             if not row or not row[0]:
                 raise SchemaNotInstalledError(
-                    f"database {database!r} has no mbus schema; nothing was removed"
+                    f"database {database!r} has no mbus schema: nothing to uninstall"
                 )
             dependents = [(str(k), str(n)) for k, n in conn.execute(q["dependents"]).fetchall()]
             roles = [str(r[0]) for r in conn.execute(q["roles"]).fetchall()]

@@ -160,22 +160,18 @@ def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
 
 @reports_errors
 def uninstall_cmd(
-    dsn: DsnOption = None,
     confirm: Annotated[
         str,
         typer.Option(
             "--confirm",
-            help="The name of the database to remove pgmbus from (must be the DSN's database).",
+            help="The name of the database to remove pgmbus from (must be the DSN's database): "
+            "every queue, stream and timer in it is deleted.",
             show_default=False,
         ),
-    ] = "",
+    ],
+    dsn: DsnOption = None,
 ) -> None:
     """Remove pgmbus from a database: the mbus schema (and its data), its roles, its pg_cron job."""
-    if not confirm:
-        raise typer.BadParameter(
-            "uninstall deletes every queue, stream and timer of the database: give "
-            "--confirm <database name>"
-        )
     with connect(dsn, need_schema=False) as conn:
         removed = uninstall(conn, database(dsn, need_schema=False), confirm=confirm)
     console.print(f"dropped schema mbus of database {removed.database}", highlight=False)
