@@ -58,6 +58,23 @@ def test_constraints_pin_every_requirement_inside_its_range() -> None:
         assert req.specifier.contains(pinned[name], prereleases=True), (req, pinned[name])
 
 
+def test_constraints_min_pins_each_range_at_its_lower_bound() -> None:
+    """constraints-min.txt (for `make test-min`) is every requirement's oldest allowed version."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = [Requirement(r) for r in project["dependencies"]]
+    for extra in project["optional-dependencies"].values():
+        reqs += [Requirement(r) for r in extra]
+    lines = (ROOT / "constraints-min.txt").read_text().splitlines()
+    pinned = dict(line.split("==") for line in lines if line and not line.startswith("#"))
+    wanted = {}
+    for req in reqs:
+        if canonicalize_name(req.name) == "pgmbus":
+            continue
+        [low] = [s.version for s in req.specifier if s.operator == ">="]
+        wanted[canonicalize_name(req.name)] = low
+    assert {canonicalize_name(k): v for k, v in pinned.items()} == wanted
+
+
 def test_constraints_are_the_closure_installed_here() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "scripts/update_constraints.py"), "--check"],
                           capture_output=True, text=True)
