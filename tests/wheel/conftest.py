@@ -148,6 +148,8 @@ class WheelEnv:
             "install",
             "-q",
             "--disable-pip-version-check",
+            # byte-compiling pyspark's thousands of modules takes longer than unpacking them
+            "--no-compile",
             "-c",
             str(ROOT / "constraints.txt"),
             requirement,
