@@ -130,3 +130,32 @@ def test_a_release_data_set_is_still_consumable_after_upgrade(
         got += [m.data["n"] for m in bus.consume("fx_jobs")]
         assert got == [2, 3]
         assert bus.consume("fx_jobs") == []
+
+
+def test_the_catalog_description_sees_what_an_upgrade_could_get_wrong(
+    make_db: Callable[..., str],
+) -> None:
+    """The comparison is not blind: a changed function, a missing index, an extra column and a
+    changed grant each show up by name."""
+    a, b = make_db(), make_db()
+    with psycopg.connect(a) as left, psycopg.connect(b, autocommit=True) as right:
+        assert differences(describe(left), describe(right)) == []
+        right.execute("ALTER FUNCTION mbus.get_setting(text, jsonb) SET work_mem = '1MB'")
+        index = right.execute(
+            "SELECT i.indexrelid::regclass::text FROM pg_index AS i"
+            " JOIN pg_class AS c ON c.oid = i.indexrelid"
+            " WHERE c.relnamespace = 'mbus'::regnamespace AND c.relkind = 'i'"
+            " AND NOT c.relispartition"
+            " AND NOT EXISTS (SELECT FROM pg_constraint AS k WHERE k.conindid = i.indexrelid)"
+            " ORDER BY 1 LIMIT 1"
+        ).fetchone()
+        assert index is not None
+        right.execute(f"DROP INDEX {index[0]}".encode())
+        right.execute("ALTER TABLE mbus.queue ADD COLUMN extra int")
+        right.execute("GRANT SELECT ON mbus.queue TO PUBLIC")
+        found = differences(describe(left), describe(right))
+    text = "\n".join(found)
+    assert "differs: function mbus.get_setting(text,jsonb)" in text
+    assert f"only in the first: relation {index[0].removeprefix('mbus.')}" in text
+    assert "only in the second: column queue.extra" in text
+    assert "differs: relation queue" in text
