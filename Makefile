@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both prepare the machine first.
-.PHONY: demo test test-fast lint typecheck pytest bench bootstrap clean generate screenshots chaos cluster
+.PHONY: demo test test-fast test-min lint typecheck pytest bench bootstrap clean generate screenshots chaos cluster
 
 VENV := .venv
 BIN := $(VENV)/bin
@@ -19,13 +19,29 @@ test: bootstrap
 # The edit-run loop (under 3 minutes on 2 cores): lint, the twin check, types and every test
 # that needs no Spark, no browser and no slow fault run (markers in pyproject.toml). `make test`
 # stays the whole suite.
-FAST_TESTS := -m "not chaos and not spark and not browser and not slow"
+FAST_TESTS := -m "not chaos and not spark and not browser and not slow and not wheel"
 
 test-fast: bootstrap
 	$(BIN)/ruff check .
 	$(BIN)/python tools/async_to_sync.py --check
 	$(BIN)/mypy src
 	$(BIN)/pytest -q $(FAST_TESTS)
+
+# The oldest versions pyproject.toml allows (constraints-min.txt), in a venv of their own, through
+# the fast tier (no Spark, no wheel tier, no browser or fuzzing tools): each lower bound is a
+# version that is tested. Spark's bounds are its pinned versions (tested by `make test`).
+MIN_VENV := .venv-min
+MIN_TESTS := tests/test_cli.py tests/test_schema.py tests/test_schema_leftovers.py \
+	tests/test_uninstall.py tests/test_dsn.py tests/test_errors.py tests/cli tests/contrib \
+	tests/timers --ignore=tests/timers/test_timers_webhooks.py
+
+test-min: bootstrap
+	rm -rf $(MIN_VENV)
+	$(BIN)/python -m venv $(MIN_VENV)
+	$(MIN_VENV)/bin/python -m pip install -q -c constraints-min.txt -e ".[server,celery,django]" \
+		pytest pytest-timeout hypothesis
+	$(MIN_VENV)/bin/python -m pytest -p no:cacheprovider -m "not slow and not spark and not chaos" \
+		$(MIN_TESTS)
 
 lint: bootstrap
 	$(BIN)/ruff check .
@@ -61,4 +77,4 @@ bench: bootstrap
 	$(BIN)/python -m bench insert_copy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(MIN_VENV) .pytest_cache .mypy_cache .ruff_cache

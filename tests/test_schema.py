@@ -206,8 +206,11 @@ def test_upgrade_regenerates_every_queue_and_restricts_public(db_dsn: str) -> No
         schema.upgrade(conn)
         iid = conn.execute("SELECT mbus.post_golden('{\"a\": 1}')").fetchone()
         assert iid is not None and str(iid[0]).startswith("golden.")
+        # a function no file defines is dropped (a leftover), not kept and restricted
+        gone = conn.execute("SELECT to_regprocedure('mbus.stray_probe()') IS NULL").fetchone()
+        assert gone == (True,)
         public = conn.execute(
-            "SELECT has_function_privilege('public', 'mbus.stray_probe()', 'EXECUTE')"
+            "SELECT has_function_privilege('public', 'mbus.regenerate_queue(text)', 'EXECUTE')"
         ).fetchone()
         assert public == (False,)
 

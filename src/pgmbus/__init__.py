@@ -2,6 +2,7 @@
 
 from pgmbus.handlers import App
 
-__version__ = "0.1.0"
+# the one place of the version (pyproject.toml reads it; CHANGELOG.md says what each brought)
+__version__ = "0.2.0"
 
 __all__ = ["App", "__version__"]

@@ -46,6 +46,8 @@ _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _DEFINES = re.compile(
     r"^CREATE OR REPLACE (FUNCTION|PROCEDURE|VIEW) mbus\.([a-z_][a-z0-9_]*)\b", re.MULTILINE
 )
+# trigger names the SQL files make, directly or in a generator's format() string
+_TRIGGERS = re.compile(r"\bCREATE (?:OR REPLACE )?(?:CONSTRAINT )?TRIGGER ([a-z_][a-z0-9_]*)\b")
 
 # The baseline migrations 0001-0005 hold exactly what the 0.1 layout had at its last migration.
 BASELINE = 5
@@ -111,6 +113,10 @@ class FunctionSet:
     def views(self) -> list[str]:
         return sorted({name for f in self.files for name in f.views})
 
+    @property
+    def triggers(self) -> list[str]:
+        return sorted({name for f in self.files for name in _TRIGGERS.findall(f.sql)})
+
 
 @dataclass(frozen=True)
 class AppliedMigration:
@@ -135,6 +141,15 @@ class InstalledFunctions:
 
 
 @dataclass(frozen=True)
+class Leftover:
+    """A function, view or trigger in ``mbus`` that no SQL file defines and no queue generates."""
+
+    kind: str
+    name: str
+    ddl: str = field(repr=False)
+
+
+@dataclass(frozen=True)
 class SchemaStatus:
     """Where a database stands against this package's migrations and function files."""
 
@@ -143,6 +158,7 @@ class SchemaStatus:
     pending: list[Migration]
     functions: InstalledFunctions | None = None
     legacy: bool = False
+    leftovers: list[Leftover] = field(default_factory=list)
 
     @property
     def version(self) -> int:
@@ -159,7 +175,13 @@ class SchemaStatus:
 
     @property
     def up_to_date(self) -> bool:
-        return self.installed and not self.pending and not self.legacy and self.functions_current
+        return (
+            self.installed
+            and not self.pending
+            and not self.legacy
+            and self.functions_current
+            and not self.leftovers
+        )
 
 
 @dataclass(frozen=True)
@@ -169,10 +191,16 @@ class InstallResult:
     migrations: list[Migration] = field(default_factory=list)
     functions_applied: bool = False
     converted_legacy: bool = False
+    removed: list[Leftover] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
-        return bool(self.migrations) or self.functions_applied or self.converted_legacy
+        return (
+            bool(self.migrations)
+            or self.functions_applied
+            or self.converted_legacy
+            or bool(self.removed)
+        )
 
 
 def migrations() -> list[Migration]:
@@ -318,6 +346,25 @@ def _installed_functions(conn: psycopg.Connection[Any]) -> InstalledFunctions | 
     )
 
 
+def leftovers(conn: psycopg.Connection[Any], *, fresh: bool = False) -> list[Leftover]:
+    """Functions, views and triggers in ``mbus`` that no file defines and no queue generates.
+
+    ``fresh`` is for the transaction that has just applied the function files: then a function
+    of a file's name that the transaction did not write (an old overload) is one too.
+    """
+    functions = function_set()
+    rows = conn.execute(
+        _queries()["leftovers"],
+        {
+            "functions": functions.functions,
+            "views": functions.views,
+            "triggers": functions.triggers,
+            "fresh": fresh,
+        },
+    ).fetchall()
+    return [Leftover(kind, name, ddl) for kind, name, ddl in rows]
+
+
 def status(conn: psycopg.Connection[Any]) -> SchemaStatus:
     """Report the database's schema state; raises when it is newer than or differs from ours."""
     known = migrations()
@@ -330,10 +377,13 @@ def status(conn: psycopg.Connection[Any]) -> SchemaStatus:
     was_idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     try:
         installed = _installed_functions(conn)
+        left = [] if pending else leftovers(conn)
     finally:
         if was_idle and not conn.autocommit:
             conn.rollback()
-    return SchemaStatus(installed=True, applied=applied, pending=pending, functions=installed)
+    return SchemaStatus(
+        installed=True, applied=applied, pending=pending, functions=installed, leftovers=left
+    )
 
 
 def check(conn: psycopg.Connection[Any]) -> SchemaStatus:
@@ -378,13 +428,21 @@ def _record(conn: psycopg.Connection[Any], migration: Migration) -> None:
     )
 
 
-def _apply_functions(conn: psycopg.Connection[Any]) -> None:
-    """Every function file in order, the generated queue functions, then PUBLIC's EXECUTE."""
+def _apply_functions(conn: psycopg.Connection[Any]) -> list[Leftover]:
+    """Every function file in order, the generated queue functions, then PUBLIC's EXECUTE.
+
+    What the files and the queues no longer make is dropped (and returned): no migration has
+    to drop a function that a release removed or renamed.
+    """
     q = _queries()
     functions = function_set()
     for f in functions.files:
         conn.execute(f.sql)
     conn.execute(q["regenerate_queues"])
+    removed = leftovers(conn, fresh=True)
+    for leftover in removed:
+        # built in SQL with format('%I') and regprocedure/regclass output (quoted names)
+        conn.execute(leftover.ddl.encode())
     conn.execute(q["first_partitions"])
     conn.execute(q["restrict_public_execute"])
     conn.execute(
@@ -395,6 +453,7 @@ def _apply_functions(conn: psycopg.Connection[Any]) -> None:
             "package_version": __version__,
         },
     )
+    return removed
 
 
 def install(conn: psycopg.Connection[Any], *, target: int | None = None) -> InstallResult:
@@ -440,6 +499,7 @@ def install(conn: psycopg.Connection[Any], *, target: int | None = None) -> Inst
                     _record(conn, migration)
                 reached = max([r.version for r in applied] + [m.version for m in todo] or [0])
                 functions_applied = False
+                removed: list[Leftover] = []
                 if reached == latest:
                     current = _installed_functions(conn)
                     if (
@@ -447,10 +507,11 @@ def install(conn: psycopg.Connection[Any], *, target: int | None = None) -> Inst
                         or converted
                         or current is None
                         or not (current.matches_package and current.matches_catalog)
+                        or leftovers(conn)
                     ):
-                        _apply_functions(conn)
+                        removed = _apply_functions(conn)
                         functions_applied = True
-            return InstallResult(todo, functions_applied, converted)
+            return InstallResult(todo, functions_applied, converted, removed)
         finally:
             conn.execute(q["unlock"], {"key": INSTALL_LOCK_KEY})
     finally:

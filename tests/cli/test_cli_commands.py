@@ -16,7 +16,7 @@ import httpx
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from pgmbus import __version__
+from pgmbus import __version__, schema
 from pgmbus.cli import common
 from pgmbus.testing.server import TestServer
 from tests.cli.conftest import ROOT, error_line, process_env, run, run_process
@@ -47,7 +47,8 @@ def dsn(pg_server: TestServer) -> Iterator[str]:
 def test_version() -> None:
     result = run("--version")
     assert result.exit_code == 0
-    assert result.stdout.strip() == f"pgmbus {__version__}"
+    latest = max(m.version for m in schema.migrations())
+    assert result.stdout.strip() == f"pgmbus {__version__} (schema version {latest})"
 
 
 def test_a_group_without_a_command_shows_its_help() -> None:
@@ -61,7 +62,7 @@ def test_a_group_without_a_command_shows_its_help() -> None:
 def test_status_gives_one_piece_of_advice(make_db: object, dsn: str) -> None:
     bare = make_db(installed=False)  # type: ignore[operator]
     before = run("status", "--dsn", bare)
-    assert before.exit_code == 0
+    assert before.exit_code == 1
     assert before.stdout.count("run `pgmbus") == 1
     assert "run `pgmbus install`" in before.stdout and "upgrade" not in before.stdout
     assert json.loads(run("status", "--dsn", bare, "--json").stdout)["advice"] == (

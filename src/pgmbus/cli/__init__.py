@@ -29,7 +29,11 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(f"pgmbus {__version__}")
+        # the schema version this package installs (`pgmbus status` shows the database's)
+        from pgmbus.schema import migrations
+
+        latest = max((m.version for m in migrations()), default=0)
+        typer.echo(f"pgmbus {__version__} (schema version {latest})")
         raise typer.Exit()
 
 

@@ -1,4 +1,4 @@
-"""``pgmbus install | upgrade | status``: the mbus schema in a database."""
+"""``pgmbus install | upgrade | status | uninstall``: the mbus schema in a database."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from pgmbus.cli.common import (
     print_json,
     reports_errors,
 )
+from pgmbus.cli.errors import RUNTIME
 from pgmbus.sqlfiles import load_queries
+from pgmbus.uninstall import uninstall
 
 
 def _report(result: schema.InstallResult) -> None:
@@ -29,6 +31,8 @@ def _report(result: schema.InstallResult) -> None:
     if result.functions_applied:
         count = len(schema.function_set().files)
         console.print(f"applied the function set ({count} files) and regenerated every queue")
+    for left in result.removed:
+        console.print(f"removed the leftover {left.kind} {left.name}", highlight=False)
     if not result.changed:
         console.print("the mbus schema is up to date; nothing to do")
 
@@ -102,6 +106,7 @@ def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
                 ],
                 "pending": [{"version": m.version, "name": m.name} for m in current.pending],
                 "legacy_layout": current.legacy,
+                "leftovers": [{"kind": x.kind, "name": x.name} for x in current.leftovers],
                 "functions": None
                 if current.functions is None
                 else {
@@ -116,6 +121,8 @@ def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
                 "advice": advice(current),
             }
         )
+        if not current.installed:
+            raise typer.Exit(RUNTIME)  # a check in a script must not pass on a bare database
         return
     console.print(
         f"pgmbus {__version__} · database [bold]{db}[/] · PostgreSQL {server}", highlight=False
@@ -132,11 +139,48 @@ def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
             table.add_row(f"{p.version:04d}_{p.name}", "[yellow]pending[/]", "-")
         console.print(table)
         console.print(_functions_line(current), highlight=False)
+        for left in current.leftovers:
+            console.print(
+                f"[yellow]leftover {left.kind}[/] {left.name}: no SQL file defines it",
+                highlight=False,
+            )
     said = advice(current)
     if said is None:
-        console.print(f"schema version {current.version} of {current.latest}: up to date")
+        by = current.applied[-1].package_version if current.applied else "?"
+        console.print(
+            f"schema version {current.version} of {current.latest} (last migrated by pgmbus "
+            f"{by}): up to date",
+            highlight=False,
+        )
     else:
         console.print(f"[yellow]{said}[/]", highlight=False)
+    if not current.installed:
+        raise typer.Exit(RUNTIME)  # a check in a script must not pass on a bare database
+
+
+@reports_errors
+def uninstall_cmd(
+    confirm: Annotated[
+        str,
+        typer.Option(
+            "--confirm",
+            help="The name of the database to remove pgmbus from (must be the DSN's database): "
+            "every queue, stream and timer in it is deleted.",
+            show_default=False,
+        ),
+    ],
+    dsn: DsnOption = None,
+) -> None:
+    """Remove pgmbus from a database: the mbus schema (and its data), its roles, its pg_cron job."""
+    with connect(dsn, need_schema=False) as conn:
+        removed = uninstall(conn, database(dsn, need_schema=False), confirm=confirm)
+    console.print(f"dropped schema mbus of database {removed.database}", highlight=False)
+    for kind, name in removed.dependents:
+        console.print(f"dropped the {kind} {name} (it used mbus)", highlight=False)
+    for role in removed.roles:
+        console.print(f"dropped role {role}", highlight=False)
+    if removed.cron_job:
+        console.print("removed the pg_cron upkeep job", highlight=False)
 
 
 def advice(current: schema.SchemaStatus) -> str | None:
@@ -152,6 +196,11 @@ def advice(current: schema.SchemaStatus) -> str | None:
         )
     if not current.functions_current:
         return "the mbus functions differ from this package's: run `pgmbus upgrade`"
+    if current.leftovers:
+        return (
+            f"{len(current.leftovers)} leftover object(s) in mbus that no SQL file defines: "
+            "run `pgmbus upgrade` to remove them"
+        )
     return None
 
 
@@ -172,3 +221,4 @@ def register(app: typer.Typer) -> None:
     app.command("install")(install_cmd)
     app.command("upgrade")(upgrade_cmd)
     app.command("status")(status_cmd)
+    app.command("uninstall")(uninstall_cmd)

@@ -55,3 +55,47 @@ WHERE NOT EXISTS (SELECT FROM mbus.event_partitions);
 
 -- name: restrict_public_execute
 SELECT mbus.restrict_public_execute();
+
+-- name: leftovers
+-- Functions, views and triggers in mbus that no function file defines and no queue generates
+-- (left behind by an upgrade, or made by hand), each with the statement that drops it.
+-- With fresh (inside the transaction that has just applied the function files) a function
+-- of a file's name that this transaction did not write is an old overload, and is listed too.
+-- Triggers first, then views, then functions: dependents before what they use.
+WITH generated AS (
+    SELECT g.name
+    FROM mbus.queue AS q CROSS JOIN LATERAL mbus.generated_names(q.qname) AS g
+    WHERE g.kind = 'function'
+    UNION
+    SELECT g.name
+    FROM mbus.consumer AS c CROSS JOIN LATERAL mbus.generated_names(c.qname, c.cname) AS g
+    WHERE g.kind = 'function'
+)
+SELECT l.kind, l.name, l.ddl
+FROM (
+    SELECT 1 AS step, 'trigger' AS kind,
+           format('%%I on %%s', t.tgname, t.tgrelid::regclass) AS name,
+           format('DROP TRIGGER %%I ON %%s', t.tgname, t.tgrelid::regclass) AS ddl
+    FROM pg_trigger AS t
+    JOIN pg_class AS c ON c.oid = t.tgrelid
+    WHERE c.relnamespace = 'mbus'::regnamespace AND NOT t.tgisinternal AND t.tgparentid = 0
+      AND t.tgname <> ALL (%(triggers)s::text[])
+    UNION ALL
+    SELECT 2, 'view', c.oid::regclass::text, format('DROP VIEW %%s', c.oid::regclass)
+    FROM pg_class AS c
+    WHERE c.relnamespace = 'mbus'::regnamespace AND c.relkind = 'v'
+      AND c.relname <> ALL (%(views)s::text[])
+    UNION ALL
+    SELECT 3, 'function', p.oid::regprocedure::text,
+           format('DROP %%s %%s',
+                  CASE p.prokind WHEN 'p' THEN 'PROCEDURE' WHEN 'a' THEN 'AGGREGATE'
+                                 ELSE 'FUNCTION' END,
+                  p.oid::regprocedure)
+    FROM pg_proc AS p
+    WHERE p.pronamespace = 'mbus'::regnamespace
+      AND (p.proname <> ALL (%(functions)s::text[])
+           AND p.proname NOT IN (SELECT g.name FROM generated AS g)
+           OR %(fresh)s AND p.proname = ANY (%(functions)s::text[])
+              AND p.xmin <> xid(pg_current_xact_id()))
+) AS l
+ORDER BY l.step, l.name;
