@@ -149,7 +149,7 @@ def _keys_are_str(value: Any) -> bool:
                 if type(key) is not str:
                     return False
             stack.extend(v for v in item.values() if isinstance(v, dict | list | tuple))
-        else:
+        elif isinstance(item, list | tuple):
             stack.extend(v for v in item if isinstance(v, dict | list | tuple))
     return True
 

@@ -425,3 +425,5 @@ def test_right_arguments_still_work(world: World) -> None:
     (got,) = world.bus.consume("jobs", limit=1)
     assert (got.iid, got.data["n"]) == (iid, 1.5)
     assert streams.publish(world.conn, "t", [1, "two"], key="k") > 0
+    for scalar in (5, "text", None, True, 2.5):  # JSON scalars are payloads too
+        assert streams.publish(world.conn, "t", scalar) > 0
