@@ -174,3 +174,29 @@ def test_counters_are_monotonic_typed_and_named(ops_dsn: str) -> None:
         assert ("pgmbus_queue_selector_errors_total", tuple(sorted(strict.items()))) not in (
             values(third, "counter")
         )
+
+
+def test_a_call_committed_late_is_counted_once(ops_dsn: str) -> None:
+    """An attempt whose transaction began before a scrape and commits after it is counted by a
+    later scrape, once, even when a younger transaction's attempt committed before it."""
+    state.build(ops_dsn)
+    insert = (
+        "INSERT INTO mbus.timer_attempts (callback_id, attempt, call, dispatcher, started_at,"
+        " finished_at, outcome) SELECT id, %s, 0, 'd1', now(), now(), 'ok'"
+        " FROM mbus.timer_callbacks ORDER BY id LIMIT 1"
+    )
+
+    def ok(fams: dict[str, Metric]) -> float:
+        return values(fams, "counter")[("pgmbus_timer_calls_total", (("outcome", "ok"),))]
+
+    with serve(ops_dsn) as base, psycopg.connect(ops_dsn) as older:
+        assert ok(families(scrape_text(base))) == 0
+        older.execute(insert, (7,))  # its transaction (and xid) stays open
+        with psycopg.connect(ops_dsn, autocommit=True) as younger:
+            younger.execute(insert, (8,))
+        held = families(scrape_text(base))
+        assert ok(held) == 0  # the open older transaction holds the horizon back
+        older.commit()
+        wait_until(lambda: ok(families(scrape_text(base))) >= 2, timeout=30)
+        for _ in range(3):
+            assert ok(families(scrape_text(base))) == 2
