@@ -83,6 +83,26 @@ if [[ "$extras" == *test* ]] && ! command -v chromium >/dev/null 2>&1 &&
     step_done
 fi
 
+# The metrics tests lint /metrics with promtool, from Debian's prometheus; installed with the test
+# extras, only when missing. Its server is not wanted: the package's service is left stopped (and
+# nothing uses it) and, where policy-rc.d allows starting it, stopped again.
+if [[ "$extras" == *test* ]] && ! command -v promtool >/dev/null 2>&1 &&
+    command -v apt-get >/dev/null 2>&1; then
+    step 4 "installing Debian's prometheus (promtool lints the metrics in the tests)"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    if DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+        prometheus >/dev/null 2>&1; then
+        if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+            $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
+        fi
+    else
+        echo "bootstrap: could not install prometheus; the promtool check will skip" >&2
+    fi
+    step_done
+fi
+
 # The pgbench scenarios (python -m bench sql_streams) compare with PgQ; only in bench mode.
 if [ "$extras" = "bench" ] && [ ! -f /usr/share/postgresql/15/extension/pgq.control ] &&
     command -v apt-get >/dev/null 2>&1; then

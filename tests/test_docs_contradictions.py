@@ -11,7 +11,7 @@ DOCS = ROOT / "docs"
 # phrases of the "Not exported" paragraph of operations.md -> a series that exports that thing
 EXPORTED_AS = {
     "posted and consumed totals": "pgmbus_queue_posted_total",
-    "selector errors": "pgmbus_queue_selector_errors",
+    "selector errors": "pgmbus_queue_selector_errors_total",
 }
 
 

@@ -311,7 +311,7 @@ def test_old_http_spellings_are_deprecated_and_accepted(
 def families(dsn: str) -> dict[str, str]:
     with psycopg.connect(dsn) as conn:
         snap = fetch_snapshot(conn, late_after_s=5, window_s=60)
-    return {f.name: f.documentation for f in SnapshotCollector(lambda: snap).collect()}
+    return {f.name: f.documentation for f in SnapshotCollector(lambda _after: snap).collect()}
 
 
 def test_metrics_are_exported(families: dict[str, str]) -> None:

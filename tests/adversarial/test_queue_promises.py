@@ -385,6 +385,6 @@ def test_metrics_export_unreported_dead_messages_apart(autodb: str) -> None:
         conn.execute("SELECT * FROM mbus.lease_jobs_by_default(1, '10 seconds', 1)")
         with psycopg.connect(autodb) as reader:
             snap = fetch_snapshot(reader, late_after_s=60, window_s=60)
-    text = generate_latest(registry_for(lambda: snap)).decode()
+    text = generate_latest(registry_for(lambda _after: snap)).decode()
     assert 'pgmbus_queue_consumer_dead_unreported{consumer="default",queue="jobs"} 1.0' in text
     assert 'pgmbus_queue_consumer_dead_messages{consumer="default",queue="jobs"} 1.0' in text

@@ -42,7 +42,12 @@ def metrics_cmd(
         float, typer.Option("--late-after", min=0, help="Seconds due before a timer is late.")
     ] = 5.0,
     window: Annotated[
-        float, typer.Option("--window", min=1, help="Seconds of the timers' recent-call figures.")
+        float,
+        typer.Option(
+            "--window",
+            min=1,
+            help="Seconds back (by start) a scrape looks for timer calls recorded since the last.",
+        ),
     ] = 300.0,
 ) -> None:
     """Serve Prometheus metrics (one SQL snapshot per scrape) until interrupted."""
@@ -65,9 +70,11 @@ def metrics_cmd(
         timeout=CONNECT_TIMEOUT_S + 1,
     )
 
-    def snapshot() -> dict[str, Any]:
+    def snapshot(after_xid: int | None) -> dict[str, Any]:
         with pool.connection() as conn:
-            return fetch_snapshot(conn, late_after_s=late_after, window_s=window)
+            return fetch_snapshot(
+                conn, late_after_s=late_after, window_s=window, after_xid=after_xid
+            )
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

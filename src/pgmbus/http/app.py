@@ -67,10 +67,13 @@ def create_app(config: ServiceConfig) -> FastAPI:
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
 
-    def snapshot() -> dict[str, Any]:
+    def snapshot(after_xid: int | None) -> dict[str, Any]:
         with state.sync_pool.connection() as conn:
             return fetch_snapshot(
-                conn, late_after_s=config.late_after_s, window_s=config.recent_window_s
+                conn,
+                late_after_s=config.late_after_s,
+                window_s=config.recent_window_s,
+                after_xid=after_xid,
             )
 
     # the hub's numbers are read on the event loop at each scrape (the hub is not locked);

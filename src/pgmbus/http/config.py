@@ -56,7 +56,10 @@ class ServiceConfig:
     late_after_s:
         A pending callback due for longer than this counts as late in the metrics.
     recent_window_s:
-        The window of the timers' recent-call metrics (calls by outcome, lateness histogram).
+        How far back (by start time) a scrape looks for timer calls recorded since the
+        previous scrape (the counters ``pgmbus_timer_calls_total`` and
+        ``pgmbus_timer_lateness_seconds``); a call recorded later than this after its start is
+        not counted.
     auth_cache_s:
         How long a key's scopes are cached in the process.
     """

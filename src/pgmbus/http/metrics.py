@@ -7,6 +7,7 @@ trip, whatever the number of queues, groups or clients. docs/operations.md lists
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -20,6 +21,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from pgmbus.http.call_totals import OUTCOMES, CallTotals
 from pgmbus.sqlfiles import load_queries
 
 log = logging.getLogger("pgmbus.http.metrics")
@@ -47,28 +49,23 @@ _QUEUE_GAUGES = {
         "Of those, messages that died at max_attempts because their last delivery never "
         "reported (ack lost, worker killed), not because a handler failed.",
     ),
-    "selector_errors": (
-        "pgmbus_queue_selector_errors",
-        "Copies for this consumer sent to the dead-message queue because its selector raised.",
-    ),
     "paused": (
         "pgmbus_queue_paused",
         "1 while the consumer or its queue is paused (nothing is claimed), else 0.",
     ),
 }
-# Counters (sequences: not transactional, a rolled-back post or consume still counts).
+# Counters: sequences (not transactional, a rolled-back post or consume still counts) and the
+# consumer's stored selector_errors. No per-queue consumed total: a sum over consumers goes down
+# when a consumer is dropped; sum the consumers' rates instead.
 _CONSUMER_COUNTERS = {
     "posted": ("pgmbus_queue_consumer_posted", "Deliveries made for the consumer."),
     "consumed": (
         "pgmbus_queue_consumer_consumed",
         "Deliveries the consumer consumed (consume, consumen, ack of a lease).",
     ),
-}
-_QUEUE_COUNTERS = {
-    "posted": ("pgmbus_queue_posted", "Messages posted to the queue."),
-    "consumed": (
-        "pgmbus_queue_consumed",
-        "Deliveries consumed by every consumer of the queue (their sum).",
+    "selector_errors": (
+        "pgmbus_queue_selector_errors",
+        "Copies for this consumer sent to the dead-message queue because its selector raised.",
     ),
 }
 _GROUP_GAUGES = {
@@ -84,11 +81,27 @@ _GROUP_GAUGES = {
 }
 
 
+Fetch = Callable[[int | None], dict[str, Any]]
+
+
 def fetch_snapshot(
-    conn: psycopg.Connection[Any], *, late_after_s: float, window_s: float
+    conn: psycopg.Connection[Any],
+    *,
+    late_after_s: float,
+    window_s: float,
+    after_xid: int | None = None,
 ) -> dict[str, Any]:
-    """Run the snapshot query on ``conn`` (one round trip) and return its JSON document."""
-    params = {"late_s": late_after_s, "window_s": window_s, "buckets": list(LATENESS_BUCKETS)}
+    """Run the snapshot query on ``conn`` (one round trip) and return its JSON document.
+
+    ``after_xid`` is the previous snapshot's ``calls.horizon`` (None on the first scrape: no
+    calls are counted, only the horizon is taken).
+    """
+    params = {
+        "late_s": late_after_s,
+        "window_s": window_s,
+        "buckets": list(LATENESS_BUCKETS),
+        "after_xid": after_xid,
+    }
     row = conn.execute(load_queries("http.sql")["snapshot"], params).fetchone()
     conn.rollback()
     if row is None:
@@ -98,10 +111,16 @@ def fetch_snapshot(
 
 
 class SnapshotCollector(Collector):
-    """Yield every pgmbus series from one snapshot taken by ``fetch`` at each scrape."""
+    """Yield every pgmbus series from one snapshot taken by ``fetch`` at each scrape.
 
-    def __init__(self, fetch: Callable[[], dict[str, Any]]) -> None:
+    The timers' call counters are this object's running totals (``CallTotals``); scrapes are
+    serialized so that two concurrent ones never add the same calls twice.
+    """
+
+    def __init__(self, fetch: Fetch) -> None:
         self.fetch = fetch
+        self.calls = CallTotals(len(LATENESS_BUCKETS))
+        self.lock = threading.Lock()
 
     def describe(self) -> list[Metric]:
         """Nothing up front: describing would cost a snapshot at registration."""
@@ -112,7 +131,9 @@ class SnapshotCollector(Collector):
         started = time.perf_counter()
         up = GaugeMetricFamily("pgmbus_up", "1 when the last snapshot query succeeded.")
         try:
-            snap = self.fetch()
+            with self.lock:
+                snap = self.fetch(self.calls.horizon)
+                self.calls.add(snap["calls"])
         except Exception as exc:  # a scrape must answer; the failure shows as pgmbus_up 0
             log.warning("metrics snapshot failed: %s", exc)
             up.add_metric([], 0)
@@ -123,6 +144,7 @@ class SnapshotCollector(Collector):
         yield from _queues(snap)
         yield from _streams(snap)
         yield from _timers(snap)
+        yield from _calls(self.calls)
         sagas = GaugeMetricFamily("pgmbus_sagas", "Sagas by state.", labels=["state"])
         for state in SAGA_STATES:
             sagas.add_metric([state], snap["sagas"].get(state, 0))
@@ -145,11 +167,12 @@ def _queues(snap: dict[str, Any]) -> Iterator[Metric]:
         for row in snap["queues"]:
             counter.add_metric([row["queue"], row["consumer"]], row[key])
         yield counter
-    for key, (name, doc) in _QUEUE_COUNTERS.items():
-        counter = CounterMetricFamily(name, doc, labels=["queue"])
-        for row in snap["queue_totals"]:
-            counter.add_metric([row["queue"]], row[key])
-        yield counter
+    posted = CounterMetricFamily(
+        "pgmbus_queue_posted", "Messages posted to the queue.", labels=["queue"]
+    )
+    for row in snap["queue_totals"]:
+        posted.add_metric([row["queue"]], row["posted"])
+    yield posted
     dmq = GaugeMetricFamily(
         "pgmbus_queue_dead_messages",
         "Messages of the queue in the dead-message queue.",
@@ -258,26 +281,26 @@ def _timers(snap: dict[str, Any]) -> Iterator[Metric]:
     schedules.add_metric(["active"], t["schedules"] - t["schedules_paused"])
     schedules.add_metric(["paused"], t["schedules_paused"])
     yield schedules
-    recent = snap["recent"]
-    calls = GaugeMetricFamily(
-        "pgmbus_timer_recent_calls",
-        "HTTP calls made in the recent window, by outcome (ok, reject, error, refused).",
+
+
+def _calls(totals: CallTotals) -> Iterator[Metric]:
+    calls = CounterMetricFamily(
+        "pgmbus_timer_calls",
+        "HTTP calls of callbacks by outcome (ok, reject, error, refused) since this process began.",
         labels=["outcome"],
     )
-    for outcome in ("ok", "reject", "error", "refused"):
-        calls.add_metric([outcome], recent["outcomes"].get(outcome, 0))
+    for outcome in OUTCOMES:
+        calls.add_metric([outcome], totals.outcomes.get(outcome, 0))
     yield calls
-    late = recent["lateness"]
-    counts = late["buckets"] or [0] * len(LATENESS_BUCKETS)
-    buckets = [(str(le), float(n)) for le, n in zip(LATENESS_BUCKETS, counts, strict=True)]
-    buckets.append(("+Inf", float(late["count"])))
-    histogram = HistogramMetricFamily(
-        "pgmbus_timer_recent_lateness_seconds",
-        "First-call lateness (start minus originally_run_at) of callbacks in the recent window.",
+    buckets = [(str(le), float(n)) for le, n in zip(LATENESS_BUCKETS, totals.buckets, strict=True)]
+    buckets.append(("+Inf", float(totals.count)))
+    yield HistogramMetricFamily(
+        "pgmbus_timer_lateness_seconds",
+        "First-call lateness (start minus originally_run_at) of callbacks, since this process "
+        "began.",
         buckets=buckets,
-        sum_value=float(late["sum"]),
+        sum_value=totals.sum,
     )
-    yield histogram
 
 
 class ListenerCollector(Collector):
@@ -316,7 +339,7 @@ class ListenerCollector(Collector):
         yield from (listeners, connections, queued, dropped, refused)
 
 
-def registry_for(fetch: Callable[[], dict[str, Any]], *more: Collector) -> CollectorRegistry:
+def registry_for(fetch: Fetch, *more: Collector) -> CollectorRegistry:
     """A registry holding the snapshot collector and ``more`` (no process or GC series)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(fetch))

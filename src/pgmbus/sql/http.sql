@@ -102,8 +102,9 @@ SELECT name FROM mbus.timer_clients ORDER BY name;
 -- Everything /metrics exports, in one statement (one round trip per scrape). Queue figures come
 -- from mbus.queue_stats (a count over each queue's deliveries; posted/consumed totals from the
 -- counter sequences, mbus.queue_counters), stream figures from
--- mbus.group_status; the timers' recent-call figures read the last window_s seconds of
--- mbus.timer_attempts through its started_at index.
+-- mbus.group_status; the timers' call figures are the attempts committed since the previous
+-- scrape (after_xid, see 'calls'), found among the last window_s seconds of mbus.timer_attempts
+-- through its started_at index; the service adds them to its own running totals.
 SELECT jsonb_build_object(
     'now', extract(epoch FROM clock_timestamp()),
     'queues', (SELECT coalesce(jsonb_agg(jsonb_build_object(
@@ -164,26 +165,36 @@ SELECT jsonb_build_object(
                    'schedules', (SELECT count(*) FROM mbus.timer_schedules),
                    'schedules_paused', (SELECT count(*) FROM mbus.timer_schedules AS s
                                         WHERE s.paused))),
-    'recent', (SELECT jsonb_build_object(
-                   'outcomes', coalesce(jsonb_object_agg(r.outcome, r.n), '{}'),
-                   'lateness', (
-                       WITH l AS (
-                           SELECT extract(epoch FROM a.started_at - c.originally_run_at)::float8
-                                  AS late
-                           FROM mbus.timer_attempts AS a
-                           JOIN mbus.timer_callbacks AS c ON c.id = a.callback_id
-                           WHERE a.started_at > clock_timestamp()
-                                                - make_interval(secs => %(window_s)s)
-                             AND a.attempt = 1 AND a.call = 0)
-                       SELECT jsonb_build_object(
-                           'count', (SELECT count(*) FROM l),
-                           'sum', (SELECT coalesce(sum(l.late), 0) FROM l),
-                           'buckets', (SELECT jsonb_agg((SELECT count(*) FROM l
-                                                         WHERE l.late <= b.le) ORDER BY b.le)
-                                       FROM unnest(%(buckets)s::float8[]) AS b(le)))))
-               FROM (SELECT a.outcome, count(*) AS n FROM mbus.timer_attempts AS a
-                     WHERE a.started_at > clock_timestamp() - make_interval(secs => %(window_s)s)
-                     GROUP BY a.outcome) AS r),
+    'calls', (WITH h AS (
+                  SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon,
+                         pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax),
+              a AS (
+                  -- The attempts whose inserting transaction ended between the previous
+                  -- scrape's horizon (after_xid) and this one's: every transaction below a
+                  -- snapshot's xmin has ended, so each committed attempt falls in exactly one
+                  -- scrape's range and the totals the service adds up never go down. The
+                  -- row's 32-bit xmin is widened to 64 bits against the snapshot's xmax.
+                  SELECT a.callback_id, a.attempt, a.call, a.outcome, a.started_at
+                  FROM mbus.timer_attempts AS a, h
+                  WHERE %(after_xid)s::bigint IS NOT NULL
+                    AND a.started_at > clock_timestamp() - make_interval(secs => %(window_s)s)
+                    AND h.xmax - mod(mod(h.xmax - a.xmin::text::bigint, 4294967296)
+                                     + 4294967296, 4294967296)
+                        BETWEEN %(after_xid)s::bigint AND h.horizon - 1),
+              l AS (
+                  SELECT extract(epoch FROM a.started_at - c.originally_run_at)::float8 AS late
+                  FROM a JOIN mbus.timer_callbacks AS c ON c.id = a.callback_id
+                  WHERE a.attempt = 1 AND a.call = 0)
+              SELECT jsonb_build_object(
+                  'horizon', (SELECT h.horizon FROM h),
+                  'outcomes', coalesce((SELECT jsonb_object_agg(r.outcome, r.n) FROM (
+                      SELECT a.outcome, count(*) AS n FROM a GROUP BY a.outcome) AS r), '{}'),
+                  'lateness', jsonb_build_object(
+                      'count', (SELECT count(*) FROM l),
+                      'sum', (SELECT coalesce(sum(l.late), 0) FROM l),
+                      'buckets', (SELECT jsonb_agg((SELECT count(*) FROM l WHERE l.late <= b.le)
+                                                   ORDER BY b.le)
+                                  FROM unnest(%(buckets)s::float8[]) AS b(le))))),
     'sagas', (SELECT coalesce(jsonb_object_agg(x.state, x.n), '{}') FROM (
                   SELECT s.state, count(*) AS n FROM mbus.saga AS s GROUP BY s.state) AS x)
 ) AS snapshot;
