@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -19,9 +14,7 @@ import pytest
 
 from pgmbus.contrib.kombu_transport import dsn_from_url, eta_of, queue_name, url_from_dsn
 from pgmbus.queues import Bus
-from pgmbus.testing.server import TestServer
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.contrib.celery_helpers import Start, effects, wait_for
 
 
 def test_queue_names_fold_into_the_naming_rule() -> None:
@@ -43,94 +36,8 @@ def test_urls_and_dsns_round_trip() -> None:
 
 
 @pytest.fixture(scope="module")
-def celery_env(pg_server: TestServer) -> Iterator[dict[str, str]]:
-    name = pg_server.create_database()
-    dsn = pg_server.dsn(name)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(
-            "CREATE TABLE celery_effects (key text, worker text, info jsonb,"
-            " at timestamptz DEFAULT clock_timestamp())"
-        )
-    results = tempfile.mkdtemp(prefix="pgmbus-celery-")
-    env = {"PGMBUS_CELERY_DSN": dsn, "PGMBUS_CELERY_RESULTS": results}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        yield env
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        pg_server.drop_database(name)
-
-
-@pytest.fixture(scope="module")
-def tasks(celery_env: dict[str, str]) -> ModuleType:
-    sys.modules.pop("tests.contrib.celery_app", None)
-    return importlib.import_module("tests.contrib.celery_app")
-
-
-Start = Callable[..., subprocess.Popen[bytes]]
-
-
-@pytest.fixture(scope="module")
-def start_worker(celery_env: dict[str, str]) -> Iterator[Start]:
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start(
-        name: str, queues: str, *, pool: str = "threads", lease: float = 30, poll: float = 1
-    ) -> Any:
-        env = {
-            **os.environ,
-            **celery_env,
-            "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
-            "PGMBUS_CELERY_WORKER": name,
-            "PGMBUS_CELERY_LEASE": str(lease),
-            "PGMBUS_CELERY_POLL": str(poll),
-        }
-        cmd = [sys.executable, "-m", "celery", "-A", "tests.contrib.celery_app", "worker",
-               "--pool", pool, "-c", "2", "-Q", queues, "-n", f"{name}@%h", "--loglevel", "WARNING",
-               "--without-gossip", "--without-mingle", "--without-heartbeat"]
-        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, start_new_session=True)
-        procs.append(proc)
-        return proc
-
-    yield start
-    # All at once: a warm shutdown takes each worker ~3 s (Celery's loop for transports
-    # without an event hub drains with a 2 s timeout), one after the other 12 s of the suite.
-    running = [proc for proc in procs if proc.poll() is None]
-    for proc in running:
-        os.killpg(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
-    for proc in running:
-        try:
-            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-@pytest.fixture(scope="module")
 def main_worker(start_worker: Start, tasks: ModuleType) -> subprocess.Popen[bytes]:
     return start_worker("main", "celery,high")
-
-
-def effects(dsn: str, key: str) -> list[tuple[str, dict[str, Any], Any]]:
-    with psycopg.connect(dsn) as conn:
-        rows = conn.execute(
-            "SELECT worker, info, at FROM celery_effects WHERE key = %s ORDER BY at", (key,)
-        ).fetchall()
-    return [(r[0], r[1], r[2]) for r in rows]
-
-
-def wait_for(check: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.1)
 
 
 def test_delay_round_trip_with_a_result(tasks: ModuleType, main_worker: Any) -> None:
