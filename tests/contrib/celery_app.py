@@ -109,3 +109,27 @@ def kill_worker(self: Task, key: str) -> None:
     """Kills the worker running it (as an out-of-memory kill would): a poison message."""
     record(key, {"attempt": self.request.delivery_info.get("redelivered")})
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+@app.task(ignore_result=True)
+def noop() -> None:
+    """Does nothing: drained by the thousand to look at the transport alone."""
+
+
+@app.task(bind=True, acks_late=True)
+def work_then_die(self: Task, key: str) -> None:
+    """Does its work, then its first delivery kills the worker before the ack."""
+    if record(key, {"redelivered": bool(self.request.delivery_info.get("redelivered"))}) == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@app.task(bind=True, max_retries=3)
+def retry_in_transaction(self: Task, key: str) -> str:
+    """Asks for its retry inside a transaction that the retry's exception rolls back."""
+    from pgmbus.contrib.celery import transaction
+
+    if record(key, {}) > 1:
+        return "retried"
+    with psycopg.connect(DSN) as conn, conn.transaction(), transaction(conn):
+        conn.execute("INSERT INTO celery_effects (key) VALUES (%s)", (key + ":rolled-back",))
+        raise self.retry(countdown=0.1)

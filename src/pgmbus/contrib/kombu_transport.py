@@ -8,6 +8,10 @@ SIGKILL) stops extending, so its unacknowledged messages are delivered again onc
 ends (``visibility_timeout`` seconds, default 30). A Celery ``eta``/``countdown`` becomes the
 message's ``delayed_until``: the message stays in PostgreSQL until it is due instead of waiting
 in a worker's memory.
+A task sent while the application holds an open transaction on the broker's database (Django's
+``transaction.atomic``, or a connection or SQLAlchemy session bound with
+``pgmbus.contrib.celery``) is posted in that transaction: it exists exactly when that
+transaction commits (``pgmbus.contrib.app_transaction`` says which transaction a send joins).
 A message's priority (``apply_async(priority=N)``, 0..255, higher first, as on RabbitMQ) becomes
 the pgmbus message's priority: workers take higher priorities first, FIFO within one.
 
@@ -46,6 +50,7 @@ import psycopg_pool
 from kombu.transport import TRANSPORT_ALIASES, virtual
 from psycopg.conninfo import conninfo_to_dict
 
+from pgmbus.contrib import app_transaction
 from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import DatabaseError, PgmbusError, StaleLease
 from pgmbus.queues import Bus, Message
@@ -259,16 +264,25 @@ class Channel(virtual.Channel):
 
     # --- messages -----------------------------------------------------------------------------
 
-    @_reconnecting
     def _put(self, queue: str, message: dict[str, Any], **kwargs: Any) -> None:
+        """Post the message; in the application's open transaction on the broker's database,
+        if there is one (see ``pgmbus.contrib.app_transaction``), so it commits with it."""
         name = queue_name(queue)
-        self._new_queue(queue)
-        self.bus.post(
+        with connection_errors():
+            self._new_queue(queue)
+        joined = app_transaction.joining(message, self.connection.broker_identity)
+        post = functools.partial(
+            self.bus.post,
             name,
             message,
             delayed_until=eta_of(message),
             priority=self._get_message_priority(message, reverse=False),
         )
+        if joined is not None:
+            post(conn=joined)  # its errors are the application's, not a broker to reconnect
+            return
+        with connection_errors():
+            post()
 
     @_reconnecting
     def _get(self, queue: str, timeout: float | None = None) -> dict[str, Any]:
@@ -455,6 +469,7 @@ class Transport(virtual.Transport):
         self._bus: Bus | None = None
         self._keeper: _LeaseKeeper | None = None
         self._waiter: _PostWaiter | None = None
+        self._broker_identity: tuple[Any, ...] | None = None
         self._lock = threading.Lock()
 
     def _dsn(self) -> str | None:
@@ -478,6 +493,17 @@ class Transport(virtual.Transport):
             if self._keeper is None:
                 self._keeper = _LeaseKeeper(bus, self.visibility_timeout)
             return self._keeper
+
+    def broker_identity(self, fresh: bool = False) -> tuple[Any, ...]:
+        """The broker database's identity (``app_transaction.ask_identity``), asked once."""
+        with self._lock:
+            known = self._broker_identity
+        if known is None or fresh:
+            with connection_errors(), self.bus.pool.connection() as conn:
+                known = app_transaction.ask_identity(conn)
+            with self._lock:
+                self._broker_identity = known
+        return known
 
     def establish_connection(self) -> Any:
         with connection_errors():  # fail early when the database is not there
@@ -545,6 +571,7 @@ class Transport(virtual.Transport):
                 keeper, self._keeper = self._keeper, None
                 bus, self._bus = self._bus, None
                 waiter, self._waiter = self._waiter, None
+                self._broker_identity = None
             if waiter is not None:
                 waiter.close()
             if keeper is not None:
