@@ -158,6 +158,7 @@ class _LeaseKeeper:
         self.bus = bus
         self.lease = lease
         self.held: dict[UUID, Message] = {}
+        self.lost = 0  # leases that ended while their message was held (it may run twice)
         self.lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pgmbus-lease-keeper", daemon=True)
@@ -175,16 +176,32 @@ class _LeaseKeeper:
 
     def _run(self) -> None:
         while not self._stop.wait(self.lease / 3):
-            with self.lock:
-                messages = list(self.held.values())
-            for message in messages:
-                try:
-                    self.bus.extend(message, self.lease)
-                except StaleLease:
-                    self.release(message.lease_token)  # type: ignore[arg-type]
-                    log.warning("lease of %s was lost (it may run twice)", message.iid)
-                except (PgmbusError, OSError) as exc:  # retried at the next tick
-                    log.warning("could not extend the lease of %s: %s", message.iid, exc)
+            self.tick()
+
+    def tick(self) -> None:
+        """Extend the lease of every message held now."""
+        with self.lock:
+            messages = list(self.held.values())
+        for message in messages:
+            self.extend(message)
+
+    def extend(self, message: Message) -> None:
+        """Extend one lease; a lease found gone while still held is lost (counted, told once)."""
+        try:
+            self.bus.extend(message, self.lease)
+        except StaleLease:
+            # An ack (or reject) between our snapshot and this extension released the message
+            # and ended its lease: that is no loss. Only a message still held lost its lease.
+            if self.release(message.lease_token) is not None:  # type: ignore[arg-type]
+                self.lost_lease(message)
+        except (PgmbusError, OSError) as exc:  # retried at the next tick
+            log.warning("could not extend the lease of %s: %s", message.iid, exc)
+
+    def lost_lease(self, message: Message) -> None:
+        """Count and tell a lease that ended before the message was done."""
+        with self.lock:
+            self.lost += 1
+        log.warning("lease of %s was lost (it may run twice)", message.iid)
 
     def stop(self) -> None:
         self._stop.set()
@@ -368,7 +385,7 @@ class Channel(virtual.Channel):
             try:
                 self.bus.ack(message)
             except StaleLease:
-                log.warning("ack of %s came after its lease ended", message.iid)
+                self.keeper.lost_lease(message)
         super().basic_ack(delivery_tag, multiple)
 
     @_reconnecting
@@ -382,7 +399,7 @@ class Channel(virtual.Channel):
                 else:
                     self.bus.bury(message, "rejected by the consumer")
             except StaleLease:
-                log.warning("reject of %s came after its lease ended", message.iid)
+                self.keeper.lost_lease(message)
         self.qos.reject(delivery_tag, requeue=False)
 
     @_reconnecting
