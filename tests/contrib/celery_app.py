@@ -29,7 +29,11 @@ app.conf.update(
     },
     broker_connection_retry_on_startup=True,
     result_backend=f"file://{RESULTS}",
-    task_routes={"tests.contrib.celery_app.urgent": {"queue": "high"}},
+    task_routes={
+        "tests.contrib.celery_app.urgent": {"queue": "high"},
+        # every send of alert is posted at once, even inside a transaction
+        "tests.contrib.celery_app.alert": {"pgmbus_transactional": False},
+    },
     worker_enable_remote_control=False,
     worker_hijack_root_logger=False,
     worker_prefetch_multiplier=1,
@@ -133,3 +137,9 @@ def retry_in_transaction(self: Task, key: str) -> str:
     with psycopg.connect(DSN) as conn, conn.transaction(), transaction(conn):
         conn.execute("INSERT INTO celery_effects (key) VALUES (%s)", (key + ":rolled-back",))
         raise self.retry(countdown=0.1)
+
+
+@app.task
+def alert(key: str) -> None:
+    """Routed with pgmbus_transactional=False: runs even if the sender's transaction fails."""
+    record(key, {})

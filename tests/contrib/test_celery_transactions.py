@@ -167,6 +167,19 @@ def test_explicit_connection_rollback_never_runs_and_commit_runs_once(
     assert ran(dsn, "pg-rollback") == []
 
 
+def test_a_task_routed_with_the_opt_out_is_posted_at_once(
+    tasks: ModuleType, worker: Any, dsn: str
+) -> None:
+    with psycopg.connect(dsn) as conn, transaction(conn):
+        tasks.alert.delay("pg-alert")
+        tasks.stamp.delay("pg-alert-stamp")
+        conn.rollback()
+    wait_for(lambda: bool(effects(dsn, "pg-alert")), timeout=30)
+    marker_ran(tasks, dsn, "pg-alert")
+    assert ran(dsn, "pg-alert") == ["tx"]
+    assert ran(dsn, "pg-alert-stamp") == []
+
+
 def test_a_connection_to_another_database_is_not_joined(
     tasks: ModuleType, worker: Any, dsn: str, pg_server: TestServer
 ) -> None:
