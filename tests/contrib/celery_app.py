@@ -36,7 +36,7 @@ app.conf.update(
     },
     worker_enable_remote_control=False,
     worker_hijack_root_logger=False,
-    worker_prefetch_multiplier=1,
+    worker_prefetch_multiplier=int(os.environ.get("PGMBUS_CELERY_PREFETCH", "1")),
     task_default_queue="celery",
 )
 
@@ -142,4 +142,11 @@ def retry_in_transaction(self: Task, key: str) -> str:
 @app.task
 def alert(key: str) -> None:
     """Routed with pgmbus_transactional=False: runs even if the sender's transaction fails."""
+    record(key, {})
+
+
+@app.task(acks_late=True)
+def brief(key: str) -> None:
+    """Holds its message a moment (acked when done): a worker's prefetch fills up."""
+    time.sleep(0.3)
     record(key, {})

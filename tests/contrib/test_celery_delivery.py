@@ -61,3 +61,19 @@ def test_a_clean_run_of_10000_tasks_reports_no_lost_lease(
     tasks: ModuleType, start_worker: Start, celery_env: dict[str, str], tmp_path: Path
 ) -> None:
     clean_run(tasks, start_worker, celery_env["PGMBUS_CELERY_DSN"], tmp_path, 10000)
+
+
+def test_a_worker_with_a_full_prefetch_takes_the_next_task_when_one_is_acked(
+    tasks: ModuleType, start_worker: Start, celery_env: dict[str, str]
+) -> None:
+    """With every prefetch slot taken, the worker waits for an ack, not for a post (which
+    could not wake it: the tasks are all posted) nor the 30 s poll."""
+    dsn = celery_env["PGMBUS_CELERY_DSN"]
+    for _ in range(10):
+        tasks.brief.apply_async(("full",), queue="full")
+    start_worker("full", "full", poll=30)  # 2 threads, 2 prefetch slots
+    wait_for(lambda: len(effects(dsn, "full")) == 10, timeout=60)
+    done = [at for _w, _i, at in effects(dsn, "full")]
+    # 5 rounds of 0.3 s after the first: 1.2 s, with room for a loaded machine (a wait for
+    # posts instead of acks took 8-9 s here)
+    assert (done[-1] - done[0]).total_seconds() < 4.0

@@ -387,6 +387,7 @@ class Channel(virtual.Channel):
             except StaleLease:
                 self.keeper.lost_lease(message)
         super().basic_ack(delivery_tag, multiple)
+        self.connection.slot_freed()
 
     @_reconnecting
     def basic_reject(self, delivery_tag: Any, requeue: bool = False) -> None:
@@ -401,6 +402,7 @@ class Channel(virtual.Channel):
             except StaleLease:
                 self.keeper.lost_lease(message)
         self.qos.reject(delivery_tag, requeue=False)
+        self.connection.slot_freed()
 
     @_reconnecting
     def _restore(self, message: Any) -> None:
@@ -487,6 +489,7 @@ class Transport(virtual.Transport):
         self._keeper: _LeaseKeeper | None = None
         self._waiter: _PostWaiter | None = None
         self._broker_identity: tuple[Any, ...] | None = None
+        self._slot_freed = threading.Event()
         self._lock = threading.Lock()
 
     def _dsn(self) -> str | None:
@@ -550,7 +553,23 @@ class Transport(virtual.Transport):
             pause = self.polling_interval
             if remaining is not None:
                 pause = min(pause, remaining)
-            self._idle_wait(pause)
+            # Cleared before the look: an ack after it sets it again, so none is missed.
+            self._slot_freed.clear()
+            if self._prefetch_full():
+                # Nothing may be taken until a task is acked (Celery acks from its pool's
+                # threads): wait for that, not for posts, which could not be taken anyway.
+                self._slot_freed.wait(pause)
+            else:
+                self._idle_wait(pause)
+
+    def _prefetch_full(self) -> bool:
+        """Whether every consuming channel holds as many unacked messages as it may."""
+        consuming = [ch for ch in self.channels if ch._consumers]
+        return bool(consuming) and not any(ch.qos.can_consume() for ch in consuming)
+
+    def slot_freed(self) -> None:
+        """A message was acked, rejected or given back: a full prefetch has room again."""
+        self._slot_freed.set()
 
     def _idle_wait(self, seconds: float) -> None:
         """Register for the active queues' posts, look once more, then wait."""
