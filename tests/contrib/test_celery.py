@@ -191,3 +191,29 @@ def test_priority_higher_first_like_rabbitmq(
     wait_for(lambda: len(effects(dsn, "prio")) == 8, timeout=30)
     ran = [info["label"] for _w, info, _at in effects(dsn, "prio")]
     assert ran == ["top", "mid0", "mid1", "mid2", "low0", "low1", "low2", "low3"]
+
+
+def test_a_consumer_claims_its_free_prefetch_at_once_and_gives_back_what_it_did_not_deliver(
+    db_dsn: str,
+) -> None:
+    from kombu import Connection
+
+    with Connection(url_from_dsn(db_dsn)) as producer:
+        channel = producer.channel()
+        channel.queue_declare("claims")
+        for i in range(12):
+            channel.basic_publish(channel.prepare_message(str(i)), "", "claims")
+    delivered: list[Any] = []
+    with Bus(db_dsn) as bus, Connection(url_from_dsn(db_dsn)) as consumer:
+        channel = consumer.channel()
+        channel.basic_qos(0, 5, False)
+        channel.basic_consume("claims", False, delivered.append, "claims-tag")
+        consumer.drain_events(timeout=10)
+        [stats] = bus.stats("claims")
+        assert (len(delivered), stats.leased, stats.ready) == (1, 5, 7)  # one claim of 5 slots
+        consumer.drain_events(timeout=10)
+        assert [m.body for m in delivered] == [b"0", b"1"]  # the claim's next, in order
+        assert bus.stats("claims")[0].leased == 5  # taken from the claim: no new query
+        consumer.release()  # closing: delivered ones are restored, claimed ones given back
+        [stats] = bus.stats("claims")
+        assert (stats.leased, stats.ready) == (0, 12)  # at once, not after the lease

@@ -1,7 +1,9 @@
 """A Kombu transport on pgmbus queues: Celery apps run on PostgreSQL with ``pgmbus://``.
 
 Each Kombu queue is a pgmbus queue (its name folded into pgmbus's naming rule) read by its
-``default`` consumer. Messages are claimed under a lease: a lease keeper thread extends the
+``default`` consumer. Messages are claimed under a lease, as many in one query as the consumer
+has free prefetch slots (the ones not yet delivered go back at once when the channel closes);
+a worker whose prefetch is full waits for an ack, not for posts. A lease keeper thread extends the
 leases of the messages the process holds, ``basic_ack`` acks them, a requeue nacks them and a
 reject without requeue buries them in the dead-message queue. A worker that dies (even by
 SIGKILL) stops extending, so its unacknowledged messages are delivered again once their lease
@@ -37,6 +39,7 @@ import json
 import logging
 import re
 import threading
+from collections import deque
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from queue import Empty
@@ -73,6 +76,9 @@ DEFAULT_MAX_ATTEMPTS = 20
 # Bad messages buried by one _get before it gives the loop back (it says Empty for now), so a
 # queue full of them cannot keep one drain from returning.
 _MAX_BURIED_PER_GET = 100
+# Most messages one claim leases (a consumer's free prefetch slots, capped): one query instead
+# of one per message.
+_MAX_CLAIM = 100
 
 
 def queue_name(kombu_queue: str) -> str:
@@ -231,6 +237,8 @@ class Channel(virtual.Channel):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._declared: set[str] = set()
+        # leased in one claim, not yet handed to Kombu, per pgmbus queue
+        self._claimed: dict[str, deque[Message]] = {}
 
     @property
     def bus(self) -> Bus:
@@ -306,29 +314,10 @@ class Channel(virtual.Channel):
         name = queue_name(queue)
         if name not in self._declared:
             self._new_queue(queue)
-        # A message that is no Kombu envelope can never be delivered: it is buried at once
-        # (retrying cannot mend it) and the next one is taken, so it never reaches Celery,
-        # whose consumer would die on it, and never comes back after its lease.
-        for _ in range(_MAX_BURIED_PER_GET):
-            got = self.bus.lease(
-                name,
-                lease=self.connection.visibility_timeout,
-                max_attempts=self.connection.max_attempts,
-            )
-            if not got:
-                raise Empty()
-            message = got[0]
-            problem = self._not_an_envelope(message.data)
-            if problem is None:
-                break
-            log.warning("message %s of queue %s is buried: %s", message.iid, name, problem)
-            try:
-                self.bus.bury(message, problem)
-            except StaleLease:
-                log.warning("bury of %s came after its lease ended", message.iid)
-        else:
-            raise Empty()  # a run of bad messages: the next drain goes on burying them
-        self.keeper.hold(message)
+        waiting = self._claimed.get(name)
+        if not waiting:
+            waiting = self._claimed[name] = self._claim(name)
+        message = waiting.popleft()
         payload: dict[str, Any] = dict(message.data)
         properties = payload["properties"]
         info = properties.setdefault("delivery_info", {})
@@ -337,6 +326,72 @@ class Channel(virtual.Channel):
         info["redelivered"] = message.attempts > 1
         payload["redelivered"] = message.attempts > 1
         return payload
+
+    def _claim(self, name: str) -> deque[Message]:
+        """Lease as many messages as the consumer may take now (its free prefetch slots; one
+        without a prefetch limit) in one query; each is held (its lease kept) from now on.
+
+        A message that is no Kombu envelope can never be delivered: it is buried at once
+        (retrying cannot mend it), so it never reaches Celery, whose consumer would die on it,
+        and never comes back after its lease. Raises ``Empty`` when nothing good was leased.
+        """
+        slots = min(self.qos.can_consume_max_estimate() or 1, _MAX_CLAIM)
+        buried = 0
+        while buried < _MAX_BURIED_PER_GET:
+            got = self.bus.lease(
+                name,
+                limit=max(slots, 1),
+                lease=self.connection.visibility_timeout,
+                max_attempts=self.connection.max_attempts,
+            )
+            if not got:
+                raise Empty()
+            good: deque[Message] = deque()
+            for message in got:
+                problem = self._not_an_envelope(message.data)
+                if problem is None:
+                    self.keeper.hold(message)
+                    good.append(message)
+                    continue
+                log.warning("message %s of queue %s is buried: %s", message.iid, name, problem)
+                buried += 1
+                try:
+                    self.bus.bury(message, problem)
+                except StaleLease:
+                    log.warning("bury of %s came after its lease ended", message.iid)
+            if good:
+                return good
+        raise Empty()  # a run of bad messages: the next drain goes on burying them
+
+    def _give_back(self, names: set[str] | None = None) -> None:
+        """Nack the claimed messages not yet delivered (of ``names``, or all): they are
+        delivered again at once, to any consumer."""
+        for name in list(self._claimed if names is None else names):
+            waiting = self._claimed.pop(name, None) or deque()
+            for message in waiting:
+                if self.keeper.release(message.lease_token) is None:  # type: ignore[arg-type]
+                    continue
+                try:
+                    self.bus.nack(message)
+                except StaleLease:
+                    pass  # its lease ended: it is back in the queue already
+                except (PgmbusError, psycopg.Error, OSError) as exc:
+                    log.warning("%s comes back when its lease ends: %s", message.iid, exc)
+
+    def basic_cancel(self, consumer_tag: Any) -> Any:
+        """Stop consuming; claimed messages of a queue no longer consumed are given back."""
+        queue = self._tag_to_queue.get(consumer_tag)
+        result = super().basic_cancel(consumer_tag)
+        if queue is not None and queue not in self._active_queues:
+            self._give_back({queue_name(queue)})
+        return result
+
+    def close(self) -> None:
+        """Give back the claimed messages not yet delivered, then close as Kombu does
+        (which gives back the delivered, unacknowledged ones)."""
+        if not self.closed:
+            self._give_back()
+        super().close()
 
     def _not_an_envelope(self, data: Any) -> str | None:
         """Why ``data`` is not a Kombu message envelope Kombu can decode (None if it is)."""
