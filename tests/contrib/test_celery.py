@@ -28,7 +28,11 @@ def test_urls_and_dsns_round_trip() -> None:
     url = url_from_dsn("host='/tmp/a b' port=5433 user=u password=p@ss dbname=d")
     again = psycopg.conninfo.conninfo_to_dict(dsn_from_url(url))
     assert again == {
-        "host": "/tmp/a b", "port": "5433", "user": "u", "password": "p@ss", "dbname": "d"
+        "host": "/tmp/a b",
+        "port": "5433",
+        "user": "u",
+        "password": "p@ss",
+        "dbname": "d",
     }
     assert dsn_from_url("pgmbus://") is None
     assert eta_of({"headers": {"eta": "2030-01-01T00:00:00"}}).tzinfo is not None  # type: ignore[union-attr]
@@ -147,7 +151,9 @@ def test_kombu_channel_gives_unacked_messages_back_when_it_closes(db_dsn: str) -
         got = [channel.basic_get("jobs.v1") for _ in range(3)]
         assert all(m is not None for m in got)
         assert sorted((m.body, m.delivery_info["redelivered"]) for m in got) == [
-            (b"a", True), (b"b", False), (b"c", False),
+            (b"a", True),
+            (b"b", False),
+            (b"c", False),
         ]
         got[0].ack()
     with Connection(url_from_dsn(db_dsn)) as third:
