@@ -29,10 +29,14 @@ app.conf.update(
     },
     broker_connection_retry_on_startup=True,
     result_backend=f"file://{RESULTS}",
-    task_routes={"tests.contrib.celery_app.urgent": {"queue": "high"}},
+    task_routes={
+        "tests.contrib.celery_app.urgent": {"queue": "high"},
+        # every send of alert is posted at once, even inside a transaction
+        "tests.contrib.celery_app.alert": {"pgmbus_transactional": False},
+    },
     worker_enable_remote_control=False,
     worker_hijack_root_logger=False,
-    worker_prefetch_multiplier=1,
+    worker_prefetch_multiplier=int(os.environ.get("PGMBUS_CELERY_PREFETCH", "1")),
     task_default_queue="celery",
 )
 
@@ -109,3 +113,40 @@ def kill_worker(self: Task, key: str) -> None:
     """Kills the worker running it (as an out-of-memory kill would): a poison message."""
     record(key, {"attempt": self.request.delivery_info.get("redelivered")})
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+@app.task(ignore_result=True)
+def noop() -> None:
+    """Does nothing: drained by the thousand to look at the transport alone."""
+
+
+@app.task(bind=True, acks_late=True)
+def work_then_die(self: Task, key: str) -> None:
+    """Does its work, then its first delivery kills the worker before the ack."""
+    if record(key, {"redelivered": bool(self.request.delivery_info.get("redelivered"))}) == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@app.task(bind=True, max_retries=3)
+def retry_in_transaction(self: Task, key: str) -> str:
+    """Asks for its retry inside a transaction that the retry's exception rolls back."""
+    from pgmbus.contrib.celery import transaction
+
+    if record(key, {}) > 1:
+        return "retried"
+    with psycopg.connect(DSN) as conn, conn.transaction(), transaction(conn):
+        conn.execute("INSERT INTO celery_effects (key) VALUES (%s)", (key + ":rolled-back",))
+        raise self.retry(countdown=0.1)
+
+
+@app.task
+def alert(key: str) -> None:
+    """Routed with pgmbus_transactional=False: runs even if the sender's transaction fails."""
+    record(key, {})
+
+
+@app.task(acks_late=True)
+def brief(key: str) -> None:
+    """Holds its message a moment (acked when done): a worker's prefetch fills up."""
+    time.sleep(0.3)
+    record(key, {})

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -19,9 +14,7 @@ import pytest
 
 from pgmbus.contrib.kombu_transport import dsn_from_url, eta_of, queue_name, url_from_dsn
 from pgmbus.queues import Bus
-from pgmbus.testing.server import TestServer
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.contrib.celery_helpers import Start, effects, wait_for
 
 
 def test_queue_names_fold_into_the_naming_rule() -> None:
@@ -35,7 +28,11 @@ def test_urls_and_dsns_round_trip() -> None:
     url = url_from_dsn("host='/tmp/a b' port=5433 user=u password=p@ss dbname=d")
     again = psycopg.conninfo.conninfo_to_dict(dsn_from_url(url))
     assert again == {
-        "host": "/tmp/a b", "port": "5433", "user": "u", "password": "p@ss", "dbname": "d"
+        "host": "/tmp/a b",
+        "port": "5433",
+        "user": "u",
+        "password": "p@ss",
+        "dbname": "d",
     }
     assert dsn_from_url("pgmbus://") is None
     assert eta_of({"headers": {"eta": "2030-01-01T00:00:00"}}).tzinfo is not None  # type: ignore[union-attr]
@@ -43,94 +40,8 @@ def test_urls_and_dsns_round_trip() -> None:
 
 
 @pytest.fixture(scope="module")
-def celery_env(pg_server: TestServer) -> Iterator[dict[str, str]]:
-    name = pg_server.create_database()
-    dsn = pg_server.dsn(name)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(
-            "CREATE TABLE celery_effects (key text, worker text, info jsonb,"
-            " at timestamptz DEFAULT clock_timestamp())"
-        )
-    results = tempfile.mkdtemp(prefix="pgmbus-celery-")
-    env = {"PGMBUS_CELERY_DSN": dsn, "PGMBUS_CELERY_RESULTS": results}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        yield env
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        pg_server.drop_database(name)
-
-
-@pytest.fixture(scope="module")
-def tasks(celery_env: dict[str, str]) -> ModuleType:
-    sys.modules.pop("tests.contrib.celery_app", None)
-    return importlib.import_module("tests.contrib.celery_app")
-
-
-Start = Callable[..., subprocess.Popen[bytes]]
-
-
-@pytest.fixture(scope="module")
-def start_worker(celery_env: dict[str, str]) -> Iterator[Start]:
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start(
-        name: str, queues: str, *, pool: str = "threads", lease: float = 30, poll: float = 1
-    ) -> Any:
-        env = {
-            **os.environ,
-            **celery_env,
-            "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
-            "PGMBUS_CELERY_WORKER": name,
-            "PGMBUS_CELERY_LEASE": str(lease),
-            "PGMBUS_CELERY_POLL": str(poll),
-        }
-        cmd = [sys.executable, "-m", "celery", "-A", "tests.contrib.celery_app", "worker",
-               "--pool", pool, "-c", "2", "-Q", queues, "-n", f"{name}@%h", "--loglevel", "WARNING",
-               "--without-gossip", "--without-mingle", "--without-heartbeat"]
-        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, start_new_session=True)
-        procs.append(proc)
-        return proc
-
-    yield start
-    # All at once: a warm shutdown takes each worker ~3 s (Celery's loop for transports
-    # without an event hub drains with a 2 s timeout), one after the other 12 s of the suite.
-    running = [proc for proc in procs if proc.poll() is None]
-    for proc in running:
-        os.killpg(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
-    for proc in running:
-        try:
-            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-@pytest.fixture(scope="module")
 def main_worker(start_worker: Start, tasks: ModuleType) -> subprocess.Popen[bytes]:
     return start_worker("main", "celery,high")
-
-
-def effects(dsn: str, key: str) -> list[tuple[str, dict[str, Any], Any]]:
-    with psycopg.connect(dsn) as conn:
-        rows = conn.execute(
-            "SELECT worker, info, at FROM celery_effects WHERE key = %s ORDER BY at", (key,)
-        ).fetchall()
-    return [(r[0], r[1], r[2]) for r in rows]
-
-
-def wait_for(check: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.1)
 
 
 def test_delay_round_trip_with_a_result(tasks: ModuleType, main_worker: Any) -> None:
@@ -240,7 +151,9 @@ def test_kombu_channel_gives_unacked_messages_back_when_it_closes(db_dsn: str) -
         got = [channel.basic_get("jobs.v1") for _ in range(3)]
         assert all(m is not None for m in got)
         assert sorted((m.body, m.delivery_info["redelivered"]) for m in got) == [
-            (b"a", True), (b"b", False), (b"c", False),
+            (b"a", True),
+            (b"b", False),
+            (b"c", False),
         ]
         got[0].ack()
     with Connection(url_from_dsn(db_dsn)) as third:
@@ -284,3 +197,29 @@ def test_priority_higher_first_like_rabbitmq(
     wait_for(lambda: len(effects(dsn, "prio")) == 8, timeout=30)
     ran = [info["label"] for _w, info, _at in effects(dsn, "prio")]
     assert ran == ["top", "mid0", "mid1", "mid2", "low0", "low1", "low2", "low3"]
+
+
+def test_a_consumer_claims_its_free_prefetch_at_once_and_gives_back_what_it_did_not_deliver(
+    db_dsn: str,
+) -> None:
+    from kombu import Connection
+
+    with Connection(url_from_dsn(db_dsn)) as producer:
+        channel = producer.channel()
+        channel.queue_declare("claims")
+        for i in range(12):
+            channel.basic_publish(channel.prepare_message(str(i)), "", "claims")
+    delivered: list[Any] = []
+    with Bus(db_dsn) as bus, Connection(url_from_dsn(db_dsn)) as consumer:
+        channel = consumer.channel()
+        channel.basic_qos(0, 5, False)
+        channel.basic_consume("claims", False, delivered.append, "claims-tag")
+        consumer.drain_events(timeout=10)
+        [stats] = bus.stats("claims")
+        assert (len(delivered), stats.leased, stats.ready) == (1, 5, 7)  # one claim of 5 slots
+        consumer.drain_events(timeout=10)
+        assert [m.body for m in delivered] == [b"0", b"1"]  # the claim's next, in order
+        assert bus.stats("claims")[0].leased == 5  # taken from the claim: no new query
+        consumer.release()  # closing: delivered ones are restored, claimed ones given back
+        [stats] = bus.stats("claims")
+        assert (stats.leased, stats.ready) == (0, 12)  # at once, not after the lease

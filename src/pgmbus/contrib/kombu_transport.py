@@ -1,13 +1,19 @@
 """A Kombu transport on pgmbus queues: Celery apps run on PostgreSQL with ``pgmbus://``.
 
 Each Kombu queue is a pgmbus queue (its name folded into pgmbus's naming rule) read by its
-``default`` consumer. Messages are claimed under a lease: a lease keeper thread extends the
+``default`` consumer. Messages are claimed under a lease, as many in one query as the consumer
+has free prefetch slots (the ones not yet delivered go back at once when the channel closes);
+a worker whose prefetch is full waits for an ack, not for posts. A lease keeper thread extends the
 leases of the messages the process holds, ``basic_ack`` acks them, a requeue nacks them and a
 reject without requeue buries them in the dead-message queue. A worker that dies (even by
 SIGKILL) stops extending, so its unacknowledged messages are delivered again once their lease
 ends (``visibility_timeout`` seconds, default 30). A Celery ``eta``/``countdown`` becomes the
 message's ``delayed_until``: the message stays in PostgreSQL until it is due instead of waiting
 in a worker's memory.
+A task sent while the application holds an open transaction on the broker's database (Django's
+``transaction.atomic``, or a connection or SQLAlchemy session bound with
+``pgmbus.contrib.celery``) is posted in that transaction: it exists exactly when that
+transaction commits (``pgmbus.contrib.app_transaction`` says which transaction a send joins).
 A message's priority (``apply_async(priority=N)``, 0..255, higher first, as on RabbitMQ) becomes
 the pgmbus message's priority: workers take higher priorities first, FIFO within one.
 
@@ -33,6 +39,7 @@ import json
 import logging
 import re
 import threading
+from collections import deque
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from queue import Empty
@@ -46,6 +53,7 @@ import psycopg_pool
 from kombu.transport import TRANSPORT_ALIASES, virtual
 from psycopg.conninfo import conninfo_to_dict
 
+from pgmbus.contrib import app_transaction
 from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import DatabaseError, PgmbusError, StaleLease
 from pgmbus.queues import Bus, Message
@@ -68,6 +76,9 @@ DEFAULT_MAX_ATTEMPTS = 20
 # Bad messages buried by one _get before it gives the loop back (it says Empty for now), so a
 # queue full of them cannot keep one drain from returning.
 _MAX_BURIED_PER_GET = 100
+# Most messages one claim leases (a consumer's free prefetch slots, capped): one query instead
+# of one per message.
+_MAX_CLAIM = 100
 
 
 def queue_name(kombu_queue: str) -> str:
@@ -153,6 +164,7 @@ class _LeaseKeeper:
         self.bus = bus
         self.lease = lease
         self.held: dict[UUID, Message] = {}
+        self.lost = 0  # leases that ended while their message was held (it may run twice)
         self.lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pgmbus-lease-keeper", daemon=True)
@@ -170,16 +182,32 @@ class _LeaseKeeper:
 
     def _run(self) -> None:
         while not self._stop.wait(self.lease / 3):
-            with self.lock:
-                messages = list(self.held.values())
-            for message in messages:
-                try:
-                    self.bus.extend(message, self.lease)
-                except StaleLease:
-                    self.release(message.lease_token)  # type: ignore[arg-type]
-                    log.warning("lease of %s was lost (it may run twice)", message.iid)
-                except (PgmbusError, OSError) as exc:  # retried at the next tick
-                    log.warning("could not extend the lease of %s: %s", message.iid, exc)
+            self.tick()
+
+    def tick(self) -> None:
+        """Extend the lease of every message held now."""
+        with self.lock:
+            messages = list(self.held.values())
+        for message in messages:
+            self.extend(message)
+
+    def extend(self, message: Message) -> None:
+        """Extend one lease; a lease found gone while still held is lost (counted, told once)."""
+        try:
+            self.bus.extend(message, self.lease)
+        except StaleLease:
+            # An ack (or reject) between our snapshot and this extension released the message
+            # and ended its lease: that is no loss. Only a message still held lost its lease.
+            if self.release(message.lease_token) is not None:  # type: ignore[arg-type]
+                self.lost_lease(message)
+        except (PgmbusError, OSError) as exc:  # retried at the next tick
+            log.warning("could not extend the lease of %s: %s", message.iid, exc)
+
+    def lost_lease(self, message: Message) -> None:
+        """Count and tell a lease that ended before the message was done."""
+        with self.lock:
+            self.lost += 1
+        log.warning("lease of %s was lost (it may run twice)", message.iid)
 
     def stop(self) -> None:
         self._stop.set()
@@ -209,6 +237,8 @@ class Channel(virtual.Channel):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._declared: set[str] = set()
+        # leased in one claim, not yet handed to Kombu, per pgmbus queue
+        self._claimed: dict[str, deque[Message]] = {}
 
     @property
     def bus(self) -> Bus:
@@ -259,45 +289,35 @@ class Channel(virtual.Channel):
 
     # --- messages -----------------------------------------------------------------------------
 
-    @_reconnecting
     def _put(self, queue: str, message: dict[str, Any], **kwargs: Any) -> None:
+        """Post the message; in the application's open transaction on the broker's database,
+        if there is one (see ``pgmbus.contrib.app_transaction``), so it commits with it."""
         name = queue_name(queue)
-        self._new_queue(queue)
-        self.bus.post(
+        with connection_errors():
+            self._new_queue(queue)
+        joined = app_transaction.joining(message, self.connection.broker_identity)
+        post = functools.partial(
+            self.bus.post,
             name,
             message,
             delayed_until=eta_of(message),
             priority=self._get_message_priority(message, reverse=False),
         )
+        if joined is not None:
+            post(conn=joined)  # its errors are the application's, not a broker to reconnect
+            return
+        with connection_errors():
+            post()
 
     @_reconnecting
     def _get(self, queue: str, timeout: float | None = None) -> dict[str, Any]:
         name = queue_name(queue)
         if name not in self._declared:
             self._new_queue(queue)
-        # A message that is no Kombu envelope can never be delivered: it is buried at once
-        # (retrying cannot mend it) and the next one is taken, so it never reaches Celery,
-        # whose consumer would die on it, and never comes back after its lease.
-        for _ in range(_MAX_BURIED_PER_GET):
-            got = self.bus.lease(
-                name,
-                lease=self.connection.visibility_timeout,
-                max_attempts=self.connection.max_attempts,
-            )
-            if not got:
-                raise Empty()
-            message = got[0]
-            problem = self._not_an_envelope(message.data)
-            if problem is None:
-                break
-            log.warning("message %s of queue %s is buried: %s", message.iid, name, problem)
-            try:
-                self.bus.bury(message, problem)
-            except StaleLease:
-                log.warning("bury of %s came after its lease ended", message.iid)
-        else:
-            raise Empty()  # a run of bad messages: the next drain goes on burying them
-        self.keeper.hold(message)
+        waiting = self._claimed.get(name)
+        if not waiting:
+            waiting = self._claimed[name] = self._claim(name)
+        message = waiting.popleft()
         payload: dict[str, Any] = dict(message.data)
         properties = payload["properties"]
         info = properties.setdefault("delivery_info", {})
@@ -306,6 +326,72 @@ class Channel(virtual.Channel):
         info["redelivered"] = message.attempts > 1
         payload["redelivered"] = message.attempts > 1
         return payload
+
+    def _claim(self, name: str) -> deque[Message]:
+        """Lease as many messages as the consumer may take now (its free prefetch slots; one
+        without a prefetch limit) in one query; each is held (its lease kept) from now on.
+
+        A message that is no Kombu envelope can never be delivered: it is buried at once
+        (retrying cannot mend it), so it never reaches Celery, whose consumer would die on it,
+        and never comes back after its lease. Raises ``Empty`` when nothing good was leased.
+        """
+        slots = min(self.qos.can_consume_max_estimate() or 1, _MAX_CLAIM)
+        buried = 0
+        while buried < _MAX_BURIED_PER_GET:
+            got = self.bus.lease(
+                name,
+                limit=max(slots, 1),
+                lease=self.connection.visibility_timeout,
+                max_attempts=self.connection.max_attempts,
+            )
+            if not got:
+                raise Empty()
+            good: deque[Message] = deque()
+            for message in got:
+                problem = self._not_an_envelope(message.data)
+                if problem is None:
+                    self.keeper.hold(message)
+                    good.append(message)
+                    continue
+                log.warning("message %s of queue %s is buried: %s", message.iid, name, problem)
+                buried += 1
+                try:
+                    self.bus.bury(message, problem)
+                except StaleLease:
+                    log.warning("bury of %s came after its lease ended", message.iid)
+            if good:
+                return good
+        raise Empty()  # a run of bad messages: the next drain goes on burying them
+
+    def _give_back(self, names: set[str] | None = None) -> None:
+        """Nack the claimed messages not yet delivered (of ``names``, or all): they are
+        delivered again at once, to any consumer."""
+        for name in list(self._claimed if names is None else names):
+            waiting = self._claimed.pop(name, None) or deque()
+            for message in waiting:
+                if self.keeper.release(message.lease_token) is None:  # type: ignore[arg-type]
+                    continue
+                try:
+                    self.bus.nack(message)
+                except StaleLease:
+                    pass  # its lease ended: it is back in the queue already
+                except (PgmbusError, psycopg.Error, OSError) as exc:
+                    log.warning("%s comes back when its lease ends: %s", message.iid, exc)
+
+    def basic_cancel(self, consumer_tag: Any) -> Any:
+        """Stop consuming; claimed messages of a queue no longer consumed are given back."""
+        queue = self._tag_to_queue.get(consumer_tag)
+        result = super().basic_cancel(consumer_tag)
+        if queue is not None and queue not in self._active_queues:
+            self._give_back({queue_name(queue)})
+        return result
+
+    def close(self) -> None:
+        """Give back the claimed messages not yet delivered, then close as Kombu does
+        (which gives back the delivered, unacknowledged ones)."""
+        if not self.closed:
+            self._give_back()
+        super().close()
 
     def _not_an_envelope(self, data: Any) -> str | None:
         """Why ``data`` is not a Kombu message envelope Kombu can decode (None if it is)."""
@@ -354,8 +440,9 @@ class Channel(virtual.Channel):
             try:
                 self.bus.ack(message)
             except StaleLease:
-                log.warning("ack of %s came after its lease ended", message.iid)
+                self.keeper.lost_lease(message)
         super().basic_ack(delivery_tag, multiple)
+        self.connection.slot_freed()
 
     @_reconnecting
     def basic_reject(self, delivery_tag: Any, requeue: bool = False) -> None:
@@ -368,8 +455,9 @@ class Channel(virtual.Channel):
                 else:
                     self.bus.bury(message, "rejected by the consumer")
             except StaleLease:
-                log.warning("reject of %s came after its lease ended", message.iid)
+                self.keeper.lost_lease(message)
         self.qos.reject(delivery_tag, requeue=False)
+        self.connection.slot_freed()
 
     @_reconnecting
     def _restore(self, message: Any) -> None:
@@ -455,6 +543,8 @@ class Transport(virtual.Transport):
         self._bus: Bus | None = None
         self._keeper: _LeaseKeeper | None = None
         self._waiter: _PostWaiter | None = None
+        self._broker_identity: tuple[Any, ...] | None = None
+        self._slot_freed = threading.Event()
         self._lock = threading.Lock()
 
     def _dsn(self) -> str | None:
@@ -478,6 +568,17 @@ class Transport(virtual.Transport):
             if self._keeper is None:
                 self._keeper = _LeaseKeeper(bus, self.visibility_timeout)
             return self._keeper
+
+    def broker_identity(self, fresh: bool = False) -> tuple[Any, ...]:
+        """The broker database's identity (``app_transaction.ask_identity``), asked once."""
+        with self._lock:
+            known = self._broker_identity
+        if known is None or fresh:
+            with connection_errors(), self.bus.pool.connection() as conn:
+                known = app_transaction.ask_identity(conn)
+            with self._lock:
+                self._broker_identity = known
+        return known
 
     def establish_connection(self) -> Any:
         with connection_errors():  # fail early when the database is not there
@@ -507,7 +608,23 @@ class Transport(virtual.Transport):
             pause = self.polling_interval
             if remaining is not None:
                 pause = min(pause, remaining)
-            self._idle_wait(pause)
+            # Cleared before the look: an ack after it sets it again, so none is missed.
+            self._slot_freed.clear()
+            if self._prefetch_full():
+                # Nothing may be taken until a task is acked (Celery acks from its pool's
+                # threads): wait for that, not for posts, which could not be taken anyway.
+                self._slot_freed.wait(pause)
+            else:
+                self._idle_wait(pause)
+
+    def _prefetch_full(self) -> bool:
+        """Whether every consuming channel holds as many unacked messages as it may."""
+        consuming = [ch for ch in self.channels if ch._consumers]
+        return bool(consuming) and not any(ch.qos.can_consume() for ch in consuming)
+
+    def slot_freed(self) -> None:
+        """A message was acked, rejected or given back: a full prefetch has room again."""
+        self._slot_freed.set()
 
     def _idle_wait(self, seconds: float) -> None:
         """Register for the active queues' posts, look once more, then wait."""
@@ -545,6 +662,7 @@ class Transport(virtual.Transport):
                 keeper, self._keeper = self._keeper, None
                 bus, self._bus = self._bus, None
                 waiter, self._waiter = self._waiter, None
+                self._broker_identity = None
             if waiter is not None:
                 waiter.close()
             if keeper is not None:
