@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,7 +108,9 @@ def _statements(dsn: str) -> float:
 
 
 async def one_round(side: Side, env: Env, opts: Options, folder: Path) -> dict[str, float]:
+    load = os.getloadavg()[0]  # the machine is shared: each figure carries the load it met
     result = await enqueue_rates(side, env, opts.jobs)
     result.update(await drain(side, env, opts, folder))
     result.update(await latency(side, env, opts, folder))
+    result["load_1m"] = (load + os.getloadavg()[0]) / 2
     return result

@@ -99,7 +99,7 @@ class CelerySide:
 
 
 SIDES = [
-    CelerySide("celery-pgmbus", None, "Celery on pgmbus://, threads pool, concurrency 4"),
+    CelerySide("celery-pgmbus", None, "Celery on pgmbus://, threads pool, concurrency 4", True),
     CelerySide("celery-redis", "redis", "Celery on Redis (redis-server), threads, concurrency 4"),
     CelerySide("celery-rabbitmq", "rabbitmq", "Celery on RabbitMQ, threads, concurrency 4"),
 ]

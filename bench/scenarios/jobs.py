@@ -54,7 +54,7 @@ def run_report(
 def render(report: dict[str, Any]) -> None:
     table = Table(
         "side", "enqueue 1/call /s", "enqueue batch /s", "drain /s", "pgmbus/side",
-        "CPU ms/job", "stmts/job", "p50 ms", "p99 ms", "rolled back runs",
+        "CPU ms/job", "stmts/job", "p50 ms", "p99 ms", "rolled back runs", "load",
         title=f"jobs: {report['jobs']} drained, {report['rounds']} rounds (medians)",
     )  # fmt: skip
     for r in report["sides"]:
@@ -69,5 +69,6 @@ def render(report: dict[str, Any]) -> None:
             f"{r['latency_p50_ms']:.1f}",
             f"{r['latency_p99_ms']:.1f}",
             "yes" if r["rolled_back_ran"] else "no",
+            f"{r['load_1m']:.1f}",
         )
-    Console().print(table)
+    Console(width=200).print(table)
