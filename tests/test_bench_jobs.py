@@ -32,3 +32,4 @@ def test_jobs_scenario_measures_each_side(pg_server: TestServer, capsys: object)
         sides["pgmbus"]["drain_per_s"] / sides["pgqueuer"]["drain_per_s"]
     )
     assert sides["pgmbus"]["statements_per_job"] > 0
+    assert sides["pgmbus"]["latency_statements_per_job"] > 0

@@ -52,12 +52,18 @@ async def drain(side: Side, env: Env, opts: Options, folder: Path) -> dict[str, 
     """Drain the queued jobs with the side's worker: jobs/s from the first start to the last,
     the worker's CPU per job over that span, and PostgreSQL statements per job."""
     prefix = None
-    if opts.profile and side.name.startswith("pgmbus"):
+    profiled = opts.profile is not None and "pgmbus" in side.name
+    if opts.profile and profiled:
         opts.profile.mkdir(parents=True, exist_ok=True)
         prefix = ["-m", "cProfile", "-o", str(opts.profile / f"{side.name}.prof")]
-    calls_before = _statements(env.dsn) if side.postgres and env.statements else None
+    counted = side.postgres and env.statements
+    if counted and profiled:
+        _reset_statements(env.dsn)
+    calls_before = _statements(env.dsn) if counted else None
     async with worker.started(side, env, opts.jobs, folder, prefix) as w:
         notes = await w.notes(_timeout(opts.jobs))
+    if opts.profile and counted and profiled:
+        _write_statements(env.dsn, opts.profile / f"{side.name}.statements.txt", opts.jobs)
     starts = sorted(notes.starts.values())
     span = starts[-1] - starts[0]
     result = {
@@ -74,11 +80,14 @@ async def latency(side: Side, env: Env, opts: Options, folder: Path) -> dict[str
     """Enqueue-to-start latency at a steady ``opts.rate``; whether the rolled-back job ran."""
     await side.purge(env)
     enqueued: dict[int, float] = {}
+    counted = side.postgres and env.statements
+    calls_before = 0.0
     async with worker.started(side, env, opts.latency_jobs, folder) as w:
         async with side.enqueuer(env) as enqueuer:
             await enqueuer.one(WARM_UP)
             await w.ready(_timeout(0))
             await enqueuer.rolled_back(ROLLED_BACK)
+            calls_before = _statements(env.dsn) if counted else 0.0
             start = time.monotonic()
             for n in range(opts.latency_jobs):
                 delay = start + n / opts.rate - time.monotonic()
@@ -88,13 +97,18 @@ async def latency(side: Side, env: Env, opts: Options, folder: Path) -> dict[str
                 enqueued[n] = time.monotonic()
             sent = opts.latency_jobs / (time.monotonic() - start)
         notes = await w.notes(_timeout(opts.latency_jobs))
+        calls = _statements(env.dsn) - calls_before if counted else 0.0
     waits = [1000 * (notes.starts[n] - t) for n, t in enqueued.items()]
-    return {
+    result = {
         "latency_p50_ms": percentile(waits, 0.5),
         "latency_p99_ms": percentile(waits, 0.99),
         "latency_sent_per_s": sent,
         "rolled_back_ran": float(ROLLED_BACK in notes.starts),
     }
+    if counted:
+        # the enqueues' statements included: at a steady rate idle polling shows here
+        result["latency_statements_per_job"] = calls / opts.latency_jobs
+    return result
 
 
 def _statements(dsn: str) -> float:
@@ -105,6 +119,24 @@ def _statements(dsn: str) -> float:
             " WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
         ).fetchone()
     return float(row[0]) if row else 0.0
+
+
+def _reset_statements(dsn: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_statements_reset()")
+
+
+def _write_statements(dsn: str, path: Path, jobs: int) -> None:
+    """The statements of the drain (since the reset), most called first, calls per job."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT calls, total_exec_time, query FROM pg_stat_statements"
+            " WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            " ORDER BY calls DESC LIMIT 25"
+        ).fetchall()
+    lines = [f"{calls / jobs:8.3f}/job {ms / jobs:8.4f} ms/job  {' '.join(q.split())[:160]}"
+             for calls, ms, q in rows]  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
 
 
 async def one_round(side: Side, env: Env, opts: Options, folder: Path) -> dict[str, float]:
