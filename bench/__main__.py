@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import harness
+from bench.scenarios import jobs as jobs_scenario
 from bench.sql.model import Options
 from bench.sql.report import render
 from pgmbus.dsn import resolve_dsn
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     sql.add_argument("--paths", help="comma-separated paths to run (default: all)")
     sql.add_argument("--sides", help="comma-separated sides to run, e.g. raw,pgmbus,pgmq")
     sql.add_argument("--pgmq-sql", type=Path, help="PGMQ's install script (pgmq.sql); else skipped")
+    jobs_scenario.add_arguments(parser)
     args = parser.parse_args(argv)
 
     console = Console(stderr=True)
@@ -53,8 +55,15 @@ def main(argv: list[str] | None = None) -> int:
     for report in sql_reports:
         render(report)
     modules = [m for m in modules if not _is_pgbench(m)]
+    others = [r.as_dict() for r in sql_reports]
+    if any(_is_jobs(m) for m in modules):
+        admin_dsn = make_conninfo(resolve_dsn(args.dsn), dbname="postgres")
+        for m in [m for m in modules if _is_jobs(m)]:
+            others.append(m.run_report(args, admin_dsn, console.print))
+            m.render(others[-1])
+        modules = [m for m in modules if not _is_jobs(m)]
     if not modules:
-        text = json.dumps([r.as_dict() for r in sql_reports], indent=2)
+        text = json.dumps(others, indent=2)
         print(text)
         if args.json:
             args.json.write_text(text)
@@ -82,10 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     Console().print(table)
     text = harness.to_json(reports)
-    if sql_reports:
-        text = json.dumps(
-            json.loads(text) + [r.as_dict() for r in sql_reports], indent=2
-        )
+    if others:
+        text = json.dumps(json.loads(text) + others, indent=2)
     print(text)
     if args.json:
         args.json.write_text(text)
@@ -94,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _is_pgbench(module: Any) -> bool:
     return bool(getattr(module, "pgbench", False))
+
+
+def _is_jobs(module: Any) -> bool:
+    return bool(getattr(module, "jobs_scenario", False))
 
 
 def _sql_options(args: argparse.Namespace) -> Options:

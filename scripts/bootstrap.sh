@@ -3,7 +3,7 @@
 # present) and a virtualenv in .venv with pgmbus installed in editable mode with its extras, at
 # the exact versions of constraints.txt (pyproject.toml holds the ranges).
 # Idempotent: a second run only checks. Usage: scripts/bootstrap.sh [extras, default "test"]
-# "bench" also installs the Debian packages the pgbench scenarios measure against (PgQ).
+# "bench" also installs the Debian packages the benchmarks measure against (PgQ, Redis, RabbitMQ).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-test}"
@@ -112,6 +112,18 @@ if [ "$extras" = "bench" ] && [ ! -f /usr/share/postgresql/15/extension/pgq.cont
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql-15-pgq3 \
         >/dev/null 2>&1 || echo "bootstrap: could not install it; PgQ rows will be skipped" >&2
     step_done
+fi
+
+# `python -m bench jobs` runs Celery on Redis and on RabbitMQ; it starts Debian's servers itself
+# (private ports and data folders), so only the packages are needed; only in bench mode.
+if [ "$extras" = "bench" ] && command -v apt-get >/dev/null 2>&1 &&
+    { ! command -v redis-server >/dev/null 2>&1 || [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; }; then
+    echo "bootstrap: installing Debian's redis-server and rabbitmq-server (bench jobs peers)" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server rabbitmq-server \
+        >/dev/null 2>&1 || echo "bootstrap: could not install them; skip the Celery sides" >&2
 fi
 
 python=""
