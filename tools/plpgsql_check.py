@@ -34,13 +34,16 @@ WHERE p.pronamespace = 'mbus'::regnamespace
 ORDER BY 1, 4
 """
 
-# a queue (generated functions), its view (view_insert) and a captured table (_capture_row,
-# _capture_truncate): the trigger functions need a table to be checked against
+# a queue (generated functions), its view (view_insert), a captured table (_capture_row,
+# _capture_truncate) and a moved queue's fence (refuse_moved_post): the trigger functions need a
+# table to be checked against
 PROBES = (
     "SELECT mbus.create_queue('plpgsql_check_probe', 1)",
     "SELECT mbus.create_view('plpgsql_check_probe')",
     "CREATE TABLE public.plpgsql_check_probe_table (id int PRIMARY KEY)",
     "SELECT mbus.capture_table('public.plpgsql_check_probe_table'::regclass)",
+    "CREATE TRIGGER plpgsql_check_probe_moved BEFORE INSERT ON public.plpgsql_check_probe_table"
+    " FOR EACH ROW EXECUTE FUNCTION mbus.refuse_moved_post('plpgsql_check_probe', 'elsewhere')",
 )
 
 

@@ -113,7 +113,12 @@ def test_a_bad_subscription_or_time_is_a_typed_error_and_publishes_nothing(
         streams.publish(conn, "t", {}, subscription_id=424242)
     conn.rollback()
     with pytest.raises(NotFound):
+        streams.publish_batch(conn, "t", [{}, {}], subscription_id=424242)
+    conn.rollback()
+    with pytest.raises(InvalidArgument, match=r"^subscription_id"):  # no id is negative
         streams.publish_batch(conn, "t", [{}, {}], subscription_id=-1)
+    with pytest.raises(NotFound), translating():  # SQL callers get NotFound for it
+        conn.execute("SELECT mbus.publish_batch('t', ARRAY['{}'::jsonb], subscription_id => -1)")
     conn.rollback()
     with pytest.raises(InvalidArgument, match="finite"), translating():
         conn.execute("SELECT mbus.publish('t', '{}', delayed_until => 'infinity')")
