@@ -88,6 +88,13 @@ def _q(name: str) -> LiteralString:
     return load_queries("timers.sql")[name]
 
 
+def _check_retry(retry: Any) -> None:
+    """A retry policy is an object; its ``fast_retries`` a count (2.0 is no count, as over HTTP)."""
+    args.json_object("retry", retry, optional=True)
+    if retry is not None and "fast_retries" in retry:
+        args.integer("retry.fast_retries", retry["fast_retries"], low=0)
+
+
 def _row(cur: psycopg.Cursor[Any]) -> Any:
     """The one row a function call returns (a missing row is a server-side bug)."""
     row = cur.fetchone()
@@ -172,7 +179,7 @@ def create(
     args.moment("run_at", run_at, optional=False)
     args.text("url", url)
     args.json_object("context", context, optional=True)
-    args.json_object("retry", retry, optional=True)
+    _check_retry(retry)
     args.seconds("stop_after_delay_s", stop_after_delay_s, optional=True)
     args.moment("originally_run_at", originally_run_at)
     args.moment("now", now)
@@ -333,7 +340,7 @@ def create_schedule(
     args.text("timezone", timezone)
     args.integer("interval_s", interval_s, low=1, optional=True)
     args.json_object("context", context, optional=True)
-    args.json_object("retry", retry, optional=True)
+    _check_retry(retry)
     args.seconds("stop_after_delay_s", stop_after_delay_s, optional=True)
     for what, moment in (("start_at", start_at), ("end_at", end_at), ("now", now)):
         args.moment(what, moment)
