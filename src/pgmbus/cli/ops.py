@@ -54,7 +54,7 @@ def metrics_cmd(
     try:
         from prometheus_client import start_http_server
 
-        from pgmbus.http.metrics import fetch_snapshot, registry_for
+        from pgmbus.http import fetch_snapshot, registry_for
     except ImportError as exc:
         raise PgmbusError(
             f"this command needs the server extra: pip install 'pgmbus[server]' ({exc.name} is "
