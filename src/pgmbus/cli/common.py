@@ -23,10 +23,12 @@ from rich.table import Column, Table
 
 from pgmbus.cli import deadline
 from pgmbus.cli.errors import fail
+from pgmbus.data.install import SCHEMA
+from pgmbus.data.queues import queue_exists
+from pgmbus.data.streams import group_exists
 from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import NotFound, SchemaNotInstalledError, translating
 from pgmbus.queues import Bus
-from pgmbus.sqlfiles import load_queries
 
 PLAIN_WIDTH = 100_000
 """Line width when the output is not a terminal: a row of a table is one line, never wrapped."""
@@ -159,7 +161,7 @@ def _is_address(host: str) -> bool:
 
 
 def _check_schema(conn: psycopg.Connection[Any]) -> None:
-    row = conn.execute(load_queries("schema.sql")["ledger_exists"]).fetchone()
+    row = conn.execute(SCHEMA["ledger_exists"]).fetchone()
     if not row or not row[0]:
         raise SchemaNotInstalledError(
             f"the mbus schema is not installed in database {conn.info.dbname!r}: "
@@ -230,17 +232,13 @@ def open_bus(dsn: str | None, *, max_size: int = 3) -> Iterator[Bus]:
 
 def require_queue(conn: psycopg.Connection[Any], queue: str) -> None:
     """Raise ``NotFound`` unless the queue exists."""
-    with translating():
-        row = conn.execute(load_queries("queues.sql")["queue_exists"], {"queue": queue}).fetchone()
-    if not row or not row[0]:
+    if not queue_exists(conn, queue):
         raise NotFound(f"queue {queue!r} does not exist", sqlstate="MB002")
 
 
 def require_group(conn: psycopg.Connection[Any], group: str) -> None:
     """Raise ``NotFound`` unless the stream consumer group exists."""
-    with translating():
-        rows = conn.execute(load_queries("http.sql")["stream_groups"], {"group": group}).fetchall()
-    if not rows:
+    if not group_exists(conn, group):
         raise NotFound(f"consumer group {group!r} does not exist", sqlstate="MB002")
 
 

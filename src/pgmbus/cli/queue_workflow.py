@@ -19,9 +19,7 @@ from pgmbus.cli.common import (
     require_queue,
     vocabulary_rows,
 )
-from pgmbus.sqlfiles import load_queries
-
-Q = load_queries("queues.sql")
+from pgmbus.data.queues import QUEUES as Q
 
 
 @reports_errors

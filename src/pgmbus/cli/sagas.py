@@ -20,11 +20,10 @@ from pgmbus.cli.common import (
     reports_errors,
 )
 from pgmbus.cli.worker_checks import require_worker_objects
+from pgmbus.data.queues import QUEUES as Q
 from pgmbus.queues.saga import run_saga_pump, run_saga_worker
 from pgmbus.queues.worker import load_handler
-from pgmbus.sqlfiles import load_queries
 
-Q = load_queries("queues.sql")
 saga_app = typer.Typer(help="Sagas: list, run step workers, pump.", no_args_is_help=True)
 
 
