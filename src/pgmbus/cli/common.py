@@ -11,19 +11,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import wraps
-from typing import Annotated, Any, LiteralString, ParamSpec, TypeVar
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import psycopg
 import typer
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 from rich.console import Console, ConsoleDimensions
 from rich.table import Column, Table
 
 from pgmbus.cli import deadline
 from pgmbus.cli.errors import fail
-from pgmbus.data.install import SCHEMA
+from pgmbus.data.install import ledger_exists
 from pgmbus.data.queues import queue_exists
 from pgmbus.data.streams import group_exists
 from pgmbus.dsn import resolve_dsn
@@ -161,8 +160,7 @@ def _is_address(host: str) -> bool:
 
 
 def _check_schema(conn: psycopg.Connection[Any]) -> None:
-    row = conn.execute(SCHEMA["ledger_exists"]).fetchone()
-    if not row or not row[0]:
+    if not ledger_exists(conn):
         raise SchemaNotInstalledError(
             f"the mbus schema is not installed in database {conn.info.dbname!r}: "
             "run `pgmbus install`"
@@ -201,15 +199,6 @@ def connect(dsn: str | None, *, need_schema: bool = True) -> Iterator[psycopg.Co
             with translating():
                 _check_schema(conn)
         yield conn
-
-
-def query_rows(
-    dsn: str | None, query: LiteralString, params: dict[str, Any]
-) -> list[dict[str, Any]]:
-    """Run one named query (from a ``pgmbus/sql`` file) in autocommit; return its rows as dicts."""
-    with connect(dsn) as conn, translating(), conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(query, params)
-        return cur.fetchall() if cur.description is not None else []
 
 
 @contextmanager

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 import psycopg
 
 from pgmbus.cli.common import connect
-from pgmbus.data.queues import QUEUES, queue_exists
+from pgmbus.data.queues import queue_exists, require_consumer
 from pgmbus.data.streams import group_exists
-from pgmbus.errors import NotFound, translating
+from pgmbus.errors import NotFound
 
 
 def missing_objects(
@@ -32,8 +32,7 @@ def missing_objects(
             problems.append(f"queue {queue!r} does not exist (create it: `{fix}`)")
             continue
         try:
-            with translating():
-                conn.execute(QUEUES["require_consumer"], {"queue": queue, "consumer": consumer})
+            require_consumer(conn, queue, consumer)
         except NotFound as exc:
             problems.append(f"{exc} (create it: `pgmbus queue create-consumer {queue} {consumer}`)")
     for group in dict.fromkeys(groups):

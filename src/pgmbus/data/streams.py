@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 
-from pgmbus.data.rows import rows
+from pgmbus.data.rows import one, rows
 from pgmbus.sqlfiles import load_queries
 
 STREAMS = load_queries("streams.sql")
@@ -22,3 +22,13 @@ def stream_groups(conn: psycopg.Connection[Any], group: str | None) -> list[dict
 def group_exists(conn: psycopg.Connection[Any], group: str) -> bool:
     """Whether the stream consumer group ``group`` exists."""
     return bool(stream_groups(conn, group))
+
+
+def log_consistent(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the stream log's stored transaction ids belong to this cluster."""
+    return bool(one(conn, STREAMS["log_status"], {}))
+
+
+async def await_events(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Have committed publishes notify this session (``mbus.await_events``)."""
+    await conn.execute(STREAMS["await_events"])

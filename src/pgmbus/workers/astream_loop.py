@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 
-from pgmbus.data.streams import STREAMS
+from pgmbus.data.streams import await_events
 from pgmbus.handlers import StreamHandler
 from pgmbus.streams import aclient
 from pgmbus.streams.events import Event
@@ -66,7 +66,7 @@ class AsyncStreamLoop:
                     await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as listen,
                     await psycopg.AsyncConnection.connect(self.dsn) as conn,
                 ):
-                    await listen.execute(STREAMS["await_events"])
+                    await await_events(listen)
                     while not stop.is_set():
                         seen = await self.step(conn, slot)
                         failures = 0
