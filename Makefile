@@ -13,10 +13,12 @@ demo: bootstrap
 test: bootstrap
 	$(BIN)/ruff check .
 	$(BIN)/python tools/async_to_sync.py --check
+	$(BIN)/lint-imports
 	$(BIN)/mypy src
 	$(BIN)/pytest
 
-# The edit-run loop (under 3 minutes on 2 cores): lint, the twin check, types and every test
+# The edit-run loop (under 3 minutes on 2 cores): lint, the twin check, the layer contracts
+# (`lint-imports`, [tool.importlinter] in pyproject.toml), types and every test
 # that needs no Spark, no browser and no slow fault run (markers in pyproject.toml). `make test`
 # stays the whole suite.
 FAST_TESTS := -m "not chaos and not spark and not browser and not slow and not wheel"
@@ -24,6 +26,7 @@ FAST_TESTS := -m "not chaos and not spark and not browser and not slow and not w
 test-fast: bootstrap
 	$(BIN)/ruff check .
 	$(BIN)/python tools/async_to_sync.py --check
+	$(BIN)/lint-imports
 	$(BIN)/mypy src
 	$(BIN)/pytest -q $(FAST_TESTS)
 
@@ -46,6 +49,7 @@ test-min: bootstrap
 lint: bootstrap
 	$(BIN)/ruff check .
 	$(BIN)/python tools/async_to_sync.py --check
+	$(BIN)/lint-imports
 	$(BIN)/python tools/plpgsql_check.py
 
 # The blocking twins (sync Bus, timers sync_store, streams client) from their async sources.
@@ -77,4 +81,4 @@ bench: bootstrap
 	$(BIN)/python -m bench insert_copy
 
 clean:
-	rm -rf $(VENV) $(MIN_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(MIN_VENV) .pytest_cache .mypy_cache .ruff_cache .grimp_cache .import_linter_cache

@@ -1,5 +1,5 @@
-"""The pre-commit hooks run the same checks as `make test`: ruff, ruff format, the twin check
-and mypy, each with the project's pinned tools."""
+"""The pre-commit hooks run the same checks as `make test`: ruff, ruff format, the twin check,
+the layer contracts and mypy, each with the project's pinned tools."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ def _hooks() -> dict[str, dict[str, object]]:
     return {h["id"]: h for repo in config["repos"] for h in repo["hooks"]}
 
 
-def test_the_four_checks_are_hooks() -> None:
-    assert set(_hooks()) == {"ruff", "ruff-format", "async-to-sync", "mypy"}
+def test_the_five_checks_are_hooks() -> None:
+    assert set(_hooks()) == {"ruff", "ruff-format", "async-to-sync", "import-linter", "mypy"}
 
 
 def test_every_hook_runs_a_pinned_tool_as_the_makefile_does() -> None:
@@ -25,6 +25,7 @@ def test_every_hook_runs_a_pinned_tool_as_the_makefile_does() -> None:
         "ruff": "ruff check",
         "ruff-format": "ruff format",
         "async-to-sync": "python tools/async_to_sync.py --check",
+        "import-linter": "lint-imports",
         "mypy": "mypy src",
     }
     for hook_id, command in expected.items():
@@ -38,4 +39,5 @@ def test_every_hook_runs_a_pinned_tool_as_the_makefile_does() -> None:
 def test_whole_tree_checks_take_no_file_names() -> None:
     hooks = _hooks()
     assert hooks["async-to-sync"]["pass_filenames"] is False
+    assert hooks["import-linter"]["pass_filenames"] is False  # the import graph of the package
     assert hooks["mypy"]["pass_filenames"] is False  # mypy src: strict on the whole package

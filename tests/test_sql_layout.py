@@ -135,8 +135,10 @@ class _Uses(ast.NodeVisitor):
             if isinstance(node, ast.Constant) and _is_str(node.value):
                 self.strings.add(node.value)
 
-    def imports(self, tree: ast.Module, others: dict[str, _Uses]) -> None:
-        """Take over the query files and loaders this module imports from another one."""
+    def imports(self, tree: ast.Module, others: dict[str, _Uses]) -> bool:
+        """Take over the query files and loaders this module imports from another one, and
+        count as loaders its functions that index a loader; whether anything was added."""
+        before = (len(self.loaders), len(self.files))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module in others:
                 source = others[node.module]
@@ -144,6 +146,12 @@ class _Uses(ast.NodeVisitor):
                     if alias.name in source.loaders:
                         self.loaders.add(alias.asname or alias.name)
                         self.files |= source.files
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
+                isinstance(n, ast.Subscript) and self._is_loader(n.value) for n in ast.walk(node)
+            ):
+                self.loaders.add(node.name)
+        return (len(self.loaders), len(self.files)) != before
 
     def ask(self, tree: ast.Module) -> None:
         for node in ast.walk(tree):
@@ -193,8 +201,9 @@ def _modules() -> dict[Path, _Uses]:
     for name, (_, tree) in trees.items():
         uses[name] = _Uses()
         uses[name].collect(tree)
-    for name, (_, tree) in trees.items():
-        uses[name].imports(tree, uses)
+    # loaders are imported from the data-access modules, then from modules that wrap them
+    while any([uses[name].imports(tree, uses) for name, (_, tree) in trees.items()]):
+        pass
     for name, (_, tree) in trees.items():
         uses[name].ask(tree)
     return {trees[name][0]: u for name, u in uses.items() if u.files}

@@ -78,6 +78,9 @@ RENAMES: dict[str, str] = {
     "asynccontextmanager": "contextmanager",
     "__aenter__": "__enter__",
     "__aexit__": "__exit__",
+    # the data-access helpers (pgmbus.data.rows)
+    "aone": "one",
+    "arows": "rows",
 }
 
 _WORDS = re.compile(r"\b(" + "|".join(map(re.escape, RENAMES)) + r")\b")

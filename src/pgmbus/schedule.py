@@ -18,10 +18,9 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.conninfo import make_conninfo
 
+from pgmbus.data.install import SCHEDULE as _Q
 from pgmbus.errors import ConfigurationError, translating
-from pgmbus.sqlfiles import load_queries
 
-_Q = load_queries("schedule.sql")
 COMMAND = "CALL mbus.upkeep_run(50)"
 DEFAULT_EVERY = "* * * * *"
 

@@ -32,13 +32,14 @@ from typing import Any, LiteralString
 import psycopg
 
 from pgmbus import __version__
+from pgmbus.data.install import SCHEMA
 from pgmbus.errors import (
     MigrationChecksumError,
     SchemaError,
     SchemaNotInstalledError,
     SchemaTooNewError,
 )
-from pgmbus.sqlfiles import load_queries, read_sql
+from pgmbus.sqlfiles import read_sql
 
 # pg_advisory_lock key of the installer: the bytes of 'mbus' read as an integer.
 INSTALL_LOCK_KEY = 0x6D627573
@@ -265,7 +266,7 @@ def function_set() -> FunctionSet:
 
 
 def _queries() -> dict[str, LiteralString]:
-    return load_queries("schema.sql")
+    return SCHEMA
 
 
 def _read_applied(conn: psycopg.Connection[Any]) -> list[AppliedMigration] | None:

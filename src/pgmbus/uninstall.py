@@ -13,9 +13,9 @@ from typing import Any
 import psycopg
 
 from pgmbus import schedule
+from pgmbus.data.install import UNINSTALL
 from pgmbus.errors import ConfigurationError, SchemaNotInstalledError
 from pgmbus.schema import INSTALL_LOCK_KEY
-from pgmbus.sqlfiles import load_queries
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ def uninstall(conn: psycopg.Connection[Any], dsn: str, *, confirm: str) -> Remov
     otherwise ``ConfigurationError`` and nothing changes. ``SchemaNotInstalledError`` when the
     database has no mbus schema.
     """
-    q = load_queries("uninstall.sql")
+    q = UNINSTALL
     database = conn.info.dbname
     if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
         raise ConfigurationError("uninstall needs a connection that is not inside a transaction")

@@ -11,22 +11,23 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import wraps
-from typing import Annotated, Any, LiteralString, ParamSpec, TypeVar
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import psycopg
 import typer
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 from rich.console import Console, ConsoleDimensions
 from rich.table import Column, Table
 
 from pgmbus.cli import deadline
 from pgmbus.cli.errors import fail
+from pgmbus.data.install import ledger_exists
+from pgmbus.data.queues import queue_exists
+from pgmbus.data.streams import group_exists
 from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import NotFound, SchemaNotInstalledError, translating
 from pgmbus.queues import Bus
-from pgmbus.sqlfiles import load_queries
 
 PLAIN_WIDTH = 100_000
 """Line width when the output is not a terminal: a row of a table is one line, never wrapped."""
@@ -159,8 +160,7 @@ def _is_address(host: str) -> bool:
 
 
 def _check_schema(conn: psycopg.Connection[Any]) -> None:
-    row = conn.execute(load_queries("schema.sql")["ledger_exists"]).fetchone()
-    if not row or not row[0]:
+    if not ledger_exists(conn):
         raise SchemaNotInstalledError(
             f"the mbus schema is not installed in database {conn.info.dbname!r}: "
             "run `pgmbus install`"
@@ -201,15 +201,6 @@ def connect(dsn: str | None, *, need_schema: bool = True) -> Iterator[psycopg.Co
         yield conn
 
 
-def query_rows(
-    dsn: str | None, query: LiteralString, params: dict[str, Any]
-) -> list[dict[str, Any]]:
-    """Run one named query (from a ``pgmbus/sql`` file) in autocommit; return its rows as dicts."""
-    with connect(dsn) as conn, translating(), conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(query, params)
-        return cur.fetchall() if cur.description is not None else []
-
-
 @contextmanager
 def open_bus(dsn: str | None, *, max_size: int = 3) -> Iterator[Bus]:
     """A ``Bus`` on a pool that gives up after 5 s, after the DSN and the schema are checked."""
@@ -230,17 +221,13 @@ def open_bus(dsn: str | None, *, max_size: int = 3) -> Iterator[Bus]:
 
 def require_queue(conn: psycopg.Connection[Any], queue: str) -> None:
     """Raise ``NotFound`` unless the queue exists."""
-    with translating():
-        row = conn.execute(load_queries("queues.sql")["queue_exists"], {"queue": queue}).fetchone()
-    if not row or not row[0]:
+    if not queue_exists(conn, queue):
         raise NotFound(f"queue {queue!r} does not exist", sqlstate="MB002")
 
 
 def require_group(conn: psycopg.Connection[Any], group: str) -> None:
     """Raise ``NotFound`` unless the stream consumer group exists."""
-    with translating():
-        rows = conn.execute(load_queries("http.sql")["stream_groups"], {"group": group}).fetchall()
-    if not rows:
+    if not group_exists(conn, group):
         raise NotFound(f"consumer group {group!r} does not exist", sqlstate="MB002")
 
 

@@ -19,8 +19,8 @@ from pgmbus.cli.common import (
     print_json,
     reports_errors,
 )
+from pgmbus.data import service as service_data
 from pgmbus.errors import ConfigurationError, PgmbusError, translating
-from pgmbus.sqlfiles import load_queries
 
 key_app = typer.Typer(help="API keys of the HTTP service: scopes.", no_args_is_help=True)
 
@@ -54,7 +54,7 @@ def metrics_cmd(
     try:
         from prometheus_client import start_http_server
 
-        from pgmbus.http.metrics import fetch_snapshot, registry_for
+        from pgmbus.http import fetch_snapshot, registry_for
     except ImportError as exc:
         raise PgmbusError(
             f"this command needs the server extra: pip install 'pgmbus[server]' ({exc.name} is "
@@ -106,10 +106,7 @@ def set_scopes(
 ) -> None:
     """Replace a key's scopes (engine queues|streams|timers, action read|consume|post|write)."""
     with connect(dsn) as conn, translating():
-        row = conn.execute(
-            load_queries("http.sql")["set_scopes"], {"name": name, "scopes": scopes or []}
-        ).fetchone()
-    stored = row[0] if row else []
+        stored = service_data.set_scopes(conn, name, scopes or [])
     console.print(f"{name}: {' '.join(stored) or '(no scopes)'}", highlight=False)
 
 
@@ -118,7 +115,7 @@ def set_scopes(
 def list_keys(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
     """Clients with their scopes (API keys are stored hashed and never shown again)."""
     with connect(dsn) as conn, translating():
-        rows = conn.execute(load_queries("http.sql")["list_clients"]).fetchall()
+        rows = service_data.list_clients(conn)
     if as_json:
         print_json([{"id": r[0], "name": r[1], "scopes": r[2], "created_at": r[3]} for r in rows])
         return

@@ -9,19 +9,17 @@ import typer
 from pgmbus.cli.common import (
     DsnOption,
     JsonOption,
+    connect,
     console,
     json_object,
     make_table,
     open_bus,
     print_json,
-    query_rows,
     reports_errors,
     require_queue,
     vocabulary_rows,
 )
-from pgmbus.sqlfiles import load_queries
-
-Q = load_queries("queues.sql")
+from pgmbus.data.queues import create_view, waiting_list
 
 
 @reports_errors
@@ -31,7 +29,8 @@ def waiting_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """Messages waiting for their consume_after dependencies, and what they wait for."""
-    rows = query_rows(dsn, Q["waiting_list"], {"limit": limit})
+    with connect(dsn) as conn:
+        rows = waiting_list(conn, limit)
     if as_json:
         print_json(vocabulary_rows([r | {"since": r["since"].isoformat()} for r in rows]))
         return
@@ -48,8 +47,8 @@ def view_cmd(
     dsn: DsnOption = None,
 ) -> None:
     """Create a view whose INSERT posts to the queue (grant it to unprivileged roles)."""
-    rows = query_rows(dsn, Q["create_view"], {"queue": name, "view": view})
-    typer.echo(rows[0]["create_view"])
+    with connect(dsn) as conn:
+        typer.echo(create_view(conn, name, view))
 
 
 @reports_errors

@@ -11,20 +11,19 @@ import typer
 from pgmbus.cli.common import (
     DsnOption,
     JsonOption,
+    connect,
     console,
     database,
     handler_spec,
     make_table,
     print_json,
-    query_rows,
     reports_errors,
 )
 from pgmbus.cli.worker_checks import require_worker_objects
+from pgmbus.data.queues import saga_list
 from pgmbus.queues.saga import run_saga_pump, run_saga_worker
 from pgmbus.queues.worker import load_handler
-from pgmbus.sqlfiles import load_queries
 
-Q = load_queries("queues.sql")
 saga_app = typer.Typer(help="Sagas: list, run step workers, pump.", no_args_is_help=True)
 
 
@@ -49,7 +48,8 @@ def saga_list_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """Sagas with their state and each step's forward and compensation state."""
-    rows = query_rows(dsn, Q["saga_list"], {"state": state, "limit": limit})
+    with connect(dsn) as conn:
+        rows = saga_list(conn, state, limit)
     if as_json:
         print_json(rows)
         return

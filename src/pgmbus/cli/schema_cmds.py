@@ -19,7 +19,7 @@ from pgmbus.cli.common import (
     reports_errors,
 )
 from pgmbus.cli.errors import RUNTIME
-from pgmbus.sqlfiles import load_queries
+from pgmbus.data.install import CLI
 from pgmbus.uninstall import uninstall
 
 
@@ -89,7 +89,7 @@ def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
     """Show the schema version, applied and pending migrations, and the installed functions."""
     with connect(dsn, need_schema=False) as conn:
         current = schema.status(conn)
-        info = conn.execute(load_queries("cli.sql")["server_info"]).fetchone()
+        info = conn.execute(CLI["server_info"]).fetchone()
     db, server = (info[0], info[1]) if info else ("?", "?")
     if as_json:
         print_json(

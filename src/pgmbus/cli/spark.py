@@ -34,7 +34,7 @@ def parse_duration(text: str) -> dt.timedelta:
 
 
 def _session(master: str) -> Any:
-    from pgmbus.spark.session import local_session
+    from pgmbus.spark import local_session
 
     spark = local_session("pgmbus-pipeline", master=master, fast_start=True)
     spark.sparkContext.setLogLevel("ERROR")
@@ -44,8 +44,7 @@ def _session(master: str) -> Any:
 def _show(progress: dict[str, Any]) -> None:
     rate = progress.get("processedRowsPerSecond") or 0.0
     console.print(
-        f"  batch {progress['batchId']}: {progress['numInputRows']} events "
-        f"({rate:,.0f}/s)",
+        f"  batch {progress['batchId']}: {progress['numInputRows']} events ({rate:,.0f}/s)",
         highlight=False,
     )
 
@@ -68,13 +67,19 @@ def archive_cmd(
     """Copy events older than the horizon to Parquet (by topic and date), exactly once."""
     before = dt.datetime.now(dt.UTC) - parse_duration(older_than)
     url = database(dsn)
-    from pgmbus.spark.jobs.archive import archive
+    from pgmbus.spark import archive
 
     console.print(f"archiving events published before {before:%Y-%m-%d %H:%M:%S} UTC to {path}")
     spark = _session(master)
     report = archive(
-        spark, url, path, before=before, group=group, topics=topics,
-        max_events_per_batch=batch, on_batch=_show,
+        spark,
+        url,
+        path,
+        before=before,
+        group=group,
+        topics=topics,
+        max_events_per_batch=batch,
+        on_batch=_show,
     )
     console.print(
         f"archived {report.rows} events in {report.batches} batch(es), {report.seconds:.1f} s"
@@ -102,11 +107,16 @@ def stats_cmd(
 ) -> None:
     """Keep per-user edit counts and per-object activity tables up to date, exactly once."""
     url = database(dsn)
-    from pgmbus.spark.jobs.stats import StatsJob
+    from pgmbus.spark import StatsJob
 
     job = StatsJob(
-        url, table=table, user_column=user_column, object_column=object_column,
-        window=parse_duration(window), group=group, checkpoint=checkpoint,
+        url,
+        table=table,
+        user_column=user_column,
+        object_column=object_column,
+        window=parse_duration(window),
+        group=group,
+        checkpoint=checkpoint,
     )
     spark = _session(master)
     report = job.run(spark, follow=follow, on_batch=_show)

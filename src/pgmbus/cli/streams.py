@@ -23,7 +23,7 @@ from pgmbus.cli.common import (
     vocabulary_rows,
 )
 from pgmbus.cli.confirm import YesOption, confirm_loss
-from pgmbus.sqlfiles import load_queries
+from pgmbus.data.streams import log_consistent
 from pgmbus.streams.metrics import metrics_text
 
 app = typer.Typer(
@@ -279,8 +279,7 @@ def repair_cmd(dsn: DsnOption = None) -> None:
     reset and the cursors are moved to this cluster's current snapshot.
     """
     with connect(dsn) as conn:
-        status = conn.execute(load_queries("streams.sql")["log_status"]).fetchone()
-        if status and status[0]:
+        if log_consistent(conn):
             console.print("the log is consistent with this cluster; repairing anyway")
         counts = streams.repair_after_restore(conn)
     for group, n in counts.items():

@@ -17,7 +17,7 @@ from rich.live import Live
 from rich.text import Text
 
 from pgmbus.cli.common import DsnOption, JsonOption, connect, console, make_table, print_json
-from pgmbus.sqlfiles import load_queries
+from pgmbus.data.service import snapshot as fetch_snapshot
 
 RECENT_WINDOW_S = 60.0
 
@@ -30,8 +30,7 @@ def fetch(conn: psycopg.Connection[Any], late_after: float) -> dict[str, Any]:
         "buckets": [1.0],
         "after_xid": None,
     }
-    row = conn.execute(load_queries("http.sql")["snapshot"], params).fetchone()
-    snapshot: dict[str, Any] = row[0] if row else {}
+    snapshot = fetch_snapshot(conn, params) or {}
     # the timer call figures are running totals of the process serving /metrics (no after_xid:
     # nothing counted here); a one-off frame has none to show
     snapshot.pop("calls", None)

@@ -15,10 +15,7 @@ from pgmbus.cli.worker_checks import require_worker_objects
 from pgmbus.dsn import resolve_dsn
 from pgmbus.handlers import Handlers
 from pgmbus.queues.worker import WorkerConfig, load_handler, serve
-from pgmbus.workers import logs as worker_logs
-from pgmbus.workers.health import parse_address
-from pgmbus.workers.placed import run_placed
-from pgmbus.workers.runtime import dsn_of, load_target, run
+from pgmbus.workers import configure_logs, dsn_of, load_target, parse_address, run, run_placed
 
 ConsumerOption = Annotated[str, typer.Option("--consumer", "-c", help="Consumer name.")]
 
@@ -92,7 +89,7 @@ def worker_cmd(
     dsn: DsnOption = None,
 ) -> None:
     """Run a worker: handle messages until SIGTERM/SIGINT, then finish those in hand and exit."""
-    worker_logs.configure(log_format)
+    configure_logs(log_format)
     with command_line_dsn(dsn):
         if queue is None:
             _run_app(target, health, grace, placement_home, placement_refresh, dsn)

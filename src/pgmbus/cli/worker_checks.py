@@ -12,8 +12,9 @@ from collections.abc import Iterable
 import psycopg
 
 from pgmbus.cli.common import connect
-from pgmbus.errors import NotFound, translating
-from pgmbus.sqlfiles import load_queries
+from pgmbus.data.queues import queue_exists, require_consumer
+from pgmbus.data.streams import group_exists
+from pgmbus.errors import NotFound
 
 
 def missing_objects(
@@ -22,27 +23,20 @@ def missing_objects(
     groups: Iterable[str] = (),
 ) -> list[str]:
     """One phrase per missing queue, consumer or group: what is missing and how to create it."""
-    queries = load_queries("queues.sql")
     problems: list[str] = []
     for queue, consumer in dict.fromkeys(consumers):
-        with translating():
-            queue_row = conn.execute(queries["queue_exists"], {"queue": queue}).fetchone()
-        if not queue_row or not queue_row[0]:
+        if not queue_exists(conn, queue):
             fix = f"pgmbus queue create {queue}"
             if consumer != "default":
                 fix += f" && pgmbus queue create-consumer {queue} {consumer}"
             problems.append(f"queue {queue!r} does not exist (create it: `{fix}`)")
             continue
         try:
-            with translating():
-                conn.execute(queries["require_consumer"], {"queue": queue, "consumer": consumer})
+            require_consumer(conn, queue, consumer)
         except NotFound as exc:
             problems.append(f"{exc} (create it: `pgmbus queue create-consumer {queue} {consumer}`)")
-    group_query = load_queries("http.sql")["stream_groups"]
     for group in dict.fromkeys(groups):
-        with translating():
-            found = conn.execute(group_query, {"group": group}).fetchall()
-        if not found:
+        if not group_exists(conn, group):
             problems.append(
                 f"consumer group {group!r} does not exist "
                 f"(create it: `pgmbus streams create-group {group}`)"

@@ -56,12 +56,10 @@ from psycopg.conninfo import conninfo_to_dict
 from pgmbus.contrib import app_transaction
 from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import DatabaseError, PgmbusError, StaleLease
-from pgmbus.queues import Bus, Message
+from pgmbus.queues import Bus, Message, await_done, await_queue
 from pgmbus.queues.model import MAX_NAME
-from pgmbus.sqlfiles import load_queries
 
 log = logging.getLogger("pgmbus.kombu")
-_Q = load_queries("queues.sql")
 
 ALIAS = "pgmbus"
 TRANSPORT_ALIASES.setdefault(ALIAS, "pgmbus.contrib.kombu_transport:Transport")
@@ -488,7 +486,7 @@ class _PostWaiter:
         if self.conn is None:
             self.conn = psycopg.connect(resolve_dsn(self.dsn), autocommit=True)
         for name in sorted(queues - self.queues):
-            self.conn.execute(_Q["await_queue"], {"queue": name})
+            await_queue(self.conn, name)
             self.queues.add(name)
         self.unregister(self.queues - queues)
 
@@ -496,7 +494,7 @@ class _PostWaiter:
         """Stop listening (to ``queues``, or to all)."""
         for name in sorted(self.queues if queues is None else queues):
             if self.conn is not None:
-                self.conn.execute(_Q["await_done"], {"queue": name})
+                await_done(self.conn, name)
             self.queues.discard(name)
 
     def wait(self, seconds: float) -> None:

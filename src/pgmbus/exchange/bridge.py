@@ -31,11 +31,10 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from pgmbus.data.exchange import EXCHANGE as _Q
 from pgmbus.errors import PgmbusError, translate
-from pgmbus.sqlfiles import load_queries
 
 log = logging.getLogger("pgmbus.exchange")
-_Q = load_queries("exchange.sql")
 
 # A destination that does not answer must not hold the mover (and every other route) for the
 # kernel's TCP timeouts: connecting gives up after 10 s, and a session whose peer has vanished

@@ -5,5 +5,6 @@ Engines never import this package; ``pgmbus serve`` runs :func:`create_app` with
 
 from pgmbus.http.app import create_app
 from pgmbus.http.config import ServiceConfig
+from pgmbus.http.metrics import fetch_snapshot, registry_for
 
-__all__ = ["ServiceConfig", "create_app"]
+__all__ = ["ServiceConfig", "create_app", "fetch_snapshot", "registry_for"]

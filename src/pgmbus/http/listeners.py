@@ -13,17 +13,17 @@ from datetime import datetime, timedelta
 from typing import Any, LiteralString
 
 import psycopg
-from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from pgmbus.errors import NotFound, PgmbusError, translating
-from pgmbus.sqlfiles import load_queries
+from pgmbus.data.rows import arows
+from pgmbus.data.streams import LISTENERS
+from pgmbus.errors import NotFound, PgmbusError
 
 log = logging.getLogger("pgmbus.http.listeners")
 
 
 def _q(name: str) -> LiteralString:
-    return load_queries("listeners.sql")[name]
+    return LISTENERS[name]
 
 
 DEFAULT_MAX_LISTENER_BYTES = 256 * 1024
@@ -172,10 +172,7 @@ class ListenerHub:
 
     async def _rows(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            with translating():
-                await cur.execute(_q(name), params)
-                return [] if cur.description is None else await cur.fetchall()
+            return await arows(conn, _q(name), params)
 
     async def _value(self, name: str, params: dict[str, Any]) -> Any:
         rows = await self._rows(name, params)

@@ -21,8 +21,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from pgmbus.data import service as service_data
 from pgmbus.http.call_totals import OUTCOMES, CallTotals
-from pgmbus.sqlfiles import load_queries
 
 log = logging.getLogger("pgmbus.http.metrics")
 
@@ -102,11 +102,10 @@ def fetch_snapshot(
         "buckets": list(LATENESS_BUCKETS),
         "after_xid": after_xid,
     }
-    row = conn.execute(load_queries("http.sql")["snapshot"], params).fetchone()
+    snapshot = service_data.snapshot(conn, params)
     conn.rollback()
-    if row is None:
+    if snapshot is None:
         raise RuntimeError("the snapshot query returned no row")
-    snapshot: dict[str, Any] = row[0]
     return snapshot
 
 

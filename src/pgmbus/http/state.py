@@ -12,12 +12,12 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from starlette.concurrency import run_in_threadpool
 
+from pgmbus.data.service import SERVICE
 from pgmbus.errors import translating
 from pgmbus.http.config import ServiceConfig
 from pgmbus.http.listeners import ListenerHub
 from pgmbus.http.long_poll import LongPolls
 from pgmbus.queues import AsyncBus
-from pgmbus.sqlfiles import load_queries
 from pgmbus.timers.batcher import CreateBatcher
 from pgmbus.timers.netguard import NetworkGuard, networks_from_env
 
@@ -26,7 +26,7 @@ T = TypeVar("T")
 
 def query(name: str) -> LiteralString:
     """A named query of ``sql/http.sql``."""
-    return load_queries("http.sql")[name]
+    return SERVICE[name]
 
 
 class AppState:

@@ -10,6 +10,7 @@ from fastapi.responses import StreamingResponse
 from psycopg.rows import dict_row
 
 from pgmbus import streams
+from pgmbus.data.streams import group_exists, stream_groups
 from pgmbus.errors import AlreadyExists
 from pgmbus.http.auth import Caller, require
 from pgmbus.http.errors import ERROR_RESPONSES, ErrorBody
@@ -39,8 +40,8 @@ router = APIRouter(prefix="/v1/streams", tags=["streams"], responses=ERROR_RESPO
 
 def _groups(conn: Any, group: str | None) -> list[dict[str, Any]]:
     """Groups with their slots' status and live HTTP leases, from three reads."""
+    groups = stream_groups(conn, group)
     with conn.cursor(row_factory=dict_row) as cur:
-        groups = cur.execute(query("stream_groups"), {"group": group}).fetchall()
         leases = cur.execute(query("stream_leases"), {"group": group}).fetchall()
     status = streams.group_status(conn)
     now = datetime.now(UTC)
@@ -304,7 +305,7 @@ async def dmq(request: Request, group: Group, who: Caller) -> Any:
     require(who, "streams", "read", group)
 
     def run(conn: Any) -> Any:
-        if not conn.execute(query("stream_groups"), {"group": group}).fetchall():
+        if not group_exists(conn, group):
             raise HTTPException(404, f"consumer group {group!r} does not exist")
         return streams.dmq(conn, group)
 

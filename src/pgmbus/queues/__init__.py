@@ -1,5 +1,6 @@
 """Queues: the mbus API from Python (``Bus``, ``AsyncBus``, messages, the worker)."""
 
+from pgmbus.data.queues import await_done, await_queue
 from pgmbus.queues._async_bus import AsyncBus, channel
 from pgmbus.queues._sync_bus import Bus
 from pgmbus.queues.model import ConsumerStats, DeadMessage, Message, QueueCounters, QueueInfo
@@ -12,5 +13,7 @@ __all__ = [
     "Message",
     "QueueCounters",
     "QueueInfo",
+    "await_done",
+    "await_queue",
     "channel",
 ]

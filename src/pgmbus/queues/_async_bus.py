@@ -17,6 +17,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from pgmbus import args
+from pgmbus.data.queues import QUEUES as Q
 from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import (
     InvalidArgument,
@@ -38,9 +39,7 @@ from pgmbus.queues.model import (
 )
 from pgmbus.reconnect import is_transient
 from pgmbus.renamed import renamed_keywords
-from pgmbus.sqlfiles import load_queries
 
-Q = load_queries("queues.sql")
 log = logging.getLogger("pgmbus.queues")
 
 

@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from pgmbus.errors import LockNotAvailable, translating
+from pgmbus.data.queues import QUEUES as Q
+from pgmbus.data.rows import rows as _rows
+from pgmbus.data.rows import value as _value
+from pgmbus.errors import LockNotAvailable
 from pgmbus.queues.model import Message
-from pgmbus.sqlfiles import load_queries
-
-Q = load_queries("queues.sql")
 
 SagaHandler = Callable[[psycopg.Connection[Any], Message], None]
 
@@ -97,18 +96,6 @@ class Saga:
         ]
         params = {"name": self.name, "steps": Jsonb(steps), "data": Jsonb(dict(data or {}))}
         return int(_value(conn, Q["saga_start"], params))
-
-
-def _rows(conn: psycopg.Connection[Any], query: str, params: Mapping[str, Any]) -> list[Any]:
-    cur = conn.cursor(row_factory=dict_row)
-    with translating():
-        cur.execute(query.encode(), params)
-        return cur.fetchall() if cur.description is not None else []
-
-
-def _value(conn: psycopg.Connection[Any], query: str, params: Mapping[str, Any]) -> Any:
-    rows = _rows(conn, query, params)
-    return next(iter(rows[0].values())) if rows else None
 
 
 def saga_of(message: Message) -> SagaRef | None:

@@ -10,11 +10,9 @@ from typing import Any
 import psycopg
 
 from pgmbus import args
+from pgmbus.data.scaleout import SCALEOUT as _Q
 from pgmbus.errors import InvalidState, NotFound, TimeoutExpired, translating
 from pgmbus.scaleout.placement import Cluster
-from pgmbus.sqlfiles import load_queries
-
-_Q = load_queries("scaleout.sql")
 
 
 @dataclass

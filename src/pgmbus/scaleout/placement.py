@@ -12,13 +12,12 @@ from typing import Any
 import psycopg
 
 from pgmbus import args
+from pgmbus.data.scaleout import SCALEOUT as _Q
 from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import InvalidArgument, InvalidState, NotFound, QueueMoved, translating
 from pgmbus.queues import AsyncBus, Bus
-from pgmbus.sqlfiles import load_queries
 from pgmbus.streams import publish
 
-_Q = load_queries("scaleout.sql")
 # Posts re-sent after a refusal naming a new server: a queue moved again meanwhile refuses again
 _MOVED_RETRIES = 3
 

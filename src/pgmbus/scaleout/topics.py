@@ -7,11 +7,9 @@ from dataclasses import dataclass, field
 
 import psycopg
 
+from pgmbus.data.scaleout import SCALEOUT as _Q
 from pgmbus.errors import TimeoutExpired, translating
 from pgmbus.scaleout.placement import Cluster
-from pgmbus.sqlfiles import load_queries
-
-_Q = load_queries("scaleout.sql")
 
 
 @dataclass

@@ -5,7 +5,13 @@ pyspark is imported only inside this package (install the ``spark`` extra).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from pgmbus.spark.session import local_session
+
+if TYPE_CHECKING:
+    from pgmbus.spark.jobs.archive import archive
+    from pgmbus.spark.jobs.stats import StatsJob
 
 
 def register(spark: object, *, pushdown: bool = True) -> bool:
@@ -31,4 +37,18 @@ def register(spark: object, *, pushdown: bool = True) -> bool:
     return _register(spark, pushdown=pushdown)  # type: ignore[arg-type]
 
 
-__all__ = ["local_session", "register"]
+def __getattr__(name: str) -> Any:
+    """The pipeline jobs (``pgmbus pipeline``), loaded on first use: they bring pyarrow, which
+    ``import pgmbus.spark`` does not need."""
+    if name == "archive":
+        from pgmbus.spark.jobs.archive import archive
+
+        return archive
+    if name == "StatsJob":
+        from pgmbus.spark.jobs.stats import StatsJob
+
+        return StatsJob
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["StatsJob", "archive", "local_session", "register"]

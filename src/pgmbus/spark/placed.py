@@ -38,6 +38,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
+from pgmbus.data.spark import SPARK
 from pgmbus.errors import ConfigurationError, PgmbusError, translating
 from pgmbus.scaleout.placement import server_for_key
 from pgmbus.spark.options import WriteOptions
@@ -50,7 +51,6 @@ from pgmbus.spark.writer import (
     stream_write_id,
     task_token,
 )
-from pgmbus.sqlfiles import load_queries
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,7 @@ def _settle(home: str, decision: dict[str, Any]) -> None:
         )
         between_servers()
     with translating(), psycopg.connect(home) as conn:
-        conn.execute(load_queries("spark.sql")["placed_done"], decision)
+        conn.execute(SPARK["placed_done"], decision)
         conn.commit()
 
 
@@ -190,7 +190,7 @@ def settle(home: str) -> int:
     back from readers until then).
     """
     with translating(), psycopg.connect(home) as conn:
-        rows = conn.execute(load_queries("spark.sql")["placed_undone"]).fetchall()
+        rows = conn.execute(SPARK["placed_undone"]).fetchall()
         conn.commit()
     names = ("sink", "query_id", "batch_id", "write_id", "kind", "parts")
     for row in rows:
@@ -223,7 +223,7 @@ def commit_placed(
             entry["tokens"].append(part.token)
             entry["rows"] += part.rows
     key = {"sink": options.sink, "query_id": query_id, "batch_id": batch_id}
-    queries = load_queries("spark.sql")
+    queries = SPARK
     with translating(), psycopg.connect(home) as conn:
         conn.execute(
             queries["placed_decide"],

@@ -30,11 +30,11 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from pgmbus.data.spark import SPARK
 from pgmbus.errors import AlreadyExists, ConfigurationError, translating
 from pgmbus.spark import filters
 from pgmbus.spark.arrowio import read_events
 from pgmbus.spark.options import ReadOptions
-from pgmbus.sqlfiles import load_queries
 
 
 @dataclass
@@ -55,7 +55,7 @@ class RangePartition(InputPartition):
 
 def _scalar(dsn: str, query: str, params: dict[str, Any]) -> Any:
     with psycopg.connect(dsn, autocommit=True) as conn, translating():
-        row = conn.execute(load_queries("spark.sql")[query], params).fetchone()
+        row = conn.execute(SPARK[query], params).fetchone()
     return row[0] if row else None
 
 
@@ -99,7 +99,7 @@ def read_partition(
         **part.pushed.params(),
     }
     # Literals, not parameters: the cursors must be constants when the query is planned.
-    template = sql.SQL(load_queries("spark.sql")["read_range"])
+    template = sql.SQL(SPARK["read_range"])
     query = template.format(**{k: sql.Literal(v) for k, v in params.items()}).as_string(None)
     with translating():
         yield from read_events(dsn, query, payload_type)
@@ -196,7 +196,7 @@ class PgmbusBatchReader(DataSourceReader):
         start = resolve_position(dsn, self.options.starting_position, "beginning")
         end = resolve_position(dsn, self.options.ending_position, "latest")
         with psycopg.connect(dsn, autocommit=True) as conn, translating():
-            row = conn.execute(load_queries("spark.sql")["id_bounds"]).fetchone()
+            row = conn.execute(SPARK["id_bounds"]).fetchone()
         bounds = (row[0], row[1]) if row else (None, None)
         return split(start, end, self.options.num_partitions, self.pushed, bounds)
 

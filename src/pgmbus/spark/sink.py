@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Literal, LiteralString
 import psycopg
 from psycopg import sql
 
+from pgmbus.data.spark import SPARK
 from pgmbus.errors import ConfigurationError, translating
 from pgmbus.spark.arrowio import csv_bytes
-from pgmbus.sqlfiles import load_queries
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -85,7 +85,7 @@ class BatchWriter:
         if rows.num_rows == 0:
             return
         ident = table_ident(table)
-        queries = load_queries("spark.sql")
+        queries = SPARK
         columns = sql.SQL(", ").join(sql.Identifier(c) for c in rows.column_names)
         self.conn.execute(sql.SQL(queries["sink_stage_drop"]).format(stage=_STAGE))
         self.conn.execute(
@@ -114,7 +114,7 @@ class BatchWriter:
 
     def _copy(self, ident: sql.Identifier, rows: Any) -> None:
         columns = sql.SQL(", ").join(sql.Identifier(c) for c in rows.column_names)
-        statement = sql.SQL(load_queries("spark.sql")["sink_copy"]).format(
+        statement = sql.SQL(SPARK["sink_copy"]).format(
             table=ident, columns=columns
         )
         with self.conn.cursor() as cur, cur.copy(statement) as copy:
@@ -132,7 +132,7 @@ def exactly_once(
     """
     with psycopg.connect(dsn) as conn, translating():
         claimed = conn.execute(
-            load_queries("spark.sql")["claim_batch"],
+            SPARK["claim_batch"],
             {"sink": sink, "query_id": query_id, "batch_id": batch_id, "row_count": row_count},
         ).fetchone()
         if not claimed or not claimed[0]:

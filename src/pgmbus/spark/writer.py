@@ -36,11 +36,11 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StringType, StructType
 
+from pgmbus.data.spark import SPARK
 from pgmbus.errors import ConfigurationError, InvalidPayload, translating
 from pgmbus.json_depth import MAX_DEPTH, text_deeper_than
 from pgmbus.spark.arrowio import csv_bytes
 from pgmbus.spark.options import WriteOptions
-from pgmbus.sqlfiles import load_queries
 
 _STAGED_COLUMNS = ("write_id", "token", "seq", "target", "key", "payload", "headers")
 
@@ -131,7 +131,7 @@ class Stager:
         self.token = token
         self.rows = 0
         self.to_log = options.queue is None
-        self._queries = load_queries("spark.sql")
+        self._queries = SPARK
         self._conn = psycopg.connect(dsn)
         self._cursor: psycopg.Cursor[Any] | None = None
         self._copy_cm: Any = None  # the cursor's copy() context, open while rows are copied
@@ -232,7 +232,7 @@ def commit_tokens(
     (and drop the others' rows); ``-1`` when that server committed the batch before."""
     with psycopg.connect(dsn) as conn, translating():
         row = conn.execute(
-            load_queries("spark.sql")["commit_write"],
+            SPARK["commit_write"],
             {
                 "sink": sink,
                 "query_id": query_id,
@@ -276,7 +276,7 @@ def discard_write(options: WriteOptions, messages: list[Any]) -> None:
         return
     with psycopg.connect(options.dsn) as conn, translating():
         for write_id in sorted(write_ids):
-            conn.execute(load_queries("spark.sql")["discard_write"], {"write_id": write_id})
+            conn.execute(SPARK["discard_write"], {"write_id": write_id})
         conn.commit()
 
 

@@ -25,13 +25,6 @@ WHERE (%(queue)s::text IS NULL OR qname = %(queue)s::text) AND dmq_id > %(after)
 ORDER BY dmq_id
 LIMIT %(limit)s;
 
--- name: stream_groups
-SELECT g.name, g.slots, g.topics, g.on_busy, g.max_lag, g.ordered, g.max_attempts,
-       g.retry_backoff, g.state, g.expired_at, g.expired_why, g.created_at
-FROM mbus.stream_groups AS g
-WHERE %(group)s::text IS NULL OR g.name = %(group)s::text
-ORDER BY g.name;
-
 -- name: stream_read
 SELECT token, lease_until, cursor, id, topic, key, payload, headers, published_at
 FROM mbus.http_read(%(group)s, %(max_events)s, %(slot)s, %(lease)s, %(client_id)s);

@@ -111,6 +111,13 @@ SELECT group_name, slot, state, group_position, committed_at, pending_events,
        oldest_pending_at, retries, dead_letters
 FROM mbus.group_status();
 
+-- name: stream_groups
+SELECT g.name, g.slots, g.topics, g.on_busy, g.max_lag, g.ordered, g.max_attempts,
+       g.retry_backoff, g.state, g.expired_at, g.expired_why, g.created_at
+FROM mbus.stream_groups AS g
+WHERE %(group)s::text IS NULL OR g.name = %(group)s::text
+ORDER BY g.name;
+
 -- name: counters
 SELECT name, value FROM mbus.stream_counters ORDER BY name;
 

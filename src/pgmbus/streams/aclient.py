@@ -17,9 +17,10 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from pgmbus import args
+from pgmbus.data.rows import aone as _one
+from pgmbus.data.streams import STREAMS
 from pgmbus.errors import InvalidArgument, translate, translating
 from pgmbus.renamed import renamed_keywords, warn_renamed
-from pgmbus.sqlfiles import load_queries
 from pgmbus.streams.events import Batch, Event, Published, RetryEvent
 
 __all__ = [
@@ -69,7 +70,7 @@ Conn = psycopg.AsyncConnection[Any]
 
 
 def _q(name: str) -> LiteralString:
-    return load_queries("streams.sql")[name]
+    return STREAMS[name]
 
 
 def _json(value: Any) -> Jsonb | None:
@@ -89,12 +90,6 @@ def _check_read(group: Any, limit: Any, slot: Any) -> None:
     args.text("group", group)
     args.integer("limit", limit, low=1, high=2**31 - 1)
     args.integer("slot", slot, low=0, high=2**31 - 1, optional=True)
-
-
-async def _one(conn: Conn, query: LiteralString, params: dict[str, Any]) -> Any:
-    with translating():
-        row = await (await conn.execute(query, params)).fetchone()
-    return row[0] if row else None
 
 
 async def publish(

@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from pgmbus.sqlfiles import load_queries
+from pgmbus.data.streams import STREAMS
 from pgmbus.streams import client
 
 log = logging.getLogger("pgmbus.streams.routes")
@@ -60,7 +60,7 @@ class RouteMover:
             psycopg.connect(self.dsn, autocommit=True) as listen,
             psycopg.connect(self.dsn, autocommit=True) as conn,
         ):
-            listen.execute(load_queries("streams.sql")["await_events"])
+            listen.execute(STREAMS["await_events"])
             while not stop():
                 if self.step(conn):
                     continue

@@ -13,9 +13,9 @@ from typing import Any
 
 import psycopg
 
+from pgmbus.data.streams import STREAMS
 from pgmbus.reconnect import Backoff, is_transient
 from pgmbus.renamed import renamed_keywords
-from pgmbus.sqlfiles import load_queries
 from pgmbus.streams import client
 from pgmbus.streams.client import Event
 
@@ -123,7 +123,7 @@ class StreamWorker:
     def step(self, conn: psycopg.Connection[Any]) -> int:
         """Handle one batch and the due retries; return how many events were seen."""
         if self.async_commit and conn.info.backend_pid not in self._async_sessions:
-            conn.execute(load_queries("streams.sql")["async_commit"])  # for the session
+            conn.execute(STREAMS["async_commit"])  # for the session
             conn.commit()
             self._async_sessions.add(conn.info.backend_pid)
         self._maybe_release(conn)
@@ -247,7 +247,7 @@ class _Waiter:
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.conn = conn
-        self.queries = load_queries("streams.sql")
+        self.queries = STREAMS
         self.registered = False
         self.in_flight = False
 

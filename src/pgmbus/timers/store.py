@@ -28,8 +28,9 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from pgmbus import args
+from pgmbus.data.rows import aone
+from pgmbus.data.timers import TIMERS
 from pgmbus.errors import DatabaseError, translating
-from pgmbus.sqlfiles import load_queries
 from pgmbus.timers.records import (
     STATUSES,
     Attempt,
@@ -83,7 +84,7 @@ Conn = psycopg.AsyncConnection[Any]
 
 
 def _q(name: str) -> LiteralString:
-    return load_queries("timers.sql")[name]
+    return TIMERS[name]
 
 
 def _check_retry(retry: Any) -> None:
@@ -102,10 +103,7 @@ async def _row(cur: psycopg.AsyncCursor[Any]) -> Any:
 
 
 async def _one(conn: Conn, query: str, params: dict[str, Any]) -> Any:
-    with translating():
-        cur = await conn.execute(_q(query), params)
-        row = await cur.fetchone()
-    return None if row is None else row[0]
+    return await aone(conn, _q(query), params)
 
 
 async def _all(conn: Conn, query: str, params: dict[str, Any]) -> list[Any]:

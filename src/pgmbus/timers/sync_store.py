@@ -30,8 +30,9 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from pgmbus import args
+from pgmbus.data.rows import one
+from pgmbus.data.timers import TIMERS
 from pgmbus.errors import DatabaseError, translating
-from pgmbus.sqlfiles import load_queries
 from pgmbus.timers.records import (
     STATUSES,
     Attempt,
@@ -85,7 +86,7 @@ Conn = psycopg.Connection[Any]
 
 
 def _q(name: str) -> LiteralString:
-    return load_queries("timers.sql")[name]
+    return TIMERS[name]
 
 
 def _check_retry(retry: Any) -> None:
@@ -104,10 +105,7 @@ def _row(cur: psycopg.Cursor[Any]) -> Any:
 
 
 def _one(conn: Conn, query: str, params: dict[str, Any]) -> Any:
-    with translating():
-        cur = conn.execute(_q(query), params)
-        row = cur.fetchone()
-    return None if row is None else row[0]
+    return one(conn, _q(query), params)
 
 
 def _all(conn: Conn, query: str, params: dict[str, Any]) -> list[Any]:

@@ -8,8 +8,11 @@ from pgmbus.handlers import (
     RetryPolicy,
     StreamHandler,
 )
+from pgmbus.workers.health import parse_address
+from pgmbus.workers.logs import configure as configure_logs
+from pgmbus.workers.placed import run_placed
 from pgmbus.workers.queue_loop import HandlerStats
-from pgmbus.workers.runtime import Report, adrain, drain, load_target, run, serve
+from pgmbus.workers.runtime import Report, adrain, drain, dsn_of, load_target, run, serve
 
 __all__ = [
     "App",
@@ -21,8 +24,12 @@ __all__ = [
     "RetryPolicy",
     "StreamHandler",
     "adrain",
+    "configure_logs",
     "drain",
+    "dsn_of",
     "load_target",
+    "parse_address",
     "run",
+    "run_placed",
     "serve",
 ]

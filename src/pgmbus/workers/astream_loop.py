@@ -11,8 +11,8 @@ from typing import Any
 
 import psycopg
 
+from pgmbus.data.streams import await_events
 from pgmbus.handlers import StreamHandler
-from pgmbus.sqlfiles import load_queries
 from pgmbus.streams import aclient
 from pgmbus.streams.events import Event
 from pgmbus.streams.worker import WorkerStats
@@ -66,7 +66,7 @@ class AsyncStreamLoop:
                     await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as listen,
                     await psycopg.AsyncConnection.connect(self.dsn) as conn,
                 ):
-                    await listen.execute(load_queries("streams.sql")["await_events"])
+                    await await_events(listen)
                     while not stop.is_set():
                         seen = await self.step(conn, slot)
                         failures = 0

@@ -12,15 +12,14 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
+from pgmbus.data.scaleout import WORKERS_PLACED as _Q
 from pgmbus.errors import ConfigurationError, PgmbusError, translating
 from pgmbus.handlers import App, Handlers, QueueHandler, StreamHandler
 from pgmbus.scaleout.placement import Cluster
-from pgmbus.sqlfiles import load_queries
 from pgmbus.workers.health import serve_health
 from pgmbus.workers.runtime import Report, serve
 
 log = logging.getLogger("pgmbus.worker")
-_Q = load_queries("workers_placed.sql")
 
 Plan = dict[str, tuple[tuple[int, ...], tuple[int, ...]]]
 """Per server DSN: the indexes of the queue handlers and of the stream handlers it runs."""

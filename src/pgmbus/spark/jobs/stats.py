@@ -21,10 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pgmbus.data.spark import SPARK
 from pgmbus.errors import ConfigurationError, translating
 from pgmbus.spark.jobs.progress import QueryReport, watch
 from pgmbus.spark.sink import exactly_once, query_id_of
-from pgmbus.sqlfiles import load_queries
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -51,7 +51,7 @@ class StatsJob:
         """Make sure the table is captured; return its topic."""
         import psycopg
 
-        queries = load_queries("spark.sql")
+        queries = SPARK
         params = {"table": self.table, "topic": self.topic}
         with psycopg.connect(self.dsn) as conn, translating():
             row = conn.execute(queries["capture_topic"], params).fetchone()
