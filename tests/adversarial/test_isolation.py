@@ -236,7 +236,7 @@ def test_a_celery_worker_buries_messages_that_are_no_kombu_envelope_and_runs_the
 ) -> None:
     tasks, env = celery_app
     dsn = env["PGMBUS_CELERY_DSN"]
-    bad = {
+    bad: dict[str, dict[str, Any]] = {
         "a Bus.post": {"order": 1},
         "no delivery tag": {"body": "e30=", "properties": {}},
         "properties not an object": {"body": "e30=", "properties": "tag"},
