@@ -13,7 +13,7 @@ demo: bootstrap
 test: bootstrap
 	$(BIN)/ruff check .
 	$(BIN)/python tools/async_to_sync.py --check
-	$(BIN)/mypy src
+	$(BIN)/mypy src tests
 	$(BIN)/pytest
 
 # The edit-run loop (under 3 minutes on 2 cores): lint, the twin check, types and every test
@@ -24,7 +24,7 @@ FAST_TESTS := -m "not chaos and not spark and not browser and not slow and not w
 test-fast: bootstrap
 	$(BIN)/ruff check .
 	$(BIN)/python tools/async_to_sync.py --check
-	$(BIN)/mypy src
+	$(BIN)/mypy src tests
 	$(BIN)/pytest -q $(FAST_TESTS)
 
 # The oldest versions pyproject.toml allows (constraints-min.txt), in a venv of their own, through
@@ -53,7 +53,7 @@ generate: bootstrap
 	$(BIN)/python tools/async_to_sync.py
 
 typecheck: bootstrap
-	$(BIN)/mypy src
+	$(BIN)/mypy src tests
 
 # the dashboard pages in chromium, saved into docs/img (docs/operations.md shows them)
 screenshots: bootstrap

@@ -25,7 +25,7 @@ def test_every_hook_runs_a_pinned_tool_as_the_makefile_does() -> None:
         "ruff": "ruff check",
         "ruff-format": "ruff format",
         "async-to-sync": "python tools/async_to_sync.py --check",
-        "mypy": "mypy src",
+        "mypy": "mypy src tests",
     }
     for hook_id, command in expected.items():
         hook = _hooks()[hook_id]
@@ -38,4 +38,4 @@ def test_every_hook_runs_a_pinned_tool_as_the_makefile_does() -> None:
 def test_whole_tree_checks_take_no_file_names() -> None:
     hooks = _hooks()
     assert hooks["async-to-sync"]["pass_filenames"] is False
-    assert hooks["mypy"]["pass_filenames"] is False  # mypy src: strict on the whole package
+    assert hooks["mypy"]["pass_filenames"] is False  # strict on the whole package and its tests
