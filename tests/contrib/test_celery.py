@@ -57,7 +57,7 @@ def test_countdown_waits_in_postgresql_until_due(
 ) -> None:
     dsn = celery_env["PGMBUS_CELERY_DSN"]
     with psycopg.connect(dsn) as conn:
-        sent = conn.execute("SELECT clock_timestamp()").fetchone()[0]  # type: ignore[index]
+        [(sent,)] = conn.execute("SELECT clock_timestamp()").fetchall()
     tasks.stamp.apply_async(("countdown",), countdown=2)
     with Bus(dsn) as bus:
         [stats] = bus.stats("celery")
@@ -178,7 +178,7 @@ def test_an_idle_worker_wakes_on_the_post_not_the_poll(
     for i in range(3):
         time.sleep(0.5)  # idle again: waiting for posts
         with psycopg.connect(dsn) as conn:
-            sent = conn.execute("SELECT clock_timestamp()").fetchone()[0]  # type: ignore[index]
+            [(sent,)] = conn.execute("SELECT clock_timestamp()").fetchall()
         tasks.stamp.apply_async((f"fast{i}",), queue="fast")
         wait_for(lambda i=i: bool(effects(dsn, f"fast{i}")), timeout=10)  # type: ignore[misc]
         [(_w, _info, at)] = effects(dsn, f"fast{i}")

@@ -90,8 +90,8 @@ def test_take_then_receive_posts_once_and_refuses_loops(
         psycopg.connect(src_dsn, autocommit=True) as src,
         psycopg.connect(dst_dsn, autocommit=True) as dst,
     ):
-        src_db = str(src.execute("SELECT current_database()").fetchone()[0])  # type: ignore[index]
-        dst_db = str(dst.execute("SELECT current_database()").fetchone()[0])  # type: ignore[index]
+        [(src_db,)] = src.execute("SELECT current_database()").fetchall()
+        [(dst_db,)] = dst.execute("SELECT current_database()").fetchall()
         src.execute("SELECT mbus.create_queue('jobs', 1)")
         dst.execute("SELECT mbus.create_queue('inbox', 1)")
         src.execute("SELECT mbus.create_link('peer', %s)", (dst_dsn,))
@@ -102,7 +102,7 @@ def test_take_then_receive_posts_once_and_refuses_loops(
         for n in range(6):
             src.execute("SELECT mbus.post('jobs', jsonb_build_object('n', %s::int))", (n,))
         with src.transaction():
-            batch = src.execute("SELECT mbus.exchange_take('to_peer', 10)").fetchone()[0]  # type: ignore[index]
+            [(batch,)] = src.execute("SELECT mbus.exchange_take('to_peer', 10)").fetchall()
         assert [m["data"]["n"] for m in batch] == [0, 2, 4]  # the selector, in order
         assert all(m["headers"]["seenby"] == [src_db] for m in batch)
         got = dst.execute("SELECT mbus.exchange_receive('inbox', %s)", (Jsonb(batch),)).fetchone()
@@ -129,12 +129,8 @@ def test_take_then_receive_posts_once_and_refuses_loops(
         with pytest.raises(psycopg.Error) as info:
             dst.execute("SELECT mbus.exchange_receive('nosuch', '[]')")
         assert translate(info.value).sqlstate == "MB002"
-        assert (
-            json.loads(
-                str(src.execute("SELECT mbus.exchange_take('to_peer', 10)::text").fetchone()[0])  # type: ignore[index]
-            )
-            == []
-        )
+        [(taken,)] = src.execute("SELECT mbus.exchange_take('to_peer', 10)::text").fetchall()
+        assert json.loads(str(taken)) == []
 
 
 def test_forget_keeps_recent_iids(conn: Conn) -> None:
