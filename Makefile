@@ -14,7 +14,7 @@ test: bootstrap
 	$(BIN)/ruff check .
 	$(BIN)/python tools/async_to_sync.py --check
 	$(BIN)/lint-imports
-	$(BIN)/mypy src
+	$(BIN)/mypy src tests
 	$(BIN)/pytest
 
 # The edit-run loop (under 3 minutes on 2 cores): lint, the twin check, the layer contracts
@@ -27,7 +27,7 @@ test-fast: bootstrap
 	$(BIN)/ruff check .
 	$(BIN)/python tools/async_to_sync.py --check
 	$(BIN)/lint-imports
-	$(BIN)/mypy src
+	$(BIN)/mypy src tests
 	$(BIN)/pytest -q $(FAST_TESTS)
 
 # The oldest versions pyproject.toml allows (constraints-min.txt), in a venv of their own, through
@@ -57,7 +57,7 @@ generate: bootstrap
 	$(BIN)/python tools/async_to_sync.py
 
 typecheck: bootstrap
-	$(BIN)/mypy src
+	$(BIN)/mypy src tests
 
 # the dashboard pages in chromium, saved into docs/img (docs/operations.md shows them)
 screenshots: bootstrap

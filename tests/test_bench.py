@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bench import harness
 from bench.__main__ import main
 from pgmbus.testing.server import TestServer
@@ -19,10 +21,12 @@ def test_insert_copy_scenario_reports_ratio(pg_server: TestServer) -> None:
     assert report.candidate.median > 0 and report.baseline.median > 0
 
 
-def test_cli_prints_table_and_json(pg_server: TestServer, capsys: object) -> None:
+def test_cli_prints_table_and_json(
+    pg_server: TestServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = main(["insert_copy", "--dsn", pg_server.admin_dsn, "--size", "200", "--rounds", "2"])
     assert code == 0
-    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    out = capsys.readouterr().out
     start = out.index("[\n")
     reports = json.loads(out[start:])
     assert reports[0]["scenario"] == "insert_copy"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from argparse import Namespace
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,8 +29,8 @@ def server() -> Iterator[BenchServer]:
         srv.stop()
 
 
-def _tiny(**kw: object) -> Options:
-    return Options(clients=(1,), sync=(False,), rounds=1, transactions=3, **kw)  # type: ignore[arg-type]
+def _tiny(**kw: Any) -> Options:
+    return Options(clients=(1,), sync=(False,), rounds=1, transactions=3, **kw)
 
 
 def _check(report: runner.SqlReport, paths: tuple[PathSpec, ...], skipped: set[str]) -> None:

@@ -81,7 +81,9 @@ def test_every_mb_class_has_a_distinct_default_sqlstate() -> None:
     classes = [
         c
         for c in vars(errors).values()
-        if isinstance(c, type) and c.__dict__.get("default_sqlstate")
+        if isinstance(c, type)
+        and issubclass(c, errors.PgmbusError)
+        and c.__dict__.get("default_sqlstate")
     ]
     states = [c.default_sqlstate for c in classes]
     assert len(states) == len(set(states))

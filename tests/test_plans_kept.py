@@ -27,7 +27,8 @@ def stats_conn(db_dsn: str) -> Iterator[psycopg.Connection[Any]]:
     """An autocommit connection whose statements pg_stat_statements counts, nested ones too,
     planning included."""
     with psycopg.connect(db_dsn, autocommit=True) as conn:
-        preload = str(conn.execute("SHOW shared_preload_libraries").fetchone()[0])  # type: ignore[index]
+        [(libraries,)] = conn.execute("SHOW shared_preload_libraries").fetchall()
+        preload = str(libraries)
         if "pg_stat_statements" not in preload:
             pytest.skip("the server does not preload pg_stat_statements")
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")

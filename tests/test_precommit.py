@@ -26,7 +26,7 @@ def test_every_hook_runs_a_pinned_tool_as_the_makefile_does() -> None:
         "ruff-format": "ruff format",
         "async-to-sync": "python tools/async_to_sync.py --check",
         "import-linter": "lint-imports",
-        "mypy": "mypy src",
+        "mypy": "mypy src tests",
     }
     for hook_id, command in expected.items():
         hook = _hooks()[hook_id]
@@ -40,4 +40,4 @@ def test_whole_tree_checks_take_no_file_names() -> None:
     hooks = _hooks()
     assert hooks["async-to-sync"]["pass_filenames"] is False
     assert hooks["import-linter"]["pass_filenames"] is False  # the import graph of the package
-    assert hooks["mypy"]["pass_filenames"] is False  # mypy src: strict on the whole package
+    assert hooks["mypy"]["pass_filenames"] is False  # strict on the whole package and its tests

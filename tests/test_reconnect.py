@@ -12,7 +12,7 @@ from pgmbus.reconnect import Backoff, is_transient
 def _error_of(dsn: str, statement: str, options: str = "") -> psycopg.Error:
     with psycopg.connect(dsn, autocommit=True, options=options) as conn:
         try:
-            conn.execute(statement)  # type: ignore[arg-type]
+            conn.execute(statement)
         except psycopg.Error as exc:
             return exc
     raise AssertionError("no error")

@@ -11,6 +11,7 @@ import ast
 import re
 from collections import defaultdict
 from pathlib import Path
+from typing import TypeGuard
 
 import psycopg
 
@@ -182,7 +183,7 @@ class _Uses(ast.NodeVisitor):
         return False
 
 
-def _is_str(value: object) -> bool:
+def _is_str(value: object) -> TypeGuard[str]:
     return isinstance(value, str)
 
 

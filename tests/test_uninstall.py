@@ -27,6 +27,7 @@ def test_uninstall_removes_schema_roles_and_cron_job_and_install_works_again(
 ) -> None:
     dsn = make_db()
     database = conninfo_to_dict(dsn)["dbname"]
+    assert isinstance(database, str)
     with Bus(dsn) as bus:
         bus.create_queue("jobs")
         bus.post("jobs", {"n": 1})

@@ -236,7 +236,7 @@ def test_a_celery_worker_buries_messages_that_are_no_kombu_envelope_and_runs_the
 ) -> None:
     tasks, env = celery_app
     dsn = env["PGMBUS_CELERY_DSN"]
-    bad = {
+    bad: dict[str, dict[str, Any]] = {
         "a Bus.post": {"order": 1},
         "no delivery tag": {"body": "e30=", "properties": {}},
         "properties not an object": {"body": "e30=", "properties": "tag"},
@@ -347,7 +347,8 @@ def test_stalled_sse_listeners_are_bounded_by_bytes_and_counted_per_key(
     dsn = make_db()
     stalled_count, per_key, events, pad = 12, 13, 500, "x" * 16_000
     with psycopg.connect(dsn, autocommit=True) as conn:
-        key = str(conn.execute("SELECT api_key FROM mbus.timer_add_client('sse')").fetchone()[0])  # type: ignore[index]
+        [(api_key,)] = conn.execute("SELECT api_key FROM mbus.timer_add_client('sse')").fetchall()
+        key = str(api_key)
         conn.execute("SELECT mbus.api_set_scopes('sse', %s)", (["streams:write:*"],))
         streams.create_group(conn, "chat", start="now")
         # one subscription each: no two listeners share a frame

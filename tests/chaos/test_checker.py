@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pgmbus.testing.chaos import Delivery, History, check, format_table
-from pgmbus.testing.chaos.history import Unknown
+from pgmbus.testing.chaos.history import OpType, Unknown
 
 
-def _produce(history: History, outcomes: dict[str, str]) -> None:
+def _produce(history: History, outcomes: dict[str, OpType]) -> None:
     for value, outcome in outcomes.items():
         history.record("w", "p", "invoke", "enqueue", value)
-        history.record("w", "p", outcome, "enqueue", value)  # type: ignore[arg-type]
+        history.record("w", "p", outcome, "enqueue", value)
 
 
 def _d(*values: str) -> list[Delivery]:

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -59,8 +59,8 @@ def test_a_group_without_a_command_shows_its_help() -> None:
     assert "top" in run("--help").stdout
 
 
-def test_status_gives_one_piece_of_advice(make_db: object, dsn: str) -> None:
-    bare = make_db(installed=False)  # type: ignore[operator]
+def test_status_gives_one_piece_of_advice(make_db: Callable[..., str], dsn: str) -> None:
+    bare = make_db(installed=False)
     before = run("status", "--dsn", bare)
     assert before.exit_code == 1
     assert before.stdout.count("run `pgmbus") == 1

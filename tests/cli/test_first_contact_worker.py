@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -113,8 +114,10 @@ def test_an_app_worker_on_a_database_without_its_queues_lists_each_fix(
     assert "`pgmbus streams create-group audit`" in line
 
 
-def test_a_worker_on_a_database_without_the_schema_says_install(make_db: object) -> None:
-    dsn = make_db(installed=False)  # type: ignore[operator]
+def test_a_worker_on_a_database_without_the_schema_says_install(
+    make_db: Callable[..., str],
+) -> None:
+    dsn = make_db(installed=False)
     done = run_process("worker", "os:getcwd", "--queue", "q", "--dsn", dsn)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     [line] = done.stderr.splitlines()

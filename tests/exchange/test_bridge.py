@@ -27,7 +27,11 @@ def _drain_all(conn: Conn, qname: str) -> list[tuple[str, dict[str, object], dic
     rows = conn.execute(
         "SELECT iid, headers, data FROM mbus.consumen(%s, 'default', 100000)", (qname,)
     ).fetchall()
-    return [(str(r[0]), r[1], r[2]) for r in rows]  # type: ignore[misc]
+    drained = []
+    for iid, headers, data in rows:
+        assert isinstance(headers, dict) and isinstance(data, dict)  # jsonb objects
+        drained.append((str(iid), headers, data))
+    return drained
 
 
 def test_routes_both_ways_move_each_message_once_and_never_loop(

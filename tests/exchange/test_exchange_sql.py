@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
 from pgmbus.errors import translate
 
@@ -16,7 +17,7 @@ Conn = psycopg.Connection[tuple[object, ...]]
 def _sqlstate(conn: Conn, query: str, params: tuple[object, ...] = ()) -> str | None:
     conn.execute("SAVEPOINT s")
     try:
-        conn.execute(query, params)  # type: ignore[arg-type]
+        conn.execute(query, params)
     except psycopg.Error as exc:
         conn.execute("ROLLBACK TO SAVEPOINT s")
         return translate(exc).sqlstate
@@ -89,8 +90,8 @@ def test_take_then_receive_posts_once_and_refuses_loops(
         psycopg.connect(src_dsn, autocommit=True) as src,
         psycopg.connect(dst_dsn, autocommit=True) as dst,
     ):
-        src_db = str(src.execute("SELECT current_database()").fetchone()[0])  # type: ignore[index]
-        dst_db = str(dst.execute("SELECT current_database()").fetchone()[0])  # type: ignore[index]
+        [(src_db,)] = src.execute("SELECT current_database()").fetchall()
+        [(dst_db,)] = dst.execute("SELECT current_database()").fetchall()
         src.execute("SELECT mbus.create_queue('jobs', 1)")
         dst.execute("SELECT mbus.create_queue('inbox', 1)")
         src.execute("SELECT mbus.create_link('peer', %s)", (dst_dsn,))
@@ -101,17 +102,13 @@ def test_take_then_receive_posts_once_and_refuses_loops(
         for n in range(6):
             src.execute("SELECT mbus.post('jobs', jsonb_build_object('n', %s::int))", (n,))
         with src.transaction():
-            batch = src.execute("SELECT mbus.exchange_take('to_peer', 10)").fetchone()[0]  # type: ignore[index]
+            [(batch,)] = src.execute("SELECT mbus.exchange_take('to_peer', 10)").fetchall()
         assert [m["data"]["n"] for m in batch] == [0, 2, 4]  # the selector, in order
         assert all(m["headers"]["seenby"] == [src_db] for m in batch)
-        got = dst.execute(
-            "SELECT mbus.exchange_receive('inbox', %s)", (psycopg.types.json.Jsonb(batch),)
-        ).fetchone()
+        got = dst.execute("SELECT mbus.exchange_receive('inbox', %s)", (Jsonb(batch),)).fetchone()
         assert got == ({"accepted": 3, "duplicate": 0, "looped": 0},)
         # the same batch again (a crash between the two commits): recognised, nothing posted
-        again = dst.execute(
-            "SELECT mbus.exchange_receive('inbox', %s)", (psycopg.types.json.Jsonb(batch),)
-        ).fetchone()
+        again = dst.execute("SELECT mbus.exchange_receive('inbox', %s)", (Jsonb(batch),)).fetchone()
         assert again == ({"accepted": 0, "duplicate": 3, "looped": 0},)
         # a received message is found by its (foreign) iid in its new queue
         peek = dst.execute("SELECT mbus.peek_inbox(%s)", (batch[0]["iid"],)).fetchone()
@@ -120,13 +117,11 @@ def test_take_then_receive_posts_once_and_refuses_loops(
         received = rows.fetchall()
         assert [r[0] for r in received] == [m["iid"] for m in batch]
         for _, headers, _ in received:
-            assert headers["seenby"] == [src_db, dst_db]  # type: ignore[index]
-            assert headers["source_db"] == src_db  # type: ignore[index]
+            assert headers["seenby"] == [src_db, dst_db]
+            assert headers["source_db"] == src_db
         # a message that has seen the destination never enters it again
         back = [dict(batch[0], iid="other.1@x", headers={"seenby": [dst_db, src_db]})]
-        looped = dst.execute(
-            "SELECT mbus.exchange_receive('inbox', %s)", (psycopg.types.json.Jsonb(back),)
-        ).fetchone()
+        looped = dst.execute("SELECT mbus.exchange_receive('inbox', %s)", (Jsonb(back),)).fetchone()
         assert looped == ({"accepted": 0, "duplicate": 0, "looped": 1},)
         assert dst.execute(
             "SELECT count(*) FROM mbus.consumen('inbox', 'default', 10)"
@@ -134,12 +129,8 @@ def test_take_then_receive_posts_once_and_refuses_loops(
         with pytest.raises(psycopg.Error) as info:
             dst.execute("SELECT mbus.exchange_receive('nosuch', '[]')")
         assert translate(info.value).sqlstate == "MB002"
-        assert (
-            json.loads(
-                str(src.execute("SELECT mbus.exchange_take('to_peer', 10)::text").fetchone()[0])  # type: ignore[index]
-            )
-            == []
-        )
+        [(taken,)] = src.execute("SELECT mbus.exchange_take('to_peer', 10)::text").fetchall()
+        assert json.loads(str(taken)) == []
 
 
 def test_forget_keeps_recent_iids(conn: Conn) -> None:

@@ -6,6 +6,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Page
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
-def known(ops_dsn: str) -> Iterator[tuple[Service, dict[str, object]]]:
+def known(ops_dsn: str) -> Iterator[tuple[Service, dict[str, Any]]]:
     made = state.build(ops_dsn)
     base, stop = start(ops_dsn, late_after_s=60)
     svc = Service(ops_dsn, base)
@@ -39,7 +40,7 @@ def page() -> Iterator[Page]:
 
 
 def test_replay_from_the_page_moves_the_message(
-    known: tuple[Service, dict[str, object]], page: Page
+    known: tuple[Service, dict[str, Any]], page: Page
 ) -> None:
     """Fast tier: one page load and one action."""
     svc, _ = known
@@ -61,7 +62,7 @@ def test_replay_from_the_page_moves_the_message(
 
 @pytest.mark.slow
 def test_every_page_shows_what_sql_says(
-    known: tuple[Service, dict[str, object]], page: Page, tmp_path: Path
+    known: tuple[Service, dict[str, Any]], page: Page, tmp_path: Path
 ) -> None:
     svc, made = known
     shots = Path(os.environ.get("PGMBUS_SCREENSHOTS", str(tmp_path)))
@@ -129,7 +130,7 @@ def test_every_page_shows_what_sql_says(
     page.screenshot(path=str(shots / "dashboard-timers.png"), full_page=True)
 
     goto(page, "sagas")
-    first, second = made["sagas"]  # type: ignore[misc]
+    first, second = made["sagas"]
     assert cell(page, f"#sagas-table tr[data-saga='{first}'] .saga-state") == "running"
     assert cell(page, f"#sagas-table tr[data-saga='{second}'] .saga-state") == "compensating"
     assert "room: cancelled" in page.inner_text(f"#sagas-table tr[data-saga='{second}']")
@@ -142,7 +143,7 @@ def test_every_page_shows_what_sql_says(
 
 @pytest.mark.slow
 def test_read_only_key_sees_but_cannot_act(
-    known: tuple[Service, dict[str, object]], page: Page
+    known: tuple[Service, dict[str, Any]], page: Page
 ) -> None:
     svc, _ = known
     login(page, svc.base, svc.keys["viewer"], "dmq")
@@ -161,7 +162,7 @@ def test_read_only_key_sees_but_cannot_act(
 
 
 @pytest.mark.slow
-def test_delete_from_the_page(known: tuple[Service, dict[str, object]], page: Page) -> None:
+def test_delete_from_the_page(known: tuple[Service, dict[str, Any]], page: Page) -> None:
     svc, _ = known
     [(dmq_id,)] = svc.sql("SELECT dmq_id FROM mbus.dmq WHERE qname = 'orders'")
     login(page, svc.base, svc.keys["admin"], "dmq")
@@ -205,7 +206,7 @@ def test_swagger_ui_and_redoc_render_offline(ops_dsn: str, page: Page) -> None:
 
 @pytest.mark.slow
 def test_pause_and_resume_from_the_queues_page(
-    known: tuple[Service, dict[str, object]], page: Page
+    known: tuple[Service, dict[str, Any]], page: Page
 ) -> None:
     svc, _ = known
     login(page, svc.base, svc.keys["admin"], "queues")

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import time
 
+import httpx
+
 from tests.ops.conftest import Service
 
 
-def _error(r: object) -> dict[str, str]:
-    body = r.json()  # type: ignore[attr-defined]
+def _error(r: httpx.Response) -> dict[str, str]:
+    body: dict[str, str] = r.json()
     assert set(body) == {"error", "message"}, body
-    return body  # type: ignore[no-any-return]
+    return body
 
 
 def test_create_post_stats_and_list(service: Service) -> None:

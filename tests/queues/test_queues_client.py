@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,6 +37,7 @@ class AsyncAdapter:
 
     def listen(self, *args: Any, **kwargs: Any) -> Iterator[Message]:
         agen = self._bus.listen(*args, **kwargs)
+        assert isinstance(agen, AsyncGenerator)  # declared an iterator; closed as a generator
         try:
             while True:
                 yield self._loop.run_until_complete(agen.__anext__())

@@ -44,8 +44,8 @@ def test_json_too_deep_draws_the_line_at_100_levels(autodb: str) -> None:
             ).fetchone()
             assert row == (deep,), depth
         wide = {f"k{i}": [[[i]]] for i in range(500)}  # big, not deep: walked, passes
-        row = conn.execute("SELECT mbus.json_too_deep(%s::jsonb)", (json.dumps(wide),))
-        assert row.fetchone() == (False,)
+        cur = conn.execute("SELECT mbus.json_too_deep(%s::jsonb)", (json.dumps(wide),))
+        assert cur.fetchone() == (False,)
 
 
 @pytest.mark.parametrize(

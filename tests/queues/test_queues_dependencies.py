@@ -380,7 +380,7 @@ def test_waiting_messages_cost_a_claim_nothing(ac: Conn) -> None:
 
 
 def scalar_count(conn: Conn, query: str) -> int:
-    row = conn.execute(query).fetchone()  # type: ignore[arg-type]
+    row = conn.execute(query).fetchone()
     assert row is not None
     return int(row["n"])
 

@@ -21,7 +21,7 @@ Conn = psycopg.Connection[dict[str, Any]]
 
 
 def scalar(conn: Conn, query: str, *args: Any) -> Any:
-    row = conn.execute(query, args).fetchone()  # type: ignore[arg-type]
+    row = conn.execute(query, args).fetchone()
     assert row is not None
     return next(iter(row.values()))
 
@@ -30,7 +30,7 @@ def fails(conn: Conn, query: str, *args: Any) -> psycopg.Error:
     """Run query in a savepoint that must fail; return the error (the transaction goes on)."""
     conn.execute("SAVEPOINT fails")
     try:
-        conn.execute(query, args)  # type: ignore[arg-type]
+        conn.execute(query, args)
     except psycopg.Error as exc:
         conn.execute("ROLLBACK TO SAVEPOINT fails")
         return exc
@@ -407,7 +407,7 @@ def test_view_insert_returning_iid_with_only_the_insert_grant(admin: Conn, db_ds
     admin.execute("CREATE ROLE integrity_poster LOGIN")
     try:
         admin.execute("GRANT INSERT ON public.jobs_q TO integrity_poster")
-        dsn = make_conninfo(**(conninfo_to_dict(db_dsn) | {"user": "integrity_poster"}))
+        dsn = make_conninfo("", **(conninfo_to_dict(db_dsn) | {"user": "integrity_poster"}))
         with connect(dsn, autocommit=True) as c:
             assert scalar(c, "SELECT current_user") == "integrity_poster"
             iid = scalar(c, "INSERT INTO public.jobs_q (data) VALUES ('{\"n\": 1}') RETURNING iid")

@@ -15,7 +15,8 @@ SEC = timedelta(seconds=1)
 def t0(conn: Conn) -> datetime:
     row = conn.execute("SELECT clock_timestamp() AS t").fetchone()
     assert row is not None
-    return row["t"]  # type: ignore[no-any-return]
+    t: datetime = row["t"]
+    return t
 
 
 def lease(

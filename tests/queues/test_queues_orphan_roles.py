@@ -38,10 +38,10 @@ def recreate(server: TestServer, name: str) -> str:
     return dsn
 
 
-def run(dsn: str, query: str | sql.Composable, *args: Any) -> Any:
+def run(dsn: str, query: str | sql.SQL | sql.Composed, *args: Any) -> Any:
     """Run one statement in autocommit; its first value, if it returns rows."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        cur = conn.execute(query, args)  # type: ignore[arg-type]
+        cur = conn.execute(query, args)
         if cur.description is None:
             return None
         row = cur.fetchone()

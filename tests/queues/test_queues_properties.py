@@ -120,7 +120,7 @@ def attempt(conn: Conn, query: str, *args: Any) -> psycopg.Error | None:
     before = snapshot(conn)
     conn.execute("SAVEPOINT p")
     try:
-        conn.execute(query, args)  # type: ignore[arg-type]
+        conn.execute(query, args)
     except psycopg.Error as exc:
         conn.execute("ROLLBACK TO SAVEPOINT p")
         assert exc.sqlstate is not None and exc.sqlstate.startswith("MB"), (query, args, exc)
@@ -184,7 +184,7 @@ def _holds(conn: Conn, selector: str, props: dict[str, Any], data: dict[str, Any
         query = sql.SQL(
             "SELECT coalesce(({}), false) AS v FROM (SELECT (ROW(1, 'jobs.1@x', now(), NULL,"
             " NULL, NULL, %s, %s, NULL, 0, NULL, NULL)::mbus.qt_model).*) AS t"
-        ).format(sql.SQL(selector))  # type: ignore[arg-type]  # a selector the bus accepted
+        ).format(sql.SQL(selector))  # a selector the bus accepted
         row = conn.execute(query, (Jsonb(props), Jsonb(data))).fetchone()
     except psycopg.Error:
         conn.execute("ROLLBACK TO SAVEPOINT oracle")

@@ -44,7 +44,7 @@ PUBLIC_OK = {
 
 
 def scalar(conn: Conn, query: str, *args: Any) -> Any:
-    row = conn.execute(query, args).fetchone()  # type: ignore[arg-type]
+    row = conn.execute(query, args).fetchone()
     assert row is not None
     return next(iter(row.values()))
 
@@ -68,7 +68,7 @@ def login(admin: Conn, db_dsn: str) -> Iterator[Callable[..., Conn]]:
         for g in granted:
             admin.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(g), sql.Identifier(name)))
         params = conninfo_to_dict(db_dsn) | {"user": name}
-        c = psycopg.connect(make_conninfo(**params), autocommit=True, row_factory=dict_row)
+        c = psycopg.connect(make_conninfo("", **params), autocommit=True, row_factory=dict_row)
         conns.append(c)
         return c
 
@@ -134,11 +134,11 @@ def test_post_needs_the_post_role(admin: Conn, login: Callable[..., Conn]) -> No
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
         poster.execute("SELECT count(*) FROM mbus.q_sec")
     assert depth(admin, "sec") == 2
-    prosecdef, config = (
-        admin.execute("SELECT prosecdef, proconfig FROM pg_proc WHERE proname = 'post_sec'")
-        .fetchone()
-        .values()
-    )  # type: ignore[union-attr]
+    row = admin.execute(
+        "SELECT prosecdef, proconfig FROM pg_proc WHERE proname = 'post_sec'"
+    ).fetchone()
+    assert row is not None
+    prosecdef, config = row.values()
     assert prosecdef and config == ["search_path=pg_catalog, pg_temp"]
 
 
@@ -184,7 +184,7 @@ def test_consume_after_across_roles_queues_needs_no_right_on_the_dependency(
     for conn in (poster, first_consumer):
         for fn in ("deps_sec", "deps_sec_first"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
-                conn.execute(f"SELECT mbus.{fn}('free', NULL, 1)")  # type: ignore[arg-type]
+                conn.execute(f"SELECT mbus.{fn}('free', NULL, 1)")
     got = first_consumer.execute("SELECT data FROM mbus.consume_sec_first_by_default()").fetchall()
     assert got == [{"data": {"n": 0}}]
     got = poster.execute("SELECT data FROM mbus.consume_sec_by_default()").fetchall()

@@ -24,7 +24,7 @@ Conn = psycopg.Connection[dict[str, Any]]
 
 
 def scalar(conn: Conn, query: str, *args: Any) -> Any:
-    row = conn.execute(query, args).fetchone()  # type: ignore[arg-type]
+    row = conn.execute(query, args).fetchone()
     assert row is not None
     return next(iter(row.values()))
 

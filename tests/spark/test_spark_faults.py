@@ -48,7 +48,9 @@ def test_killed_driver_restarts_from_checkpoint_exactly_once(
     assert done == (80,)  # batches 0 and 1, and Spark has not recorded batch 1 as done
     assert _driver(db_dsn, checkpoint) == 0  # replays batch 1 (a no-op) and goes on
     with psycopg.connect(db_dsn) as conn:
-        total, distinct = conn.execute("SELECT count(*), count(DISTINCT id) FROM seen").fetchone()
+        [(total, distinct)] = conn.execute(
+            "SELECT count(*), count(DISTINCT id) FROM seen"
+        ).fetchall()
         batches = conn.execute("SELECT array_agg(batch_id ORDER BY batch_id) "
                                "FROM mbus.spark_batches").fetchone()
         cursor = conn.execute("SELECT mbus.group_cursor('spark_crash')").fetchone()
@@ -93,10 +95,10 @@ def test_failed_first_attempt_does_not_duplicate_batch_write(
         "append"
     ).save()
     with psycopg.connect(db_dsn) as conn:
-        total, distinct = conn.execute(
+        [(total, distinct)] = conn.execute(
             "SELECT count(*), count(DISTINCT payload->>'n') FROM mbus.events "
             "WHERE topic = 'copied'"
-        ).fetchone()
+        ).fetchall()
         staged = conn.execute("SELECT count(*) FROM mbus.spark_staged").fetchone()
     assert (total, distinct) == (200, 200)
     assert staged == (0,)
@@ -155,7 +157,7 @@ def test_retention_keeps_what_the_stream_has_not_committed(
 
     _sink_table(db_dsn)
     with psycopg.connect(db_dsn) as conn:
-        now = conn.execute("SELECT now()").fetchone()[0]
+        [(now,)] = conn.execute("SELECT now()").fetchall()
         conn.execute("SELECT mbus.maintain(%s)", (now,))
     publish(db_dsn, "t", 100)
 
@@ -192,7 +194,8 @@ def test_retention_keeps_what_the_stream_has_not_committed(
     with psycopg.connect(db_dsn) as conn:
         conn.execute("SELECT mbus.maintain(%s)", (now + dt.timedelta(days=2),))  # rolls over
         report = conn.execute("SELECT mbus.maintain(%s)", (now + dt.timedelta(days=30),))
-        kept = report.fetchone()[0]["kept"]
+        [(result,)] = report.fetchall()
+        kept = result["kept"]
         left = conn.execute("SELECT count(*) FROM mbus.events WHERE topic = 't'").fetchone()
         conn.commit()
     assert left == (100,)

@@ -91,7 +91,7 @@ def test_streaming_query_through_sink(spark: Any, db_dsn: str, tmp_path: Path) -
     run()
     run()  # a restart from the checkpoint finds nothing new
     with psycopg.connect(db_dsn) as conn:
-        n, distinct = conn.execute("SELECT count(*), count(DISTINCT n) FROM seen").fetchone()
+        [(n, distinct)] = conn.execute("SELECT count(*), count(DISTINCT n) FROM seen").fetchall()
         batches = conn.execute("SELECT count(*) FROM mbus.spark_batches").fetchone()
     assert (n, distinct) == (30, 30)
     assert batches == (3,)

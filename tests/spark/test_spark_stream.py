@@ -21,7 +21,9 @@ def _sink_table(dsn: str) -> None:
 
 def _seen(dsn: str) -> tuple[int, int, list[int]]:
     with psycopg.connect(dsn) as conn:
-        total, distinct = conn.execute("SELECT count(*), count(DISTINCT id) FROM seen").fetchone()
+        [(total, distinct)] = conn.execute(
+            "SELECT count(*), count(DISTINCT id) FROM seen"
+        ).fetchall()
         ids = [r[0] for r in conn.execute("SELECT DISTINCT id FROM seen ORDER BY id")]
     return int(total), int(distinct), ids
 

@@ -64,7 +64,7 @@ def test_sixteen_producers_no_loss_no_duplicate_no_phantom(db_dsn: str) -> None:
         assert not set(got) & set(rolled)
     # per producer (key), events arrive in publish order
     with psycopg.connect(db_dsn) as conn:
-        keys = dict(conn.execute("SELECT id, key FROM mbus.events").fetchall())
+        keys: dict[int, str] = dict(conn.execute("SELECT id, key FROM mbus.events").fetchall())
     for k in {str(s) for s in range(16)}:
         mine = [i for i in seen if keys[i] == k]
         assert mine == sorted(mine)

@@ -203,7 +203,7 @@ def test_group_lifecycle_errors(connect: Connect) -> None:
 def test_start_positions(connect: Connect) -> None:
     conn = connect(autocommit=True)
     before = streams.publish(conn, "t", {"n": "before"})
-    mark = conn.execute("SELECT clock_timestamp()").fetchone()[0]  # type: ignore[index]
+    [(mark,)] = conn.execute("SELECT clock_timestamp()").fetchall()
     after = streams.publish(conn, "t", {"n": "after"})
     streams.create_group(conn, "from_now")
     streams.create_group(conn, "from_start", start="beginning")

@@ -13,7 +13,7 @@ from tests.streams.conftest import Connect, drain
 def test_publish_returns_id_and_stores_top_level_xact_id(connect: Connect) -> None:
     conn = connect()
     with conn.transaction():
-        top = conn.execute("SELECT pg_current_xact_id()::text").fetchone()[0]  # type: ignore[index]
+        [(top,)] = conn.execute("SELECT pg_current_xact_id()::text").fetchall()
         conn.execute("SAVEPOINT s1")
         eid = streams.publish(conn, "orders", {"n": 1}, key="a", headers={"h": "v"})
         conn.execute("RELEASE SAVEPOINT s1")

@@ -39,7 +39,7 @@ def test_slots_split_a_group_by_key_and_read_in_parallel(connect: Connect, db_ds
             h.close()
     all_ids = sorted(e.id for evs in results.values() for e in evs)
     assert all_ids == ids
-    key_slots = {}
+    key_slots: dict[str | None, int] = {}
     for s, evs in results.items():
         for e in evs:
             assert key_slots.setdefault(e.key, s) == s  # one key, one slot: per-key order holds

@@ -35,7 +35,7 @@ class Env:
     """A fresh database with one owner client."""
 
     dsn: str
-    client: store.Client
+    client: store.Client = field(init=False)  # the owner, added by the fixture
 
     def sql(self, query: str, params: Any = None) -> list[tuple[Any, ...]]:
         with psycopg.connect(self.dsn, autocommit=True) as conn:
@@ -53,7 +53,7 @@ class Env:
 @pytest.fixture
 def env(db_dsn: str) -> Env:
     """A fresh database with the client ``acme``."""
-    e = Env(db_dsn, None)  # type: ignore[arg-type]
+    e = Env(db_dsn)
     e.client = e.add_client("acme")
     return e
 

@@ -277,9 +277,9 @@ def test_a_delivery_that_raises_is_recorded_not_left_pending(
     env: Env, http_server: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the worker's last net, behind deliver's own: the claim used to expire unrecorded
-    from pgmbus.timers import dispatcher
+    from pgmbus.timers import delivery, dispatcher
 
-    real = dispatcher.deliver
+    real = delivery.deliver  # the function the dispatcher imported, replaced there below
 
     async def deliver(transport: Any, guard: Any, cb: Any, **kw: Any) -> Any:
         if cb.event_key == "boom":

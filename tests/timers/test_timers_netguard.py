@@ -12,6 +12,7 @@ from pgmbus.timers.netguard import (
     IPAddress,
     NetworkGuard,
     RefusedURL,
+    Target,
     UnresolvableHost,
     _resolve,
     embedded_ipv4,
@@ -193,7 +194,9 @@ def test_concurrent_checks_of_one_host_share_one_lookup() -> None:
     guard = NetworkGuard(parse_networks(["127.0.0.0/8", "::1/128"]), resolver=resolver)
     got = run(_check_all(guard, [f"http://localhost:8080/hook/{i}" for i in range(40)]))
     assert resolver.lookups == 1
-    assert {g.address for g in got} <= {"127.0.0.1", "::1"}  # type: ignore[attr-defined]
+    for target in got:
+        assert isinstance(target, Target), target
+        assert target.address in {"127.0.0.1", "::1"}
     run(guard.check("http://localhost:8080/other"))
     assert resolver.lookups == 1
 

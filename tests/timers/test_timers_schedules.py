@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import psycopg
 import pytest
@@ -37,10 +38,10 @@ def test_invalid_cron_is_refused() -> None:
         scheduler.check_cron("61 * * * *")
 
 
-async def _make(env: Env, **kw: object) -> None:
+async def _make(env: Env, **kw: Any) -> None:
     async with await psycopg.AsyncConnection.connect(env.dsn, autocommit=True) as c:
         await store.create_schedule(c, env.client.id, "tick", URL, now=T0, start_at=T0,
-                                    **kw)  # type: ignore[arg-type]
+                                    **kw)
 
 
 async def _generate(env: Env, now: datetime, horizon_s: float = 60) -> int:

@@ -81,8 +81,8 @@ def test_bus_async_bus_and_app_declare_handlers() -> None:
     async def handle(conn: Any, event: Any) -> None:  # an async stream handler
         pass
 
-    (spec,) = app.stream_handlers
-    assert spec.is_async and spec.fn is handle
+    (stream_spec,) = app.stream_handlers
+    assert stream_spec.is_async and stream_spec.fn is handle
 
     with pytest.raises(ValueError, match="concurrency"):
         App().handler("mail", concurrency=0)

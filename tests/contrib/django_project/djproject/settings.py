@@ -1,6 +1,7 @@
 """Settings: one PostgreSQL database named by PGMBUS_DJANGO_DSN (libpq key=value pairs)."""
 
 import os
+from typing import Any
 
 from psycopg.conninfo import conninfo_to_dict
 
@@ -10,7 +11,7 @@ SECRET_KEY = "test-only"  # noqa: S105
 DEBUG = False
 USE_TZ = True
 INSTALLED_APPS = ["pgmbus.contrib.django", "orders"]
-DATABASES = {
+DATABASES: dict[str, dict[str, Any]] = {
     "default": {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": _db["dbname"],
