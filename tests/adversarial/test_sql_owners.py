@@ -65,3 +65,50 @@ def test_the_password_rule_is_written_once() -> None:
     assert holders == ["base/check_conninfo.sql"]
     for path in ("exchange/create_link.sql", "exchange/alter_link.sql", "scaleout/add_server.sql"):
         assert "mbus.check_conninfo(" in (FUNCTIONS / path).read_text("utf-8"), path
+
+
+# --- generated names ------------------------------------------------------------------------
+
+_PARTS = (
+    "post|postn|peek|deps|clear_queue|take|ack|nack|extend|bury|consume|consumen|lease|take_from"
+)
+# a name glued together by hand: 'post_' || q, format('consume_%s_by_%s', ...), 'q_' || q
+_SQL_BUILT = re.compile(rf"'(?:{_PARTS}|q)_'\s*\|\||'(?:{_PARTS}|q)_%[sI]")
+# the same in Python: "post_" + q, f"consumen_{q}_by_{c}", f"q_{q}"
+_PY_BUILT = re.compile(rf"""f?["'](?:{_PARTS}|q)_(?:["']\s*\+|\{{)|_by_\{{""")
+
+
+def test_no_function_or_client_builds_a_generated_name_by_hand() -> None:
+    """Every generated name is made by mbus.generated_name (the formula generated_names uses)."""
+    found = [
+        f"{p.relative_to(ROOT)}:{n}: {line.strip()}"
+        for p in FUNCTIONS.glob("*/*.sql")
+        if p.name not in ("generated_name.sql", "generated_names.sql")
+        for n, line in enumerate(p.read_text("utf-8").splitlines(), 1)
+        if not line.startswith("--") and _SQL_BUILT.search(line)
+    ]
+    found += [
+        f"{p.relative_to(ROOT)}:{n}: {line.strip()}"
+        for p in (ROOT / "src" / "pgmbus").rglob("*.py")
+        for n, line in enumerate(p.read_text("utf-8").splitlines(), 1)
+        if _PY_BUILT.search(line)
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_generated_name_is_the_list_one_name_at_a_time(conn: Conn) -> None:
+    conn.execute("SELECT mbus.create_queue('own_q', 1)")
+    conn.execute("SELECT mbus.create_consumer('own_q', 'audit')")
+    mismatched = conn.execute(
+        "SELECT g.kind, g.what, g.name, mbus.generated_name(g.kind, g.what, 'own_q', c.cname)"
+        " FROM (VALUES (NULL::text), ('audit')) AS c(cname),"
+        " mbus.generated_names('own_q', c.cname) AS g"
+        " WHERE mbus.generated_name(g.kind, g.what, 'own_q', c.cname) IS DISTINCT FROM g.name"
+    ).fetchall()
+    assert mismatched == []
+    # the dispatchers reach the generated functions through it
+    conn.execute("SELECT mbus.post('own_q', '{\"n\": 1}')")
+    row = conn.execute("SELECT data FROM mbus.consume('own_q', 'audit')").fetchone()
+    assert row == ({"n": 1},)
+    assert _sqlstate(conn, "SELECT mbus.generated_name('nosuch', 'post', 'own_q')") == "XX000"
+    assert _sqlstate(conn, "SELECT mbus.generated_name('function', 'post', NULL)") == "MB001"

@@ -23,6 +23,7 @@ Conn = psycopg.Connection[dict[str, Any]]
 # its own EXECUTE privilege, and the helpers they call. USAGE on schema mbus is not PUBLIC's.
 PUBLIC_OK = {
     "check_name",
+    "generated_name",
     "require_queue",
     "require_consumer",
     "post",

@@ -160,7 +160,7 @@ class AsyncBus(Handlers):
                 open=False,
             )
         self.pool = pool
-        self._composed: dict[tuple[str, str], sql.Composed] = {}
+        self._composed: dict[tuple[str, str, str, str | None], sql.Composed] = {}
         self._known: set[tuple[str, str]] = set()
 
     async def open(self) -> AsyncBus:
@@ -205,10 +205,22 @@ class AsyncBus(Handlers):
         except Exception as exc:  # a pool being closed: nothing to drop
             log.debug("pool check after a connection error failed: %s", exc)
 
-    def _generated(self, name: LiteralString, fn: str) -> sql.Composed:
-        key = (name, fn)
+    async def _generated(
+        self,
+        name: LiteralString,
+        what: str,
+        queue: str,
+        consumer: str | None = None,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> sql.Composed:
+        """The named query ``name`` calling the function ``what`` generated for ``queue`` (and
+        ``consumer``). The database names it (mbus.generated_name, the one owner of generated
+        names): asked once per bus and function, then kept."""
+        key = (name, what, queue, consumer)
         query = self._composed.get(key)
         if query is None:
+            params = {"what": what, "queue": queue, "consumer": consumer}
+            fn = str(await self._value(Q["generated_name"], params, conn))
             query = sql.SQL(Q[name]).format(fn=sql.Identifier(fn))
             self._composed[key] = query
         return query
@@ -400,7 +412,7 @@ class AsyncBus(Handlers):
             "consume_after": consume_after,
             "priority": priority,
         }
-        query = self._generated("post", "post_" + check_name("queue", queue))
+        query = await self._generated("post", "post", check_name("queue", queue), conn=conn)
         async with self._naming_a_missing_queue(queue):
             return str(await self._value(query, params, conn))
 
@@ -453,7 +465,7 @@ class AsyncBus(Handlers):
             "expires": expires,
             "priority": priorities,
         }
-        query = self._generated("post_batch", "postn_" + check_name("queue", queue))
+        query = await self._generated("post_batch", "postn", check_name("queue", queue), conn=conn)
         async with self._naming_a_missing_queue(queue):
             return [str(r["iid"]) for r in await self._rows(query, params, conn)]
 
@@ -467,7 +479,7 @@ class AsyncBus(Handlers):
         conn: AsyncConnection[Any] | None,
         now: datetime | None,
     ) -> list[Message]:
-        query = self._generated("consumen", f"consumen_{queue}_by_{consumer}")
+        query = await self._generated("consumen", "consumen", queue, consumer, conn)
         params = {"amount": amount, "now": now, "queue": queue, "consumer": consumer}
         rows = await self._rows(query, params, conn)
         if not rows:  # not even the row of NULLs: the pair is gone
@@ -483,7 +495,7 @@ class AsyncBus(Handlers):
         max_attempts: int | None,
         now: datetime | None,
     ) -> list[Message]:
-        query = self._generated("lease", f"lease_{queue}_by_{consumer}")
+        query = await self._generated("lease", "lease", queue, consumer)
         params = {
             "amount": amount,
             "lease": lease,
@@ -651,17 +663,17 @@ class AsyncBus(Handlers):
             finally:
                 await listener.execute(Q["await_done"], {"queue": queue})
 
-    def _token_query(self, name: LiteralString, message: Message) -> sql.Composed:
+    async def _token_query(self, name: LiteralString, message: Message) -> sql.Composed:
         if message.lease_token is None:
             raise InvalidArgument(
                 "the message was not claimed with a lease (use lease(), not consume())",
                 sqlstate="MB006",
             )
-        return self._generated(name, f"{name}_{check_name('queue', message.queue)}")
+        return await self._generated(name, name, check_name("queue", message.queue))
 
     async def ack(self, message: Message, *, now: datetime | None = None) -> None:
         """The leased message is done: remove it. ``StaleLease`` when the lease was lost."""
-        query = self._token_query("ack", message)
+        query = await self._token_query("ack", message)
         args.moment("now", now)
         async with self._naming_a_missing_queue(message.queue):
             await self._rows(query, {"token": message.lease_token, "now": now})
@@ -670,7 +682,7 @@ class AsyncBus(Handlers):
         self, message: Message, *, delay: float | timedelta = 0.0, now: datetime | None = None
     ) -> None:
         """Give the leased message back; it is delivered again after ``delay`` seconds."""
-        query = self._token_query("nack", message)
+        query = await self._token_query("nack", message)
         args.moment("now", now)
         params = {"token": message.lease_token, "delay": _seconds(delay, "delay"), "now": now}
         async with self._naming_a_missing_queue(message.queue):
@@ -680,7 +692,7 @@ class AsyncBus(Handlers):
         self, message: Message, lease: float | timedelta, *, now: datetime | None = None
     ) -> datetime:
         """Make the lease end ``lease`` seconds from now; returns the new end."""
-        query = self._token_query("extend", message)
+        query = await self._token_query("extend", message)
         args.moment("now", now)
         params = {"token": message.lease_token, "lease": _seconds(lease, "lease"), "now": now}
         async with self._naming_a_missing_queue(message.queue):
@@ -689,7 +701,7 @@ class AsyncBus(Handlers):
 
     async def bury(self, message: Message, reason: str, *, now: datetime | None = None) -> int:
         """Move the leased message to the dead-message queue with ``reason``; returns its dmq id."""
-        query = self._token_query("bury", message)
+        query = await self._token_query("bury", message)
         args.text("reason", reason)
         args.moment("now", now)
         params = {"token": message.lease_token, "reason": reason, "now": now}

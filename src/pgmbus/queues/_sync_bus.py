@@ -163,7 +163,7 @@ class Bus(Handlers):
                 open=False,
             )
         self.pool = pool
-        self._composed: dict[tuple[str, str], sql.Composed] = {}
+        self._composed: dict[tuple[str, str, str, str | None], sql.Composed] = {}
         self._known: set[tuple[str, str]] = set()
 
     def open(self) -> Bus:
@@ -208,10 +208,22 @@ class Bus(Handlers):
         except Exception as exc:  # a pool being closed: nothing to drop
             log.debug("pool check after a connection error failed: %s", exc)
 
-    def _generated(self, name: LiteralString, fn: str) -> sql.Composed:
-        key = (name, fn)
+    def _generated(
+        self,
+        name: LiteralString,
+        what: str,
+        queue: str,
+        consumer: str | None = None,
+        conn: Connection[Any] | None = None,
+    ) -> sql.Composed:
+        """The named query ``name`` calling the function ``what`` generated for ``queue`` (and
+        ``consumer``). The database names it (mbus.generated_name, the one owner of generated
+        names): asked once per bus and function, then kept."""
+        key = (name, what, queue, consumer)
         query = self._composed.get(key)
         if query is None:
+            params = {"what": what, "queue": queue, "consumer": consumer}
+            fn = str(self._value(Q["generated_name"], params, conn))
             query = sql.SQL(Q[name]).format(fn=sql.Identifier(fn))
             self._composed[key] = query
         return query
@@ -403,7 +415,7 @@ class Bus(Handlers):
             "consume_after": consume_after,
             "priority": priority,
         }
-        query = self._generated("post", "post_" + check_name("queue", queue))
+        query = self._generated("post", "post", check_name("queue", queue), conn=conn)
         with self._naming_a_missing_queue(queue):
             return str(self._value(query, params, conn))
 
@@ -456,7 +468,7 @@ class Bus(Handlers):
             "expires": expires,
             "priority": priorities,
         }
-        query = self._generated("post_batch", "postn_" + check_name("queue", queue))
+        query = self._generated("post_batch", "postn", check_name("queue", queue), conn=conn)
         with self._naming_a_missing_queue(queue):
             return [str(r["iid"]) for r in self._rows(query, params, conn)]
 
@@ -470,7 +482,7 @@ class Bus(Handlers):
         conn: Connection[Any] | None,
         now: datetime | None,
     ) -> list[Message]:
-        query = self._generated("consumen", f"consumen_{queue}_by_{consumer}")
+        query = self._generated("consumen", "consumen", queue, consumer, conn)
         params = {"amount": amount, "now": now, "queue": queue, "consumer": consumer}
         rows = self._rows(query, params, conn)
         if not rows:  # not even the row of NULLs: the pair is gone
@@ -486,7 +498,7 @@ class Bus(Handlers):
         max_attempts: int | None,
         now: datetime | None,
     ) -> list[Message]:
-        query = self._generated("lease", f"lease_{queue}_by_{consumer}")
+        query = self._generated("lease", "lease", queue, consumer)
         params = {
             "amount": amount,
             "lease": lease,
@@ -660,7 +672,7 @@ class Bus(Handlers):
                 "the message was not claimed with a lease (use lease(), not consume())",
                 sqlstate="MB006",
             )
-        return self._generated(name, f"{name}_{check_name('queue', message.queue)}")
+        return self._generated(name, name, check_name("queue", message.queue))
 
     def ack(self, message: Message, *, now: datetime | None = None) -> None:
         """The leased message is done: remove it. ``StaleLease`` when the lease was lost."""

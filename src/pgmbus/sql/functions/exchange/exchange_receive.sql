@@ -32,7 +32,7 @@ DECLARE
     v_iid      text;
 BEGIN
     PERFORM mbus.require_queue(qname);  -- first: format's %I failed on a NULL name (22004)
-    v_post := format('SELECT mbus.%I($1, $2, $3, $4, $5, $6)', 'post_' || qname);
+    v_post := format('SELECT mbus.%I($1, $2, $3, $4, $5, $6)', mbus.generated_name('function', 'post', qname));
     IF messages IS NULL OR jsonb_typeof(messages) <> 'array' THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'messages must be a jsonb array';
     END IF;

@@ -22,7 +22,7 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    tbl text := 'q_' || qname;
+    tbl text := mbus.generated_name('relation', 'table', qname);
     seg text;
 BEGIN
     FOR n IN p_from .. 3 LOOP

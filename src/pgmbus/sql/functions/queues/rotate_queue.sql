@@ -61,7 +61,7 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    tbl         text := 'q_' || qname;
+    tbl         text := mbus.generated_name('relation', 'table', qname);
     st          mbus.queue_segment;
     v_seg       regclass;
     v_live      boolean;

@@ -22,7 +22,7 @@ SET search_path = pg_catalog
 AS $$
 DECLARE
     m          jsonb;
-    v_post     text := format('SELECT mbus.%I($1, $2, $3, $4, $5, $6)', 'post_' || qname);
+    v_post     text := format('SELECT mbus.%I($1, $2, $3, $4, $5, $6)', mbus.generated_name('function', 'post', qname));
     v_accepted integer := 0;
     v_dup      integer := 0;
     v_iid      text;
