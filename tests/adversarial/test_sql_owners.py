@@ -4,27 +4,19 @@ so that the copies cannot drift apart."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from pgmbus.errors import translate
+from pgmbus.exchange import Bridge
+from pgmbus.scaleout import Cluster, move_queue
+from tests.exchange.test_exchange_sql import _sqlstate
 
 Conn = psycopg.Connection[tuple[object, ...]]
 ROOT = Path(__file__).resolve().parents[2]
 FUNCTIONS = ROOT / "src" / "pgmbus" / "sql" / "functions"
-
-
-def _sqlstate(conn: Conn, query: str, params: tuple[object, ...] = ()) -> str | None:
-    conn.execute("SAVEPOINT s")
-    try:
-        conn.execute(query, params)  # type: ignore[arg-type]
-    except psycopg.Error as exc:
-        conn.execute("ROLLBACK TO SAVEPOINT s")
-        return translate(exc).sqlstate
-    conn.execute("RELEASE SAVEPOINT s")
-    return None
 
 
 # --- the conninfo password check ------------------------------------------------------------
@@ -112,3 +104,68 @@ def test_generated_name_is_the_list_one_name_at_a_time(conn: Conn) -> None:
     assert row == ({"n": 1},)
     assert _sqlstate(conn, "SELECT mbus.generated_name('nosuch', 'post', 'own_q')") == "XX000"
     assert _sqlstate(conn, "SELECT mbus.generated_name('function', 'post', NULL)") == "MB001"
+
+
+# --- the transfer protocol of routes and queue moves ----------------------------------------
+
+
+def _post_prioritized(dsn: str, qname: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("SELECT mbus.post(%s, '{\"n\": 0}')", (qname,))
+        c.execute("SELECT mbus.post(%s, '{\"n\": 5}', priority => 5)", (qname,))
+
+
+def _priorities(dsn: str, qname: str) -> dict[int, object]:
+    """n -> the priority a consumer sees (headers.priority, absent for 0), in claim order."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        rows = c.execute(
+            "SELECT data, headers FROM mbus.consumen(%s, 'default', 100)", (qname,)
+        ).fetchall()
+    return {r[0]["n"]: r[1].get("priority") for r in rows}  # type: ignore[index,union-attr]
+
+
+def test_a_route_between_databases_keeps_the_priority(make_db: Callable[..., str]) -> None:
+    a_dsn, b_dsn = make_db(), make_db()
+    with psycopg.connect(a_dsn, autocommit=True) as a, psycopg.connect(b_dsn, autocommit=True) as b:
+        b.execute("SELECT mbus.create_queue('orders', 1)")
+        a.execute("SELECT mbus.create_queue('orders', 1)")
+        a.execute("SELECT mbus.create_link('peer', %s)", (b_dsn,))
+        a.execute("SELECT mbus.create_route('to_peer', 'peer', 'orders', 'orders')")
+    _post_prioritized(a_dsn, "orders")
+    mover = Bridge(a_dsn, batch=10)
+    try:
+        mover.drain()
+    finally:
+        mover.close()
+    assert mover.stats.accepted == 2
+    assert list(_priorities(b_dsn, "orders").items()) == [(5, 5), (0, None)]
+
+
+def test_a_queue_move_keeps_the_priority(make_db: Callable[..., str]) -> None:
+    home, s1, s2 = make_db(), make_db(), make_db()
+    cluster = Cluster(home, refresh=60.0)
+    try:
+        cluster.add_server("s1", s1)
+        cluster.add_server("s2", s2)
+        with psycopg.connect(s1, autocommit=True) as c:
+            c.execute("SELECT mbus.create_queue('orders', 1)")
+        cluster.place("queue", "orders", ["s1"])
+    finally:
+        cluster.close()
+    _post_prioritized(s1, "orders")
+    assert move_queue(home, "orders", "s2", grace=0.0).moved == 2
+    assert list(_priorities(s2, "orders").items()) == [(5, 5), (0, None)]
+
+
+def test_both_receiving_halves_refuse_a_null_queue_by_name(conn: Conn) -> None:
+    assert _sqlstate(conn, "SELECT mbus.exchange_receive(NULL, '[]')") == "MB001"
+    assert _sqlstate(conn, "SELECT mbus.move_receive('m1', NULL, '[]')") == "MB001"
+
+
+def test_a_transferred_priority_must_be_a_whole_number_in_range(conn: Conn) -> None:
+    conn.execute("SELECT mbus.create_queue('own_t', 1)")
+    for bad in ('"5"', "5.5", "-1", "32768", "1e30", "null"):
+        message = f'[{{"iid": "own_t.1@x", "data": {{}}, "priority": {bad}}}]'
+        assert _sqlstate(conn, "SELECT mbus.exchange_receive('own_t', %s)", (message,)) == "MB006"
+        assert _sqlstate(conn, "SELECT mbus.move_receive('m', 'own_t', %s)", (message,)) == "MB006"
+    assert conn.execute("SELECT count(*) FROM mbus.q_own_t").fetchone() == (0,)
