@@ -64,8 +64,12 @@ def test_the_password_rule_is_written_once() -> None:
 _PARTS = (
     "post|postn|peek|deps|clear_queue|take|ack|nack|extend|bury|consume|consumen|lease|take_from"
 )
-# a name glued together by hand: 'post_' || q, format('consume_%s_by_%s', ...), 'q_' || q
-_SQL_BUILT = re.compile(rf"'(?:{_PARTS}|q)_'\s*\|\||'(?:{_PARTS}|q)_%[sI]")
+# a name glued together by hand: 'post_' || q, format('consume_%s_by_%s', ...), 'q_' || q,
+# tbl || '$' || n (a segment), tbl || '_claim$' || n (an index)
+_SQL_BUILT = re.compile(
+    rf"'(?:{_PARTS}|q)_'\s*\|\||'(?:{_PARTS}|q)_%[sI]"
+    r"|\|\|\s*'(?:\$[0-9]?'|_(?:claim|id|iid|lease|expires|prio)\b)"
+)
 # the same in Python: "post_" + q, f"consumen_{q}_by_{c}", f"q_{q}"
 _PY_BUILT = re.compile(rf"""f?["'](?:{_PARTS}|q)_(?:["']\s*\+|\{{)|_by_\{{""")
 

@@ -778,7 +778,7 @@ $b$, format(v_depwait, 'q.id = p_id AND q.iid IS NULL', tbl),
      format(v_depwait, 'q.iid = p_iid', tbl),
      format(v_deprel, 'q.id = p_id AND q.iid IS NULL', tbl),
      format(v_deprel, 'q.iid = p_iid', tbl),
-     tbl, 'mbus.' || quote_ident(tbl || '$0')));
+     tbl, 'mbus.' || quote_ident(mbus.generated_name('relation', 'segment0', regenerate_queue.qname))));
 
     -- clear_queue_<q>(p_now): delete expired deliveries; returns how many.
     EXECUTE format($f$
@@ -837,7 +837,7 @@ $b$, tbl, ret_cols, q, v_mark));
     WHEN '%1$s' THEN
         DELETE FROM %2$s AS q WHERE q.lease_token = token AND q.vt > v_now
         RETURNING q.c, %3$s INTO v_c, v_n;$t$,
-            n, 'mbus.' || quote_ident(tbl || '$' || n), v_ackn);
+            n, 'mbus.' || quote_ident(mbus.generated_name('relation', 'segment' || n, regenerate_queue.qname)), v_ackn);
     END LOOP;
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(token uuid, p_now timestamptz DEFAULT NULL)
@@ -963,7 +963,7 @@ $b$, tbl, ret_cols, q, q));
         v_upsole := '';
         v_upmany := '';
         FOR n IN 0 .. 3 LOOP
-            v_segn := 'mbus.' || quote_ident(tbl || '$' || n);
+            v_segn := 'mbus.' || quote_ident(mbus.generated_name('relation', 'segment' || n, regenerate_queue.qname));
             v_del1 := v_del1 || format($t$
     %1$s v_seg = %2$s THEN
         RETURN QUERY
