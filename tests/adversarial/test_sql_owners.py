@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from pgmbus.exchange import Bridge
+from pgmbus.queues import Bus
 from pgmbus.scaleout import Cluster, move_queue
 from tests.exchange.test_exchange_sql import _sqlstate
 
@@ -173,3 +174,41 @@ def test_a_transferred_priority_must_be_a_whole_number_in_range(conn: Conn) -> N
         assert _sqlstate(conn, "SELECT mbus.exchange_receive('own_t', %s)", (message,)) == "MB006"
         assert _sqlstate(conn, "SELECT mbus.move_receive('m', 'own_t', %s)", (message,)) == "MB006"
     assert conn.execute("SELECT count(*) FROM mbus.q_own_t").fetchone() == (0,)
+
+
+# --- queue upkeep on one clock --------------------------------------------------------------
+
+
+def _upkept_at(dsn: str) -> object:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        row = c.execute("SELECT upkept_at FROM mbus.queue_segment WHERE qname = 'own_u'").fetchone()
+    assert row is not None
+    return row[0]
+
+
+def test_bus_upkeep_runs_by_the_queues_clock_not_its_own(db_dsn: str) -> None:
+    """Bus consumers ask for the upkeep; it runs only when upkept_at is upkeep_every old, the
+    test the claims make, so processes together run it once per upkeep_every."""
+    with psycopg.connect(db_dsn, autocommit=True) as c:
+        c.execute("SELECT mbus.create_queue('own_u', 1)")
+        c.execute("UPDATE mbus.queue_segment SET upkeep_every = '1 hour' WHERE qname = 'own_u'")
+        c.execute("SELECT mbus.rotate_queue('own_u')")
+    fresh = _upkept_at(db_dsn)
+    with Bus(db_dsn, rotate_every=0.0) as one, Bus(db_dsn, rotate_every=0.0) as other:
+        for bus in (one, other, one):
+            bus.consume("own_u")
+        assert _upkept_at(db_dsn) == fresh  # not due: no process ran it
+        with psycopg.connect(db_dsn, autocommit=True) as c:
+            c.execute(
+                "UPDATE mbus.queue_segment SET upkept_at = now() - interval '2 hours' "
+                "WHERE qname = 'own_u'"
+            )
+        other.consume("own_u")
+        due = _upkept_at(db_dsn)
+        assert due > fresh  # type: ignore[operator]
+        one.consume("own_u")
+        assert _upkept_at(db_dsn) == due
+        with psycopg.connect(db_dsn, autocommit=True) as c:  # NULL: the callers are the upkeep
+            c.execute("UPDATE mbus.queue_segment SET upkeep_every = NULL WHERE qname = 'own_u'")
+        one.consume("own_u")
+        assert _upkept_at(db_dsn) > due  # type: ignore[operator]

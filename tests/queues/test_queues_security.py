@@ -38,6 +38,7 @@ PUBLIC_OK = {
     "consume_wait",
     "clear_queue",  # dispatches to clear_queue_<q>, which stays the owner's
     "take_from",
+    "upkeep_queue",
     "peek",
     "get_iid",
     "rotate_queue",  # storage upkeep: truncates only segments without rows (0006)

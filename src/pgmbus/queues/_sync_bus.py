@@ -131,10 +131,12 @@ class Bus(Handlers):
         Seconds between polls while a blocking consume waits; a wake-up (NOTIFY) ends the wait
         earlier, so a lost notification costs at most this much latency.
     rotate_every:
-        Seconds between runs of a queue's storage upkeep (``mbus.rotate_queue``: truncate
-        drained segments, start a new one) by ``consume``/``lease``/``listen`` of that queue, on
-        a pooled autocommit connection; None: never (then run ``pgmbus queue rotate --every``
-        or call ``mbus.rotate_queues()`` yourself). See docs/queues.md, Storage.
+        Seconds between the times ``consume``/``lease``/``listen`` of a queue ask for its
+        storage upkeep (``mbus.upkeep_queue``, on a pooled autocommit connection): it runs
+        ``mbus.rotate_queue`` (truncate drained segments, start a new one) when the queue's
+        ``upkeep_every`` has passed since its last upkeep, the clock its claims use too; None:
+        never ask (then run ``pgmbus queue rotate --every`` or call ``mbus.rotate_queues()``
+        yourself). See docs/queues.md, Storage.
 
     Every method that reads or writes messages takes ``conn``: pass your own connection to run
     inside your transaction (a post then exists exactly when you commit; a consume is undone by
@@ -536,9 +538,11 @@ class Bus(Handlers):
             return
         self._rotated[queue] = now
         try:
-            self.rotate(queue, tries=20)
+            # rotate_every only spaces the asking; whether the upkeep runs is the queue's clock
+            # (upkept_at, upkeep_every), the one the claims use, shared by every process
+            self._value(Q["upkeep_queue"], {"queue": check_name("queue", queue), "tries": 20})
         except (PgmbusError, psycopg.Error) as exc:  # best effort: the next call tries again
-            log.warning("rotate_queue(%s) failed: %s", queue, exc)
+            log.warning("upkeep_queue(%s) failed: %s", queue, exc)
 
     @contextmanager
     def _naming_a_missing_queue(self, queue: str) -> Iterator[None]:

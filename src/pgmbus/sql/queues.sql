@@ -49,6 +49,9 @@ SELECT mbus.purge_queue(%(queue)s, %(consumer)s);
 -- name: rotate_queue
 SELECT mbus.rotate_queue(%(queue)s, %(tries)s);
 
+-- name: upkeep_queue
+SELECT mbus.upkeep_queue(%(queue)s, %(tries)s);
+
 -- name: get_iid
 SELECT mbus.get_iid(%(queue)s);
 
