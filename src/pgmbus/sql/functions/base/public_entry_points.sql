@@ -5,10 +5,10 @@
 --           at the end of every install and upgrade, secure_queue for generated functions).
 --           The queue entry points only dispatch to generated per-queue functions, whose own
 --           EXECUTE privilege is what is checked (USAGE on schema mbus goes to queue roles
---           only); rotate_queue (and upkeep_queue, which runs it when due) only truncates segments that
---           hold no row, so every role that can consume may run it; generated_name only names them (the dispatchers and the
---           client ask it which function to call). A function listed here that does not exist
---           is ignored.
+--           only); rotate_queue (and upkeep_queue, which runs it when due) only truncates
+--           segments that hold no row, so every role that can consume may run it;
+--           generated_name only names them (the dispatchers and the client ask it which
+--           function to call). A function listed here that does not exist is ignored.
 -- Params:   none
 -- Returns:  text[]: signatures such as 'mbus.get_iid(text)' (regprocedure's text form)
 -- Locks:    none

@@ -34,12 +34,15 @@ BEGIN
         EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (c, vt, id)',
                        mbus.generated_name('relation', 'claim' || n, qname), seg);
         EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (c, priority DESC, vt, id) '
-                       'WHERE priority > 0', mbus.generated_name('relation', 'prio' || n, qname), seg);
-        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (id)', mbus.generated_name('relation', 'id' || n, qname), seg);
+                       'WHERE priority > 0',
+                       mbus.generated_name('relation', 'prio' || n, qname), seg);
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (id)',
+                       mbus.generated_name('relation', 'id' || n, qname), seg);
         EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (iid) WHERE iid IS NOT NULL',
                        mbus.generated_name('relation', 'iid' || n, qname), seg);
         EXECUTE format('CREATE UNIQUE INDEX IF NOT EXISTS %I ON mbus.%I (lease_token) '
-                       'WHERE lease_token IS NOT NULL', mbus.generated_name('relation', 'lease' || n, qname), seg);
+                       'WHERE lease_token IS NOT NULL',
+                       mbus.generated_name('relation', 'lease' || n, qname), seg);
         EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (expires) WHERE expires IS NOT NULL',
                        mbus.generated_name('relation', 'expires' || n, qname), seg);
         EXECUTE format('COMMENT ON TABLE mbus.%I IS %L', seg,
@@ -48,10 +51,12 @@ BEGIN
     END LOOP;
     -- Parent indexes of the same names as before segmentation: they attach the segments'
     -- indexes (nothing is built) and keep the names the docs and notices give.
-    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (c, vt, id)', mbus.generated_name('relation', 'claim', qname), tbl);
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (c, vt, id)',
+                   mbus.generated_name('relation', 'claim', qname), tbl);
     EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (c, priority DESC, vt, id) '
                    'WHERE priority > 0', mbus.generated_name('relation', 'prio', qname), tbl);
-    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (id)', mbus.generated_name('relation', 'id', qname), tbl);
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (id)',
+                   mbus.generated_name('relation', 'id', qname), tbl);
     EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (iid) WHERE iid IS NOT NULL',
                    mbus.generated_name('relation', 'iid', qname), tbl);
     EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (expires) WHERE expires IS NOT NULL',

@@ -100,7 +100,8 @@ BEGIN
         EXECUTE format($t$
             DELETE FROM mbus.%1$I AS q
             WHERE q.ctid = ANY (ARRAY(SELECT x.ctid FROM mbus.%1$I AS x WHERE x.expires <= $1
-                                      LIMIT 10000 FOR UPDATE SKIP LOCKED))$t$, mbus.generated_name('relation', 'segment' || n, qname))
+                                      LIMIT 10000 FOR UPDATE SKIP LOCKED))$t$,
+                                          mbus.generated_name('relation', 'segment' || n, qname))
         USING clock_timestamp();
         GET DIAGNOSTICS v_count = ROW_COUNT;
         v_expired := v_expired + v_count;
@@ -109,7 +110,8 @@ BEGIN
     PERFORM mbus.expire_client_iids(qname, NULL, 10000);
     FOR n IN 1 .. 3 LOOP
         CONTINUE WHEN n = st.cur;
-        v_seg := format('mbus.%I', mbus.generated_name('relation', 'segment' || n, qname))::regclass;
+        v_seg := format('mbus.%I',
+                        mbus.generated_name('relation', 'segment' || n, qname))::regclass;
         CONTINUE WHEN pg_relation_size(v_seg) = 0;
         EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s)', v_seg) INTO v_live;
         IF v_live THEN
@@ -151,11 +153,14 @@ BEGIN
     END LOOP;
     -- cur_base_bytes: the size the current segment had when it became current (non-zero only
     -- for a drained segment reused untruncated): rotate after rotate_bytes of growth.
-    IF pg_relation_size(format('mbus.%I', mbus.generated_name('relation', 'segment' || st.cur, qname))::regclass) - st.cur_base_bytes
+    IF pg_relation_size(format('mbus.%I', mbus.generated_name('relation', 'segment' || st.cur,
+                                                              qname))::regclass)
+       - st.cur_base_bytes
        >= st.rotate_bytes THEN
         SELECT x.n INTO v_next
         FROM generate_series(1, 2) AS g(k), LATERAL (SELECT (st.cur - 1 + g.k) % 3 + 1 AS n) AS x
-        WHERE pg_relation_size(format('mbus.%I', mbus.generated_name('relation', 'segment' || x.n, qname))::regclass) = 0
+        WHERE pg_relation_size(format('mbus.%I', mbus.generated_name('relation', 'segment' || x.n,
+                                                                     qname))::regclass) = 0
         ORDER BY g.k LIMIT 1;
         -- No empty one: a drained one left untruncated above (a claim's upkeep that may not
         -- truncate) becomes current; autovacuum makes its space reusable.
