@@ -23,6 +23,7 @@ Conn = psycopg.Connection[dict[str, Any]]
 # its own EXECUTE privilege, and the helpers they call. USAGE on schema mbus is not PUBLIC's.
 PUBLIC_OK = {
     "check_name",
+    "generated_name",
     "require_queue",
     "require_consumer",
     "post",
@@ -37,6 +38,7 @@ PUBLIC_OK = {
     "consume_wait",
     "clear_queue",  # dispatches to clear_queue_<q>, which stays the owner's
     "take_from",
+    "upkeep_queue",
     "peek",
     "get_iid",
     "rotate_queue",  # storage upkeep: truncates only segments without rows (0006)

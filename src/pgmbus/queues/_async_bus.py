@@ -127,10 +127,12 @@ class AsyncBus(Handlers):
         Seconds between polls while a blocking consume waits; a wake-up (NOTIFY) ends the wait
         earlier, so a lost notification costs at most this much latency.
     rotate_every:
-        Seconds between runs of a queue's storage upkeep (``mbus.rotate_queue``: truncate
-        drained segments, start a new one) by ``consume``/``lease``/``listen`` of that queue, on
-        a pooled autocommit connection; None: never (then run ``pgmbus queue rotate --every``
-        or call ``mbus.rotate_queues()`` yourself). See docs/queues.md, Storage.
+        Seconds between the times ``consume``/``lease``/``listen`` of a queue ask for its
+        storage upkeep (``mbus.upkeep_queue``, on a pooled autocommit connection): it runs
+        ``mbus.rotate_queue`` (truncate drained segments, start a new one) when the queue's
+        ``upkeep_every`` has passed since its last upkeep, the clock its claims use too; None:
+        never ask (then run ``pgmbus queue rotate --every`` or call ``mbus.rotate_queues()``
+        yourself). See docs/queues.md, Storage.
 
     Every method that reads or writes messages takes ``conn``: pass your own connection to run
     inside your transaction (a post then exists exactly when you commit; a consume is undone by
@@ -159,7 +161,7 @@ class AsyncBus(Handlers):
                 open=False,
             )
         self.pool = pool
-        self._composed: dict[tuple[str, str], sql.Composed] = {}
+        self._composed: dict[tuple[str, str, str, str | None], sql.Composed] = {}
         self._known: set[tuple[str, str]] = set()
 
     async def open(self) -> AsyncBus:
@@ -204,10 +206,22 @@ class AsyncBus(Handlers):
         except Exception as exc:  # a pool being closed: nothing to drop
             log.debug("pool check after a connection error failed: %s", exc)
 
-    def _generated(self, name: LiteralString, fn: str) -> sql.Composed:
-        key = (name, fn)
+    async def _generated(
+        self,
+        name: LiteralString,
+        what: str,
+        queue: str,
+        consumer: str | None = None,
+        conn: AsyncConnection[Any] | None = None,
+    ) -> sql.Composed:
+        """The named query ``name`` calling the function ``what`` generated for ``queue`` (and
+        ``consumer``). The database names it (mbus.generated_name, the one owner of generated
+        names): asked once per bus and function, then kept."""
+        key = (name, what, queue, consumer)
         query = self._composed.get(key)
         if query is None:
+            params = {"what": what, "queue": queue, "consumer": consumer}
+            fn = str(await self._value(Q["generated_name"], params, conn))
             query = sql.SQL(Q[name]).format(fn=sql.Identifier(fn))
             self._composed[key] = query
         return query
@@ -399,7 +413,7 @@ class AsyncBus(Handlers):
             "consume_after": consume_after,
             "priority": priority,
         }
-        query = self._generated("post", "post_" + check_name("queue", queue))
+        query = await self._generated("post", "post", check_name("queue", queue), conn=conn)
         async with self._naming_a_missing_queue(queue):
             return str(await self._value(query, params, conn))
 
@@ -452,7 +466,7 @@ class AsyncBus(Handlers):
             "expires": expires,
             "priority": priorities,
         }
-        query = self._generated("post_batch", "postn_" + check_name("queue", queue))
+        query = await self._generated("post_batch", "postn", check_name("queue", queue), conn=conn)
         async with self._naming_a_missing_queue(queue):
             return [str(r["iid"]) for r in await self._rows(query, params, conn)]
 
@@ -466,7 +480,7 @@ class AsyncBus(Handlers):
         conn: AsyncConnection[Any] | None,
         now: datetime | None,
     ) -> list[Message]:
-        query = self._generated("consumen", f"consumen_{queue}_by_{consumer}")
+        query = await self._generated("consumen", "consumen", queue, consumer, conn)
         params = {"amount": amount, "now": now, "queue": queue, "consumer": consumer}
         rows = await self._rows(query, params, conn)
         if not rows:  # not even the row of NULLs: the pair is gone
@@ -482,7 +496,7 @@ class AsyncBus(Handlers):
         max_attempts: int | None,
         now: datetime | None,
     ) -> list[Message]:
-        query = self._generated("lease", f"lease_{queue}_by_{consumer}")
+        query = await self._generated("lease", "lease", queue, consumer)
         params = {
             "amount": amount,
             "lease": lease,
@@ -520,9 +534,11 @@ class AsyncBus(Handlers):
             return
         self._rotated[queue] = now
         try:
-            await self.rotate(queue, tries=20)
+            # rotate_every only spaces the asking; whether the upkeep runs is the queue's clock
+            # (upkept_at, upkeep_every), the one the claims use, shared by every process
+            await self._value(Q["upkeep_queue"], {"queue": check_name("queue", queue), "tries": 20})
         except (PgmbusError, psycopg.Error) as exc:  # best effort: the next call tries again
-            log.warning("rotate_queue(%s) failed: %s", queue, exc)
+            log.warning("upkeep_queue(%s) failed: %s", queue, exc)
 
     @asynccontextmanager
     async def _naming_a_missing_queue(self, queue: str) -> AsyncIterator[None]:
@@ -650,17 +666,17 @@ class AsyncBus(Handlers):
             finally:
                 await listener.execute(Q["await_done"], {"queue": queue})
 
-    def _token_query(self, name: LiteralString, message: Message) -> sql.Composed:
+    async def _token_query(self, name: LiteralString, message: Message) -> sql.Composed:
         if message.lease_token is None:
             raise InvalidArgument(
                 "the message was not claimed with a lease (use lease(), not consume())",
                 sqlstate="MB006",
             )
-        return self._generated(name, f"{name}_{check_name('queue', message.queue)}")
+        return await self._generated(name, name, check_name("queue", message.queue))
 
     async def ack(self, message: Message, *, now: datetime | None = None) -> None:
         """The leased message is done: remove it. ``StaleLease`` when the lease was lost."""
-        query = self._token_query("ack", message)
+        query = await self._token_query("ack", message)
         args.moment("now", now)
         async with self._naming_a_missing_queue(message.queue):
             await self._rows(query, {"token": message.lease_token, "now": now})
@@ -669,7 +685,7 @@ class AsyncBus(Handlers):
         self, message: Message, *, delay: float | timedelta = 0.0, now: datetime | None = None
     ) -> None:
         """Give the leased message back; it is delivered again after ``delay`` seconds."""
-        query = self._token_query("nack", message)
+        query = await self._token_query("nack", message)
         args.moment("now", now)
         params = {"token": message.lease_token, "delay": _seconds(delay, "delay"), "now": now}
         async with self._naming_a_missing_queue(message.queue):
@@ -679,7 +695,7 @@ class AsyncBus(Handlers):
         self, message: Message, lease: float | timedelta, *, now: datetime | None = None
     ) -> datetime:
         """Make the lease end ``lease`` seconds from now; returns the new end."""
-        query = self._token_query("extend", message)
+        query = await self._token_query("extend", message)
         args.moment("now", now)
         params = {"token": message.lease_token, "lease": _seconds(lease, "lease"), "now": now}
         async with self._naming_a_missing_queue(message.queue):
@@ -688,7 +704,7 @@ class AsyncBus(Handlers):
 
     async def bury(self, message: Message, reason: str, *, now: datetime | None = None) -> int:
         """Move the leased message to the dead-message queue with ``reason``; returns its dmq id."""
-        query = self._token_query("bury", message)
+        query = await self._token_query("bury", message)
         args.text("reason", reason)
         args.moment("now", now)
         params = {"token": message.lease_token, "reason": reason, "now": now}

@@ -130,10 +130,12 @@ class Bus(Handlers):
         Seconds between polls while a blocking consume waits; a wake-up (NOTIFY) ends the wait
         earlier, so a lost notification costs at most this much latency.
     rotate_every:
-        Seconds between runs of a queue's storage upkeep (``mbus.rotate_queue``: truncate
-        drained segments, start a new one) by ``consume``/``lease``/``listen`` of that queue, on
-        a pooled autocommit connection; None: never (then run ``pgmbus queue rotate --every``
-        or call ``mbus.rotate_queues()`` yourself). See docs/queues.md, Storage.
+        Seconds between the times ``consume``/``lease``/``listen`` of a queue ask for its
+        storage upkeep (``mbus.upkeep_queue``, on a pooled autocommit connection): it runs
+        ``mbus.rotate_queue`` (truncate drained segments, start a new one) when the queue's
+        ``upkeep_every`` has passed since its last upkeep, the clock its claims use too; None:
+        never ask (then run ``pgmbus queue rotate --every`` or call ``mbus.rotate_queues()``
+        yourself). See docs/queues.md, Storage.
 
     Every method that reads or writes messages takes ``conn``: pass your own connection to run
     inside your transaction (a post then exists exactly when you commit; a consume is undone by
@@ -162,7 +164,7 @@ class Bus(Handlers):
                 open=False,
             )
         self.pool = pool
-        self._composed: dict[tuple[str, str], sql.Composed] = {}
+        self._composed: dict[tuple[str, str, str, str | None], sql.Composed] = {}
         self._known: set[tuple[str, str]] = set()
 
     def open(self) -> Bus:
@@ -207,10 +209,22 @@ class Bus(Handlers):
         except Exception as exc:  # a pool being closed: nothing to drop
             log.debug("pool check after a connection error failed: %s", exc)
 
-    def _generated(self, name: LiteralString, fn: str) -> sql.Composed:
-        key = (name, fn)
+    def _generated(
+        self,
+        name: LiteralString,
+        what: str,
+        queue: str,
+        consumer: str | None = None,
+        conn: Connection[Any] | None = None,
+    ) -> sql.Composed:
+        """The named query ``name`` calling the function ``what`` generated for ``queue`` (and
+        ``consumer``). The database names it (mbus.generated_name, the one owner of generated
+        names): asked once per bus and function, then kept."""
+        key = (name, what, queue, consumer)
         query = self._composed.get(key)
         if query is None:
+            params = {"what": what, "queue": queue, "consumer": consumer}
+            fn = str(self._value(Q["generated_name"], params, conn))
             query = sql.SQL(Q[name]).format(fn=sql.Identifier(fn))
             self._composed[key] = query
         return query
@@ -402,7 +416,7 @@ class Bus(Handlers):
             "consume_after": consume_after,
             "priority": priority,
         }
-        query = self._generated("post", "post_" + check_name("queue", queue))
+        query = self._generated("post", "post", check_name("queue", queue), conn=conn)
         with self._naming_a_missing_queue(queue):
             return str(self._value(query, params, conn))
 
@@ -455,7 +469,7 @@ class Bus(Handlers):
             "expires": expires,
             "priority": priorities,
         }
-        query = self._generated("post_batch", "postn_" + check_name("queue", queue))
+        query = self._generated("post_batch", "postn", check_name("queue", queue), conn=conn)
         with self._naming_a_missing_queue(queue):
             return [str(r["iid"]) for r in self._rows(query, params, conn)]
 
@@ -469,7 +483,7 @@ class Bus(Handlers):
         conn: Connection[Any] | None,
         now: datetime | None,
     ) -> list[Message]:
-        query = self._generated("consumen", f"consumen_{queue}_by_{consumer}")
+        query = self._generated("consumen", "consumen", queue, consumer, conn)
         params = {"amount": amount, "now": now, "queue": queue, "consumer": consumer}
         rows = self._rows(query, params, conn)
         if not rows:  # not even the row of NULLs: the pair is gone
@@ -485,7 +499,7 @@ class Bus(Handlers):
         max_attempts: int | None,
         now: datetime | None,
     ) -> list[Message]:
-        query = self._generated("lease", f"lease_{queue}_by_{consumer}")
+        query = self._generated("lease", "lease", queue, consumer)
         params = {
             "amount": amount,
             "lease": lease,
@@ -523,9 +537,11 @@ class Bus(Handlers):
             return
         self._rotated[queue] = now
         try:
-            self.rotate(queue, tries=20)
+            # rotate_every only spaces the asking; whether the upkeep runs is the queue's clock
+            # (upkept_at, upkeep_every), the one the claims use, shared by every process
+            self._value(Q["upkeep_queue"], {"queue": check_name("queue", queue), "tries": 20})
         except (PgmbusError, psycopg.Error) as exc:  # best effort: the next call tries again
-            log.warning("rotate_queue(%s) failed: %s", queue, exc)
+            log.warning("upkeep_queue(%s) failed: %s", queue, exc)
 
     @contextmanager
     def _naming_a_missing_queue(self, queue: str) -> Iterator[None]:
@@ -659,7 +675,7 @@ class Bus(Handlers):
                 "the message was not claimed with a lease (use lease(), not consume())",
                 sqlstate="MB006",
             )
-        return self._generated(name, f"{name}_{check_name('queue', message.queue)}")
+        return self._generated(name, name, check_name("queue", message.queue))
 
     def ack(self, message: Message, *, now: datetime | None = None) -> None:
         """The leased message is done: remove it. ``StaleLease`` when the lease was lost."""

@@ -49,8 +49,15 @@ SELECT mbus.purge_queue(%(queue)s, %(consumer)s);
 -- name: rotate_queue
 SELECT mbus.rotate_queue(%(queue)s, %(tries)s);
 
+-- name: upkeep_queue
+SELECT mbus.upkeep_queue(%(queue)s, %(tries)s);
+
 -- name: get_iid
 SELECT mbus.get_iid(%(queue)s);
+
+-- name: generated_name
+-- The name of a function generated for a queue or consumer, as mbus.generated_names lists it.
+SELECT mbus.generated_name('function', %(what)s, %(queue)s, %(consumer)s);
 
 -- name: post
 SELECT mbus.{fn}(%(data)s, %(headers)s, %(properties)s, %(delayed_until)s, %(expires)s, %(iid)s,

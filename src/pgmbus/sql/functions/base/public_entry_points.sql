@@ -5,8 +5,10 @@
 --           at the end of every install and upgrade, secure_queue for generated functions).
 --           The queue entry points only dispatch to generated per-queue functions, whose own
 --           EXECUTE privilege is what is checked (USAGE on schema mbus goes to queue roles
---           only); rotate_queue only truncates segments that hold no row, so every role that
---           can consume may run it. A function listed here that does not exist is ignored.
+--           only); rotate_queue (and upkeep_queue, which runs it when due) only truncates
+--           segments that hold no row, so every role that can consume may run it;
+--           generated_name only names them (the dispatchers and the client ask it which
+--           function to call). A function listed here that does not exist is ignored.
 -- Params:   none
 -- Returns:  text[]: signatures such as 'mbus.get_iid(text)' (regprocedure's text form)
 -- Locks:    none
@@ -26,6 +28,7 @@ AS $$
         'mbus.consume_lease(text,text,integer,interval,integer,timestamp with time zone)',
         'mbus.consumen(text,text,integer,timestamp with time zone)',
         'mbus.extend(text,uuid,interval,timestamp with time zone)',
+        'mbus.generated_name(text,text,text,text)',
         'mbus.get_iid(text)',
         'mbus.nack(text,uuid,interval,timestamp with time zone)',
         'mbus.peek(text,text)',
@@ -36,6 +39,7 @@ AS $$
         'mbus.require_consumer(text,text)',
         'mbus.require_queue(text)',
         'mbus.rotate_queue(text,integer)',
-        'mbus.take_from(text,text,text)'
+        'mbus.take_from(text,text,text)',
+        'mbus.upkeep_queue(text,integer)'
     ]
 $$;

@@ -19,15 +19,7 @@ SET search_path = pg_catalog
 AS $$
 BEGIN
     PERFORM mbus.check_name('link', name, 32);
-    IF conninfo IS NULL OR btrim(conninfo) = '' THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'a link needs a conninfo';
-    END IF;
-    IF conninfo ~* '(^|[[:space:]])password[[:space:]]*='
-       OR conninfo ~* '^postgres(ql)?://[^/@]*:[^/@]*@' OR conninfo ~* '[?&]password=' THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006',
-            MESSAGE = format('the conninfo of link %L must not hold a password', name),
-            HINT = 'put the password in the mover''s ~/.pgpass (or PGPASSFILE) or use a service';
-    END IF;
+    PERFORM mbus.check_conninfo('link', name, conninfo);
     IF EXISTS (SELECT 1 FROM mbus.exchange_link AS l WHERE l.name = create_link.name) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB003', MESSAGE = format('link %L exists already', name);
     END IF;

@@ -22,6 +22,7 @@ SET search_path = pg_catalog
 AS $$
 BEGIN
     PERFORM mbus.require_queue(qname);
-    EXECUTE format('SELECT mbus.%I($1, $2)', 'ack_' || qname) USING token, p_now;
+    EXECUTE format('SELECT mbus.%I($1, $2)',
+                   mbus.generated_name('function', 'ack', qname)) USING token, p_now;
 END;
 $$;

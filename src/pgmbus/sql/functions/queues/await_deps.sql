@@ -83,7 +83,8 @@ BEGIN
             -- turn (its 'await' finds, locks and marks the deliveries by the iid column)
             FOR v_q IN SELECT q.qname FROM mbus.queue AS q
                        WHERE q.qname IS DISTINCT FROM mbus.queue_of_iid(d) ORDER BY q.qname LOOP
-                EXECUTE format('SELECT mbus.%I($1, $2, $3)', 'deps_' || v_q) INTO n
+                EXECUTE format('SELECT mbus.%I($1, $2, $3)',
+                               mbus.generated_name('function', 'deps', v_q)) INTO n
                 USING 'await'::text, d, NULL::bigint;
                 EXIT WHEN n > 0;
             END LOOP;

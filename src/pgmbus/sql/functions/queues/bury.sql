@@ -25,7 +25,9 @@ DECLARE
     v_id bigint;
 BEGIN
     PERFORM mbus.require_queue(qname);
-    EXECUTE format('SELECT mbus.%I($1, $2, $3)', 'bury_' || qname) INTO v_id USING token, reason, p_now;
+    EXECUTE format('SELECT mbus.%I($1, $2, $3)',
+                   mbus.generated_name('function', 'bury', qname))
+    INTO v_id USING token, reason, p_now;
     RETURN v_id;
 END;
 $$;

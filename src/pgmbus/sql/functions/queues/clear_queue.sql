@@ -20,7 +20,8 @@ DECLARE
     v bigint;
 BEGIN
     PERFORM mbus.require_queue(qname);
-    EXECUTE format('SELECT mbus.%I($1)', 'clear_queue_' || qname) INTO v USING p_now;
+    EXECUTE format('SELECT mbus.%I($1)',
+                   mbus.generated_name('function', 'clear_queue', qname)) INTO v USING p_now;
     RETURN v;
 END;
 $$;

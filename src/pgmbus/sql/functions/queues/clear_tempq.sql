@@ -47,7 +47,9 @@ BEGIN
                 PERFORM mbus.drop_consumer(r.qname, r.cname);
             END IF;
         ELSIF EXISTS (SELECT 1 FROM mbus.queue AS q WHERE q.qname = r.qname)
-              AND to_regclass(format('mbus.%I', 'q_' || r.qname))::oid::bigint = r.obj_id THEN
+              AND to_regclass(format('mbus.%I', mbus.generated_name('relation', 'table',
+                                                                    r.qname)))::oid::bigint
+                  = r.obj_id THEN
             PERFORM mbus.drop_queue(r.qname);
         END IF;
         DELETE FROM mbus.temp_object AS t

@@ -24,7 +24,8 @@ SET search_path = pg_catalog
 AS $$
 BEGIN
     PERFORM mbus.require_consumer(qname, cname);
-    RETURN QUERY EXECUTE format('SELECT * FROM mbus.%I($1)', format('consume_%s_by_%s', qname, cname))
+    RETURN QUERY EXECUTE format('SELECT * FROM mbus.%I($1)',
+                                mbus.generated_name('function', 'consume', qname, cname))
     USING p_now;
 END;
 $$;

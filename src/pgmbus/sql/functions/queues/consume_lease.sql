@@ -30,7 +30,8 @@ SET search_path = pg_catalog
 AS $$
 BEGIN
     PERFORM mbus.require_consumer(qname, cname);
-    RETURN QUERY EXECUTE format('SELECT * FROM mbus.%I($1, $2, $3, $4)', format('lease_%s_by_%s', qname, cname))
+    RETURN QUERY EXECUTE format('SELECT * FROM mbus.%I($1, $2, $3, $4)',
+                                mbus.generated_name('function', 'lease', qname, cname))
     USING amt, lease, max_attempts, p_now;
 END;
 $$;

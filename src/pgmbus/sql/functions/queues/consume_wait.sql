@@ -26,7 +26,7 @@ SET search_path = pg_catalog
 AS $$
 DECLARE
     v_until timestamptz;
-    v_fn    text := format('consume_%s_by_%s', qname, cname);
+    v_fn    text := mbus.generated_name('function', 'consume', qname, cname);
     m       mbus.qt_model;
 BEGIN
     PERFORM mbus.require_consumer(qname, cname);

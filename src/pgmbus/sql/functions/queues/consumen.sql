@@ -23,7 +23,8 @@ SET search_path = pg_catalog
 AS $$
 BEGIN
     PERFORM mbus.require_consumer(qname, cname);
-    RETURN QUERY EXECUTE format('SELECT * FROM mbus.%I($1, $2)', format('consumen_%s_by_%s', qname, cname))
+    RETURN QUERY EXECUTE format('SELECT * FROM mbus.%I($1, $2)',
+                                mbus.generated_name('function', 'consumen', qname, cname))
     USING amt, p_now;
 END;
 $$;

@@ -50,7 +50,7 @@ BEGIN
     IF noindex THEN
         RAISE NOTICE USING MESSAGE = format(
             'consumer %s: no index needed; its deliveries are served by %s (c, vt, id)',
-            cname, quote_ident('q_' || qname || '_claim'));
+            cname, quote_ident(mbus.generated_name('relation', 'claim', qname)));
     END IF;
 END;
 $$;

@@ -29,7 +29,7 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    tbl     text := 'q_' || qname;
+    tbl     text := mbus.generated_name('relation', 'table', qname);
     v_clash text;
 BEGIN
     PERFORM mbus.check_name('queue', qname, 24);

@@ -22,40 +22,45 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    tbl text := 'q_' || qname;
+    tbl text := mbus.generated_name('relation', 'table', qname);
     seg text;
 BEGIN
     FOR n IN p_from .. 3 LOOP
-        seg := tbl || '$' || n;
+        seg := mbus.generated_name('relation', 'segment' || n, qname);
         IF to_regclass(format('mbus.%I', seg)) IS NULL THEN
             EXECUTE format('CREATE TABLE mbus.%I PARTITION OF mbus.%I FOR VALUES IN (%s)',
                            seg, tbl, n);
         END IF;
         EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (c, vt, id)',
-                       tbl || '_claim$' || n, seg);
+                       mbus.generated_name('relation', 'claim' || n, qname), seg);
         EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (c, priority DESC, vt, id) '
-                       'WHERE priority > 0', tbl || '_prio$' || n, seg);
-        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (id)', tbl || '_id$' || n, seg);
+                       'WHERE priority > 0',
+                       mbus.generated_name('relation', 'prio' || n, qname), seg);
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (id)',
+                       mbus.generated_name('relation', 'id' || n, qname), seg);
         EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (iid) WHERE iid IS NOT NULL',
-                       tbl || '_iid$' || n, seg);
+                       mbus.generated_name('relation', 'iid' || n, qname), seg);
         EXECUTE format('CREATE UNIQUE INDEX IF NOT EXISTS %I ON mbus.%I (lease_token) '
-                       'WHERE lease_token IS NOT NULL', tbl || '_lease$' || n, seg);
+                       'WHERE lease_token IS NOT NULL',
+                       mbus.generated_name('relation', 'lease' || n, qname), seg);
         EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (expires) WHERE expires IS NOT NULL',
-                       tbl || '_expires$' || n, seg);
+                       mbus.generated_name('relation', 'expires' || n, qname), seg);
         EXECUTE format('COMMENT ON TABLE mbus.%I IS %L', seg,
                        CASE WHEN n = 0 THEN format('queue %s: deliveries that wait long', qname)
                             ELSE format('queue %s: rotating delivery segment %s', qname, n) END);
     END LOOP;
     -- Parent indexes of the same names as before segmentation: they attach the segments'
     -- indexes (nothing is built) and keep the names the docs and notices give.
-    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (c, vt, id)', tbl || '_claim', tbl);
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (c, vt, id)',
+                   mbus.generated_name('relation', 'claim', qname), tbl);
     EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (c, priority DESC, vt, id) '
-                   'WHERE priority > 0', tbl || '_prio', tbl);
-    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (id)', tbl || '_id', tbl);
+                   'WHERE priority > 0', mbus.generated_name('relation', 'prio', qname), tbl);
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (id)',
+                   mbus.generated_name('relation', 'id', qname), tbl);
     EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (iid) WHERE iid IS NOT NULL',
-                   tbl || '_iid', tbl);
+                   mbus.generated_name('relation', 'iid', qname), tbl);
     EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON mbus.%I (expires) WHERE expires IS NOT NULL',
-                   tbl || '_expires', tbl);
+                   mbus.generated_name('relation', 'expires', qname), tbl);
     INSERT INTO mbus.queue_segment (qname) VALUES (qname) ON CONFLICT DO NOTHING;
 END;
 $$;

@@ -36,7 +36,8 @@ BEGIN
     END IF;
     PERFORM mbus.create_queue(v_q, 1);
     INSERT INTO mbus.temp_object (kind, qname, pid, backend_start, obj_id)
-    VALUES ('queue', v_q, s.pid, s.backend_start, format('mbus.%I', 'q_' || v_q)::regclass::oid);
+    VALUES ('queue', v_q, s.pid, s.backend_start,
+            format('mbus.%I', mbus.generated_name('relation', 'table', v_q))::regclass::oid);
     RETURN v_q;
 END;
 $$;

@@ -52,7 +52,7 @@ SELECT DISTINCT ON (q.id) q.id, coalesce(q.iid, %L || q.id || '@' || current_dat
 FROM mbus.%I AS q
 WHERE %s
 ORDER BY q.id$t$, CASE WHEN i = 1 THEN 'CREATE' ELSE 'CREATE OR REPLACE' END, v_schema,
-            v_name, qname || '.', 'q_' || qname,
+            v_name, qname || '.', mbus.generated_name('relation', 'table', qname),
             CASE WHEN i = 1 THEN 'false'
                  ELSE format('pg_catalog.has_table_privilege(%L::regclass, ''SELECT'')',
                              format('%I.%I', v_schema, v_name)) END);

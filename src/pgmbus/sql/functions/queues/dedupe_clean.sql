@@ -26,7 +26,7 @@ BEGIN
             WHERE d.qname = $1
               AND NOT EXISTS (SELECT 1 FROM mbus.%I AS q WHERE q.id = d.id)
               AND pg_try_advisory_xact_lock(hashtextextended(d.qname || ' dedupe ' || d.dkey, 0))$t$,
-            'q_' || v_q)
+            mbus.generated_name('relation', 'table', v_q))
         USING v_q;
         GET DIAGNOSTICS v_n = ROW_COUNT;
         v_total := v_total + v_n;

@@ -21,7 +21,7 @@ BEGIN
     IF v_q IS NULL OR NOT EXISTS (SELECT 1 FROM mbus.queue AS q WHERE q.qname = v_q) THEN
         RETURN;
     END IF;
-    fn := 'deps_' || v_q;
+    fn := mbus.generated_name('function', 'deps', v_q);
     id := mbus.iid_id(iid, v_q);
 END;
 $$;

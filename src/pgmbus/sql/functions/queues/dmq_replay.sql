@@ -41,7 +41,7 @@ BEGIN
                                  properties, data, consume_after, attempts, priority)
             VALUES ($1, now(), coalesce(mbus.iid_id($3, $9), $2, nextval('mbus.msg_id_seq')),
                     CASE WHEN mbus.iid_id($3, $9) IS NULL THEN $3 END, now(), NULL, $4,
-                    $5, $6, $7, $8, 0, $10)$t$, 'q_' || d.qname)
+                    $5, $6, $7, $8, 0, $10)$t$, mbus.generated_name('relation', 'table', d.qname))
         USING v_cid, d.id, d.iid, d.expires, d.headers, d.properties, d.data,
               d.consume_after, d.qname, d.priority;
         IF d.priority > 0 THEN  -- claims of the queue must take the priority tier
@@ -54,7 +54,7 @@ BEGIN
         DELETE FROM mbus.client_iids AS ci
         WHERE ci.qname = coalesce(dmq_replay.qname, d.qname) AND ci.iid = d.iid;
         EXECUTE format('SELECT mbus.%I($1, $2, $3, NULL, $4, $5, priority => $6)',
-                       'post_' || coalesce(qname, d.qname))
+                       mbus.generated_name('function', 'post', coalesce(qname, d.qname)))
         USING d.data, d.headers, d.properties, d.expires, d.iid, d.priority;
     END IF;
     RETURN d.iid;

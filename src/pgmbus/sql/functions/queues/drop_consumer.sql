@@ -52,7 +52,8 @@ BEGIN
     END IF;
     DELETE FROM mbus.queue_pause AS p  -- a consumer made again later must not start paused
     WHERE p.qname = drop_consumer.qname AND p.cname = drop_consumer.cname;
-    EXECUTE format('DELETE FROM mbus.%I WHERE c = $1', 'q_' || qname) USING v_cid;
+    EXECUTE format('DELETE FROM mbus.%I WHERE c = $1',
+                   mbus.generated_name('relation', 'table', qname)) USING v_cid;
     FOREACH f IN ARRAY mbus.consumer_functions(qname, cname) LOOP
         EXECUTE format('DROP FUNCTION IF EXISTS mbus.%I', f);
     END LOOP;

@@ -44,7 +44,7 @@ BEGIN
     FOR f IN SELECT g.name FROM mbus.generated_names(qname) AS g WHERE g.kind = 'function' LOOP
         EXECUTE format('DROP FUNCTION IF EXISTS mbus.%I', f);
     END LOOP;
-    EXECUTE format('DROP TABLE mbus.%I', 'q_' || qname);
+    EXECUTE format('DROP TABLE mbus.%I', mbus.generated_name('relation', 'table', qname));
     DELETE FROM mbus.queue AS q WHERE q.qname = drop_queue.qname;
     PERFORM mbus.queue_dropped(qname);
     IF v_srcs IS NOT NULL THEN

@@ -24,7 +24,9 @@ DECLARE
     v_end timestamptz;
 BEGIN
     PERFORM mbus.require_queue(qname);
-    EXECUTE format('SELECT mbus.%I($1, $2, $3)', 'extend_' || qname) INTO v_end USING token, lease, p_now;
+    EXECUTE format('SELECT mbus.%I($1, $2, $3)',
+                   mbus.generated_name('function', 'extend', qname))
+    INTO v_end USING token, lease, p_now;
     RETURN v_end;
 END;
 $$;

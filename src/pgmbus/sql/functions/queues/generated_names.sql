@@ -4,7 +4,8 @@
 --           functions, relations (the delivery table, its segments and indexes) and roles. The
 --           generator (mbus.regenerate_queue), drop_queue, drop_consumer, secure_queue and the
 --           collision check (mbus.name_clash) all read it, so the mapping (queue, consumer) ->
---           names is computed in one place and checked one-to-one.
+--           names is computed in one place and checked one-to-one. Each name is made by
+--           mbus.generated_name (the formula), which the dispatchers call for one name.
 --             queue:    functions post_, postn_, peek_, deps_, clear_queue_, take_, ack_, nack_,
 --                       extend_, bury_<q>; relations q_<q>, q_<q>$0..3, q_<q>_claim, _id, _iid, _expires
 --                       (parent indexes) and _claim$n, _id$n, _iid$n, _lease$n, _expires$n;
@@ -27,38 +28,35 @@ RETURNS TABLE (kind text, what text, name text)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog
 AS $$
-    SELECT 'function', f, format('%s_%s', f, qname)
+    SELECT 'function', f, mbus.generated_name('function', f, qname)
     FROM unnest(ARRAY['post', 'postn', 'peek', 'deps', 'clear_queue', 'take', 'ack', 'nack',
                       'extend', 'bury']) AS f
     WHERE cname IS NULL
     UNION ALL
-    SELECT 'relation', r.what, r.name
-    FROM (VALUES ('table', 'q_' || qname), ('claim', 'q_' || qname || '_claim'),
-                 ('id', 'q_' || qname || '_id'), ('iid', 'q_' || qname || '_iid'),
-                 ('expires', 'q_' || qname || '_expires'), ('prio', 'q_' || qname || '_prio'))
-         AS r(what, name)
+    SELECT 'relation', r, mbus.generated_name('relation', r, qname)
+    FROM unnest(ARRAY['table', 'claim', 'id', 'iid', 'expires', 'prio']) AS r
     WHERE cname IS NULL
     UNION ALL
-    SELECT 'relation', p || n, format('q_%s%s$%s', qname, CASE p WHEN 'segment' THEN ''
-                                                               ELSE '_' || p END, n)
+    SELECT 'relation', p || n, mbus.generated_name('relation', p || n, qname)
     FROM unnest(ARRAY['segment', 'claim', 'id', 'iid', 'lease', 'expires', 'prio']) AS p,
          generate_series(0, 3) AS n
     WHERE cname IS NULL
     UNION ALL
-    SELECT 'relation', 'counter', 'q_' || qname || '$posted'
+    SELECT 'relation', 'counter', mbus.generated_name('relation', 'counter', qname)
     WHERE cname IS NULL
     UNION ALL
-    SELECT 'relation', w || '_c' || c.cid, format('q_%s$c%s$%s', c.qname, c.cid, w)
+    SELECT 'relation', w || '_c' || c.cid,
+           mbus.generated_name('relation', w || '_c' || c.cid, c.qname)
     FROM mbus.consumer AS c, unnest(ARRAY['posted', 'consumed']) AS w
     WHERE generated_names.cname IS NULL AND c.qname = generated_names.qname
     UNION ALL
-    SELECT 'role', 'post', mbus.queue_role('post', qname)
+    SELECT 'role', 'post', mbus.generated_name('role', 'post', qname)
     WHERE cname IS NULL
     UNION ALL
-    SELECT 'function', f, format('%s_%s_by_%s', f, qname, cname)
+    SELECT 'function', f, mbus.generated_name('function', f, qname, cname)
     FROM unnest(ARRAY['consume', 'consumen', 'lease', 'take_from']) AS f
     WHERE cname IS NOT NULL
     UNION ALL
-    SELECT 'role', 'consume', mbus.queue_role('consume', qname, cname)
+    SELECT 'role', 'consume', mbus.generated_name('role', 'consume', qname, cname)
     WHERE cname IS NOT NULL;
 $$;

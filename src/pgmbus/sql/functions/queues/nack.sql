@@ -23,6 +23,7 @@ SET search_path = pg_catalog
 AS $$
 BEGIN
     PERFORM mbus.require_queue(qname);
-    EXECUTE format('SELECT mbus.%I($1, $2, $3)', 'nack_' || qname) USING token, delay, p_now;
+    EXECUTE format('SELECT mbus.%I($1, $2, $3)',
+                   mbus.generated_name('function', 'nack', qname)) USING token, delay, p_now;
 END;
 $$;

@@ -21,7 +21,8 @@ DECLARE
     v boolean;
 BEGIN
     PERFORM mbus.require_queue(qname);
-    EXECUTE format('SELECT mbus.%I($1)', 'peek_' || qname) INTO v USING msgid;
+    EXECUTE format('SELECT mbus.%I($1)',
+                   mbus.generated_name('function', 'peek', qname)) INTO v USING msgid;
     RETURN v;
 END;
 $$;

@@ -49,7 +49,7 @@ BEGIN
     PERFORM mbus.require_queue(qname);
     EXECUTE format('SELECT mbus.%I($1, $2, $3, $4, $5, $6, dedupe_key => $7, consume_after => $8, '
                    'priority => $9)',
-                   'post_' || qname)
+                   mbus.generated_name('function', 'post', qname))
     USING data, headers, properties, delayed_until, expires, iid, dedupe_key, consume_after, priority;
 END;
 $$;

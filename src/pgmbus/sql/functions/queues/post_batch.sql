@@ -34,7 +34,7 @@ AS $$
 BEGIN
     PERFORM mbus.require_queue(qname);
     RETURN QUERY EXECUTE format('SELECT * FROM mbus.%I($1, $2, $3, $4, $5, $6)',
-                                'postn_' || qname)
+                                mbus.generated_name('function', 'postn', qname))
     USING data, headers, properties, delayed_until, expires, priority;
 END;
 $$;

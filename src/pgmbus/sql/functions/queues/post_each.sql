@@ -25,7 +25,8 @@ DECLARE
     v_iid text;
 BEGIN
     FOR i IN 1 .. cardinality(data) LOOP
-        EXECUTE format('SELECT mbus.%I($1, $2, $3, $4, $5, priority => $6)', 'post_' || qname)
+        EXECUTE format('SELECT mbus.%I($1, $2, $3, $4, $5, priority => $6)',
+                       mbus.generated_name('function', 'post', qname))
         INTO v_iid
         USING data[i], headers[i], properties[i], delayed_until, expires, coalesce(priority[i], 0);
         RETURN NEXT v_iid;

@@ -39,7 +39,8 @@ BEGIN
               AND NOT (q.lease_token IS NOT NULL AND q.vt > $2)
             FOR UPDATE SKIP LOCKED)
         DELETE FROM mbus.%1$I AS q USING s
-        WHERE q.tableoid = s.rel AND q.ctid = s.tid$t$, 'q_' || qname)
+        WHERE q.tableoid = s.rel AND q.ctid = s.tid$t$,
+            mbus.generated_name('relation', 'table', qname))
     USING v_cid, coalesce(mbus.given_clock(p_now), clock_timestamp());
     GET DIAGNOSTICS v_n = ROW_COUNT;
     RETURN v_n;

@@ -24,7 +24,7 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    v_tbl  text := 'q_' || qname;
+    v_tbl  text := mbus.generated_name('relation', 'table', qname);
     v_want text[];
     v_name text;
 BEGIN

@@ -21,16 +21,19 @@ AS $$
     WITH c AS (
         SELECT c.qname, c.cname,
                coalesce(pg_sequence_last_value(
-                   to_regclass(format('mbus.%I', format('q_%s$c%s$posted', c.qname, c.cid)))),
+                   to_regclass(format('mbus.%I', mbus.generated_name(
+                       'relation', 'posted_c' || c.cid, c.qname)))),
                    0) AS posted,
                coalesce(pg_sequence_last_value(
-                   to_regclass(format('mbus.%I', format('q_%s$c%s$consumed', c.qname, c.cid)))),
+                   to_regclass(format('mbus.%I', mbus.generated_name(
+                       'relation', 'consumed_c' || c.cid, c.qname)))),
                    0) AS consumed
         FROM mbus.consumer AS c
         WHERE p_qname IS NULL OR c.qname = p_qname)
     SELECT q.qname, NULL::text,
            coalesce(pg_sequence_last_value(
-               to_regclass(format('mbus.%I', 'q_' || q.qname || '$posted'))), 0),
+               to_regclass(format('mbus.%I',
+                                  mbus.generated_name('relation', 'counter', q.qname)))), 0),
            coalesce((SELECT sum(c.consumed) FROM c WHERE c.qname = q.qname), 0)::bigint
     FROM mbus.queue AS q
     WHERE p_qname IS NULL OR q.qname = p_qname

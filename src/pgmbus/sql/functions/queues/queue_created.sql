@@ -16,7 +16,8 @@ AS $$
 BEGIN
     EXECUTE format('CREATE CONSTRAINT TRIGGER dep_gone AFTER DELETE ON mbus.%I '
                    'DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (OLD.waited) '
-                   'EXECUTE FUNCTION mbus.on_dep_gone(%L)', 'q_' || qname, qname);
+                   'EXECUTE FUNCTION mbus.on_dep_gone(%L)',
+                       mbus.generated_name('relation', 'table', qname), qname);
     PERFORM mbus.ensure_role(mbus.queue_role('post', qname),
                              (SELECT q.roles_security FROM mbus.queue AS q
                               WHERE q.qname = queue_created.qname));

@@ -54,7 +54,7 @@ BEGIN
             JOIN mbus.queue_counters($1) AS t ON t.cname = c.cname
             WHERE c.qname = $1
             GROUP BY c.cid, c.cname, c.selector_errors, t.posted, t.consumed
-            ORDER BY c.cname$t$, 'q_' || r.q)
+            ORDER BY c.cname$t$, mbus.generated_name('relation', 'table', r.q))
         USING r.q, v_now;
     END LOOP;
 END;

@@ -71,7 +71,7 @@ SET search_path = pg_catalog
 AS $gen$
 DECLARE
     q          text := regenerate_queue.qname;
-    tbl        text := 'q_' || regenerate_queue.qname;
+    tbl        text := mbus.generated_name('relation', 'table', regenerate_queue.qname);
     chan       text := 'mbus_q_' || regenerate_queue.qname;
     v_fanout   text := '';
     v_fanoutn  text := '';
@@ -90,7 +90,8 @@ DECLARE
                          WHERE g.kind = 'function');
     v_cfn      jsonb;
     v_guard    text;  -- what post_ and postn_ check first: the times are in range
-    v_posted   text := format('%L', 'mbus.' || quote_ident('q_' || qname || '$posted'));
+    v_posted   text := format('%L', 'mbus.' || quote_ident(
+                                    mbus.generated_name('relation', 'counter', qname)));
     v_cposted  text;  -- a consumer's counter sequences (mbus.queue_counters), as literals
     v_count    text := '';  -- post_: nextval of each consumer's posted counter, one statement
     v_fast     text := '';  -- post_: the one-statement path of a plain message (see below)
@@ -239,9 +240,11 @@ BEGIN
     FOR r IN SELECT c.cid, c.cname, c.selector FROM mbus.consumer AS c
              WHERE c.qname = q ORDER BY c.cid LOOP
         v_ncons := v_ncons + 1;
-        v_cposted := format('%L', 'mbus.' || quote_ident(format('q_%s$c%s$posted', q, r.cid)));
+        v_cposted := format('%L', 'mbus.' || quote_ident(
+                                mbus.generated_name('relation', 'posted_c' || r.cid, q)));
         v_acked := v_acked || format(' WHEN %s THEN nextval(%L)', r.cid,
-                                     'mbus.' || quote_ident(format('q_%s$c%s$consumed', q, r.cid)));
+                                     'mbus.' || quote_ident(
+                                         mbus.generated_name('relation', 'consumed_c' || r.cid, q)));
         IF r.selector IS NOT NULL THEN
             v_vars := v_vars || format(E'\n    v_c%s boolean;', r.cid);
             v_sel := v_sel || format(E'\n        v_c%s := coalesce((%s), false);', r.cid,
@@ -778,7 +781,8 @@ $b$, format(v_depwait, 'q.id = p_id AND q.iid IS NULL', tbl),
      format(v_depwait, 'q.iid = p_iid', tbl),
      format(v_deprel, 'q.id = p_id AND q.iid IS NULL', tbl),
      format(v_deprel, 'q.iid = p_iid', tbl),
-     tbl, 'mbus.' || quote_ident(tbl || '$0')));
+     tbl, 'mbus.' || quote_ident(
+         mbus.generated_name('relation', 'segment0', regenerate_queue.qname))));
 
     -- clear_queue_<q>(p_now): delete expired deliveries; returns how many.
     EXECUTE format($f$
@@ -837,7 +841,8 @@ $b$, tbl, ret_cols, q, v_mark));
     WHEN '%1$s' THEN
         DELETE FROM %2$s AS q WHERE q.lease_token = token AND q.vt > v_now
         RETURNING q.c, %3$s INTO v_c, v_n;$t$,
-            n, 'mbus.' || quote_ident(tbl || '$' || n), v_ackn);
+            n, 'mbus.' || quote_ident(
+                mbus.generated_name('relation', 'segment' || n, regenerate_queue.qname)), v_ackn);
     END LOOP;
     EXECUTE format($f$
 CREATE OR REPLACE FUNCTION mbus.%I(token uuid, p_now timestamptz DEFAULT NULL)
@@ -952,7 +957,8 @@ $b$, tbl, ret_cols, q, q));
         v_closing := format(v_head, q, r.cname);
         -- Counter: deliveries this consumer consumed (ack_<q> counts those of leases), bumped
         -- by the claim statement for each row it returns.
-        v_cdone := 'mbus.' || quote_ident(format('q_%s$c%s$consumed', q, r.cid));
+        v_cdone := 'mbus.' || quote_ident(
+                       mbus.generated_name('relation', 'consumed_c' || r.cid, q));
         v_pick := '';
         v_pick1 := '';
         v_pickl := '';
@@ -963,7 +969,8 @@ $b$, tbl, ret_cols, q, q));
         v_upsole := '';
         v_upmany := '';
         FOR n IN 0 .. 3 LOOP
-            v_segn := 'mbus.' || quote_ident(tbl || '$' || n);
+            v_segn := 'mbus.' || quote_ident(
+                          mbus.generated_name('relation', 'segment' || n, regenerate_queue.qname));
             v_del1 := v_del1 || format($t$
     %1$s v_seg = %2$s THEN
         RETURN QUERY

@@ -62,7 +62,8 @@ BEGIN
         DELETE FROM mbus.msg_wait AS m WHERE m.qname = w.qname AND m.id = w.id;
         IF EXISTS (SELECT 1 FROM mbus.queue AS q WHERE q.qname = w.qname) THEN
             -- deps_<q> of the waiting message's queue (the name mbus.generated_names gives)
-            EXECUTE format('SELECT mbus.%I($1, $2, $3)', 'deps_' || w.qname)
+            EXECUTE format('SELECT mbus.%I($1, $2, $3)',
+                           mbus.generated_name('function', 'deps', w.qname))
             USING 'free'::text, NULL::text, w.id;
             IF EXISTS (SELECT 1 FROM mbus.queue_waiter AS x WHERE x.qname = w.qname) THEN
                 PERFORM pg_notify('mbus_q_' || w.qname, w.qname);

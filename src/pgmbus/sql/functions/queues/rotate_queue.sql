@@ -50,8 +50,9 @@
 --           so roles that only consume can run it
 -- Callers:  the claims consume_, consumen_, lease_<q>_by_<c> (p_tries 1, once queue_segment.upkept_at
 --           is a second old, when the claim is the first statement of its transaction: see
---           mbus.regenerate_queue); mbus.rotate_queues; pgmbus.queues Bus.rotate / AsyncBus.rotate via sql/queues.sql
---           'rotate_queue' (every rotate_every seconds from consume, lease and listen, and CLI
+--           mbus.regenerate_queue); mbus.rotate_queues; mbus.upkeep_queue (when due: what Bus /
+--           AsyncBus consumers call every rotate_every seconds from consume, lease and listen);
+--           pgmbus.queues Bus.rotate / AsyncBus.rotate via sql/queues.sql 'rotate_queue' (CLI
 --           `pgmbus queue rotate`); users directly (a public entry point); tests
 --           tests/queues/test_queues_segments.py
 CREATE OR REPLACE FUNCTION mbus.rotate_queue(qname text, p_tries integer DEFAULT 100)
@@ -61,7 +62,7 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    tbl         text := 'q_' || qname;
+    tbl         text := mbus.generated_name('relation', 'table', qname);
     st          mbus.queue_segment;
     v_seg       regclass;
     v_live      boolean;
@@ -99,7 +100,8 @@ BEGIN
         EXECUTE format($t$
             DELETE FROM mbus.%1$I AS q
             WHERE q.ctid = ANY (ARRAY(SELECT x.ctid FROM mbus.%1$I AS x WHERE x.expires <= $1
-                                      LIMIT 10000 FOR UPDATE SKIP LOCKED))$t$, tbl || '$' || n)
+                                      LIMIT 10000 FOR UPDATE SKIP LOCKED))$t$,
+                                          mbus.generated_name('relation', 'segment' || n, qname))
         USING clock_timestamp();
         GET DIAGNOSTICS v_count = ROW_COUNT;
         v_expired := v_expired + v_count;
@@ -108,7 +110,8 @@ BEGIN
     PERFORM mbus.expire_client_iids(qname, NULL, 10000);
     FOR n IN 1 .. 3 LOOP
         CONTINUE WHEN n = st.cur;
-        v_seg := format('mbus.%I', tbl || '$' || n)::regclass;
+        v_seg := format('mbus.%I',
+                        mbus.generated_name('relation', 'segment' || n, qname))::regclass;
         CONTINUE WHEN pg_relation_size(v_seg) = 0;
         EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s)', v_seg) INTO v_live;
         IF v_live THEN
@@ -150,11 +153,14 @@ BEGIN
     END LOOP;
     -- cur_base_bytes: the size the current segment had when it became current (non-zero only
     -- for a drained segment reused untruncated): rotate after rotate_bytes of growth.
-    IF pg_relation_size(format('mbus.%I', tbl || '$' || st.cur)::regclass) - st.cur_base_bytes
+    IF pg_relation_size(format('mbus.%I', mbus.generated_name('relation', 'segment' || st.cur,
+                                                              qname))::regclass)
+       - st.cur_base_bytes
        >= st.rotate_bytes THEN
         SELECT x.n INTO v_next
         FROM generate_series(1, 2) AS g(k), LATERAL (SELECT (st.cur - 1 + g.k) % 3 + 1 AS n) AS x
-        WHERE pg_relation_size(format('mbus.%I', tbl || '$' || x.n)::regclass) = 0
+        WHERE pg_relation_size(format('mbus.%I', mbus.generated_name('relation', 'segment' || x.n,
+                                                                     qname))::regclass) = 0
         ORDER BY g.k LIMIT 1;
         -- No empty one: a drained one left untruncated above (a claim's upkeep that may not
         -- truncate) becomes current; autovacuum makes its space reusable.
@@ -177,7 +183,8 @@ BEGIN
     UPDATE mbus.queue_segment AS s
     SET cur = coalesce(v_next, s.cur),
         cur_base_bytes = CASE WHEN v_next IS NULL THEN s.cur_base_bytes
-                              ELSE pg_relation_size(format('mbus.%I', tbl || '$' || v_next)::regclass)
+                              ELSE pg_relation_size(format('mbus.%I', mbus.generated_name(
+                                  'relation', 'segment' || v_next, rotate_queue.qname))::regclass)
                          END,
         rotations = s.rotations + (v_next IS NOT NULL)::integer,
         rotated_at = CASE WHEN v_next IS NOT NULL THEN now() ELSE s.rotated_at END,

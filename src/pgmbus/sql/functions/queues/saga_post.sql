@@ -20,7 +20,8 @@ DECLARE
     v text;
 BEGIN
     PERFORM mbus.require_queue(qname);
-    EXECUTE format('SELECT mbus.%I($1, $2, NULL, $3, NULL, $4)', 'post_' || qname)
+    EXECUTE format('SELECT mbus.%I($1, $2, NULL, $3, NULL, $4)',
+                   mbus.generated_name('function', 'post', qname))
     INTO v USING data, headers, delayed_until, iid;
     RETURN v;
 END;

@@ -42,12 +42,13 @@ BEGIN
     END IF;
     FOR r IN
         SELECT x.fname, x.grantee
-        FROM (SELECT unnest(ARRAY['post_', 'postn_', 'peek_']) || secure_queue.qname, v_post
+        FROM (SELECT mbus.generated_name('function', f1.p, secure_queue.qname), v_post
+              FROM unnest(ARRAY['post', 'postn', 'peek']) AS f1(p)
               UNION ALL
-              SELECT f2.p || secure_queue.qname,
+              SELECT mbus.generated_name('function', f2.p, secure_queue.qname),
                      mbus.queue_role('consume', secure_queue.qname, c.cname)
               FROM mbus.consumer AS c,
-                   unnest(ARRAY['ack_', 'nack_', 'extend_', 'bury_', 'peek_']) AS f2(p)
+                   unnest(ARRAY['ack', 'nack', 'extend', 'bury', 'peek']) AS f2(p)
               WHERE c.qname = secure_queue.qname
               UNION ALL
               SELECT unnest(mbus.consumer_functions(secure_queue.qname, c.cname)),
@@ -64,9 +65,10 @@ BEGIN
             END IF;
         END LOOP;
     END LOOP;
-    FOREACH f IN ARRAY ARRAY['take_', 'clear_queue_'] LOOP
+    FOREACH f IN ARRAY ARRAY['take', 'clear_queue'] LOOP
         FOR v_fn IN SELECT p.oid::regprocedure FROM pg_proc AS p
-                    WHERE p.pronamespace = 'mbus'::regnamespace AND p.proname = f || qname LOOP
+                    WHERE p.pronamespace = 'mbus'::regnamespace
+                      AND p.proname = mbus.generated_name('function', f, qname) LOOP
             EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', v_fn);
         END LOOP;
     END LOOP;

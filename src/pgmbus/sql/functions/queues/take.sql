@@ -29,6 +29,7 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM mbus.queue AS q WHERE q.qname = v_q) THEN
         RETURN;
     END IF;
-    RETURN QUERY EXECUTE format('SELECT * FROM mbus.%I($1)', 'take_' || v_q) USING iid;
+    RETURN QUERY EXECUTE format('SELECT * FROM mbus.%I($1)',
+                                mbus.generated_name('function', 'take', v_q)) USING iid;
 END;
 $$;

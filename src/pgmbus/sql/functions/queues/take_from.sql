@@ -21,7 +21,8 @@ SET search_path = pg_catalog
 AS $$
 BEGIN
     PERFORM mbus.require_consumer(qname, cname);
-    RETURN QUERY EXECUTE format('SELECT * FROM mbus.%I($1)', format('take_from_%s_by_%s', qname, cname))
+    RETURN QUERY EXECUTE format('SELECT * FROM mbus.%I($1)',
+                                mbus.generated_name('function', 'take_from', qname, cname))
     USING iid;
 END;
 $$;

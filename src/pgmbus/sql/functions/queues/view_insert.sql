@@ -17,7 +17,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM mbus.require_queue(TG_ARGV[0]);
-    EXECUTE format('SELECT mbus.%I($1, $2, $3, $4, $5, $6)', 'post_' || TG_ARGV[0])
+    EXECUTE format('SELECT mbus.%I($1, $2, $3, $4, $5, $6)',
+                   mbus.generated_name('function', 'post', TG_ARGV[0]))
     INTO NEW.iid
     USING NEW.data, NEW.headers, NEW.properties, NEW.delayed_until, NEW.expires, NEW.iid;
     RETURN NEW;

@@ -17,15 +17,7 @@ SET search_path = pg_catalog
 AS $$
 BEGIN
     PERFORM mbus.check_name('server', name, 32);
-    IF conninfo IS NULL OR btrim(conninfo) = '' THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'a server needs a conninfo';
-    END IF;
-    IF conninfo ~* '(^|[[:space:]])password[[:space:]]*='
-       OR conninfo ~* '^postgres(ql)?://[^/@]*:[^/@]*@' OR conninfo ~* '[?&]password=' THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006',
-            MESSAGE = format('the conninfo of server %L must not hold a password', name),
-            HINT = 'put the password in ~/.pgpass (or PGPASSFILE) or use a service';
-    END IF;
+    PERFORM mbus.check_conninfo('server', name, conninfo);
     IF EXISTS (SELECT 1 FROM mbus.placement_server AS s WHERE s.name = add_server.name) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB003', MESSAGE = format('server %L exists already', name);
     END IF;

@@ -4,15 +4,17 @@
 --           each message of the batch, in order, to queue qname with its own iid, unless the
 --           move has posted that iid here before (the mover crashed after this side committed
 --           and sent the batch again): then it is counted as 'duplicate'. The iids are
---           recorded in mbus.move_received in the same transaction as the posts. Unlike
+--           recorded in mbus.move_received in the same transaction as the posts. The checks
+--           and the post (with the message's priority) are those it shares with routes:
+--           mbus.transfer_messages and mbus.transfer_post. Unlike
 --           mbus.exchange_receive, a database already in seenby is not refused: a queue may
 --           move back to a server it came from.
 -- Params:   move_id   the move (mbus.placement.move_id on the home database, text)
 --           qname     a queue of this database (text)
---           messages  a jsonb array as mbus.move_take returns it
+--           messages  a jsonb array as mbus.move_take (mbus.transfer_take) returns it
 -- Returns:  jsonb {"accepted": n, "duplicate": n}; MB001/MB002 for a bad or unknown queue,
---           MB006 for a bad move_id, a non-array or an element without iid, MB005 for a payload
---           post_<qname> refuses
+--           MB006 for a bad move_id, a non-array, an element without iid or a bad priority,
+--           MB005 for a payload post_<qname> refuses
 -- Locks:    inserts into mbus.move_received and those of post_<qname>
 -- Callers:  pgmbus.scaleout.move via sql/scaleout.sql 'receive'; tests tests/scaleout
 CREATE OR REPLACE FUNCTION mbus.move_receive(move_id text, qname text, messages jsonb)
@@ -21,34 +23,21 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog
 AS $$
 DECLARE
-    m          jsonb;
-    v_post     text := format('SELECT mbus.%I($1, $2, $3, $4, $5, $6)', 'post_' || qname);
+    m          record;
     v_accepted integer := 0;
     v_dup      integer := 0;
-    v_iid      text;
 BEGIN
-    PERFORM mbus.require_queue(qname);
     IF move_id IS NULL OR btrim(move_id) = '' THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'a move needs its move_id';
     END IF;
-    IF messages IS NULL OR jsonb_typeof(messages) <> 'array' THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'messages must be a jsonb array';
-    END IF;
-    FOR m IN SELECT e.value FROM jsonb_array_elements(messages) WITH ORDINALITY AS e
-             ORDER BY e.ordinality LOOP
-        v_iid := m ->> 'iid';
-        IF v_iid IS NULL OR v_iid = '' THEN
-            RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'a message to receive has no iid';
-        END IF;
-        INSERT INTO mbus.move_received AS r (move_id, iid) VALUES (move_receive.move_id, v_iid)
+    FOR m IN SELECT * FROM mbus.transfer_messages(qname, messages) LOOP
+        INSERT INTO mbus.move_received AS r (move_id, iid) VALUES (move_receive.move_id, m.iid)
         ON CONFLICT DO NOTHING;
         IF NOT FOUND THEN
             v_dup := v_dup + 1;
             CONTINUE;
         END IF;
-        EXECUTE v_post USING m -> 'data', m -> 'headers',
-            CASE WHEN jsonb_typeof(m -> 'properties') = 'object' THEN m -> 'properties' END,
-            (m ->> 'delayed_until')::timestamptz, (m ->> 'expires')::timestamptz, v_iid;
+        PERFORM mbus.transfer_post(qname, m.message);
         v_accepted := v_accepted + 1;
     END LOOP;
     RETURN jsonb_build_object('accepted', v_accepted, 'duplicate', v_dup);
