@@ -126,7 +126,7 @@ def _priorities(dsn: str, qname: str) -> dict[int, object]:
         rows = c.execute(
             "SELECT data, headers FROM mbus.consumen(%s, 'default', 100)", (qname,)
         ).fetchall()
-    return {r[0]["n"]: r[1].get("priority") for r in rows}  # type: ignore[index,union-attr]
+    return {r[0]["n"]: r[1].get("priority") for r in rows}
 
 
 def test_a_route_between_databases_keeps_the_priority(make_db: Callable[..., str]) -> None:
