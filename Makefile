@@ -12,6 +12,7 @@ demo: bootstrap
 
 test: bootstrap
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python tools/async_to_sync.py --check
 	$(BIN)/lint-imports
 	$(BIN)/mypy src tests
@@ -25,6 +26,7 @@ FAST_TESTS := -m "not chaos and not spark and not browser and not slow and not w
 
 test-fast: bootstrap
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python tools/async_to_sync.py --check
 	$(BIN)/lint-imports
 	$(BIN)/mypy src tests
@@ -48,6 +50,7 @@ test-min: bootstrap
 
 lint: bootstrap
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python tools/async_to_sync.py --check
 	$(BIN)/lint-imports
 	$(BIN)/python tools/plpgsql_check.py

@@ -38,9 +38,11 @@ class Receiver(BaseHTTPRequestHandler):
         if self.path == "/reject":
             headers["X-Ya-CallMeBack-Notify-Reject"] = "not interested"
         Receiver.calls.append((self.path, str(status)))
-        console.print(f"  [cyan]receiver[/] {self.path} webhook-id="
-                      f"{self.headers['webhook-id'][:8]}… attempt {self.headers['pgmbus-attempt']}"
-                      f" -> {status}{' + reject header' if headers else ''}")
+        console.print(
+            f"  [cyan]receiver[/] {self.path} webhook-id="
+            f"{self.headers['webhook-id'][:8]}… attempt {self.headers['pgmbus-attempt']}"
+            f" -> {status}{' + reject header' if headers else ''}"
+        )
         self.send_response(status)
         for k, v in headers.items():
             self.send_header(k, v)
@@ -50,8 +52,9 @@ class Receiver(BaseHTTPRequestHandler):
 
 def pgmbus(*args: str) -> str:
     console.print(f"[dim]$ pgmbus {' '.join(args)}[/]")
-    out = subprocess.run([sys.executable, "-m", "pgmbus", *args], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "pgmbus", *args], check=True, capture_output=True, text=True
+    ).stdout
     return out
 
 
@@ -68,8 +71,17 @@ def run(dsn: str) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    args = ["serve", "--dsn", dsn, "--host", "127.0.0.1", "--port", str(port),
-            "--allow-network", "127.0.0.1/32"]
+    args = [
+        "serve",
+        "--dsn",
+        dsn,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--allow-network",
+        "127.0.0.1/32",
+    ]
     console.print(f"[dim]$ pgmbus {' '.join(args).replace(dsn, repr(dsn))}  (in the background)[/]")
     server = subprocess.Popen([sys.executable, "-m", "pgmbus", *args])
     base = f"http://127.0.0.1:{port}"
@@ -88,22 +100,37 @@ def run(dsn: str) -> None:
         api = httpx.Client(base_url=base, headers={"authorization": f"Bearer {key}"})
         soon = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
         later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
-        for event, path, when in [("order-1", "/flaky", soon), ("order-2", "/reject", soon),
-                                  ("order-3", "/ok", later)]:
-            r = api.post("/v1/callbacks", json={
-                "group_key": "orders", "event_key": event, "run_at": when, "url": target + path,
-                "context": {"order": event}, "retry": {"fast_retries": 2}})
+        for event, path, when in [
+            ("order-1", "/flaky", soon),
+            ("order-2", "/reject", soon),
+            ("order-3", "/ok", later),
+        ]:
+            r = api.post(
+                "/v1/callbacks",
+                json={
+                    "group_key": "orders",
+                    "event_key": event,
+                    "run_at": when,
+                    "url": target + path,
+                    "context": {"order": event},
+                    "retry": {"fast_retries": 2},
+                },
+            )
             console.print(f"POST /v1/callbacks {event} -> {r.status_code} {r.json()['status']}")
         r = api.post("/v1/callbacks/orders/order-3/cancel")
         console.print(f"POST /v1/callbacks/orders/order-3/cancel -> {r.json()['status']}")
-        r = api.post("/v1/schedules", json={"schedule_key": "heartbeat", "interval_s": 1,
-                                           "url": target + "/tick"})
+        r = api.post(
+            "/v1/schedules",
+            json={"schedule_key": "heartbeat", "interval_s": 1, "url": target + "/tick"},
+        )
         console.print(f"POST /v1/schedules heartbeat every 1 s -> {r.status_code}")
 
         deadline = time.time() + 15
         while time.time() < deadline:
-            states = {e: api.get(f"/v1/callbacks/orders/{e}").json()["status"]
-                      for e in ("order-1", "order-2")}
+            states = {
+                e: api.get(f"/v1/callbacks/orders/{e}").json()["status"]
+                for e in ("order-1", "order-2")
+            }
             ticks = sum(1 for p, _ in Receiver.calls if p == "/tick")
             if "pending" not in states.values() and ticks >= 2:
                 break
@@ -113,11 +140,15 @@ def run(dsn: str) -> None:
             cb = api.get(f"/v1/callbacks/orders/{e}").json()
             console.print(f"[bold]{e}[/]: {cb['status']} after {cb['attempts']} attempt(s)")
         hist = api.get("/v1/callbacks/orders/order-1/history").json()
-        console.print("order-1 history: " + ", ".join(
-            f"{a['outcome']}({a['status_code']})" for a in hist["attempts"]) + " | changes: "
-            + ", ".join(c["action"] for c in hist["changes"]))
-        ticks = api.get("/v1/callbacks", params={"group_key": "heartbeat",
-                                                 "status": "notified"}).json()["items"]
+        console.print(
+            "order-1 history: "
+            + ", ".join(f"{a['outcome']}({a['status_code']})" for a in hist["attempts"])
+            + " | changes: "
+            + ", ".join(c["action"] for c in hist["changes"])
+        )
+        ticks = api.get(
+            "/v1/callbacks", params={"group_key": "heartbeat", "status": "notified"}
+        ).json()["items"]
         console.print(f"schedule 'heartbeat' delivered {len(ticks)} callbacks, then paused")
         api.close()
     finally:

@@ -46,8 +46,10 @@ def _activity(dsn: str) -> None:
             (2000,),
         )
         conn.commit()
-    console.print("generated 20 transactions of edits on public.demo_spark_edits (captured) "
-                  "and 2,000 order events from 3 days ago")
+    console.print(
+        "generated 20 transactions of edits on public.demo_spark_edits (captured) "
+        "and 2,000 order events from 3 days ago"
+    )
 
 
 def _home(dsn: str) -> Path:
@@ -79,13 +81,13 @@ def run(dsn: str) -> None:
     spark.sparkContext.setLogLevel("ERROR")
 
     console.print('[bold]spark.read.format("pgmbus")[/]: order events by customer key')
-    orders = (
-        spark.read.format("pgmbus").option("dsn", dsn).option("topics", "demo.orders").load()
-    )
+    orders = spark.read.format("pgmbus").option("dsn", dsn).option("topics", "demo.orders").load()
     top = (
         orders.groupBy("key")
-        .agg(F.count("*").alias("events"),
-             F.sum(F.get_json_object("payload", "$.amount").cast("int")).alias("amount"))
+        .agg(
+            F.count("*").alias("events"),
+            F.sum(F.get_json_object("payload", "$.amount").cast("int")).alias("amount"),
+        )
         .orderBy(F.desc("amount"))
         .limit(3)
         .collect()
@@ -94,8 +96,12 @@ def run(dsn: str) -> None:
         console.print(f"  {row.key}: {row.events} events, amount {row.amount}")
 
     console.print("[bold]pipeline stats[/]: captured edits -> mbus.stats_* (exactly once)")
-    job = StatsJob(dsn, table="public.demo_spark_edits", group="spark_demo_stats",
-                   checkpoint=str(home / "stats-checkpoint"))
+    job = StatsJob(
+        dsn,
+        table="public.demo_spark_edits",
+        group="spark_demo_stats",
+        checkpoint=str(home / "stats-checkpoint"),
+    )
     report = job.run(spark)
     console.print(f"  processed {report.rows} change events in {report.batches} batch(es)")
     with psycopg.connect(dsn) as conn:
@@ -118,10 +124,14 @@ def run(dsn: str) -> None:
     path = str(home / "archive")
     horizon = dt.datetime.now(dt.UTC) - dt.timedelta(days=1)
     done = archive(spark, dsn, path, before=horizon, topics="demo.orders")
-    held = read_archive(spark, path).agg(
-        F.count("*").alias("events"), F.countDistinct("date").alias("dates")
-    ).first()
-    console.print(f"  archived {done.rows} events now; the archive at {path} holds "
-                  f"{held.events} events in {held.dates} date partition(s)")
+    held = (
+        read_archive(spark, path)
+        .agg(F.count("*").alias("events"), F.countDistinct("date").alias("dates"))
+        .first()
+    )
+    console.print(
+        f"  archived {done.rows} events now; the archive at {path} holds "
+        f"{held.events} events in {held.dates} date partition(s)"
+    )
     spark.stop()
     console.print(f"spark part done in {time.monotonic() - started:.0f} s")

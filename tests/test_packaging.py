@@ -12,8 +12,21 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRA_ONLY = ["fastapi", "uvicorn", "httpx", "croniter", "uvloop", "pyspark", "pyarrow",
-              "pandas", "celery", "kombu", "django", "adbc_driver_postgresql", "standardwebhooks"]
+EXTRA_ONLY = [
+    "fastapi",
+    "uvicorn",
+    "httpx",
+    "croniter",
+    "uvloop",
+    "pyspark",
+    "pyarrow",
+    "pandas",
+    "celery",
+    "kombu",
+    "django",
+    "adbc_driver_postgresql",
+    "standardwebhooks",
+]
 
 BLOCKED_CLI = """
 import importlib.abc, sys
@@ -76,16 +89,25 @@ def test_constraints_min_pins_each_range_at_its_lower_bound() -> None:
 
 
 def test_constraints_are_the_closure_installed_here() -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "scripts/update_constraints.py"), "--check"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts/update_constraints.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
 
 
 def test_the_cli_runs_without_the_extras() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    done = subprocess.run([sys.executable, "-c", BLOCKED_CLI, ",".join(EXTRA_ONLY)],
-                          capture_output=True, text=True, env=env, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCKED_CLI, ",".join(EXTRA_ONLY)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "cli ok" in done.stdout
+
 
 # The built wheel in a fresh venv, base install and each extra: tests/wheel (the wheel tier).

@@ -18,9 +18,7 @@ def test_public_executes_exactly_the_listed_entry_points(
     conn: psycopg.Connection[tuple[object, ...]],
 ) -> None:
     executable = {str(r[0]) for r in conn.execute(_PUBLIC_EXECUTABLE)}
-    listed = {
-        str(r[0]) for r in conn.execute("SELECT unnest(mbus.public_entry_points())")
-    }
+    listed = {str(r[0]) for r in conn.execute("SELECT unnest(mbus.public_entry_points())")}
     assert executable == listed
 
 

@@ -28,8 +28,9 @@ def ensure_jdbc_jar() -> Path:
             env={"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
         )
     if not JDBC_JAR.exists():
-        raise SystemExit(f"the JDBC baseline needs {JDBC_JAR}: apt-get install "
-                         "libpostgresql-jdbc-java")
+        raise SystemExit(
+            f"the JDBC baseline needs {JDBC_JAR}: apt-get install libpostgresql-jdbc-java"
+        )
     return JDBC_JAR
 
 
@@ -38,9 +39,7 @@ def session() -> Any:
     """One local[2] session for every round (JIT warm, as a long-running job would be)."""
     from pgmbus.spark.session import local_session
 
-    spark = local_session(
-        "pgmbus-bench", conf={"spark.jars": str(ensure_jdbc_jar())}
-    )
+    spark = local_session("pgmbus-bench", conf={"spark.jars": str(ensure_jdbc_jar())})
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -200,10 +200,14 @@ class CpuMeter:
     def per_call(self, calls: int) -> dict[str, float]:
         """CPU milliseconds per call of each group since ``start``, and the load average."""
         end = self._sample()
-        out = {
-            f"cpu_ms_per_call_{k}": round(1000 * (end[k] - self._start.get(k, 0.0)) / calls, 3)
-            for k in end
-        } if calls else {}
+        out = (
+            {
+                f"cpu_ms_per_call_{k}": round(1000 * (end[k] - self._start.get(k, 0.0)) / calls, 3)
+                for k in end
+            }
+            if calls
+            else {}
+        )
         out["load1"] = round(os.getloadavg()[0], 2)
         return out
 

@@ -68,8 +68,13 @@ def baseline(dsn: str, size: int) -> Measurement:
 
     def run() -> None:
         df = spark.read.jdbc(
-            url, _QUERY, column="id", lowerBound=row[0], upperBound=row[1] + 1,
-            numPartitions=2, properties={**props, "fetchsize": "10000"},
+            url,
+            _QUERY,
+            column="id",
+            lowerBound=row[0],
+            upperBound=row[1] + 1,
+            numPartitions=2,
+            properties={**props, "fetchsize": "10000"},
         )
         df.write.format("noop").mode("overwrite").save()
 

@@ -80,8 +80,10 @@ def baseline(dsn: str, size: int) -> Measurement:
 
     def run() -> None:
         df.write.jdbc(
-            url + "?stringtype=unspecified&reWriteBatchedInserts=true", "bench_sink",
-            mode="append", properties={**props, "batchsize": "5000"},
+            url + "?stringtype=unspecified&reWriteBatchedInserts=true",
+            "bench_sink",
+            mode="append",
+            properties={**props, "batchsize": "5000"},
         )
 
     return timed_with_cpu(dsn, size, run)

@@ -46,8 +46,12 @@ async def _load(base: str, key: str, size: int) -> float:
         while next_i < size:
             i = next_i
             next_i += 1
-            body = {"group_key": "bench", "event_key": f"e{i}", "run_at": run_at,
-                    "url": "https://example.com/hook"}
+            body = {
+                "group_key": "bench",
+                "event_key": f"e{i}",
+                "run_at": run_at,
+                "url": "https://example.com/hook",
+            }
             r = await client.post("/v1/callbacks", json=body)
             if r.status_code != 201:
                 raise RuntimeError(f"create failed: {r.status_code} {r.text}")
@@ -63,8 +67,17 @@ async def _load(base: str, key: str, size: int) -> float:
 def _run(dsn: str, size: int, batch_size: int) -> Measurement:
     reset(dsn)
     port = free_port()
-    proc = spawn("pgmbus", "serve", "--dsn", dsn, "--port", str(port), "--no-dispatcher",
-                 "--batch-size", str(batch_size))
+    proc = spawn(
+        "pgmbus",
+        "serve",
+        "--dsn",
+        dsn,
+        "--port",
+        str(port),
+        "--no-dispatcher",
+        "--batch-size",
+        str(batch_size),
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 30

@@ -106,8 +106,18 @@ def candidate(dsn: str, size: int) -> Measurement:
     reset(dsn)
     server = TargetServer().start()
     procs = [
-        spawn("pgmbus", "dispatcher", "--dsn", dsn, "--allow-network", "127.0.0.1/32",
-              "--concurrency", str(CONCURRENCY), "--timeout", "5")
+        spawn(
+            "pgmbus",
+            "dispatcher",
+            "--dsn",
+            dsn,
+            "--allow-network",
+            "127.0.0.1/32",
+            "--concurrency",
+            str(CONCURRENCY),
+            "--timeout",
+            "5",
+        )
         for _ in range(2)
     ]
     try:
@@ -171,11 +181,19 @@ async def _baseline_worker(dsn: str) -> None:
     ):
 
         async def call(row: tuple[Any, ...]) -> None:
-            body = {"webhook_id": str(row[6]), "group_key": row[3], "event_key": row[4],
-                    "run_at": row[2].isoformat(), "context": row[5]}
+            body = {
+                "webhook_id": str(row[6]),
+                "group_key": row[3],
+                "event_key": row[4],
+                "run_at": row[2].isoformat(),
+                "context": row[5],
+            }
             async with sem:
-                await client.post(row[1], content=json.dumps(body, separators=(",", ":")),
-                                  headers={"webhook-id": str(row[6])})
+                await client.post(
+                    row[1],
+                    content=json.dumps(body, separators=(",", ":")),
+                    headers={"webhook-id": str(row[6])},
+                )
 
         while True:
             tick = time.monotonic()

@@ -239,8 +239,20 @@ def test_serve_prints_where_it_listens_and_takes_the_limit_flags(dsn: str, tmp_p
     out, err = tmp_path / "out", tmp_path / "err"
     with out.open("w") as stdout, err.open("w") as stderr:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pgmbus", "serve", "--port", "0", "--no-dispatcher",
-             "--max-body-bytes", "64", "--metrics-private", "--dsn", dsn],
+            [
+                sys.executable,
+                "-m",
+                "pgmbus",
+                "serve",
+                "--port",
+                "0",
+                "--no-dispatcher",
+                "--max-body-bytes",
+                "64",
+                "--metrics-private",
+                "--dsn",
+                dsn,
+            ],
             stdout=stdout,
             stderr=stderr,
             text=True,
@@ -291,7 +303,13 @@ def test_dev_psql_passes_its_arguments(pg_server: TestServer) -> None:
     if pg_server.cluster is None:
         pytest.skip("the session server is external (PGMBUS_TEST_DSN)")
     proc = run_process(
-        "dev", "psql", "--", "-A", "-t", "-c", "select 40 + 2",
+        "dev",
+        "psql",
+        "--",
+        "-A",
+        "-t",
+        "-c",
+        "select 40 + 2",
         env={"PGMBUS_HOME": str(pg_server.cluster.home)},
     )
     assert proc.returncode == 0, proc.stderr

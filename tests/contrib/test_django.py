@@ -32,7 +32,11 @@ def manage_env(dsn: str) -> dict[str, str]:
 def manage(dsn: str, *args: str) -> str:
     done = subprocess.run(
         [sys.executable, "manage.py", *args],
-        cwd=PROJECT, env=manage_env(dsn), capture_output=True, text=True, timeout=60,
+        cwd=PROJECT,
+        env=manage_env(dsn),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -76,9 +80,20 @@ def test_post_commits_and_rolls_back_with_the_atomic_block_then_the_worker_handl
     assert orders(django_dsn) == [("book", False)] and depth(django_dsn) == 1
 
     worker = subprocess.Popen(
-        [sys.executable, "manage.py", "pgmbus_worker", "orders.handlers:ship", "--queue",
-         "orders", "--poll", "0.2"],
-        cwd=PROJECT, env=manage_env(django_dsn), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "manage.py",
+            "pgmbus_worker",
+            "orders.handlers:ship",
+            "--queue",
+            "orders",
+            "--poll",
+            "0.2",
+        ],
+        cwd=PROJECT,
+        env=manage_env(django_dsn),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
     try:

@@ -37,9 +37,20 @@ def server(db_dsn: str) -> Iterator[str]:
         "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "examples.fastapi_app:app", "--host", "127.0.0.1",
-         "--port", str(port), "--log-level", "warning"],
-        cwd=ROOT, env=env,
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "examples.fastapi_app:app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
     )
     url = f"http://127.0.0.1:{port}"
     try:

@@ -74,9 +74,7 @@ def test_plain_and_general_path_store_the_same(qconn: Conn, extra_consumers: int
     assert {k: after_slow[k] - after_fast[k] for k in before} == dict.fromkeys(before, 1)
     # and both are delivered, in order, to every consumer
     for cname in ["default", *(f"extra{k}" for k in range(extra_consumers))]:
-        got = qconn.execute(
-            "SELECT iid FROM mbus.consumen(%s, %s, 10)", ("jobs", cname)
-        ).fetchall()
+        got = qconn.execute("SELECT iid FROM mbus.consumen(%s, %s, 10)", ("jobs", cname)).fetchall()
         assert [r["iid"] for r in got] == [fast, slow]
 
 

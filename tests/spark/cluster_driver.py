@@ -56,27 +56,39 @@ def main() -> None:
     ).save()
 
     back = (
-        spark.read.format("pgmbus").option("dsn", dsn).option("numPartitions", 4).load()
+        spark.read.format("pgmbus")
+        .option("dsn", dsn)
+        .option("numPartitions", 4)
+        .load()
         .where(F.col("topic") == "cluster.out")
     )
     out["read_ids"] = sorted(r.id for r in back.select("id").collect())
 
     stream = (
-        spark.readStream.format("pgmbus").option("dsn", dsn).option("group", "cluster_copy")
-        .option("topics", "cluster.out").option("startingPosition", "beginning")
-        .option("maxEventsPerTrigger", str(max(1, rows // 3))).load()
+        spark.readStream.format("pgmbus")
+        .option("dsn", dsn)
+        .option("group", "cluster_copy")
+        .option("topics", "cluster.out")
+        .option("startingPosition", "beginning")
+        .option("maxEventsPerTrigger", str(max(1, rows // 3)))
+        .load()
         .select("key", "payload")
     )
     query = (
-        stream.writeStream.format("pgmbus").option("dsn", dsn).option("topic", "cluster.copy")
+        stream.writeStream.format("pgmbus")
+        .option("dsn", dsn)
+        .option("topic", "cluster.copy")
         .option("checkpointLocation", os.path.join(workdir, "copy-ckpt"))
-        .trigger(availableNow=True).start()
+        .trigger(availableNow=True)
+        .start()
     )
     query.awaitTermination()
     out["stream_batches"] = len(query.recentProgress)
 
     report = archive(
-        spark, dsn, os.path.join(workdir, "archive"),
+        spark,
+        dsn,
+        os.path.join(workdir, "archive"),
         before=dt.datetime.now(dt.UTC) + dt.timedelta(minutes=1),
     )
     out["archived"] = report.rows

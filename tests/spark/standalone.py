@@ -122,8 +122,13 @@ def environment(extra_pythonpath: list[str]) -> dict[str, str]:
 
 @contextmanager
 def standalone_cluster(
-    workdir: Path, *, workers: int = 2, cores: int = 1, memory: str = "1g",
-    pythonpath: list[str] | None = None, timeout: float = 90,
+    workdir: Path,
+    *,
+    workers: int = 2,
+    cores: int = 1,
+    memory: str = "1g",
+    pythonpath: list[str] | None = None,
+    timeout: float = 90,
 ) -> Iterator[Cluster]:
     """Start a master and ``workers`` workers bound to 127.0.0.1; stop them all by pid."""
     env = environment(pythonpath or [])
@@ -135,9 +140,19 @@ def standalone_cluster(
     try:
         log = workdir / "master.log"
         master = _start(
-            [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-             "--port", str(port), "--webui-port", str(free_port())],
-            env, log, workdir,
+            [
+                spark_class,
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(free_port()),
+            ],
+            env,
+            log,
+            workdir,
         )
         procs.append(master)
         _wait_port(port, master, log, timeout)
@@ -149,10 +164,26 @@ def standalone_cluster(
             wlog = workdir / f"worker{i}.log"
             wport = free_port()
             worker = _start(
-                [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                 "--port", str(wport), "--webui-port", str(free_port()), "--cores", str(cores),
-                 "--memory", memory, "--work-dir", str(wdir), url],
-                env, wlog, workdir,
+                [
+                    spark_class,
+                    "org.apache.spark.deploy.worker.Worker",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(wport),
+                    "--webui-port",
+                    str(free_port()),
+                    "--cores",
+                    str(cores),
+                    "--memory",
+                    memory,
+                    "--work-dir",
+                    str(wdir),
+                    url,
+                ],
+                env,
+                wlog,
+                workdir,
             )
             procs.append(worker)
             cluster.workers.append(worker)
@@ -178,9 +209,7 @@ def _start(
         "SPARK_DAEMON_MEMORY": "512m",
     }
     with log.open("wb") as out:
-        return subprocess.Popen(
-            command, env=daemon, stdout=out, stderr=subprocess.STDOUT, cwd=cwd
-        )
+        return subprocess.Popen(command, env=daemon, stdout=out, stderr=subprocess.STDOUT, cwd=cwd)
 
 
 def _wait_registered(master_log: Path, workers: int, timeout: float) -> None:

@@ -38,8 +38,18 @@ def test_archive_command_reports_progress(spark: Any, db_dsn: str, tmp_path: Pat
         )
     result = CliRunner().invoke(
         app,
-        ["pipeline", "archive", "--path", str(tmp_path / "a"), "--older-than", "1d",
-         "--batch", "10", "--dsn", db_dsn],
+        [
+            "pipeline",
+            "archive",
+            "--path",
+            str(tmp_path / "a"),
+            "--older-than",
+            "1d",
+            "--batch",
+            "10",
+            "--dsn",
+            db_dsn,
+        ],
     )
     assert result.exit_code == 0, result.output
     assert "archived 25 events in 3 batch(es)" in result.output

@@ -58,9 +58,19 @@ def test_source_sink_and_jobs_run_on_a_standalone_cluster_exactly_once(db_dsn: s
             "PYSPARK_PYTHON": sys.executable,
         }
         done = subprocess.run(
-            [sys.executable, str(Path(__file__).with_name("cluster_driver.py")), cluster.url,
-             db_dsn, str(workdir), str(ROWS)],
-            env=env, capture_output=True, text=True, timeout=540, check=False,
+            [
+                sys.executable,
+                str(Path(__file__).with_name("cluster_driver.py")),
+                cluster.url,
+                db_dsn,
+                str(workdir),
+                str(ROWS),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=540,
+            check=False,
         )
         started = cluster.pids
         executors = cluster.executors()

@@ -36,9 +36,7 @@ def _driver(dsn: str, checkpoint: Path, *crash: str) -> int:
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_killed_driver_restarts_from_checkpoint_exactly_once(
-    db_dsn: str, tmp_path: Path
-) -> None:
+def test_killed_driver_restarts_from_checkpoint_exactly_once(db_dsn: str, tmp_path: Path) -> None:
     _sink_table(db_dsn)
     publish(db_dsn, "t", 150)
     checkpoint = tmp_path / "ckpt"
@@ -51,8 +49,9 @@ def test_killed_driver_restarts_from_checkpoint_exactly_once(
         [(total, distinct)] = conn.execute(
             "SELECT count(*), count(DISTINCT id) FROM seen"
         ).fetchall()
-        batches = conn.execute("SELECT array_agg(batch_id ORDER BY batch_id) "
-                               "FROM mbus.spark_batches").fetchone()
+        batches = conn.execute(
+            "SELECT array_agg(batch_id ORDER BY batch_id) FROM mbus.spark_batches"
+        ).fetchone()
         cursor = conn.execute("SELECT mbus.group_cursor('spark_crash')").fetchone()
     assert (total, distinct) == (150, 150)
     assert batches == ([0, 1, 2, 3],)
@@ -96,8 +95,7 @@ def test_failed_first_attempt_does_not_duplicate_batch_write(
     ).save()
     with psycopg.connect(db_dsn) as conn:
         [(total, distinct)] = conn.execute(
-            "SELECT count(*), count(DISTINCT payload->>'n') FROM mbus.events "
-            "WHERE topic = 'copied'"
+            "SELECT count(*), count(DISTINCT payload->>'n') FROM mbus.events WHERE topic = 'copied'"
         ).fetchall()
         staged = conn.execute("SELECT count(*) FROM mbus.spark_staged").fetchone()
     assert (total, distinct) == (200, 200)

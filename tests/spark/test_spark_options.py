@@ -49,9 +49,7 @@ def test_stream_options() -> None:
         ({"dsn": "x", "colour": "red"}, False, "unknown pgmbus read option"),
     ],
 )
-def test_bad_read_options_are_named(
-    options: dict[str, str], streaming: bool, message: str
-) -> None:
+def test_bad_read_options_are_named(options: dict[str, str], streaming: bool, message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         parse_read(options, streaming=streaming)
 

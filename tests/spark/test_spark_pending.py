@@ -124,9 +124,7 @@ def test_abort_and_abandoned_writes_delete_their_events(db_dsn: str) -> None:
 def test_pending_rows_and_events_commit_together(db_dsn: str) -> None:
     """A task's transaction that fails before it commits leaves neither events nor pending."""
     with psycopg.connect(db_dsn) as task:
-        task.execute(
-            "INSERT INTO mbus.events (topic, payload) VALUES ('out', '{}')"
-        )
+        task.execute("INSERT INTO mbus.events (topic, payload) VALUES ('out', '{}')")
         task.execute("SELECT mbus.spark_mark_pending('w-x', 't-1', 1)")
         hidden = cursor_now(db_dsn)
         task.rollback()

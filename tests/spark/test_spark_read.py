@@ -94,7 +94,5 @@ def test_payload_parsed_with_a_user_schema(spark: Any, db_dsn: str) -> None:
         "struct<n:bigint,name:string,at:timestamp>"
     )
     rows = df.orderBy("id").select("payload.n", "payload.name", "payload.at").collect()
-    assert [(r.n, r.name) for r in rows] == [(g, f"x{g}") for g in range(1, 6)] + [
-        (None, "only")
-    ]
+    assert [(r.n, r.name) for r in rows] == [(g, f"x{g}") for g in range(1, 6)] + [(None, "only")]
     assert rows[0].at == dt.datetime(2026, 1, 2, 3, 4, 5)

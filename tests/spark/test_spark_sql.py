@@ -114,9 +114,7 @@ def test_micro_batch_read_uses_the_txid_index(db_dsn: str) -> None:
     )
     with psycopg.connect(db_dsn) as conn:
         plan = "\n".join(r[0] for r in conn.execute(query))
-        rows = conn.execute(
-            "SELECT count(*) FROM mbus.spark_read(%s, %s)", (start, end)
-        ).fetchone()
+        rows = conn.execute("SELECT count(*) FROM mbus.spark_read(%s, %s)", (start, end)).fetchone()
     assert "Index" in plan and "txid" in plan
     assert "Seq Scan on events_0000001" not in plan, plan
     assert rows == (10,)
@@ -206,10 +204,20 @@ def test_batch_read_parts_are_index_range_scans_without_sort(db_dsn: str) -> Non
         conn.commit()
         lo, hi = conn.execute("SELECT min(id), max(id) FROM mbus.events").fetchone() or (0, 0)
     params = {
-        "from_cursor": "1:1:", "to_cursor": cursor_now(db_dsn), "topics": None, "slot": 0,
-        "nslots": 1, "keys": None, "id_min": lo, "id_max": lo + (hi - lo) // 4,
-        "key_slot": None, "key_nslots": None,
-        "time_ge": None, "time_gt": None, "time_le": None, "time_lt": None,
+        "from_cursor": "1:1:",
+        "to_cursor": cursor_now(db_dsn),
+        "topics": None,
+        "slot": 0,
+        "nslots": 1,
+        "keys": None,
+        "id_min": lo,
+        "id_max": lo + (hi - lo) // 4,
+        "key_slot": None,
+        "key_nslots": None,
+        "time_ge": None,
+        "time_gt": None,
+        "time_le": None,
+        "time_lt": None,
         "subscription": None,
     }
     template = sql.SQL(load_queries("spark.sql")["read_range"])

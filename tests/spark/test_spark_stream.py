@@ -46,8 +46,9 @@ def test_stream_sees_every_event_once_with_producers_and_late_commits(
     _sink_table(db_dsn)
     publish(db_dsn, "t", 120)
     late = psycopg.connect(db_dsn)  # publishes first (lower txid and ids), commits last
-    late.execute("SELECT mbus.publish('t', jsonb_build_object('late', g)) "
-                 "FROM generate_series(1, 15) AS g")
+    late.execute(
+        "SELECT mbus.publish('t', jsonb_build_object('late', g)) FROM generate_series(1, 15) AS g"
+    )
 
     def produce() -> None:
         rng = random.Random(7)
@@ -98,9 +99,7 @@ def test_stream_sees_every_event_once_with_producers_and_late_commits(
     assert left is not None and left[0] <= 40
 
 
-def test_restart_resumes_from_checkpoint_and_group(
-    spark: Any, db_dsn: str, tmp_path: Path
-) -> None:
+def test_restart_resumes_from_checkpoint_and_group(spark: Any, db_dsn: str, tmp_path: Path) -> None:
     _sink_table(db_dsn)
     publish(db_dsn, "t", 60)
     checkpoint = str(tmp_path / "ckpt")

@@ -31,7 +31,10 @@ def test_register_makes_reads_work_on_a_session_with_spark_defaults(db_dsn: str)
     }
     done = subprocess.run(
         [sys.executable, str(ROOT / "tests/spark/user_session_job.py"), db_dsn],
-        env=env, capture_output=True, text=True, timeout=110,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=110,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     [line] = [x for x in done.stdout.splitlines() if x.startswith("REPORT ")]

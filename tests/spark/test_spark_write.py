@@ -18,9 +18,9 @@ def test_rows_become_events_by_option_or_by_column(spark: Any, db_dsn: str) -> N
         "topic string, payload string, key string, headers string",
     )
     rows.write.format("pgmbus").option("dsn", db_dsn).mode("append").save()
-    rows.drop("topic").write.format("pgmbus").option("dsn", db_dsn).option(
-        "topic", "fixed"
-    ).mode("append").save()
+    rows.drop("topic").write.format("pgmbus").option("dsn", db_dsn).option("topic", "fixed").mode(
+        "append"
+    ).save()
     with psycopg.connect(db_dsn) as conn:
         got = conn.execute(
             "SELECT topic, key, payload, headers FROM mbus.events ORDER BY topic, payload->>'n'"
@@ -38,9 +38,7 @@ def test_rows_become_events_by_option_or_by_column(spark: Any, db_dsn: str) -> N
 def test_bad_input_is_refused_before_any_task(spark: Any, db_dsn: str) -> None:
     df = spark.createDataFrame([(1,)], "n int")
     with pytest.raises(Exception, match="needs a 'payload' column"):
-        df.write.format("pgmbus").option("dsn", db_dsn).option("topic", "t").mode(
-            "append"
-        ).save()
+        df.write.format("pgmbus").option("dsn", db_dsn).option("topic", "t").mode("append").save()
     no_topic = spark.createDataFrame([('{"a": 1}',)], "payload string")
     with pytest.raises(Exception, match="give option topic"):
         no_topic.write.format("pgmbus").option("dsn", db_dsn).mode("append").save()
@@ -62,7 +60,7 @@ def test_json_nested_too_deep_fails_the_write_and_publishes_nothing(
     brackets_in_a_string = '{"s": "' + "[" * 300 + '"}'  # many brackets, not deep: written
     for column, row in (("payload", (deep, None)), ("headers", ('{"n": 1}', deep))):
         df = spark.createDataFrame(
-            [("{\"n\": 0}", None), (brackets_in_a_string, None), row],
+            [('{"n": 0}', None), (brackets_in_a_string, None), row],
             "payload string, headers string",
         ).repartition(1)
         with pytest.raises(Exception, match=f"{column} is nested more than 100 levels deep"):

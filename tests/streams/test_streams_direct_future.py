@@ -234,9 +234,7 @@ def test_retention_keeps_the_partition_a_future_event_will_be_logged_into(
     conn.execute("SELECT mbus.maintain(%s)", (now + timedelta(days=1, hours=1),))  # 1 closes
     report = _scalar(conn, "SELECT mbus.maintain(%s)", (now + timedelta(days=9),))
     assert report["dropped"] == []
-    assert report["kept"] == [
-        {"partition": "events_0000001", "groups": ["mbus.stream_scheduled"]}
-    ]
+    assert report["kept"] == [{"partition": "events_0000001", "groups": ["mbus.stream_scheduled"]}]
     conn.execute("UPDATE mbus.stream_scheduled SET delayed_until = now()")  # its time has come
     assert streams.release_scheduled(conn) == 1
     assert [e.id for e in drain(conn, "g")] == [later]

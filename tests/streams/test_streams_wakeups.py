@@ -121,9 +121,7 @@ def test_worker_unregisters_while_busy(connect: Connect, db_dsn: str) -> None:
         assert row is not None
         seen_waiters.append(row[0])
 
-    worker = streams.StreamWorker(
-        db_dsn, "w", handler, batch=10, maintain_every=timedelta(hours=1)
-    )
+    worker = streams.StreamWorker(db_dsn, "w", handler, batch=10, maintain_every=timedelta(hours=1))
     stop = threading.Event()
     t = threading.Thread(target=worker.run, kwargs={"stop": stop.is_set, "idle_wait": 0.2})
     t.start()

@@ -106,8 +106,12 @@ class ScriptedServer:
                 body = self.rfile.read(length)
                 with outer.lock:
                     outer.received.append(
-                        Received(time.time(), self.path, {k.lower(): v for k, v in
-                                                          self.headers.items()}, body)
+                        Received(
+                            time.time(),
+                            self.path,
+                            {k.lower(): v for k, v in self.headers.items()},
+                            body,
+                        )
                     )
                     queue = outer.by_path.get(self.path, outer.script)
                     reply = queue.pop(0) if queue else outer.default

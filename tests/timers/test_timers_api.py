@@ -65,8 +65,13 @@ def api(env: Env) -> Iterator[Api]:
 
 def body(key: str, run_at: datetime | None = None, **kw: Any) -> dict[str, Any]:
     when = run_at or datetime.now(UTC) + timedelta(hours=1)
-    return {"group_key": "orders", "event_key": key, "run_at": when.isoformat(),
-            "url": "https://example.com/hook", **kw}
+    return {
+        "group_key": "orders",
+        "event_key": key,
+        "run_at": when.isoformat(),
+        "url": "https://example.com/hook",
+        **kw,
+    }
 
 
 def test_authentication_is_required(api: Api) -> None:
@@ -82,8 +87,13 @@ def test_create_is_idempotent_and_fills_defaults(api: Api) -> None:
         assert r.status_code == 201, r.text
         cb = r.json()
         assert cb["status"] == "pending" and cb["context"] == {"n": 1}
-        assert cb["retry"] == {"fast_retries": 2, "kind": "constant", "delay_s": 60.0,
-                               "factor": 2.0, "max_delay_s": 3600.0}
+        assert cb["retry"] == {
+            "fast_retries": 2,
+            "kind": "constant",
+            "delay_s": 60.0,
+            "factor": 2.0,
+            "max_delay_s": 3600.0,
+        }
         again = c.post("/v1/callbacks", json=body("e1", context={"n": 2}))
         assert again.status_code == 200 and again.json()["id"] == cb["id"]
         assert again.json()["context"] == {"n": 1}
@@ -114,8 +124,10 @@ def test_clients_see_only_their_own_callbacks(api: Api) -> None:
         assert o.post("/v1/callbacks/orders/mine/cancel").status_code == 404
         # the same key is a different callback for another client
         assert o.post("/v1/callbacks", json=body("mine")).status_code == 201
-        assert c.get("/v1/callbacks/orders/mine").json()["id"] != \
-            o.get("/v1/callbacks/orders/mine").json()["id"]
+        assert (
+            c.get("/v1/callbacks/orders/mine").json()["id"]
+            != o.get("/v1/callbacks/orders/mine").json()["id"]
+        )
 
 
 def test_list_filters_and_pages(api: Api) -> None:
@@ -138,16 +150,19 @@ def test_update_rules(api: Api) -> None:
     with api.client() as c:
         c.post("/v1/callbacks", json=body("e")).raise_for_status()
         new_at = (datetime.now(UTC) + timedelta(hours=2)).replace(microsecond=0)
-        r = c.patch("/v1/callbacks/orders/e", json={"run_at": new_at.isoformat(),
-                                                    "context": {"v": 2}})
+        r = c.patch(
+            "/v1/callbacks/orders/e", json={"run_at": new_at.isoformat(), "context": {"v": 2}}
+        )
         assert r.status_code == 200
         assert datetime.fromisoformat(r.json()["run_at"]) == new_at
         assert r.json()["context"] == {"v": 2}
         c.post("/v1/callbacks/orders/e/cancel").raise_for_status()
         r = c.patch("/v1/callbacks/orders/e", json={"url": "https://example.com/2"})
         assert r.status_code == 409 and r.json()["error"] == "invalid_state"
-        r = c.patch("/v1/callbacks/orders/e", json={"url": "https://example.com/2",
-                                                    "i_ensure_pending": True})
+        r = c.patch(
+            "/v1/callbacks/orders/e",
+            json={"url": "https://example.com/2", "i_ensure_pending": True},
+        )
         assert r.status_code == 200 and r.json()["status"] == "pending"
         assert c.patch("/v1/callbacks/orders/nope", json={}).status_code == 404
 
@@ -174,19 +189,35 @@ def test_cancel_and_delete_rules(api: Api) -> None:
 
 def test_schedules_create_list_pause_resume_delete(api: Api) -> None:
     with api.client() as c:
-        cron = {"schedule_key": "daily", "cron": "30 9 * * *", "timezone": "Europe/Berlin",
-                "url": "https://example.com/daily"}
+        cron = {
+            "schedule_key": "daily",
+            "cron": "30 9 * * *",
+            "timezone": "Europe/Berlin",
+            "url": "https://example.com/daily",
+        }
         r = c.post("/v1/schedules", json=cron)
         assert r.status_code == 201, r.text
         assert c.post("/v1/schedules", json=cron).status_code == 200
         every = {"schedule_key": "tick", "interval_s": 60, "url": "https://example.com/t"}
         assert c.post("/v1/schedules", json=every).status_code == 201
-        assert c.post("/v1/schedules", json={**every, "schedule_key": "x",
-                                             "cron": "* * * * *"}).status_code == 422
-        assert c.post("/v1/schedules", json={**cron, "schedule_key": "bad",
-                                             "cron": "61 * * * *"}).status_code == 422
-        assert c.post("/v1/schedules", json={**cron, "schedule_key": "tz",
-                                             "timezone": "Mars/Base"}).status_code == 422
+        assert (
+            c.post(
+                "/v1/schedules", json={**every, "schedule_key": "x", "cron": "* * * * *"}
+            ).status_code
+            == 422
+        )
+        assert (
+            c.post(
+                "/v1/schedules", json={**cron, "schedule_key": "bad", "cron": "61 * * * *"}
+            ).status_code
+            == 422
+        )
+        assert (
+            c.post(
+                "/v1/schedules", json={**cron, "schedule_key": "tz", "timezone": "Mars/Base"}
+            ).status_code
+            == 422
+        )
         keys = [s["schedule_key"] for s in c.get("/v1/schedules").json()]
         assert keys == ["daily", "tick"]
         assert c.post("/v1/schedules/tick/pause").json()["paused"] is True
@@ -200,9 +231,13 @@ def test_openapi_is_served(api: Api) -> None:
     with httpx.Client(base_url=api.base) as anon:
         assert anon.get("/docs").status_code == 200
         spec = anon.get("/openapi.json").json()
-    for path in ("/v1/callbacks", "/v1/callbacks/{group_key}/{event_key}",
-                 "/v1/callbacks/{group_key}/{event_key}/cancel",
-                 "/v1/callbacks/{group_key}/{event_key}/history", "/v1/schedules"):
+    for path in (
+        "/v1/callbacks",
+        "/v1/callbacks/{group_key}/{event_key}",
+        "/v1/callbacks/{group_key}/{event_key}/cancel",
+        "/v1/callbacks/{group_key}/{event_key}/history",
+        "/v1/schedules",
+    ):
         assert path in spec["paths"]
 
 
@@ -210,8 +245,9 @@ def _create_concurrently(api: Api, n: int) -> list[int]:
     async def go() -> list[int]:
         headers = {"authorization": f"Bearer {api.env.client.api_key}"}
         async with httpx.AsyncClient(base_url=api.base, headers=headers, timeout=20) as c:
-            rs = await asyncio.gather(*(c.post("/v1/callbacks", json=body(f"b{i}"))
-                                        for i in range(n)))
+            rs = await asyncio.gather(
+                *(c.post("/v1/callbacks", json=body(f"b{i}")) for i in range(n))
+            )
         return [r.status_code for r in rs]
 
     return asyncio.run(go())
@@ -243,8 +279,10 @@ def test_serve_with_dispatcher_delivers_end_to_end(
     api, stop = start_api(env, run_dispatcher=True, dispatcher=config, guard=LOCAL)
     try:
         with api.client() as c:
-            r = c.post("/v1/callbacks", json={**body("now", run_at=datetime.now(UTC)),
-                                              "url": target.url + "/cb"})
+            r = c.post(
+                "/v1/callbacks",
+                json={**body("now", run_at=datetime.now(UTC)), "url": target.url + "/cb"},
+            )
             assert r.status_code == 201
             target.wait_for(1)
             deadline = time.time() + 10
@@ -253,8 +291,16 @@ def test_serve_with_dispatcher_delivers_end_to_end(
                 time.sleep(0.05)
             hist = c.get("/v1/callbacks/orders/now/history").json()
             assert [a["outcome"] for a in hist["attempts"]] == ["ok"]
-            assert set(hist["attempts"][0]) == {"attempt", "call", "dispatcher", "started_at",
-                                                "finished_at", "outcome", "status_code", "error"}
+            assert set(hist["attempts"][0]) == {
+                "attempt",
+                "call",
+                "dispatcher",
+                "started_at",
+                "finished_at",
+                "outcome",
+                "status_code",
+                "error",
+            }
         with psycopg.connect(env.dsn) as conn:  # the same history, typed
             typed = sync_store.history(conn, env.client.id, "orders", "now")
         [attempt] = typed.attempts
@@ -271,8 +317,11 @@ def test_concurrent_creates_of_one_key_create_it_once(env: Env) -> None:
         async def go() -> list[httpx.Response]:
             headers = {"authorization": f"Bearer {env.client.api_key}"}
             async with httpx.AsyncClient(base_url=api.base, headers=headers, timeout=20) as c:
-                return list(await asyncio.gather(*(c.post("/v1/callbacks", json=body("same"))
-                                                   for _ in range(20))))
+                return list(
+                    await asyncio.gather(
+                        *(c.post("/v1/callbacks", json=body("same")) for _ in range(20))
+                    )
+                )
 
         responses = asyncio.run(go())
     finally:
@@ -282,14 +331,16 @@ def test_concurrent_creates_of_one_key_create_it_once(env: Env) -> None:
     assert env.sql("SELECT count(*) FROM mbus.timer_change_log WHERE action = 'create'")[0][0] == 1
 
 
-
 def test_a_schedule_posts_to_a_queue_with_the_scope_to_post_there(env: Env) -> None:
     api, stop = start_api(env, auth_cache_s=0)  # scopes change during the test
     try:
         env.sql("SELECT mbus.create_queue('mail')")
         every = {"schedule_key": "digest", "interval_s": 60, "target": {"queue": "mail"}}
-        hook = {"schedule_key": "hook", "interval_s": 60,
-                "target": {"url": "https://example.com/h"}}
+        hook = {
+            "schedule_key": "hook",
+            "interval_s": 60,
+            "target": {"url": "https://example.com/h"},
+        }
         with api.client() as c:
             r = c.post("/v1/schedules", json=every)
             assert r.status_code == 403, r.text  # the key may not post to mail
@@ -300,9 +351,12 @@ def test_a_schedule_posts_to_a_queue_with_the_scope_to_post_there(env: Env) -> N
             assert got["target"] == {"queue": "mail"} and got["queue"] == "mail"
             assert got["url"] is None
             assert c.post("/v1/schedules", json=hook).json()["target"] == hook["target"]
-            for bad in ({**every, "url": "https://example.com/x"}, {**every, "target": {}},
-                        {**every, "target": {"queue": "mail", "url": "https://example.com/x"}},
-                        {**every, "target": {"queue": "Bad-Name"}}):
+            for bad in (
+                {**every, "url": "https://example.com/x"},
+                {**every, "target": {}},
+                {**every, "target": {"queue": "mail", "url": "https://example.com/x"}},
+                {**every, "target": {"queue": "Bad-Name"}},
+            ):
                 r = c.post("/v1/schedules", json={**bad, "schedule_key": "x"})
                 assert r.status_code == 422, (bad, r.text)
             env.sql("SELECT mbus.api_set_scopes('acme', %s)", (["queues:post:*"],))

@@ -50,7 +50,8 @@ def test_every_error_has_the_one_shape(api: Api) -> None:
         assert error_of(anon.get("/v1/callbacks"), 401)["error"] == "unauthorized"
     with api.client("pmk_wrong") as wrong:
         assert error_of(wrong.post("/v1/callbacks", json=body("e")), 401)["error"] == (
-            "unauthorized")
+            "unauthorized"
+        )
     with api.client() as c:
         assert error_of(c.get("/v1/callbacks/orders/none"), 404)["error"] == "not_found"
         assert error_of(c.get("/v1/nowhere"), 404)["error"] == "not_found"
@@ -59,8 +60,12 @@ def test_every_error_has_the_one_shape(api: Api) -> None:
         assert error_of(c.post("/v1/callbacks/orders/e/cancel"), 409)["error"] == "invalid_state"
         bad = error_of(c.post("/v1/callbacks", json={"group_key": "g"}), 422)
         assert bad["error"] == "invalid_request" and "event_key" in bad["message"]
-        assert error_of(c.post("/v1/callbacks", content=b"{not json",
-                               headers={"content-type": "application/json"}), 422)
+        assert error_of(
+            c.post(
+                "/v1/callbacks", content=b"{not json", headers={"content-type": "application/json"}
+            ),
+            422,
+        )
 
 
 def test_a_422_does_not_echo_the_input(api: Api) -> None:
@@ -107,8 +112,12 @@ def test_callback_numbers_beyond_their_bounds_are_422(
 
 @pytest.mark.parametrize(
     "extra",
-    [{"interval_s": 2**31 - 1}, {"interval_s": 31_622_401}, {"stop_after_delay_s": 1e308},
-     {"retry": {"factor": 101}}],
+    [
+        {"interval_s": 2**31 - 1},
+        {"interval_s": 31_622_401},
+        {"stop_after_delay_s": 1e308},
+        {"retry": {"factor": 101}},
+    ],
 )
 def test_schedule_numbers_beyond_their_bounds_are_422(api: Api, extra: dict[str, Any]) -> None:
     with api.client() as c:
@@ -144,11 +153,14 @@ def test_limits_are_configurable(env: Env) -> None:
     api, stop = start_api(env, max_context_bytes=1000, max_url_length=100)
     try:
         with api.client() as c:
-            error_of(c.post("/v1/callbacks", json={**body("a"), "context": {"t": "y" * 1000}}),
-                     413)
+            error_of(c.post("/v1/callbacks", json={**body("a"), "context": {"t": "y" * 1000}}), 413)
             long_url = "https://example.com/" + "p" * 100
-            assert "url" in error_of(c.post("/v1/callbacks",
-                                            json={**body("b"), "url": long_url}), 422)["message"]
+            assert (
+                "url"
+                in error_of(c.post("/v1/callbacks", json={**body("b"), "url": long_url}), 422)[
+                    "message"
+                ]
+            )
             ok = c.post("/v1/callbacks", json={**body("c"), "context": {"t": "y" * 900}})
             assert ok.status_code == 201, ok.text
         assert stored(env) == 1
@@ -172,8 +184,13 @@ def test_a_cron_with_a_seconds_field_is_422(api: Api) -> None:
 
 
 def test_a_cron_with_no_run_before_end_at_is_422(api: Api) -> None:
-    payload = {**SCHEDULE, "interval_s": None, "cron": "0 0 1 1 *",
-               "start_at": "2031-02-01T00:00:00Z", "end_at": "2031-12-01T00:00:00Z"}
+    payload = {
+        **SCHEDULE,
+        "interval_s": None,
+        "cron": "0 0 1 1 *",
+        "start_at": "2031-02-01T00:00:00Z",
+        "end_at": "2031-12-01T00:00:00Z",
+    }
     with api.client() as c:
         assert "never fires" in error_of(c.post("/v1/schedules", json=payload), 422)["message"]
 

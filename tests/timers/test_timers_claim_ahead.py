@@ -25,8 +25,14 @@ from tests.timers.test_timers_store import T0, create, record, sec, status
 ALL = list(range(64))
 
 
-def claim_from(env: Env, name: str, now: datetime, after: tuple[datetime, int] | None,
-               lookahead: float = 0.0, buckets: list[int] = ALL) -> list[tuple[Any, ...]]:
+def claim_from(
+    env: Env,
+    name: str,
+    now: datetime,
+    after: tuple[datetime, int] | None,
+    lookahead: float = 0.0,
+    buckets: list[int] = ALL,
+) -> list[tuple[Any, ...]]:
     return env.sql(
         "SELECT id, attempt, event_key, run_at"
         " FROM mbus.timer_claim(%s, %s, 100, 10, %s, %s, %s, %s)",
@@ -118,8 +124,9 @@ def test_a_change_to_a_callback_claimed_ahead_stops_its_call_at_the_old_time(
     def done() -> bool:
         nonlocal changed
         if not changed:
-            claimed = env.sql("SELECT count(*) FROM mbus.timer_callbacks "
-                              "WHERE claimed_by IS NOT NULL")[0][0]
+            claimed = env.sql(
+                "SELECT count(*) FROM mbus.timer_callbacks WHERE claimed_by IS NOT NULL"
+            )[0][0]
             if claimed < len(keys):
                 return False
             client = env.client.id
@@ -127,8 +134,11 @@ def test_a_change_to_a_callback_claimed_ahead_stops_its_call_at_the_old_time(
             env.sql("SELECT mbus.timer_delete(%s, 'g', 'deleted', true)", (client,))
             env.sql("SELECT mbus.timer_update(%s, 'g', 'moved', %s)", (client, moved_to))
             changed = True
-        return bool(env.sql("SELECT count(*) FILTER (WHERE status = 'notified') = 2 "
-                            "FROM mbus.timer_callbacks")[0][0])
+        return bool(
+            env.sql(
+                "SELECT count(*) FILTER (WHERE status = 'notified') = 2 FROM mbus.timer_callbacks"
+            )[0][0]
+        )
 
     (dispatcher,) = dispatch_until(env, done, fast_config(lookahead_s=5.0))
     assert changed and dispatcher.stats.discarded == 3
@@ -215,4 +225,3 @@ def test_the_claim_walks_the_due_index_and_updates_through_the_primary_key(env: 
     assert [line.strip() for line in plan.splitlines() if "Sort Key" in line] == [
         "Sort Key: k.run_at, k.id"
     ], plan
-

@@ -33,8 +33,10 @@ def test_add_client_prints_a_working_key(env: Env) -> None:
 
 def test_clean_uses_the_ttl(env: Env) -> None:
     old = datetime.now(UTC) - timedelta(days=10)
-    env.sql("SELECT mbus.timer_create(%s, 'g', 'e', %s, 'http://127.0.0.1:9/', p_now => %s)",
-            (env.client.id, old, old))
+    env.sql(
+        "SELECT mbus.timer_create(%s, 'g', 'e', %s, 'http://127.0.0.1:9/', p_now => %s)",
+        (env.client.id, old, old),
+    )
     env.sql("SELECT mbus.timer_cancel(%s, 'g', 'e', %s)", (env.client.id, old))
     result = runner.invoke(app, ["timers", "clean", "--ttl-days", "30", "--dsn", env.dsn])
     assert result.exit_code == 0 and "deleted 0 callbacks" in result.output
@@ -47,9 +49,22 @@ def test_serve_runs_the_api(env: Env) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pgmbus", "serve", "--dsn", env.dsn, "--host", "127.0.0.1",
-         "--port", str(port), "--allow-network", "127.0.0.1/32"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "pgmbus",
+            "serve",
+            "--dsn",
+            env.dsn,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--allow-network",
+            "127.0.0.1/32",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         base = f"http://127.0.0.1:{port}"
@@ -63,12 +78,18 @@ def test_serve_runs_the_api(env: Env) -> None:
             assert time.time() < deadline and proc.poll() is None
             time.sleep(0.1)
         headers = {"authorization": f"Bearer {env.client.api_key}"}
-        r = httpx.post(base + "/v1/callbacks", headers=headers, json={
-            "group_key": "g", "event_key": "e", "url": "https://example.com/x",
-            "run_at": (datetime.now(UTC) + timedelta(hours=1)).isoformat()})
+        r = httpx.post(
+            base + "/v1/callbacks",
+            headers=headers,
+            json={
+                "group_key": "g",
+                "event_key": "e",
+                "url": "https://example.com/x",
+                "run_at": (datetime.now(UTC) + timedelta(hours=1)).isoformat(),
+            },
+        )
         assert r.status_code == 201
-        assert httpx.get(base + "/v1/callbacks/g/e", headers=headers).json()["status"] == \
-            "pending"
+        assert httpx.get(base + "/v1/callbacks/g/e", headers=headers).json()["status"] == "pending"
         stop(proc)
     finally:
         reap(proc)

@@ -43,33 +43,54 @@ def fast_config(**kw: Any) -> DispatcherConfig:
     return DispatcherConfig(**base)
 
 
-def add(env: Env, key: str, url: str, *, run_at: datetime | None = None,
-        retry: dict[str, Any] | None = None, stop_after: float | None = None,
-        context: dict[str, Any] | None = None) -> int:
+def add(
+    env: Env,
+    key: str,
+    url: str,
+    *,
+    run_at: datetime | None = None,
+    retry: dict[str, Any] | None = None,
+    stop_after: float | None = None,
+    context: dict[str, Any] | None = None,
+) -> int:
     from psycopg.types.json import Jsonb
 
     row = env.sql(
         "SELECT (callback->>'id')::bigint FROM mbus.timer_create(%s, 'g', %s, %s, %s, %s, %s, %s)",
-        (env.client.id, key, run_at or datetime.now(UTC), url, Jsonb(context or {"key": key}),
-         None if retry is None else Jsonb(retry), stop_after),
+        (
+            env.client.id,
+            key,
+            run_at or datetime.now(UTC),
+            url,
+            Jsonb(context or {"key": key}),
+            None if retry is None else Jsonb(retry),
+            stop_after,
+        ),
     )
     return int(row[0][0])
 
 
 def status_of(env: Env, key: str) -> str:
-    return str(env.sql("SELECT status FROM mbus.timer_callbacks WHERE event_key = %s",
-                       (key,))[0][0])
+    return str(
+        env.sql("SELECT status FROM mbus.timer_callbacks WHERE event_key = %s", (key,))[0][0]
+    )
 
 
-def dispatch_until(env: Env, done: Callable[[], bool], config: DispatcherConfig | None = None,
-                   guard: NetworkGuard = LOCAL, count: int = 1,
-                   timeout: float = 30.0) -> list[Dispatcher]:
+def dispatch_until(
+    env: Env,
+    done: Callable[[], bool],
+    config: DispatcherConfig | None = None,
+    guard: NetworkGuard = LOCAL,
+    count: int = 1,
+    timeout: float = 30.0,
+) -> list[Dispatcher]:
     """Run ``count`` dispatchers until ``done()`` (checked in a thread) is true."""
 
     async def main() -> list[Dispatcher]:
         stop = asyncio.Event()
-        dispatchers = [Dispatcher(env.dsn, config or fast_config(name=f"d{i}"), guard)
-                       for i in range(count)]
+        dispatchers = [
+            Dispatcher(env.dsn, config or fast_config(name=f"d{i}"), guard) for i in range(count)
+        ]
         if count > 1:
             for i, d in enumerate(dispatchers):
                 d.name = d.config.name = f"{d.config.name}-{i}"
@@ -92,12 +113,14 @@ def dispatch_until(env: Env, done: Callable[[], bool], config: DispatcherConfig 
 
 
 def all_finished(env: Env) -> Callable[[], bool]:
-    return lambda: env.sql("SELECT count(*) FROM mbus.timer_callbacks "
-                           "WHERE status = 'pending'")[0][0] == 0
+    return lambda: (
+        env.sql("SELECT count(*) FROM mbus.timer_callbacks WHERE status = 'pending'")[0][0] == 0
+    )
 
 
-def test_500_three_times_then_200_is_notified_by_fast_retries(env: Env, http_server: Server
-                                                              ) -> None:
+def test_500_three_times_then_200_is_notified_by_fast_retries(
+    env: Env, http_server: Server
+) -> None:
     server = http_server([Reply(500), Reply(500), Reply(500)])
     add(env, "e", server.url + "/hook", retry={"fast_retries": 3})
     dispatch_until(env, all_finished(env))
@@ -113,8 +136,12 @@ def test_500_three_times_then_200_is_notified_by_fast_retries(env: Env, http_ser
     # what people read numbers calls as the receiver saw them: the history API (and so the
     # dashboard, which shows its numbers) from 1, like pgmbus-call
     [(history,)] = env.sql("SELECT mbus.timer_history(%s, 'g', 'e')", (env.client.id,))
-    assert [(a["attempt"], a["call"]) for a in history["attempts"]] == [(1, 1), (1, 2), (1, 3),
-                                                                        (1, 4)]
+    assert [(a["attempt"], a["call"]) for a in history["attempts"]] == [
+        (1, 1),
+        (1, 2),
+        (1, 3),
+        (1, 4),
+    ]
 
 
 def test_500_three_times_then_200_by_rescheduled_retries(env: Env, http_server: Server) -> None:
@@ -127,8 +154,7 @@ def test_500_three_times_then_200_by_rescheduled_retries(env: Env, http_server: 
     assert [r.headers["pgmbus-call"] for r in got] == ["1"] * 4
     assert len({r.headers["webhook-id"] for r in got}) == 1
     hist = env.sql("SELECT mbus.timer_history(%s, 'g', 'e')", (env.client.id,))[0][0]
-    assert [c["action"] for c in hist["changes"]] == ["create", "retry", "retry", "retry",
-                                                      "status"]
+    assert [c["action"] for c in hist["changes"]] == ["create", "retry", "retry", "retry", "status"]
     assert hist["callback"]["attempts"] == 4
 
 
@@ -196,8 +222,10 @@ def test_redirects_are_followed_only_into_allowed_networks(env: Env, http_server
     add(env, "good", server.url + "/to-self")
     dispatch_until(env, all_finished(env))
     assert status_of(env, "bad") == "failed"
-    assert "127.0.0.2" in env.sql("SELECT last_error FROM mbus.timer_callbacks "
-                                  "WHERE event_key = 'bad'")[0][0]
+    assert (
+        "127.0.0.2"
+        in env.sql("SELECT last_error FROM mbus.timer_callbacks WHERE event_key = 'bad'")[0][0]
+    )
     assert status_of(env, "good") == "notified"
     assert sorted(r.path for r in server.received) == ["/final", "/to-loopback", "/to-self"]
 
@@ -223,12 +251,17 @@ def test_urls_that_cannot_be_encoded_and_bad_redirects_fail_once_recorded(
     add(env, "ok2", server.url + "/ok2")
     dispatch_until(env, all_finished(env), timeout=15)
     assert {k: status_of(env, k) for k in [*bad, "ok1", "ok2"]} == {
-        **dict.fromkeys(bad, "failed"), "ok1": "notified", "ok2": "notified"}
+        **dict.fromkeys(bad, "failed"),
+        "ok1": "notified",
+        "ok2": "notified",
+    }
     # each receiver called exactly once: a bad Location is a refused redirect, not retried
     assert sorted(r.path for r in server.received) == ["/badloc", "/ok1", "/ok2", "/redir"]
-    rows = env.sql("SELECT c.event_key, a.attempt, a.call, a.outcome, a.error, c.last_error "
-                   "FROM mbus.timer_attempts a JOIN mbus.timer_callbacks c ON c.id = a.callback_id"
-                   " WHERE c.event_key <> ALL (ARRAY['ok1', 'ok2']) ORDER BY c.event_key")
+    rows = env.sql(
+        "SELECT c.event_key, a.attempt, a.call, a.outcome, a.error, c.last_error "
+        "FROM mbus.timer_attempts a JOIN mbus.timer_callbacks c ON c.id = a.callback_id"
+        " WHERE c.event_key <> ALL (ARRAY['ok1', 'ok2']) ORDER BY c.event_key"
+    )
     assert [r[:4] for r in rows] == [(k, 1, 0, "refused") for k in sorted(bad)]
     errors = {r[0]: r[4] for r in rows}
     assert all(r[4] == r[5] for r in rows)  # the callback shows the attempt's error
@@ -241,11 +274,15 @@ def test_urls_that_cannot_be_encoded_and_bad_redirects_fail_once_recorded(
 
 def _crash_rows(env: Env, key: str) -> tuple[int, list[tuple[Any, ...]]]:
     """The callback's attempts count and its attempt rows (attempt, call, outcome, error)."""
-    (attempts,) = env.sql("SELECT attempts FROM mbus.timer_callbacks WHERE event_key = %s",
-                          (key,))[0]
-    rows = env.sql("SELECT a.attempt, a.call, a.outcome, a.error FROM mbus.timer_attempts a "
-                   "JOIN mbus.timer_callbacks c ON c.id = a.callback_id "
-                   "WHERE c.event_key = %s ORDER BY 1, 2", (key,))
+    (attempts,) = env.sql("SELECT attempts FROM mbus.timer_callbacks WHERE event_key = %s", (key,))[
+        0
+    ]
+    rows = env.sql(
+        "SELECT a.attempt, a.call, a.outcome, a.error FROM mbus.timer_attempts a "
+        "JOIN mbus.timer_callbacks c ON c.id = a.callback_id "
+        "WHERE c.event_key = %s ORDER BY 1, 2",
+        (key,),
+    )
     return int(attempts), rows
 
 
@@ -258,8 +295,7 @@ def test_a_call_that_raises_is_an_error_recorded_and_retried_by_its_policy(
         raise RuntimeError(f"resolver bug on {host}")
 
     server = http_server()
-    add(env, "boom", "http://boom.test/", retry={"fast_retries": 1, "delay_s": 0.2},
-        stop_after=0.5)
+    add(env, "boom", "http://boom.test/", retry={"fast_retries": 1, "delay_s": 0.2}, stop_after=0.5)
     add(env, "ok", server.url + "/ok")
     guard = NetworkGuard(LOCAL.allow, resolver=broken)
     dispatch_until(env, all_finished(env), guard=guard, timeout=15)
@@ -269,8 +305,10 @@ def test_a_call_that_raises_is_an_error_recorded_and_retried_by_its_policy(
     error = "internal error: RuntimeError: resolver bug on boom.test"
     assert 1 <= attempts <= 4  # how many retries fit in 0.5 s depends on the machine
     assert rows == [(a, c, "error", error) for a in range(1, attempts + 1) for c in (0, 1)]
-    assert env.sql("SELECT last_error FROM mbus.timer_callbacks WHERE event_key = 'boom'"
-                   )[0][0] == error
+    assert (
+        env.sql("SELECT last_error FROM mbus.timer_callbacks WHERE event_key = 'boom'")[0][0]
+        == error
+    )
 
 
 def test_a_delivery_that_raises_is_recorded_not_left_pending(
@@ -288,8 +326,9 @@ def test_a_delivery_that_raises_is_recorded_not_left_pending(
 
     monkeypatch.setattr(dispatcher, "deliver", deliver)
     server = http_server()
-    add(env, "boom", server.url + "/boom", retry={"fast_retries": 0, "delay_s": 0.2},
-        stop_after=0.5)
+    add(
+        env, "boom", server.url + "/boom", retry={"fast_retries": 0, "delay_s": 0.2}, stop_after=0.5
+    )
     add(env, "ok", server.url + "/ok")
     dispatch_until(env, all_finished(env), timeout=15)
     assert (status_of(env, "boom"), status_of(env, "ok")) == ("failed", "notified")
@@ -308,8 +347,7 @@ def test_concurrency_is_bounded(env: Env, http_server: Server) -> None:
     assert server.max_inflight <= 3
 
 
-def test_two_dispatchers_never_call_the_same_attempt_twice(env: Env, http_server: Server
-                                                           ) -> None:
+def test_two_dispatchers_never_call_the_same_attempt_twice(env: Env, http_server: Server) -> None:
     server = http_server()
     added = False
 
@@ -325,24 +363,26 @@ def test_two_dispatchers_never_call_the_same_attempt_twice(env: Env, http_server
         return bool(all_finished(env)())
 
     dispatchers = dispatch_until(env, done, fast_config(), count=2)
-    calls = Counter((r.headers["webhook-id"], r.headers["pgmbus-attempt"])
-                    for r in server.received)
+    calls = Counter((r.headers["webhook-id"], r.headers["pgmbus-attempt"]) for r in server.received)
     assert len(calls) == 300 and set(calls.values()) == {1}
     assert {a for _, a in calls} == {"1"}
     assert all(d.stats.delivered > 0 for d in dispatchers)  # both took part
     assert sum(d.stats.delivered for d in dispatchers) == 300
 
 
-def test_late_committed_and_past_dated_callbacks_are_dispatched(env: Env, http_server: Server
-                                                                ) -> None:
+def test_late_committed_and_past_dated_callbacks_are_dispatched(
+    env: Env, http_server: Server
+) -> None:
     server = http_server()
     add(env, "first", server.url)
     released = threading.Event()
 
     def late_writer() -> None:
         with psycopg.connect(env.dsn) as conn:
-            conn.execute("SELECT mbus.timer_create(%s, 'g', 'late', now() - interval '1 hour', "
-                         "%s)", (env.client.id, server.url))
+            conn.execute(
+                "SELECT mbus.timer_create(%s, 'g', 'late', now() - interval '1 hour', %s)",
+                (env.client.id, server.url),
+            )
             released.wait(10)
             conn.commit()
 
@@ -377,9 +417,24 @@ def test_dispatcher_killed_after_the_call_redelivers_with_the_same_webhook_id(
     server = http_server([Reply(200, action=kill_dispatcher)])
     add(env, "e", server.url, retry={"fast_retries": 0})
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pgmbus", "dispatcher", "--dsn", env.dsn, "--allow-network",
-         "127.0.0.1/32", "--timeout", "1", "--claim-slack", "0.5", "--bucket-lease", "1"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "pgmbus",
+            "dispatcher",
+            "--dsn",
+            env.dsn,
+            "--allow-network",
+            "127.0.0.1/32",
+            "--timeout",
+            "1",
+            "--claim-slack",
+            "0.5",
+            "--bucket-lease",
+            "1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         server.wait_for(1, timeout=30)
@@ -394,8 +449,9 @@ def test_dispatcher_killed_after_the_call_redelivers_with_the_same_webhook_id(
     assert (first.headers["pgmbus-attempt"], second.headers["pgmbus-attempt"]) == ("1", "2")
 
 
-def test_dispatcher_reconnects_after_its_connections_are_killed(env: Env, http_server: Server
-                                                               ) -> None:
+def test_dispatcher_reconnects_after_its_connections_are_killed(
+    env: Env, http_server: Server
+) -> None:
     server = http_server()
     add(env, "before", server.url)
     killed = False
@@ -403,8 +459,10 @@ def test_dispatcher_reconnects_after_its_connections_are_killed(env: Env, http_s
     def done() -> bool:
         nonlocal killed
         if not killed and server.received:
-            env.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            env.sql(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
             killed = True
             add(env, "after", server.url)
         return killed and bool(all_finished(env)())
@@ -418,11 +476,15 @@ def test_dispatcher_generates_schedules_and_runs_the_daily_cleanup(
     env: Env, http_server: Server
 ) -> None:
     server = http_server()
-    env.sql("SELECT mbus.timer_schedule_create(%s, 'tick', %s, p_interval_s => 1)",
-            (env.client.id, server.url + "/tick"))
+    env.sql(
+        "SELECT mbus.timer_schedule_create(%s, 'tick', %s, p_interval_s => 1)",
+        (env.client.id, server.url + "/tick"),
+    )
     old = datetime.now(UTC) - timedelta(days=40)
-    env.sql("SELECT mbus.timer_create(%s, 'g', 'old', %s, %s, p_now => %s)",
-            (env.client.id, old, server.url, old))
+    env.sql(
+        "SELECT mbus.timer_create(%s, 'g', 'old', %s, %s, p_now => %s)",
+        (env.client.id, old, server.url, old),
+    )
     env.sql("SELECT mbus.timer_cancel(%s, 'g', 'old', %s)", (env.client.id, old))
 
     def done() -> bool:

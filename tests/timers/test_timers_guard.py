@@ -71,21 +71,31 @@ def test_values_beyond_their_bounds_are_refused_and_nothing_is_stored(
 
 def test_the_http_models_have_the_same_bounds() -> None:
     assert (models.MAX_DELAY_S, models.MAX_FACTOR, models.MAX_FAST_RETRIES) == (
-        MAX_DELAY, MAX_FACTOR, MAX_FAST_RETRIES)
+        MAX_DELAY,
+        MAX_FACTOR,
+        MAX_FAST_RETRIES,
+    )
     assert (models.MAX_STOP_AFTER_DELAY_S, models.MAX_INTERVAL_S) == (MAX_STOP, MAX_INTERVAL)
 
 
 def test_values_at_their_bounds_are_accepted(env: Env) -> None:
-    retry = {"kind": "exponential", "delay_s": MAX_DELAY, "factor": MAX_FACTOR,
-             "max_delay_s": MAX_DELAY, "fast_retries": MAX_FAST_RETRIES}
+    retry = {
+        "kind": "exponential",
+        "delay_s": MAX_DELAY,
+        "factor": MAX_FACTOR,
+        "max_delay_s": MAX_DELAY,
+        "fast_retries": MAX_FAST_RETRIES,
+    }
     created, cb = run(_create(env, retry=retry, stop_after_delay_s=MAX_STOP))
     assert created and cb.retry.factor == 100 and cb.stop_after_delay_s == MAX_STOP
 
 
 def test_an_integral_float_is_an_integer_in_sql_and_refused_by_the_client(env: Env) -> None:
     # found by the property test below: "2.0" passed the check, then broke the integer cast
-    env.sql("SELECT * FROM mbus.timer_create(%s, 'g', 'e', %s, %s, p_retry => %s)",
-            (env.client.id, T0, URL, Jsonb({"fast_retries": 2.0})))
+    env.sql(
+        "SELECT * FROM mbus.timer_create(%s, 'g', 'e', %s, %s, p_retry => %s)",
+        (env.client.id, T0, URL, Jsonb({"fast_retries": 2.0})),
+    )
     stored = env.sql("SELECT fast_retries FROM mbus.timer_callbacks")
     assert stored == [(2,)]
     # the Python client and the HTTP model take a count as an int only
@@ -94,8 +104,13 @@ def test_an_integral_float_is_an_integer_in_sql_and_refused_by_the_client(env: E
 
 
 def test_create_many_names_the_bad_item_and_creates_none(env: Env) -> None:
-    good = {"client_id": env.client.id, "group_key": "g", "event_key": "a",
-            "run_at": T0.isoformat(), "url": URL}
+    good = {
+        "client_id": env.client.id,
+        "group_key": "g",
+        "event_key": "a",
+        "run_at": T0.isoformat(),
+        "url": URL,
+    }
     bad = {**good, "event_key": "b", "retry": {"factor": 1e308}}
     with pytest.raises(psycopg.Error) as info:
         env.sql("SELECT * FROM mbus.timer_create_many(%s)", (Jsonb([good, bad]),))
@@ -122,8 +137,13 @@ def test_an_unknown_or_malformed_client_or_schedule_is_a_typed_error(
 ) -> None:
     """They were cast errors (22P02, 22003) and foreign-key violations (23503) naming only a
     constraint; in a batch, the item is named and nothing is created."""
-    good = {"client_id": env.client.id, "group_key": "g", "event_key": "a",
-            "run_at": T0.isoformat(), "url": URL}
+    good = {
+        "client_id": env.client.id,
+        "group_key": "g",
+        "event_key": "a",
+        "run_at": T0.isoformat(),
+        "url": URL,
+    }
     bad = {**good, "event_key": "b", **change}
     for items, prefix in (([bad], ""), ([good, bad], "item 2: ")):
         with pytest.raises(psycopg.Error) as info:
@@ -151,12 +171,20 @@ def test_schedule_numbers_have_bounds(env: Env) -> None:
     base = "SELECT * FROM mbus.timer_schedule_create(%s, 'k', %s, p_interval_s => %s"
     for interval in (0, MAX_INTERVAL + 1, 2**31 - 1):
         assert sqlstate_of(env, base + ")", (env.client.id, URL, interval)) == "MB006"
-    assert sqlstate_of(env, base + ", p_stop_after_delay_s => 1e308)",
-                       (env.client.id, URL, 60)) == "MB006"
-    assert sqlstate_of(env, base + ", p_retry => %s)",
-                       (env.client.id, URL, 60, Jsonb({"max_delay_s": 1e308}))) == "MB006"
-    assert sqlstate_of(env, base + ", p_timezone => %s)",
-                       (env.client.id, URL, 60, "x" * 100_000)) == "MB006"
+    assert (
+        sqlstate_of(env, base + ", p_stop_after_delay_s => 1e308)", (env.client.id, URL, 60))
+        == "MB006"
+    )
+    assert (
+        sqlstate_of(
+            env, base + ", p_retry => %s)", (env.client.id, URL, 60, Jsonb({"max_delay_s": 1e308}))
+        )
+        == "MB006"
+    )
+    assert (
+        sqlstate_of(env, base + ", p_timezone => %s)", (env.client.id, URL, 60, "x" * 100_000))
+        == "MB006"
+    )
     assert env.sql("SELECT count(*) FROM mbus.timer_schedules")[0][0] == 0
     env.sql(base + ")", (env.client.id, URL, MAX_INTERVAL))
 
@@ -166,19 +194,26 @@ def test_clean_ttl_has_bounds(env: Env) -> None:
 
 
 # -- results are recorded per callback ------------------------------------------------------
-def _result(cb_id: int, attempt: int, now: datetime, outcome: str = "error",
-            code: Any = 500) -> dict[str, Any]:
-    call = {"call": 0, "started_at": now.isoformat(), "finished_at": now.isoformat(),
-            "outcome": outcome, "status_code": code}
-    return {"id": cb_id, "attempt": attempt, "dispatcher": "d", "outcome": outcome,
-            "calls": [call]}
+def _result(
+    cb_id: int, attempt: int, now: datetime, outcome: str = "error", code: Any = 500
+) -> dict[str, Any]:
+    call = {
+        "call": 0,
+        "started_at": now.isoformat(),
+        "finished_at": now.isoformat(),
+        "outcome": outcome,
+        "status_code": code,
+    }
+    return {"id": cb_id, "attempt": attempt, "dispatcher": "d", "outcome": outcome, "calls": [call]}
 
 
 def _two_clients_claimed(env: Env) -> tuple[dict[int, int], int, int]:
     other = env.add_client("other")
     for client in (env.client.id, other.id):
-        env.sql("SELECT * FROM mbus.timer_create(%s, 'g', 'e', %s, %s, p_now => %s)",
-                (client, T0, URL, T0))
+        env.sql(
+            "SELECT * FROM mbus.timer_create(%s, 'g', 'e', %s, %s, p_now => %s)",
+            (client, T0, URL, T0),
+        )
     ids = {r[0]: r[1] for r in env.sql("SELECT client_id, id FROM mbus.timer_callbacks")}
     attempts = {r[0]: r[1] for r in claim(env, "d", T0)}
     return attempts, ids[env.client.id], ids[other.id]
@@ -187,9 +222,12 @@ def _two_clients_claimed(env: Env) -> tuple[dict[int, int], int, int]:
 def test_a_row_stored_before_the_bounds_does_not_fail_the_batch(env: Env) -> None:
     attempts, bad, good = _two_clients_claimed(env)
     # a row written before the bounds existed (the table's CHECKs allow it)
-    env.sql("UPDATE mbus.timer_callbacks SET retry_kind = 'exponential', retry_delay_s = 1e308,"
-            " retry_factor = 1e308, retry_max_delay_s = 1e308, stop_after_delay_s = 1e308,"
-            " attempts = attempts + 5 WHERE id = %s", (bad,))
+    env.sql(
+        "UPDATE mbus.timer_callbacks SET retry_kind = 'exponential', retry_delay_s = 1e308,"
+        " retry_factor = 1e308, retry_max_delay_s = 1e308, stop_after_delay_s = 1e308,"
+        " attempts = attempts + 5 WHERE id = %s",
+        (bad,),
+    )
     bad_attempt = attempts[bad] + 5
     now = T0 + timedelta(seconds=1)
     results = [_result(bad, bad_attempt, now), _result(good, attempts[good], now)]
@@ -204,16 +242,24 @@ def test_a_row_stored_before_the_bounds_does_not_fail_the_batch(env: Env) -> Non
 def test_a_result_that_cannot_be_recorded_fails_alone(env: Env) -> None:
     attempts, bad, good = _two_clients_claimed(env)
     now = T0 + timedelta(seconds=1)
-    results = [_result(bad, attempts[bad], now, "ok", 10**12),  # no integer status code
-               _result(good, attempts[good], now, "ok", 200)]
+    results = [
+        _result(bad, attempts[bad], now, "ok", 10**12),  # no integer status code
+        _result(good, attempts[good], now, "ok", 200),
+    ]
     applied = env.sql("SELECT mbus.timer_record(%s, %s)", (json.dumps(results), now))[0][0]
     assert applied == 2
-    rows = {r[0]: r[1:] for r in env.sql(
-        "SELECT id, status, last_status_code, last_error FROM mbus.timer_callbacks")}
+    rows = {
+        r[0]: r[1:]
+        for r in env.sql(
+            "SELECT id, status, last_status_code, last_error FROM mbus.timer_callbacks"
+        )
+    }
     assert rows[good] == ("notified", 200, None)
     assert rows[bad][0] == "failed" and "result not recordable" in rows[bad][2]
-    assert env.sql("SELECT count(*) FROM mbus.timer_attempts WHERE callback_id = %s",
-                   (good,))[0][0] == 1
+    assert (
+        env.sql("SELECT count(*) FROM mbus.timer_attempts WHERE callback_id = %s", (good,))[0][0]
+        == 1
+    )
 
 
 # -- size limits (settings) -------------------------------------------------------------------
@@ -229,12 +275,17 @@ def test_context_and_url_sizes_follow_the_settings(env: Env) -> None:
     assert created and len(cb.context["text"]) == 70_000
     env.sql("SELECT mbus.set_setting('timers.max_context_bytes', '1000')")
     with pytest.raises(psycopg.Error) as info:
-        env.sql("SELECT mbus.timer_update(%s, 'g', 'e', p_context => %s)",
-                (env.client.id, Jsonb({"t": "y" * 2000})))
+        env.sql(
+            "SELECT mbus.timer_update(%s, 'g', 'e', p_context => %s)",
+            (env.client.id, Jsonb({"t": "y" * 2000})),
+        )
     assert info.value.sqlstate == "MB006"
     with pytest.raises(psycopg.Error) as info:
-        env.sql("SELECT * FROM mbus.timer_schedule_create(%s, 'k', %s, p_interval_s => 60,"
-                " p_context => %s)", (env.client.id, URL, Jsonb({"t": "y" * 2000})))
+        env.sql(
+            "SELECT * FROM mbus.timer_schedule_create(%s, 'k', %s, p_interval_s => 60,"
+            " p_context => %s)",
+            (env.client.id, URL, Jsonb({"t": "y" * 2000})),
+        )
     assert info.value.sqlstate == "MB006"
 
 
@@ -243,15 +294,24 @@ def test_a_context_nested_too_deep_is_refused_by_every_sql_entry(env: Env) -> No
     the dispatcher's claim reads the context of every callback it claims, and Python's json
     stops near 1,000 levels, so one such callback failed the claim of its whole batch."""
     deep = "(repeat('{\"d\": ', 1500) || '{}' || repeat('}', 1500))::jsonb"  # built in SQL
-    item = (f"jsonb_build_array(%s::jsonb || jsonb_build_object('client_id', %s::bigint,"
-            f" 'context', {deep}))")
+    item = (
+        f"jsonb_build_array(%s::jsonb || jsonb_build_object('client_id', %s::bigint,"
+        f" 'context', {deep}))"
+    )
     calls: list[tuple[str, tuple[Any, ...]]] = [
-        (f"SELECT * FROM mbus.timer_create(%s, 'g', 'e', %s, %s, {deep})",
-         (env.client.id, T0, URL)),
-        (f"SELECT count(*) FROM mbus.timer_create_many({item}, %s)",
-         (Jsonb(_HTTP_ITEM), env.client.id, T0)),
-        ("SELECT * FROM mbus.timer_schedule_create(%s, 'k', %s, p_interval_s => 60,"
-         f" p_context => {deep})", (env.client.id, URL)),
+        (
+            f"SELECT * FROM mbus.timer_create(%s, 'g', 'e', %s, %s, {deep})",
+            (env.client.id, T0, URL),
+        ),
+        (
+            f"SELECT count(*) FROM mbus.timer_create_many({item}, %s)",
+            (Jsonb(_HTTP_ITEM), env.client.id, T0),
+        ),
+        (
+            "SELECT * FROM mbus.timer_schedule_create(%s, 'k', %s, p_interval_s => 60,"
+            f" p_context => {deep})",
+            (env.client.id, URL),
+        ),
     ]
     for sql, args in calls:
         with pytest.raises(psycopg.Error, match="100 levels") as info:
@@ -268,8 +328,14 @@ def test_a_context_nested_too_deep_is_refused_by_every_sql_entry(env: Env) -> No
 # -- a cron that never fires --------------------------------------------------------------------
 @pytest.mark.parametrize("cron", ["0 0 31 2 *", "0 0 30 2 *", "0 0 31 4,6,9,11 *"])
 def test_a_cron_that_never_fires_is_refused_by_sql_and_python(env: Env, cron: str) -> None:
-    assert sqlstate_of(env, "SELECT * FROM mbus.timer_schedule_create(%s, 'k', %s, p_cron => %s)",
-                       (env.client.id, URL, cron)) == "MB006"
+    assert (
+        sqlstate_of(
+            env,
+            "SELECT * FROM mbus.timer_schedule_create(%s, 'k', %s, p_cron => %s)",
+            (env.client.id, URL, cron),
+        )
+        == "MB006"
+    )
 
     async def go() -> None:
         async with await psycopg.AsyncConnection.connect(env.dsn, autocommit=True) as c:
@@ -295,14 +361,25 @@ def test_a_schedule_that_cannot_be_computed_is_paused_with_its_reason(
     env: Env, caplog: pytest.LogCaptureFixture
 ) -> None:
     # stored through SQL, whose check cannot read ranges; or stored before the checks
-    env.sql("SELECT * FROM mbus.timer_schedule_create(%s, 'broken', %s, p_cron => '0 0 30-31 2 *',"
-            " p_start_at => %s, p_now => %s)", (env.client.id, URL, T0, T0))
-    env.sql("SELECT * FROM mbus.timer_schedule_create(%s, 'fine', %s, p_interval_s => 60,"
-            " p_start_at => %s, p_now => %s)", (env.client.id, URL, T0, T0))
-    env.sql("SELECT * FROM mbus.timer_schedule_create(%s, 'old', %s, p_interval_s => 60,"
-            " p_start_at => %s, p_now => %s)", (env.client.id, URL, T0, T0))
-    env.sql("UPDATE mbus.timer_schedules SET cron = '0 0 31 2 *', interval_s = NULL"
-            " WHERE schedule_key = 'old'")
+    env.sql(
+        "SELECT * FROM mbus.timer_schedule_create(%s, 'broken', %s, p_cron => '0 0 30-31 2 *',"
+        " p_start_at => %s, p_now => %s)",
+        (env.client.id, URL, T0, T0),
+    )
+    env.sql(
+        "SELECT * FROM mbus.timer_schedule_create(%s, 'fine', %s, p_interval_s => 60,"
+        " p_start_at => %s, p_now => %s)",
+        (env.client.id, URL, T0, T0),
+    )
+    env.sql(
+        "SELECT * FROM mbus.timer_schedule_create(%s, 'old', %s, p_interval_s => 60,"
+        " p_start_at => %s, p_now => %s)",
+        (env.client.id, URL, T0, T0),
+    )
+    env.sql(
+        "UPDATE mbus.timer_schedules SET cron = '0 0 31 2 *', interval_s = NULL"
+        " WHERE schedule_key = 'old'"
+    )
 
     async def generate(now: datetime) -> int:
         async with await psycopg.AsyncConnection.connect(env.dsn, autocommit=True) as c:
@@ -334,11 +411,16 @@ def test_a_schedule_that_cannot_be_computed_is_paused_with_its_reason(
 
 
 def test_a_schedule_whose_runs_cannot_be_created_is_paused_alone(env: Env) -> None:
-    env.sql("SELECT * FROM mbus.timer_schedule_create(%s, 'big', %s, p_interval_s => 60,"
-            " p_context => %s, p_start_at => %s, p_now => %s)",
-            (env.client.id, URL, Jsonb({"t": "x" * 5000}), T0, T0))
-    env.sql("SELECT * FROM mbus.timer_schedule_create(%s, 'fine', %s, p_interval_s => 60,"
-            " p_start_at => %s, p_now => %s)", (env.client.id, URL, T0, T0))
+    env.sql(
+        "SELECT * FROM mbus.timer_schedule_create(%s, 'big', %s, p_interval_s => 60,"
+        " p_context => %s, p_start_at => %s, p_now => %s)",
+        (env.client.id, URL, Jsonb({"t": "x" * 5000}), T0, T0),
+    )
+    env.sql(
+        "SELECT * FROM mbus.timer_schedule_create(%s, 'fine', %s, p_interval_s => 60,"
+        " p_start_at => %s, p_now => %s)",
+        (env.client.id, URL, T0, T0),
+    )
     env.sql("SELECT mbus.set_setting('timers.max_context_bytes', '1000')")  # lowered later
 
     async def generate() -> int:
@@ -368,8 +450,9 @@ _RETRY = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(retry=_RETRY, stop_after=_NUMBER, attempts=st.integers(1, 80))
 def test_any_retry_policy_is_refused_or_recordable(
     env: Env, retry: dict[str, Any], stop_after: float, attempts: int
@@ -392,12 +475,14 @@ def test_any_retry_policy_is_refused_or_recordable(
     [(cb_id, _attempt, _)] = claim(env, "d", T0)
     env.sql("UPDATE mbus.timer_callbacks SET attempts = %s WHERE id = %s", (attempts, cb_id))
     now = T0 + timedelta(seconds=1)
-    applied = env.sql("SELECT mbus.timer_record(%s, %s)",
-                      (json.dumps([_result(cb_id, attempts, now)]), now))[0][0]
+    applied = env.sql(
+        "SELECT mbus.timer_record(%s, %s)", (json.dumps([_result(cb_id, attempts, now)]), now)
+    )[0][0]
     assert applied == 1
     status, run_at, deadline = env.sql(
         "SELECT status, run_at, originally_run_at + make_interval(secs => stop_after_delay_s)"
-        " FROM mbus.timer_callbacks")[0]
+        " FROM mbus.timer_callbacks"
+    )[0]
     assert status in ("pending", "failed")
     if status == "pending":
         assert now <= run_at <= min(deadline, now + timedelta(seconds=MAX_DELAY))

@@ -91,8 +91,11 @@ _PRIVATE_V4 = ["127.0.0.1", "10.1.2.3", "169.254.169.254", "192.168.0.1"]
 
 
 def _nat64(v4: str) -> str:
-    return str(ipaddress.IPv6Address(int(ipaddress.IPv6Address("64:ff9b::"))
-                                     | int(ipaddress.IPv4Address(v4))))
+    return str(
+        ipaddress.IPv6Address(
+            int(ipaddress.IPv6Address("64:ff9b::")) | int(ipaddress.IPv4Address(v4))
+        )
+    )
 
 
 def _compat(v4: str) -> str:
@@ -120,8 +123,14 @@ def _teredo_server(v4: str) -> str:
     return str(ipaddress.IPv6Address((0x20010000 << 96) | (server << 64) | client))
 
 
-_FORMS = {"nat64": _nat64, "compat": _compat, "mapped": _mapped, "6to4": _sixtofour,
-          "teredo-client": _teredo_client, "teredo-server": _teredo_server}
+_FORMS = {
+    "nat64": _nat64,
+    "compat": _compat,
+    "mapped": _mapped,
+    "6to4": _sixtofour,
+    "teredo-client": _teredo_client,
+    "teredo-server": _teredo_server,
+}
 
 
 @pytest.mark.parametrize("v4", _PRIVATE_V4)

@@ -46,10 +46,10 @@ def test_an_interval_schedule_posts_each_occurrence_to_the_queue_once(env: Env) 
     messages = _drain(env, "mail")
     times = [T0 + timedelta(seconds=s) for s in (0, 20, 40, 60, 80)]
     assert [datetime.fromisoformat(d["run_at"]) for _, d in messages] == times
-    assert all(d["schedule_key"] == "tick" and d["context"] == {"to": "ops"}
-               for _, d in messages)
+    assert all(d["schedule_key"] == "tick" and d["context"] == {"to": "ops"} for _, d in messages)
     assert [iid for iid, _ in messages] == [
-        f"schedule:{schedule.id}:{t.strftime('%Y-%m-%dT%H:%M:%S.000000Z')}" for t in times]
+        f"schedule:{schedule.id}:{t.strftime('%Y-%m-%dT%H:%M:%S.000000Z')}" for t in times
+    ]
     assert env.sql("SELECT count(*) FROM mbus.timer_callbacks")[0][0] == 0  # no HTTP callbacks
 
 
@@ -57,11 +57,16 @@ def test_a_queue_occurrence_is_claimable_at_its_time_not_before(env: Env) -> Non
     env.sql("SELECT mbus.create_queue('mail')")
     run(_make(env, queue="mail", interval_s=3600))
     assert run(_generate(env, T0 + timedelta(minutes=59), horizon_s=120)) == 2  # 00:00, 01:00
-    early = env.sql("SELECT iid FROM mbus.consume('mail', 'default', %s)",
-                    (T0 + timedelta(minutes=59),))
+    early = env.sql(
+        "SELECT iid FROM mbus.consume('mail', 'default', %s)", (T0 + timedelta(minutes=59),)
+    )
     assert len(early) == 1 and early[0][0].endswith("T00:00:00.000000Z")
-    assert env.sql("SELECT iid FROM mbus.consume('mail', 'default', %s)",
-                   (T0 + timedelta(minutes=59),)) == []  # 01:00 is not due yet
+    assert (
+        env.sql(
+            "SELECT iid FROM mbus.consume('mail', 'default', %s)", (T0 + timedelta(minutes=59),)
+        )
+        == []
+    )  # 01:00 is not due yet
     assert len(_drain(env, "mail")) == 1
 
 
@@ -122,7 +127,8 @@ def test_a_schedule_whose_queue_was_dropped_is_paused_with_the_reason(env: Env) 
     env.sql("SELECT mbus.drop_queue('mail')")
     assert run(_generate(env, T0)) == 3  # the other schedule's
     paused, reason = env.sql(
-        "SELECT paused, paused_reason FROM mbus.timer_schedules WHERE schedule_key = 'tick'")[0]
+        "SELECT paused, paused_reason FROM mbus.timer_schedules WHERE schedule_key = 'tick'"
+    )[0]
     assert paused is True and "queue mail does not exist" in reason
     assert len(_drain(env, "other")) == 3
 

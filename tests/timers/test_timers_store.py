@@ -21,13 +21,30 @@ def sec(n: float) -> timedelta:
     return timedelta(seconds=n)
 
 
-def create(env: Env, g: str, e: str, run_at: datetime, *, client_id: int | None = None,
-           retry: dict[str, Any] | None = None, stop_after: float | None = None,
-           now: datetime = T0) -> tuple[bool, dict[str, Any]]:
+def create(
+    env: Env,
+    g: str,
+    e: str,
+    run_at: datetime,
+    *,
+    client_id: int | None = None,
+    retry: dict[str, Any] | None = None,
+    stop_after: float | None = None,
+    now: datetime = T0,
+) -> tuple[bool, dict[str, Any]]:
     rows = env.sql(
         "SELECT * FROM mbus.timer_create(%s, %s, %s, %s, %s, %s, %s, %s, NULL, %s)",
-        (client_id or env.client.id, g, e, run_at, URL, Jsonb({"k": e}),
-         None if retry is None else Jsonb(retry), stop_after, now),
+        (
+            client_id or env.client.id,
+            g,
+            e,
+            run_at,
+            URL,
+            Jsonb({"k": e}),
+            None if retry is None else Jsonb(retry),
+            stop_after,
+            now,
+        ),
     )
     return rows[0][0], rows[0][1]
 
@@ -39,22 +56,49 @@ def sqlstate_of(env: Env, query: str, params: Any) -> str | None:
 
 
 def status(env: Env, g: str, e: str) -> str:
-    return str(env.sql("SELECT status FROM mbus.timer_callbacks WHERE group_key = %s "
-                       "AND event_key = %s", (g, e))[0][0])
+    return str(
+        env.sql(
+            "SELECT status FROM mbus.timer_callbacks WHERE group_key = %s AND event_key = %s",
+            (g, e),
+        )[0][0]
+    )
 
 
-def claim(env: Env, name: str, now: datetime, limit: int = 100, lease: float = 10,
-          buckets: list[int] | None = None) -> list[tuple[Any, ...]]:
-    return env.sql("SELECT id, attempt, event_key FROM mbus.timer_claim(%s, %s, %s, %s, %s)",
-                   (name, buckets if buckets is not None else list(range(64)), limit, lease, now))
+def claim(
+    env: Env,
+    name: str,
+    now: datetime,
+    limit: int = 100,
+    lease: float = 10,
+    buckets: list[int] | None = None,
+) -> list[tuple[Any, ...]]:
+    return env.sql(
+        "SELECT id, attempt, event_key FROM mbus.timer_claim(%s, %s, %s, %s, %s)",
+        (name, buckets if buckets is not None else list(range(64)), limit, lease, now),
+    )
 
 
-def record(env: Env, name: str, cb_id: int, attempt: int, outcome: str, now: datetime,
-           code: int | None = None) -> int:
-    calls = [{"call": 0, "started_at": now.isoformat(), "finished_at": now.isoformat(),
-              "outcome": "error" if outcome == "error" else outcome, "status_code": code}]
-    payload = [{"id": cb_id, "attempt": attempt, "dispatcher": name, "outcome": outcome,
-                "calls": calls}]
+def record(
+    env: Env,
+    name: str,
+    cb_id: int,
+    attempt: int,
+    outcome: str,
+    now: datetime,
+    code: int | None = None,
+) -> int:
+    calls = [
+        {
+            "call": 0,
+            "started_at": now.isoformat(),
+            "finished_at": now.isoformat(),
+            "outcome": "error" if outcome == "error" else outcome,
+            "status_code": code,
+        }
+    ]
+    payload = [
+        {"id": cb_id, "attempt": attempt, "dispatcher": name, "outcome": outcome, "calls": calls}
+    ]
     return int(env.sql("SELECT mbus.timer_record(%s, %s)", (json.dumps(payload), now))[0][0])
 
 
@@ -62,8 +106,13 @@ def record(env: Env, name: str, cb_id: int, attempt: int, outcome: str, now: dat
 def test_create_is_idempotent_on_the_key_and_fills_defaults(env: Env) -> None:
     created, cb = create(env, "g", "e1", T0 + sec(60))
     assert created and cb["status"] == "pending" and cb["attempts"] == 0
-    assert cb["retry"] == {"fast_retries": 2, "kind": "constant", "delay_s": 60, "factor": 2,
-                           "max_delay_s": 3600}
+    assert cb["retry"] == {
+        "fast_retries": 2,
+        "kind": "constant",
+        "delay_s": 60,
+        "factor": 2,
+        "max_delay_s": 3600,
+    }
     assert cb["stop_after_delay_s"] == 86400
     assert cb["originally_run_at"] == cb["run_at"]
     again, same = create(env, "g", "e1", T0 + sec(999))
@@ -73,10 +122,14 @@ def test_create_is_idempotent_on_the_key_and_fills_defaults(env: Env) -> None:
 
 def test_create_many_reports_each_item_and_repeats_in_one_batch(env: Env) -> None:
     cid = env.client.id
-    items = [{"client_id": cid, "group_key": "g", "event_key": k, "run_at": T0.isoformat(),
-              "url": URL} for k in ("a", "b", "a")]
-    rows = env.sql("SELECT ord, created, callback->>'event_key' FROM "
-                   "mbus.timer_create_many(%s, %s)", (Jsonb(items), T0))
+    items = [
+        {"client_id": cid, "group_key": "g", "event_key": k, "run_at": T0.isoformat(), "url": URL}
+        for k in ("a", "b", "a")
+    ]
+    rows = env.sql(
+        "SELECT ord, created, callback->>'event_key' FROM mbus.timer_create_many(%s, %s)",
+        (Jsonb(items), T0),
+    )
     assert rows == [(1, True, "a"), (2, True, "b"), (3, False, "a")]
     rows = env.sql("SELECT ord, created FROM mbus.timer_create_many(%s, %s)", (Jsonb(items), T0))
     assert rows == [(1, False), (2, False), (3, False)]
@@ -84,14 +137,34 @@ def test_create_many_reports_each_item_and_repeats_in_one_batch(env: Env) -> Non
 
 def test_invalid_values_are_refused(env: Env) -> None:
     # typed errors (MB006 with the reason), not the table's CHECK violations
-    assert sqlstate_of(env, "SELECT mbus.timer_create(%s, 'g', 'e', now(), 'ftp://x/y')",
-                       (env.client.id,)) == "MB006"
-    assert sqlstate_of(env, "SELECT mbus.timer_create(%s, 'g', 'a/b', now(), %s)",
-                       (env.client.id, URL)) == "MB006"
-    assert sqlstate_of(env, "SELECT mbus.timer_create(%s, 'g', 'e', now(), %s, '{}', %s)",
-                       (env.client.id, URL, Jsonb({"kind": "linear"}))) == "MB006"
-    assert sqlstate_of(env, "SELECT mbus.timer_create(%s, 'g', 'e', now(), %s, '{}', %s)",
-                       (env.client.id, URL, Jsonb({"fast_retries": 11}))) == "MB006"
+    assert (
+        sqlstate_of(
+            env, "SELECT mbus.timer_create(%s, 'g', 'e', now(), 'ftp://x/y')", (env.client.id,)
+        )
+        == "MB006"
+    )
+    assert (
+        sqlstate_of(
+            env, "SELECT mbus.timer_create(%s, 'g', 'a/b', now(), %s)", (env.client.id, URL)
+        )
+        == "MB006"
+    )
+    assert (
+        sqlstate_of(
+            env,
+            "SELECT mbus.timer_create(%s, 'g', 'e', now(), %s, '{}', %s)",
+            (env.client.id, URL, Jsonb({"kind": "linear"})),
+        )
+        == "MB006"
+    )
+    assert (
+        sqlstate_of(
+            env,
+            "SELECT mbus.timer_create(%s, 'g', 'e', now(), %s, '{}', %s)",
+            (env.client.id, URL, Jsonb({"fast_retries": 11})),
+        )
+        == "MB006"
+    )
 
 
 def test_get_list_and_paging_are_per_client(env: Env) -> None:
@@ -101,11 +174,16 @@ def test_get_list_and_paging_are_per_client(env: Env) -> None:
     create(env, "g1", "e1", T0, client_id=other.id)  # same key, other owner: separate
     assert env.sql("SELECT count(*) FROM mbus.timer_callbacks")[0][0] == 6
     assert sqlstate_of(env, "SELECT mbus.timer_get(%s, 'g2', 'e0')", (other.id,)) == "MB002"
-    page1 = [r[0] for r in env.sql("SELECT mbus.timer_list(%s, NULL, NULL, 2, 0)",
-                                   (env.client.id,))]
+    page1 = [
+        r[0] for r in env.sql("SELECT mbus.timer_list(%s, NULL, NULL, 2, 0)", (env.client.id,))
+    ]
     assert [c["event_key"] for c in page1] == ["e0", "e1"]
-    page2 = [r[0] for r in env.sql("SELECT mbus.timer_list(%s, NULL, NULL, 2, %s)",
-                                   (env.client.id, page1[-1]["id"]))]
+    page2 = [
+        r[0]
+        for r in env.sql(
+            "SELECT mbus.timer_list(%s, NULL, NULL, 2, %s)", (env.client.id, page1[-1]["id"])
+        )
+    ]
     assert [c["event_key"] for c in page2] == ["e2", "e3"]
     g1 = [r[0]["event_key"] for r in env.sql("SELECT mbus.timer_list(%s, 'g1')", (env.client.id,))]
     assert g1 == ["e1", "e3"]
@@ -118,14 +196,18 @@ def test_get_list_and_paging_are_per_client(env: Env) -> None:
 def test_update_changes_pending_callbacks(env: Env) -> None:
     create(env, "g", "e", T0 + sec(600))
     new_at = T0 + sec(1200)
-    cb = env.sql("SELECT mbus.timer_update(%s, 'g', 'e', %s, NULL, 'http://127.0.0.1:9/new', "
-                 "'{\"x\": 1}', false, %s)", (env.client.id, new_at, T0))[0][0]
+    cb = env.sql(
+        "SELECT mbus.timer_update(%s, 'g', 'e', %s, NULL, 'http://127.0.0.1:9/new', "
+        "'{\"x\": 1}', false, %s)",
+        (env.client.id, new_at, T0),
+    )[0][0]
     assert cb["url"] == "http://127.0.0.1:9/new" and cb["context"] == {"x": 1}
     assert datetime.fromisoformat(cb["run_at"]) == new_at
     assert datetime.fromisoformat(cb["originally_run_at"]) == new_at  # follows run_at
     orig = T0 + sec(1100)
-    cb = env.sql("SELECT mbus.timer_update(%s, 'g', 'e', NULL, %s, p_now => %s)",
-                 (env.client.id, orig, T0))[0][0]
+    cb = env.sql(
+        "SELECT mbus.timer_update(%s, 'g', 'e', NULL, %s, p_now => %s)", (env.client.id, orig, T0)
+    )[0][0]
     assert datetime.fromisoformat(cb["originally_run_at"]) == orig
     assert datetime.fromisoformat(cb["run_at"]) == new_at
 
@@ -133,8 +215,10 @@ def test_update_changes_pending_callbacks(env: Env) -> None:
 def test_update_of_cancelled_needs_i_ensure_pending_which_makes_it_pending(env: Env) -> None:
     create(env, "g", "e", T0 + sec(600))
     env.sql("SELECT mbus.timer_cancel(%s, 'g', 'e', %s)", (env.client.id, T0))
-    q = "SELECT mbus.timer_update(%s, 'g', 'e', p_url => 'http://127.0.0.1:9/x', " \
+    q = (
+        "SELECT mbus.timer_update(%s, 'g', 'e', p_url => 'http://127.0.0.1:9/x', "
         "p_i_ensure_pending => %s, p_now => %s)"
+    )
     assert sqlstate_of(env, q, (env.client.id, False, T0)) == "MB008"
     assert status(env, "g", "e") == "cancelled"
     cb = env.sql(q, (env.client.id, True, T0))[0][0]
@@ -147,8 +231,14 @@ def test_update_of_finished_callbacks_is_refused_even_with_the_flag(env: Env) ->
     assert record(env, "d", cb["id"], row[1], "ok", T0, 200) == 1
     assert status(env, "g", "e") == "notified"
     for flag in (False, True):
-        assert sqlstate_of(env, "SELECT mbus.timer_update(%s, 'g', 'e', p_url => %s, "
-                           "p_i_ensure_pending => %s)", (env.client.id, URL, flag)) == "MB008"
+        assert (
+            sqlstate_of(
+                env,
+                "SELECT mbus.timer_update(%s, 'g', 'e', p_url => %s, p_i_ensure_pending => %s)",
+                (env.client.id, URL, flag),
+            )
+            == "MB008"
+        )
 
 
 def test_cancel_only_pending(env: Env) -> None:
@@ -156,8 +246,9 @@ def test_cancel_only_pending(env: Env) -> None:
     cb = env.sql("SELECT mbus.timer_cancel(%s, 'g', 'e', %s)", (env.client.id, T0))[0][0]
     assert cb["status"] == "cancelled"
     assert sqlstate_of(env, "SELECT mbus.timer_cancel(%s, 'g', 'e')", (env.client.id,)) == "MB008"
-    assert sqlstate_of(env, "SELECT mbus.timer_cancel(%s, 'g', 'nope')",
-                       (env.client.id,)) == "MB002"
+    assert (
+        sqlstate_of(env, "SELECT mbus.timer_cancel(%s, 'g', 'nope')", (env.client.id,)) == "MB002"
+    )
 
 
 def test_delete_refuses_pending_due_within_a_minute_unless_forced(env: Env) -> None:
@@ -176,13 +267,16 @@ def test_delete_refuses_pending_due_within_a_minute_unless_forced(env: Env) -> N
 
 def test_change_log_records_user_changes_and_status_transitions(env: Env) -> None:
     _, cb = create(env, "g", "e", T0 + sec(120))
-    env.sql("SELECT mbus.timer_update(%s, 'g', 'e', %s, p_now => %s)",
-            (env.client.id, T0 + sec(1), T0))
+    env.sql(
+        "SELECT mbus.timer_update(%s, 'g', 'e', %s, p_now => %s)", (env.client.id, T0 + sec(1), T0)
+    )
     (row,) = claim(env, "d", T0 + sec(2))
     record(env, "d", cb["id"], row[1], "error", T0 + sec(2), 500)
     env.sql("SELECT mbus.timer_cancel(%s, 'g', 'e', %s)", (env.client.id, T0 + sec(3)))
-    env.sql("SELECT mbus.timer_update(%s, 'g', 'e', p_i_ensure_pending => true, p_now => %s)",
-            (env.client.id, T0 + sec(4)))
+    env.sql(
+        "SELECT mbus.timer_update(%s, 'g', 'e', p_i_ensure_pending => true, p_now => %s)",
+        (env.client.id, T0 + sec(4)),
+    )
     env.sql("SELECT mbus.timer_delete(%s, 'g', 'e', true, %s)", (env.client.id, T0 + sec(5)))
     hist = env.sql("SELECT mbus.timer_history(%s, 'g', 'e')", (env.client.id,))[0][0]
     actions = [(c["action"], c["old_status"], c["new_status"]) for c in hist["changes"]]
@@ -213,8 +307,10 @@ def test_claim_takes_due_callbacks_in_run_at_then_id_order(env: Env) -> None:
 def test_late_committed_and_past_dated_callbacks_are_claimed(env: Env) -> None:
     create(env, "g", "early", T0)
     with psycopg.connect(env.dsn) as late:  # a transaction that commits after the claim
-        late.execute("SELECT mbus.timer_create(%s, 'g', 'late', %s, %s, p_now => %s)",
-                     (env.client.id, T0 - sec(30), URL, T0))
+        late.execute(
+            "SELECT mbus.timer_create(%s, 'g', 'late', %s, %s, p_now => %s)",
+            (env.client.id, T0 - sec(30), URL, T0),
+        )
         assert [r[2] for r in claim(env, "d", T0 + sec(1))] == ["early"]
         late.commit()
     create(env, "g", "past", T0 - sec(3600), now=T0 + sec(2))  # inserted with run_at long past
@@ -252,8 +348,10 @@ def test_an_expired_claim_is_claimed_again_and_its_late_result_ignored(env: Env)
 def test_update_during_delivery_wins_over_the_result(env: Env) -> None:
     _, cb = create(env, "g", "e", T0)
     (row,) = claim(env, "d", T0)
-    env.sql("SELECT mbus.timer_update(%s, 'g', 'e', %s, p_now => %s)",
-            (env.client.id, T0 + sec(600), T0))
+    env.sql(
+        "SELECT mbus.timer_update(%s, 'g', 'e', %s, p_now => %s)",
+        (env.client.id, T0 + sec(600), T0),
+    )
     assert record(env, "d", cb["id"], row[1], "ok", T0, 200) == 0
     assert status(env, "g", "e") == "pending"
 
@@ -268,8 +366,10 @@ def test_results_map_to_statuses(env: Env) -> None:
     assert status(env, "g", "ok") == "notified"
     assert status(env, "g", "reject") == "rejected"
     assert status(env, "g", "refused") == "failed"
-    assert env.sql("SELECT count(*) FROM mbus.timer_callbacks WHERE finished_at = %s",
-                   (T0,))[0][0] == 3
+    assert (
+        env.sql("SELECT count(*) FROM mbus.timer_callbacks WHERE finished_at = %s", (T0,))[0][0]
+        == 3
+    )
 
 
 def test_constant_retries_until_stop_after_delay_then_failed(env: Env) -> None:
@@ -289,8 +389,13 @@ def test_constant_retries_until_stop_after_delay_then_failed(env: Env) -> None:
 
 
 def test_exponential_retries_grow_by_factor_up_to_max_delay(env: Env) -> None:
-    _, cb = create(env, "g", "e", T0, retry={"kind": "exponential", "delay_s": 10, "factor": 3,
-                                              "max_delay_s": 100})
+    _, cb = create(
+        env,
+        "g",
+        "e",
+        T0,
+        retry={"kind": "exponential", "delay_s": 10, "factor": 3, "max_delay_s": 100},
+    )
     now = T0
     delays = []
     for _ in range(4):
@@ -344,8 +449,12 @@ def test_clean_removes_finished_callbacks_and_log_older_than_ttl(env: Env) -> No
     left = {r[0] for r in env.sql("SELECT event_key FROM mbus.timer_callbacks")}
     assert left == {"pending_old", "cancelled_new"}
     assert counts[1] >= 3  # the old creates and the old status change
-    assert env.sql("SELECT count(*) FROM mbus.timer_change_log WHERE at < %s",
-                   (T0 - timedelta(days=30),))[0][0] == 0
+    assert (
+        env.sql(
+            "SELECT count(*) FROM mbus.timer_change_log WHERE at < %s", (T0 - timedelta(days=30),)
+        )[0][0]
+        == 0
+    )
 
 
 def test_clean_if_due_runs_once_a_day(env: Env) -> None:

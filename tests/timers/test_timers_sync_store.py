@@ -20,8 +20,9 @@ URL = "http://127.0.0.1:9/cb"
 def test_blocking_calls_create_read_list_cancel_and_history(env: Env) -> None:
     run_at = datetime.now(UTC) + timedelta(hours=1)
     with psycopg.connect(env.dsn, autocommit=True) as conn:
-        created, cb = sync_store.create(conn, env.client.id, "g", "e1", run_at, URL,
-                                        context={"n": 1})
+        created, cb = sync_store.create(
+            conn, env.client.id, "g", "e1", run_at, URL, context={"n": 1}
+        )
         again, same = sync_store.create(conn, env.client.id, "g", "e1", run_at, URL)
         assert created and not again and same.id == cb.id and isinstance(cb, store.Callback)
         assert sync_store.get(conn, env.client.id, "g", "e1").context == {"n": 1}

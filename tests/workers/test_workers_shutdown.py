@@ -71,13 +71,9 @@ def test_a_stop_lets_the_lease_in_flight_finish_and_handles_what_it_claimed(
             await asyncio.sleep(0.5)  # time for a cancel to land, had one been sent
             assert not run.done(), "the worker stopped with a lease statement cut short"
             if waiting:  # posted now: the blocked lease (a new snapshot per statement) sees it
-                async with await psycopg.AsyncConnection.connect(
-                    db_dsn, autocommit=True
-                ) as poster:
+                async with await psycopg.AsyncConnection.connect(db_dsn, autocommit=True) as poster:
                     await locker.rollback()
-                    await poster.execute(
-                        "SELECT mbus.post_jobs(%s::jsonb)", ('{"n": 1}',)
-                    )
+                    await poster.execute("SELECT mbus.post_jobs(%s::jsonb)", ('{"n": 1}',))
             else:
                 await locker.rollback()
         report = await asyncio.wait_for(run, 20)

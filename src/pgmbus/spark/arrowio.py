@@ -31,8 +31,7 @@ EVENT_SCHEMA = pa.schema(
 
 #: The Spark DDL of :data:`EVENT_SCHEMA`.
 EVENT_DDL = (
-    "id bigint, topic string, key string, payload string, headers string, "
-    "published_at timestamp"
+    "id bigint, topic string, key string, payload string, headers string, published_at timestamp"
 )
 
 #: ADBC's batch size hint: big enough to amortise per-batch costs, small enough that the JVM
@@ -126,7 +125,5 @@ def to_event_batch(
 def csv_bytes(table: pa.Table | pa.RecordBatch) -> bytes:
     """Encode rows as PostgreSQL-compatible CSV (no header; NULL as an empty field)."""
     sink = io.BytesIO()
-    pacsv.write_csv(
-        table, sink, pacsv.WriteOptions(include_header=False, quoting_style="needed")
-    )
+    pacsv.write_csv(table, sink, pacsv.WriteOptions(include_header=False, quoting_style="needed"))
     return sink.getvalue()

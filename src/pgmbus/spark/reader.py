@@ -105,9 +105,7 @@ def read_partition(
         yield from read_events(dsn, query, payload_type)
 
 
-def _read(
-    dsn: str, partition: InputPartition, payload_type: Any
-) -> Iterator[pa.RecordBatch]:
+def _read(dsn: str, partition: InputPartition, payload_type: Any) -> Iterator[pa.RecordBatch]:
     # An empty plan (no parts) reaches read() as Spark's default InputPartition(None).
     if not isinstance(partition, RangePartition):
         return iter(())
@@ -143,7 +141,10 @@ def split(
     step = (hi - lo) // nslots + 1
     return [
         RangePartition(
-            start, end, 0, 1,
+            start,
+            end,
+            0,
+            1,
             replace(pushed, id_min=a, id_max=min(a + step - 1, hi)),
         )
         for a in range(lo, hi + 1, step)
@@ -227,9 +228,7 @@ class PgmbusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: ReadOptions, payload_type: Any = None) -> None:
         self.options = options
         self.payload_type = payload_type
-        self.pushed = filters.Pushed(
-            topics=options.topics, subscription_id=options.subscription_id
-        )
+        self.pushed = filters.Pushed(topics=options.topics, subscription_id=options.subscription_id)
         self._target: str | None = None
         self._committed: set[str] = set()
 

@@ -89,9 +89,7 @@ class BatchWriter:
         columns = sql.SQL(", ").join(sql.Identifier(c) for c in rows.column_names)
         self.conn.execute(sql.SQL(queries["sink_stage_drop"]).format(stage=_STAGE))
         self.conn.execute(
-            sql.SQL(queries["sink_stage_create"]).format(
-                stage=_STAGE, table=ident, columns=columns
-            )
+            sql.SQL(queries["sink_stage_create"]).format(stage=_STAGE, table=ident, columns=columns)
         )
         self._copy(_STAGE, rows)
         others = [c for c in rows.column_names if c not in keys]
@@ -114,9 +112,7 @@ class BatchWriter:
 
     def _copy(self, ident: sql.Identifier, rows: Any) -> None:
         columns = sql.SQL(", ").join(sql.Identifier(c) for c in rows.column_names)
-        statement = sql.SQL(SPARK["sink_copy"]).format(
-            table=ident, columns=columns
-        )
+        statement = sql.SQL(SPARK["sink_copy"]).format(table=ident, columns=columns)
         with self.conn.cursor() as cur, cur.copy(statement) as copy:
             copy.write(csv_bytes(rows))
 

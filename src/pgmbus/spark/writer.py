@@ -247,9 +247,7 @@ def commit_tokens(
     return int(row[0]) if row else 0
 
 
-def commit_write(
-    options: WriteOptions, query_id: str, batch_id: int, messages: list[Any]
-) -> int:
+def commit_write(options: WriteOptions, query_id: str, batch_id: int, messages: list[Any]) -> int:
     """Publish the staged rows of the reported tokens; ``-1`` when the batch was done before."""
     staged = [m for m in messages if isinstance(m, StagedWrite)]
     if not staged:

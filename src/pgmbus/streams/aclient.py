@@ -351,9 +351,7 @@ async def configure_group(
 
 
 @renamed_keywords(max_events="limit")
-async def read_next(
-    conn: Conn, group: str, *, limit: int = 1000, slot: int | None = None
-) -> Batch:
+async def read_next(conn: Conn, group: str, *, limit: int = 1000, slot: int | None = None) -> Batch:
     """Read the group's next batch (at most ``limit`` events) without moving it;
     ``commit(batch.cursor)`` acknowledges it (``max_events=`` is the deprecated spelling).
 
@@ -362,9 +360,9 @@ async def read_next(
     """
     _check_read(group, limit, slot)
     with translating():
-        rows = await (await conn.execute(
-            _q("read_next"), {"group": group, "max_events": limit, "slot": slot}
-        )).fetchall()
+        rows = await (
+            await conn.execute(_q("read_next"), {"group": group, "max_events": limit, "slot": slot})
+        ).fetchall()
     if not rows:
         return Batch(group, None, [])
     return Batch(group, rows[0][0], [Event(*r[1:]) for r in rows])
@@ -381,9 +379,11 @@ async def read_subscriptions(
     """
     _check_read(group, limit, slot)
     with translating():
-        rows = await (await conn.execute(
-            _q("read_subscriptions"), {"group": group, "max_events": limit, "slot": slot}
-        )).fetchall()
+        rows = await (
+            await conn.execute(
+                _q("read_subscriptions"), {"group": group, "max_events": limit, "slot": slot}
+            )
+        ).fetchall()
     if not rows:
         return Batch(group, None, [])
     events = [Event(r[1], r[2], r[3], r[4], r[5], r[6], tuple(r[7])) for r in rows]
@@ -435,16 +435,18 @@ async def read_between(
 ) -> list[Event]:
     """The events consumed at ``to_cursor`` and not at ``from_cursor``, in id order."""
     with translating():
-        rows = await (await conn.execute(
-            _q("read_between"),
-            {
-                "from_cursor": from_cursor,
-                "to_cursor": to_cursor,
-                "topics": list(topics) if topics is not None else None,
-                "slot": slot,
-                "nslots": nslots,
-            },
-        )).fetchall()
+        rows = await (
+            await conn.execute(
+                _q("read_between"),
+                {
+                    "from_cursor": from_cursor,
+                    "to_cursor": to_cursor,
+                    "topics": list(topics) if topics is not None else None,
+                    "slot": slot,
+                    "nslots": nslots,
+                },
+            )
+        ).fetchall()
     return [Event(*r) for r in rows]
 
 
@@ -477,9 +479,11 @@ async def read_retries(
     if not isinstance(lease, timedelta):
         raise InvalidArgument(f"lease must be a timedelta, not {type(lease).__name__}")
     with translating():
-        rows = await (await conn.execute(
-            _q("read_retries"), {"group": group, "max_events": limit, "lease": lease}
-        )).fetchall()
+        rows = await (
+            await conn.execute(
+                _q("read_retries"), {"group": group, "max_events": limit, "lease": lease}
+            )
+        ).fetchall()
     return [RetryEvent(*r) for r in rows]
 
 

@@ -353,9 +353,7 @@ def configure_group(
 
 
 @renamed_keywords(max_events="limit")
-def read_next(
-    conn: Conn, group: str, *, limit: int = 1000, slot: int | None = None
-) -> Batch:
+def read_next(conn: Conn, group: str, *, limit: int = 1000, slot: int | None = None) -> Batch:
     """Read the group's next batch (at most ``limit`` events) without moving it;
     ``commit(batch.cursor)`` acknowledges it (``max_events=`` is the deprecated spelling).
 
@@ -364,8 +362,8 @@ def read_next(
     """
     _check_read(group, limit, slot)
     with translating():
-        rows = conn.execute(
-            _q("read_next"), {"group": group, "max_events": limit, "slot": slot}
+        rows = (
+            conn.execute(_q("read_next"), {"group": group, "max_events": limit, "slot": slot})
         ).fetchall()
     if not rows:
         return Batch(group, None, [])
@@ -383,8 +381,10 @@ def read_subscriptions(
     """
     _check_read(group, limit, slot)
     with translating():
-        rows = conn.execute(
-            _q("read_subscriptions"), {"group": group, "max_events": limit, "slot": slot}
+        rows = (
+            conn.execute(
+                _q("read_subscriptions"), {"group": group, "max_events": limit, "slot": slot}
+            )
         ).fetchall()
     if not rows:
         return Batch(group, None, [])
@@ -437,15 +437,17 @@ def read_between(
 ) -> list[Event]:
     """The events consumed at ``to_cursor`` and not at ``from_cursor``, in id order."""
     with translating():
-        rows = conn.execute(
-            _q("read_between"),
-            {
-                "from_cursor": from_cursor,
-                "to_cursor": to_cursor,
-                "topics": list(topics) if topics is not None else None,
-                "slot": slot,
-                "nslots": nslots,
-            },
+        rows = (
+            conn.execute(
+                _q("read_between"),
+                {
+                    "from_cursor": from_cursor,
+                    "to_cursor": to_cursor,
+                    "topics": list(topics) if topics is not None else None,
+                    "slot": slot,
+                    "nslots": nslots,
+                },
+            )
         ).fetchall()
     return [Event(*r) for r in rows]
 
@@ -479,8 +481,10 @@ def read_retries(
     if not isinstance(lease, timedelta):
         raise InvalidArgument(f"lease must be a timedelta, not {type(lease).__name__}")
     with translating():
-        rows = conn.execute(
-            _q("read_retries"), {"group": group, "max_events": limit, "lease": lease}
+        rows = (
+            conn.execute(
+                _q("read_retries"), {"group": group, "max_events": limit, "lease": lease}
+            )
         ).fetchall()
     return [RetryEvent(*r) for r in rows]
 

@@ -191,8 +191,7 @@ class NetworkGuard:
                 if isinstance(address, ipaddress.IPv6Address) and embedded_ipv4(address):
                     inner = " (it embeds " + ", ".join(map(str, embedded_ipv4(address))) + ")"
                 raise RefusedURL(
-                    f"address {address} of host {host!r}{inner} is not public and not"
-                    " allow-listed"
+                    f"address {address} of host {host!r}{inner} is not public and not allow-listed"
                 )
         return Target(parsed, str(addresses[0]), host)
 

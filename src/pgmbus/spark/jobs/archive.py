@@ -125,7 +125,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"batch {progress['batchId']}: {progress['numInputRows']} events", flush=True)
 
     report = archive(
-        spark, args.dsn, args.path, before=before, group=args.group, topics=args.topics,
+        spark,
+        args.dsn,
+        args.path,
+        before=before,
+        group=args.group,
+        topics=args.topics,
         on_batch=show,
     )
     print(f"archived {report.rows} events in {report.batches} batch(es) to {args.path}")

@@ -140,8 +140,10 @@ class StatsJob:
             .option("checkpointLocation", self.checkpoint)
             .queryName(f"pgmbus_stats_{self.group}")
         )
-        writer = writer.trigger(availableNow=True) if not follow else writer.trigger(
-            processingTime="1 second"
+        writer = (
+            writer.trigger(availableNow=True)
+            if not follow
+            else writer.trigger(processingTime="1 second")
         )
         return watch(writer.start(), on_batch, timeout=timeout)
 
@@ -161,9 +163,13 @@ def main(argv: list[str] | None = None) -> int:
     from pgmbus.spark.session import local_session
 
     job = StatsJob(
-        args.dsn, table=args.table, user_column=args.user_column,
-        object_column=args.object_column, window=dt.timedelta(minutes=args.window_minutes),
-        group=args.group, checkpoint=args.checkpoint,
+        args.dsn,
+        table=args.table,
+        user_column=args.user_column,
+        object_column=args.object_column,
+        window=dt.timedelta(minutes=args.window_minutes),
+        group=args.group,
+        checkpoint=args.checkpoint,
     )
     report = job.run(local_session("pgmbus-stats"), follow=args.follow)
     print(f"processed {report.rows} change events in {report.batches} batch(es)")
