@@ -1,0 +1,126 @@
+"""One timers client never holds back another.
+
+A client with a large backlog of due callbacks to a host that hangs must not delay another
+client's due callbacks: claims give each client a fair share of a batch, and the dispatcher
+bounds the calls in flight per client and per target host. Real PostgreSQL, real HTTP servers
+on 127.0.0.1, the real dispatcher.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from pgmbus.timers.dispatcher import DispatcherConfig
+from tests.timers.conftest import Env, Reply, ScriptedServer
+from tests.timers.test_timers_dispatcher import dispatch_until, fast_config
+
+Server = Callable[..., ScriptedServer]
+BUCKETS = list(range(64))
+
+
+@pytest.fixture
+def env(db_dsn: str) -> Env:
+    """A fresh database with the timers client ``acme``."""
+    e = Env(db_dsn, None)  # type: ignore[arg-type]
+    e.client = e.add_client("acme")
+    return e
+
+
+@pytest.fixture
+def http_server() -> Iterator[Server]:
+    """Factory of scripted HTTP servers on 127.0.0.1, shut down after the test."""
+    servers: list[ScriptedServer] = []
+
+    def factory(script: list[Reply] | None = None, default: Reply | None = None) -> ScriptedServer:
+        servers.append(ScriptedServer(script, default))
+        return servers[-1]
+
+    yield factory
+    for server in servers:
+        server.close()
+
+
+def add_due(env: Env, client_id: int, prefix: str, count: int, url: str, ago_s: float) -> None:
+    """``count`` callbacks of a client, all due ``ago_s`` seconds ago, in one statement."""
+    env.sql(
+        "SELECT count(*) FROM mbus.timer_create_many((SELECT jsonb_agg(jsonb_build_object("
+        " 'client_id', %s::bigint, 'group_key', 'g', 'event_key', %s::text || i,"
+        " 'run_at', now() - make_interval(secs => %s::float8 - i * 1e-3), 'url', %s::text,"
+        " 'retry', jsonb_build_object('fast_retries', 0)))"
+        " FROM generate_series(1, %s::integer) AS i))",
+        (client_id, prefix, ago_s, url, count),
+    )
+
+
+def test_a_claim_gives_each_client_its_share_of_the_batch(env: Env) -> None:
+    busy = env.client
+    quiet = env.add_client("quiet")
+    add_due(env, busy.id, "a", 1000, "http://127.0.0.1:9/a", ago_s=60)
+    add_due(env, quiet.id, "b", 5, "http://127.0.0.1:9/b", ago_s=1)  # due after all of busy's
+    with psycopg.connect(env.dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT client_id FROM mbus.timer_claim('d', %s, 100, 30)", (BUCKETS,)
+        ).fetchall()
+        got = [r[0] for r in rows]
+        # two clients with claimable callbacks: half the batch each (a share one cannot fill
+        # is not handed to the other), though all of busy's are due before quiet's
+        assert got.count(quiet.id) == 5 and got.count(busy.id) == 50
+        # a skipped client gets nothing; the batch is the others' alone
+        rows = conn.execute(
+            "SELECT client_id FROM mbus.timer_claim('d', %s, 100, 30, p_skip_clients => %s)",
+            (BUCKETS, [busy.id]),
+        ).fetchall()
+        assert rows == []
+        # alone, a client gets the whole batch: the next of its callbacks in (run_at, id) order
+        rows = conn.execute(
+            "SELECT client_id, event_key FROM mbus.timer_claim('d', %s, 100, 30)", (BUCKETS,)
+        ).fetchall()
+        assert [r[1] for r in rows] == [f"a{i}" for i in range(51, 151)]
+    # every row locked was claimed, none twice
+    held = env.sql(
+        "SELECT count(*), sum(attempts) FROM mbus.timer_callbacks WHERE claimed_by = 'd'"
+    )
+    assert held[0] == (155, 155)
+
+
+def test_a_hanging_clients_backlog_does_not_hold_back_another_client(
+    env: Env, http_server: Server
+) -> None:
+    hanging = http_server(default=Reply(delay_s=30.0))  # never answers within the timeout
+    fast = http_server()
+    busy = env.client
+    quiet = env.add_client("quiet")
+    add_due(env, busy.id, "a", 10_000, hanging.url + "/a", ago_s=30)
+    add_due(env, quiet.id, "b", 20, fast.url + "/b", ago_s=1)  # due after all of busy's
+    config: DispatcherConfig = fast_config(name="fair", concurrency=16, timeout_s=3.0)
+    started = time.monotonic()
+    dispatch_until(env, lambda: len(fast.received) >= 20, config, timeout=15.0)
+    took = time.monotonic() - started
+    assert took < 8.0, f"the quiet client's 20 callbacks took {took:.1f}s"
+    # the busy client held some workers, never all of them
+    assert 1 <= hanging.max_inflight < 16
+    quiet_done: list[tuple[Any, ...]] = env.sql(
+        "SELECT count(*) FROM mbus.timer_callbacks WHERE client_id = %s AND status = 'notified'",
+        (quiet.id,),
+    )
+    assert quiet_done[0][0] == 20
+
+
+def test_a_hanging_host_does_not_hold_back_the_same_clients_other_host(
+    env: Env, http_server: Server
+) -> None:
+    hanging = http_server(default=Reply(delay_s=30.0))
+    fast = http_server()
+    add_due(env, env.client.id, "a", 2000, hanging.url + "/a", ago_s=30)
+    add_due(env, env.client.id, "b", 20, fast.url + "/b", ago_s=1)
+    config = fast_config(name="hosts", concurrency=16, timeout_s=3.0)
+    started = time.monotonic()
+    dispatch_until(env, lambda: len(fast.received) >= 20, config, timeout=15.0)
+    took = time.monotonic() - started
+    assert took < 8.0, f"the other host's 20 callbacks took {took:.1f}s"
+    assert 1 <= hanging.max_inflight < 16
