@@ -25,7 +25,10 @@
 --           Plan: one probe per client (EXISTS over timer_callbacks_client_due) finds the
 --           clients with claimable callbacks, then each client's range of that index is walked
 --           in (run_at, id) order and stops after its share: the rows read are the batch (plus
---           claimed or locked rows walked over), whatever the backlog. Measured (a scan of timer_callbacks_due before the shares), generic
+--           claimed or locked rows walked over), whatever the backlog. Generic plans are forced:
+--           the share (a LIMIT computed per client) made every custom plan look cheaper than
+--           the generic one, so the claim was planned again on every call; the generic plan is
+--           the per-client index range scan (measured with auto_explain). Measured (a scan of timer_callbacks_due before the shares), generic
 --           plans chose a bitmap scan and sort (10-500 ms, growing with the backlog, against
 --           1-2 ms), or primary-key scans and sorts, or joins
 --           to a scan of the whole table with statistics from another phase (50 ms to 1 s);
@@ -73,6 +76,7 @@ SET enable_seqscan = off
 SET enable_bitmapscan = off
 SET enable_sort = off
 SET jit = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_now timestamptz := coalesce(mbus.given_clock(p_now), now());
