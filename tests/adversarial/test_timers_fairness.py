@@ -21,6 +21,8 @@ from tests.timers.test_timers_dispatcher import dispatch_until, fast_config
 
 Server = Callable[..., ScriptedServer]
 BUCKETS = list(range(64))
+# longer than the tests run: the hanging server counts no call the dispatcher gave up on
+TIMEOUT_S = 10.0
 
 
 @pytest.fixture
@@ -97,13 +99,13 @@ def test_a_hanging_clients_backlog_does_not_hold_back_another_client(
     quiet = env.add_client("quiet")
     add_due(env, busy.id, "a", 10_000, hanging.url + "/a", ago_s=30)
     add_due(env, quiet.id, "b", 20, fast.url + "/b", ago_s=1)  # due after all of busy's
-    config: DispatcherConfig = fast_config(name="fair", concurrency=16, timeout_s=3.0)
-    started = time.monotonic()
+    config: DispatcherConfig = fast_config(name="fair", concurrency=16, timeout_s=TIMEOUT_S)
+    started = time.time()
     dispatch_until(env, lambda: len(fast.received) >= 20, config, timeout=15.0)
-    took = time.monotonic() - started
+    took = max(r.at for r in fast.received) - started  # (the stop waits for the hung calls)
     assert took < 8.0, f"the quiet client's 20 callbacks took {took:.1f}s"
-    # the busy client held some workers, never all of them
-    assert 1 <= hanging.max_inflight < 16
+    # the busy client held some workers, never all of them (its 8 to one host, half of 16)
+    assert 1 <= hanging.max_inflight <= 8
     quiet_done: list[tuple[Any, ...]] = env.sql(
         "SELECT count(*) FROM mbus.timer_callbacks WHERE client_id = %s AND status = 'notified'",
         (quiet.id,),
@@ -118,9 +120,9 @@ def test_a_hanging_host_does_not_hold_back_the_same_clients_other_host(
     fast = http_server()
     add_due(env, env.client.id, "a", 2000, hanging.url + "/a", ago_s=30)
     add_due(env, env.client.id, "b", 20, fast.url + "/b", ago_s=1)
-    config = fast_config(name="hosts", concurrency=16, timeout_s=3.0)
-    started = time.monotonic()
+    config = fast_config(name="hosts", concurrency=16, timeout_s=TIMEOUT_S)
+    started = time.time()
     dispatch_until(env, lambda: len(fast.received) >= 20, config, timeout=15.0)
-    took = time.monotonic() - started
+    took = max(r.at for r in fast.received) - started  # (the stop waits for the hung calls)
     assert took < 8.0, f"the other host's 20 callbacks took {took:.1f}s"
-    assert 1 <= hanging.max_inflight < 16
+    assert 1 <= hanging.max_inflight <= 8  # half of the workers for one host
