@@ -63,8 +63,10 @@ class Lanes:
         while not self._closed:
             cb = self._pick()
             if cb is not None:
-                if self._waiters and self.runnable():
-                    self._wake()  # one put may have woken only one of several waiters
+                if self._waiters and self._size:
+                    # one put or done wakes one waiter: pass the turn on while callbacks wait
+                    # (a waiter that finds none runnable waits again)
+                    self._wake()
                 return cb
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
