@@ -8,6 +8,8 @@ on 127.0.0.1, the real dispatcher.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -16,6 +18,7 @@ import psycopg
 import pytest
 
 from pgmbus.timers.dispatcher import DispatcherConfig
+from tests.processes import reap
 from tests.timers.conftest import Env, Reply, ScriptedServer
 from tests.timers.test_timers_dispatcher import dispatch_until, fast_config
 
@@ -126,3 +129,38 @@ def test_a_hanging_host_does_not_hold_back_the_same_clients_other_host(
     took = max(r.at for r in fast.received) - started  # (the stop waits for the hung calls)
     assert took < 8.0, f"the other host's 20 callbacks took {took:.1f}s"
     assert 1 <= hanging.max_inflight <= 8  # half of the workers for one host
+
+
+def test_the_dispatcher_command_takes_the_per_client_and_per_host_bounds(
+    env: Env, http_server: Server
+) -> None:
+    hanging = http_server(default=Reply(delay_s=30.0))
+    add_due(env, env.client.id, "a", 100, hanging.url + "/a", ago_s=5)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pgmbus",
+            "dispatcher",
+            "--dsn",
+            env.dsn,
+            "--allow-network",
+            "127.0.0.1/32",
+            "--concurrency",
+            "16",
+            "--timeout",
+            "20",
+            "--client-concurrency",
+            "3",
+            "--host-concurrency",
+            "2",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        hanging.wait_for(2, timeout=30.0)
+        time.sleep(1.0)  # a third call would have come by now (16 workers, 100 due)
+        assert len(hanging.received) == 2 and hanging.max_inflight == 2
+    finally:
+        reap(proc)
