@@ -8,16 +8,21 @@ on 127.0.0.1, the real dispatcher.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
+from uuid import uuid4
 
 import psycopg
 import pytest
 
+from pgmbus.timers.delivery import Claimed
 from pgmbus.timers.dispatcher import DispatcherConfig
+from pgmbus.timers.lanes import Lanes
 from tests.processes import reap
 from tests.timers.conftest import Env, Reply, ScriptedServer
 from tests.timers.test_timers_dispatcher import dispatch_until, fast_config
@@ -164,3 +169,36 @@ def test_the_dispatcher_command_takes_the_per_client_and_per_host_bounds(
         assert len(hanging.received) == 2 and hanging.max_inflight == 2
     finally:
         reap(proc)
+
+
+def test_lanes_take_clients_in_turns_within_their_bounds() -> None:
+    def cb(ident: int, client: int, url: str) -> Claimed:
+        at = datetime.now(UTC)
+        return Claimed(ident, 1, uuid4(), client, "g", f"e{ident}", at, at, url, {}, 0, "s", at)
+
+    async def main() -> None:
+        lanes = Lanes(per_client=2, per_host=1)
+        for i in range(5):  # client 1: a backlog to one host, then one to another host
+            lanes.put(cb(i, 1, "http://a.example:8080/x"))
+        lanes.put(cb(5, 1, "http://b.example/x"))
+        lanes.put(cb(6, 2, "http://c.example/x"))
+        taken = [await lanes.get() for _ in range(3)]
+        # client 1's first, client 2's, then client 1's other host (its first host is busy)
+        assert [t.id for t in taken if t] == [0, 6, 5]
+        # client 1 is at its bound (2), client 2 has nothing: nobody can start now
+        assert lanes.runnable() == 0
+        waiter = asyncio.ensure_future(lanes.get())
+        await asyncio.sleep(0.01)
+        assert not waiter.done()
+        assert taken[0] is not None
+        lanes.done(taken[0])  # a call to host a ends: a's next one starts
+        assert (await asyncio.wait_for(waiter, 1.0)) is not None
+        for t in taken[1:]:
+            assert t is not None
+            lanes.done(t)
+        assert lanes.in_flight() == ({1: 1}, {"a.example:8080": 1})
+        lanes.close()
+        assert await lanes.get() is None
+        assert sorted(c.id for c in lanes.drain()) == [2, 3, 4]
+
+    asyncio.run(main())

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, OrderedDict, deque
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from pgmbus.timers.delivery import Claimed
+
+T = TypeVar("T")
 
 
 def host_of(url: str) -> str:
@@ -23,6 +26,13 @@ def host_of(url: str) -> str:
         return f"{(parts.hostname or '').lower()}:{parts.port or ''}"
     except ValueError:  # a bad port: its call fails at once, it holds nothing for long
         return url
+
+
+def _decrement(counts: Counter[T], key: T) -> None:
+    """One less in flight; a key with none is forgotten (hosts come and go)."""
+    counts[key] -= 1
+    if counts[key] <= 0:
+        del counts[key]
 
 
 class Lanes:
@@ -38,6 +48,10 @@ class Lanes:
         self._hosts: Counter[str] = Counter()
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._closed = False
+
+    def in_flight(self) -> tuple[dict[int, int], dict[str, int]]:
+        """Calls in flight by client and by host (those with any)."""
+        return dict(self._clients), dict(self._hosts)
 
     def qsize(self) -> int:
         """Callbacks waiting in all lanes."""
@@ -81,8 +95,8 @@ class Lanes:
 
     def done(self, cb: Claimed) -> None:
         """The call of a callback taken with :meth:`get` is over (or never started)."""
-        self._clients[cb.client_id] -= 1
-        self._hosts[host_of(cb.url)] -= 1
+        _decrement(self._clients, cb.client_id)
+        _decrement(self._hosts, host_of(cb.url))
         self._wake()
 
     def close(self) -> None:
