@@ -202,3 +202,40 @@ def test_lanes_take_clients_in_turns_within_their_bounds() -> None:
         assert sorted(c.id for c in lanes.drain()) == [2, 3, 4]
 
     asyncio.run(main())
+
+
+def later_quiet_client(env: Env, http_server: Server, **config: Any) -> float:
+    """Two clients whose hosts hang fill the dispatcher first; then a third client's 20
+    callbacks come due: seconds until the last of them was called."""
+    fast = http_server()
+    hanging = [http_server(default=Reply(delay_s=30.0)) for _ in range(2)]
+    for n, server in enumerate(hanging):
+        client = env.add_client(f"hangs{n}")
+        add_due(env, client.id, "a", 1000, server.url + "/a", ago_s=30)
+    quiet = env.add_client("quiet")
+    cfg = fast_config(
+        name="budget",
+        concurrency=16,
+        host_concurrency=4,
+        max_prefetch=400,
+        timeout_s=TIMEOUT_S,
+        **config,
+    )
+    added: list[float] = []
+
+    def quiet_called() -> bool:
+        if not added and all(len(s.received) >= 4 for s in hanging):
+            time.sleep(1.0)  # the hanging clients' claims fill what the dispatcher holds
+            add_due(env, quiet.id, "b", 20, fast.url + "/b", ago_s=0)
+            added.append(time.time())
+        return len(fast.received) >= 20
+
+    dispatch_until(env, quiet_called, cfg, timeout=15.0)
+    return max(r.at for r in fast.received) - added[0]
+
+
+def test_clients_that_hang_together_cannot_take_all_a_dispatcher_holds(
+    env: Env, http_server: Server
+) -> None:
+    took = later_quiet_client(env, http_server)
+    assert took < 5.0, f"the quiet client's 20 callbacks took {took:.1f}s"

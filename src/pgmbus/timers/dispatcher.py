@@ -104,9 +104,13 @@ class DispatcherConfig:
     clean_every_s: float = 86400.0
     # fairness bounds (0 = the default): calls in flight of one client (3/4 of concurrency)
     # and to one host:port (1/2), callbacks of one client held claimed (1/2 of max_prefetch)
+    # and callbacks of one client due and waiting for a call (2 * concurrency): past it, once
+    # half of max_prefetch is held, the client is left out of claims, so clients that hang
+    # cannot fill max_prefetch together
     client_concurrency: int = 0
     host_concurrency: int = 0
     client_prefetch: int = 0
+    client_backlog: int = 0
     name: str = field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     )
@@ -160,6 +164,7 @@ class Dispatcher:
             cfg.host_concurrency or max(1, cfg.concurrency // 2),
         )
         self._client_prefetch = cfg.client_prefetch or max(1, cfg.max_prefetch // 2)
+        self._client_backlog = cfg.client_backlog or 2 * cfg.concurrency
         self._held: Counter[int] = Counter()  # claims held (waiting, queued, in flight) by client
         self._busy = 0  # workers calling a URL now
         self._results: list[Delivery] = []
@@ -314,9 +319,18 @@ class Dispatcher:
             cfg.timeout_s + cfg.claim_slack_s,
             lookahead_s=cfg.lookahead_s,
             after=cursor,
-            skip_clients=[c for c, n in self._held.items() if n >= self._client_prefetch],
+            skip_clients=self._skipped_clients(),
         )
         return [Claimed(*r) for r in rows]
+
+    def _skipped_clients(self) -> list[int]:
+        """The clients not to claim for: those held client_prefetch times and, once half of
+        max_prefetch is held, those with client_backlog due and not started (while there is
+        room, a client's callbacks to other hosts behind its backlog are still reached)."""
+        skip = {c for c, n in self._held.items() if n >= self._client_prefetch}
+        if 2 * (len(self._waiting) + self._lanes.qsize()) >= self.config.max_prefetch:
+            skip.update(c for c, n in self._lanes.queued().items() if n >= self._client_backlog)
+        return sorted(skip)
 
     async def _release_loop(self) -> None:
         """Hand claimed callbacks to the workers when their run_at has come (never before)."""

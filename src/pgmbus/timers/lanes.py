@@ -29,7 +29,7 @@ def host_of(url: str) -> str:
 
 
 def _decrement(counts: Counter[T], key: T) -> None:
-    """One less in flight; a key with none is forgotten (hosts come and go)."""
+    """One less; a key with none is forgotten (hosts come and go)."""
     counts[key] -= 1
     if counts[key] <= 0:
         del counts[key]
@@ -44,6 +44,7 @@ class Lanes:
         # client id -> host -> callbacks; both in turn order (the next one first)
         self._lanes: OrderedDict[int, OrderedDict[str, deque[Claimed]]] = OrderedDict()
         self._size = 0
+        self._queued: Counter[int] = Counter()  # callbacks waiting, by client
         self._clients: Counter[int] = Counter()  # calls in flight
         self._hosts: Counter[str] = Counter()
         self._waiters: deque[asyncio.Future[None]] = deque()
@@ -57,6 +58,10 @@ class Lanes:
         """Callbacks waiting in all lanes."""
         return self._size
 
+    def queued(self) -> dict[int, int]:
+        """Callbacks waiting, by client (those with any)."""
+        return dict(self._queued)
+
     def runnable(self) -> int:
         """Callbacks waiting in lanes whose client and host can start a call now."""
         count = 0
@@ -69,6 +74,7 @@ class Lanes:
         hosts = self._lanes.setdefault(cb.client_id, OrderedDict())
         hosts.setdefault(host_of(cb.url), deque()).append(cb)
         self._size += 1
+        self._queued[cb.client_id] += 1
         self._wake()
 
     async def get(self) -> Claimed | None:
@@ -110,6 +116,7 @@ class Lanes:
         out = [cb for hosts in self._lanes.values() for q in hosts.values() for cb in q]
         self._lanes.clear()
         self._size = 0
+        self._queued.clear()
         return out
 
     def _pick(self) -> Claimed | None:
@@ -121,6 +128,7 @@ class Lanes:
                     continue
                 cb = queue.popleft()
                 self._size -= 1
+                _decrement(self._queued, client)
                 self._clients[client] += 1
                 self._hosts[host] += 1
                 # the next turn goes to the other hosts and clients first
