@@ -54,6 +54,22 @@ SlackOption = Annotated[
     float,
     typer.Option("--claim-slack", min=0.1, help="Seconds a claim outlasts the HTTP timeout."),
 ]
+ClientConcurrencyOption = Annotated[
+    int | None,
+    typer.Option(
+        "--client-concurrency",
+        min=1,
+        help="HTTP calls in flight for one client at most (default 3/4 of --concurrency).",
+    ),
+]
+HostConcurrencyOption = Annotated[
+    int | None,
+    typer.Option(
+        "--host-concurrency",
+        min=1,
+        help="HTTP calls in flight to one host:port at most (default 1/2 of --concurrency).",
+    ),
+]
 
 
 def _guard(allow: list[str] | None) -> NetworkGuard:
@@ -66,7 +82,12 @@ def _guard(allow: list[str] | None) -> NetworkGuard:
 
 
 def _config(
-    concurrency: int, timeout: float, bucket_lease: float, claim_slack: float
+    concurrency: int,
+    timeout: float,
+    bucket_lease: float,
+    claim_slack: float,
+    client_concurrency: int | None = None,
+    host_concurrency: int | None = None,
 ) -> DispatcherConfig:
     from pgmbus.timers.dispatcher import DispatcherConfig
 
@@ -75,6 +96,8 @@ def _config(
         timeout_s=timeout,
         bucket_lease_s=bucket_lease,
         claim_slack_s=claim_slack,
+        client_concurrency=client_concurrency or 0,
+        host_concurrency=host_concurrency or 0,
     )
 
 
@@ -106,13 +129,17 @@ def dispatcher_cmd(
     timeout: TimeoutOption = 10.0,
     bucket_lease: LeaseOption = 10.0,
     claim_slack: SlackOption = 5.0,
+    client_concurrency: ClientConcurrencyOption = None,
+    host_concurrency: HostConcurrencyOption = None,
 ) -> None:
     """Deliver due callbacks (and generate scheduled ones) until interrupted."""
     _require_server_extra()
     from pgmbus.timers.dispatcher import Dispatcher
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    config = _config(concurrency, timeout, bucket_lease, claim_slack)
+    config = _config(
+        concurrency, timeout, bucket_lease, claim_slack, client_concurrency, host_concurrency
+    )
     dispatcher = Dispatcher(database(dsn), config, _guard(allow_network))
     typer.echo(f"dispatcher {dispatcher.name} started", err=True)
     _run_fast(_run_until_signal(dispatcher))
@@ -139,6 +166,8 @@ def serve_cmd(
     timeout: TimeoutOption = 10.0,
     bucket_lease: LeaseOption = 10.0,
     claim_slack: SlackOption = 5.0,
+    client_concurrency: ClientConcurrencyOption = None,
+    host_concurrency: HostConcurrencyOption = None,
     max_body_bytes: Annotated[
         int | None,
         typer.Option(
@@ -205,7 +234,9 @@ def serve_cmd(
         batch_max_items=batch_size,
         batch_max_wait_s=batch_wait_ms / 1000,
         run_dispatcher=dispatcher,
-        dispatcher=_config(concurrency, timeout, bucket_lease, claim_slack),
+        dispatcher=_config(
+            concurrency, timeout, bucket_lease, claim_slack, client_concurrency, host_concurrency
+        ),
         guard=_guard(allow_network),
         **limits,
     )

@@ -39,7 +39,7 @@ SELECT mbus.timer_release(%(dispatcher)s);
 SELECT id, attempt, webhook_id, client_id, group_key, event_key, run_at, originally_run_at,
        url, context, fast_retries, signing_secret, claimed_until
 FROM mbus.timer_claim(%(dispatcher)s, %(buckets)s, %(limit)s, %(lease_s)s, %(now)s,
-                      %(lookahead_s)s, %(after_run_at)s, %(after_id)s);
+                      %(lookahead_s)s, %(after_run_at)s, %(after_id)s, %(skip_clients)s);
 
 -- name: unclaim
 SELECT mbus.timer_unclaim(%(dispatcher)s, %(ids)s, %(attempts)s);

@@ -9,7 +9,11 @@ One asyncio process runs these loops on four database connections:
   to ``claim_batch``; they wait in a heap, ordered by run_at, and each is handed to the HTTP
   workers when its run_at has come (never before);
 * workers: ``concurrency`` coroutines, each with its own HTTP connection (kept alive), call the
-  URLs; so at most ``concurrency`` calls are in flight;
+  URLs; so at most ``concurrency`` calls are in flight. They take due callbacks in turns over
+  the clients and target hosts (:class:`~pgmbus.timers.lanes.Lanes`), at most
+  ``client_concurrency`` calls of one client and ``host_concurrency`` to one host at a time,
+  and the claims leave out a client once ``client_prefetch`` of its callbacks are held: a
+  client whose endpoint hangs, or with a large backlog, never holds back another's;
 * record: finished deliveries are written in batches with ``mbus.timer_record``, one statement
   per batch, while the workers go on;
 * changes: LISTEN on ``mbus_timer_changed``; a claim held in memory whose callback was updated,
@@ -34,6 +38,7 @@ import socket
 import ssl
 import time
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +50,7 @@ from pgmbus.errors import DatabaseError
 from pgmbus.reconnect import Backoff, is_transient
 from pgmbus.timers import scheduler, store
 from pgmbus.timers.delivery import Claimed, Delivery, crashed, deliver
+from pgmbus.timers.lanes import Lanes
 from pgmbus.timers.netguard import NetworkGuard
 
 log = logging.getLogger("pgmbus.timers.dispatcher")
@@ -96,6 +102,15 @@ class DispatcherConfig:
     schedule_horizon_s: float = 300.0
     clean_ttl_days: int = 30
     clean_every_s: float = 86400.0
+    # fairness bounds (0 = the default): calls in flight of one client (3/4 of concurrency)
+    # and to one host:port (1/2), callbacks of one client held claimed (1/2 of max_prefetch)
+    # and callbacks of one client due and waiting for a call (2 * concurrency): past it, once
+    # half of max_prefetch is held, the client is left out of claims, so clients that hang
+    # cannot fill max_prefetch together
+    client_concurrency: int = 0
+    host_concurrency: int = 0
+    client_prefetch: int = 0
+    client_backlog: int = 0
     name: str = field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     )
@@ -142,7 +157,15 @@ class Dispatcher:
         # claimed callbacks waiting for their run_at: (due, id, callback), a heap
         self._waiting: list[tuple[float, int, Claimed]] = []
         self._waiting_changed = asyncio.Event()
-        self._ready: asyncio.Queue[Claimed | None] = asyncio.Queue()  # due, for the workers
+        cfg = self.config
+        # due, for the workers: in turns over clients and hosts, with their in-flight bounds
+        self._lanes = Lanes(
+            cfg.client_concurrency or max(1, cfg.concurrency * 3 // 4),
+            cfg.host_concurrency or max(1, cfg.concurrency // 2),
+        )
+        self._client_prefetch = cfg.client_prefetch or max(1, cfg.max_prefetch // 2)
+        self._client_backlog = cfg.client_backlog or 2 * cfg.concurrency
+        self._held: Counter[int] = Counter()  # claims held (waiting, queued, in flight) by client
         self._busy = 0  # workers calling a URL now
         self._results: list[Delivery] = []
         self._results_added = asyncio.Event()
@@ -199,19 +222,16 @@ class Dispatcher:
         """Deliver what was claimed (it is due within the lookahead), then record it all."""
         cfg = self.config
         await _poll_until(
-            lambda: not (self._waiting or self._ready.qsize() or self._busy),
+            lambda: not (self._waiting or self._lanes.qsize() or self._busy),
             cfg.lookahead_s + cfg.timeout_s + cfg.claim_slack_s,
         )
-        for _ in workers:
-            self._ready.put_nowait(None)
+        self._lanes.close()
         _done, pending = await asyncio.wait(workers, timeout=cfg.timeout_s)
         for task in pending:
             task.cancel()
         # what is still claimed and not called goes back, for other dispatchers to take now
-        while not self._ready.empty():
-            cb = self._ready.get_nowait()
-            if cb is not None:
-                self._give_back(cb)
+        for cb in self._lanes.drain():
+            self._give_back(cb)
         for _due, _id, cb in self._waiting:
             self._give_back(cb)
         self._waiting.clear()
@@ -238,17 +258,21 @@ class Dispatcher:
                 rate_since, started_since = now, self._started
             # due callbacks wait for a worker: keep that queue shorter than what the workers
             # start within half the claim slack, or claims would expire before their call
+            # (those of clients and hosts at their in-flight bound wait for them, not for any
+            # worker: they are bounded by client_prefetch instead)
             allowed = max(2 * cfg.concurrency, int(rate * cfg.claim_slack_s / 2))
-            queued = self._ready.qsize()
+            queued = self._lanes.runnable()
             limit = min(
-                cfg.claim_batch, cfg.max_prefetch - len(self._waiting) - queued, allowed - queued
+                cfg.claim_batch,
+                cfg.max_prefetch - len(self._waiting) - self._lanes.qsize(),
+                allowed - queued,
             )
             if buckets != self.buckets:
                 buckets = list(self.buckets)
                 rescan_at = 0.0
             if not rescanning and (cursor is None or now >= rescan_at):
                 rescanning, rescan = True, None
-            got = 0
+            got, more = 0, False
             if limit > 0 and buckets:
                 start = rescan if rescanning else cursor
                 try:
@@ -259,19 +283,20 @@ class Dispatcher:
                     await asyncio.sleep(min(1.0, cfg.bucket_lease_s / 3))
                 got = len(rows)
                 if rows:
-                    last = (rows[-1].run_at, rows[-1].id)
-                    cursor = last if cursor is None or last > cursor else cursor
-                    rescan = last
-                if rescanning and got < limit:  # the pass reached the end of what is due
+                    position, more = _claimed_up_to(rows, limit)
+                    cursor = position if cursor is None or position > cursor else cursor
+                    rescan = position
+                if rescanning and not more:  # the pass reached the end of what is due
                     rescanning = False
                     rescan_at = now + cfg.rescan_interval_s
                 self.stats.claimed += got
                 waiting = self._waiting
                 for cb in rows:
                     heapq.heappush(waiting, (cb.due, cb.id, cb))
+                    self._held[cb.client_id] += 1
                 if got:
                     self._waiting_changed.set()
-            if got and got == limit:
+            if more:
                 await asyncio.sleep(0)
                 continue
             with contextlib.suppress(TimeoutError):
@@ -294,17 +319,27 @@ class Dispatcher:
             cfg.timeout_s + cfg.claim_slack_s,
             lookahead_s=cfg.lookahead_s,
             after=cursor,
+            skip_clients=self._skipped_clients(),
         )
         return [Claimed(*r) for r in rows]
+
+    def _skipped_clients(self) -> list[int]:
+        """The clients not to claim for: those held client_prefetch times and, once half of
+        max_prefetch is held, those with client_backlog due and not started (while there is
+        room, a client's callbacks to other hosts behind its backlog are still reached)."""
+        skip = {c for c, n in self._held.items() if n >= self._client_prefetch}
+        if 2 * (len(self._waiting) + self._lanes.qsize()) >= self.config.max_prefetch:
+            skip.update(c for c, n in self._lanes.queued().items() if n >= self._client_backlog)
+        return sorted(skip)
 
     async def _release_loop(self) -> None:
         """Hand claimed callbacks to the workers when their run_at has come (never before)."""
         waiting = self._waiting
-        ready = self._ready
+        lanes = self._lanes
         while True:
             now = time.time()
             while waiting and waiting[0][0] <= now:
-                ready.put_nowait(heapq.heappop(waiting)[2])
+                lanes.put(heapq.heappop(waiting)[2])
             self._waiting_changed.clear()
             delay = waiting[0][0] - now if waiting else 1.0
             with contextlib.suppress(TimeoutError):
@@ -313,44 +348,52 @@ class Dispatcher:
 
     # -- deliveries -----------------------------------------------------------------------------
     async def _worker(self, transport: httpx.AsyncHTTPTransport) -> None:
-        cfg = self.config
-        ready = self._ready
+        lanes = self._lanes
         while True:
-            cb = await ready.get()
+            cb = await lanes.get()
             if cb is None:
                 return
-            if self._was_changed(cb):
-                self.stats.discarded += 1  # its claim is gone: nothing to call or record
-                continue
-            if cb.until - time.time() < cfg.timeout_s * (cb.fast_retries + 1):
-                # waited too long for a worker: the claim could expire mid-call and another
-                # dispatcher deliver it too; give it back uncalled (claimed again at once)
-                self.stats.expired += 1
-                self._give_back(cb)
-                continue
-            self._busy += 1
-            self._started += 1
-            started = time.time()
             try:
-                result = await deliver(
-                    transport,
-                    self.guard,
-                    cb,
-                    timeout_s=cfg.timeout_s,
-                    fast_retry_delay_s=cfg.fast_retry_delay_s,
-                )
-            except Exception as exc:  # deliver records its calls' crashes: this is the last net
-                # a bug must neither kill the worker nor leave the claim unrecorded (pending for
-                # ever, called again at each expiry): an error, retried as its policy says
-                log.exception("delivery of callback %s crashed", cb.id)
-                result = Delivery(cb, "error", [crashed(0, started, exc)])
+                await self._call(transport, cb)
             finally:
-                self._busy -= 1
-            self.stats.delivered += 1
-            self.stats.outcomes[result.outcome] = self.stats.outcomes.get(result.outcome, 0) + 1
-            self._results.append(result)
-            self._unrecorded += 1
-            self._results_added.set()
+                lanes.done(cb)
+
+    async def _call(self, transport: httpx.AsyncHTTPTransport, cb: Claimed) -> None:
+        cfg = self.config
+        if self._was_changed(cb):
+            self.stats.discarded += 1  # its claim is gone: nothing to call or record
+            self._let_go(cb)
+            return
+        if cb.until - time.time() < cfg.timeout_s * (cb.fast_retries + 1):
+            # waited too long for a worker: the claim could expire mid-call and another
+            # dispatcher deliver it too; give it back uncalled (claimed again at once)
+            self.stats.expired += 1
+            self._give_back(cb)
+            return
+        self._busy += 1
+        self._started += 1
+        started = time.time()
+        try:
+            result = await deliver(
+                transport,
+                self.guard,
+                cb,
+                timeout_s=cfg.timeout_s,
+                fast_retry_delay_s=cfg.fast_retry_delay_s,
+            )
+        except Exception as exc:  # deliver records its calls' crashes: this is the last net
+            # a bug must neither kill the worker nor leave the claim unrecorded (pending for
+            # ever, called again at each expiry): an error, retried as its policy says
+            log.exception("delivery of callback %s crashed", cb.id)
+            result = Delivery(cb, "error", [crashed(0, started, exc)])
+        finally:
+            self._busy -= 1
+        self.stats.delivered += 1
+        self.stats.outcomes[result.outcome] = self.stats.outcomes.get(result.outcome, 0) + 1
+        self._results.append(result)
+        self._unrecorded += 1
+        self._results_added.set()
+        self._let_go(cb)
 
     # -- user changes ---------------------------------------------------------------------------
     async def _listen(self, link: _Link) -> psycopg.AsyncConnection[Any] | None:
@@ -362,9 +405,7 @@ class Dispatcher:
             log.warning("listen for changes failed: %s", exc)
             return None
 
-    async def _changes_loop(
-        self, link: _Link, conn: psycopg.AsyncConnection[Any] | None
-    ) -> None:
+    async def _changes_loop(self, link: _Link, conn: psycopg.AsyncConnection[Any] | None) -> None:
         """Note the claims that user changes dropped, as their notifications arrive.
 
         While the connection is down, changes go unheard: a claim dropped then is still called
@@ -399,7 +440,15 @@ class Dispatcher:
         change = self._changed.get(cb.id)
         return change is not None and change[0] in (None, cb.attempt)
 
+    def _let_go(self, cb: Claimed) -> None:
+        """A claim is no longer held here (called, given back or dropped)."""
+        held = self._held
+        held[cb.client_id] -= 1
+        if held[cb.client_id] <= 0:
+            del held[cb.client_id]
+
     def _give_back(self, cb: Claimed) -> None:
+        self._let_go(cb)
         self._unused.append(cb)
         self._unrecorded += 1
         self._results_added.set()
@@ -502,6 +551,25 @@ class Dispatcher:
                 await asyncio.sleep(min(1.0, cfg.bucket_lease_s / 3))
                 continue
             await asyncio.sleep(0.1)
+
+
+def _claimed_up_to(rows: list[Claimed], limit: int) -> tuple[tuple[Any, int], bool]:
+    """Where a claim got to, and whether more may be due there.
+
+    A claim gives each client a share of the batch: a client that filled it (about ``limit``
+    over the clients claimed) may have more, so the next claim starts from the lowest last
+    position of those clients (not to skip the rest of their callbacks until a rescan) and
+    comes at once; when none did, from the last callback claimed."""
+    counts: Counter[int] = Counter()
+    last: dict[int, tuple[Any, int]] = {}
+    for cb in rows:  # in (run_at, id) order
+        counts[cb.client_id] += 1
+        last[cb.client_id] = (cb.run_at, cb.id)
+    share = max(1, limit // len(counts))
+    full = [last[c] for c, n in counts.items() if n >= share]
+    if full:
+        return min(full), True
+    return max(last.values()), False
 
 
 async def _poll_until(done: Callable[[], bool], timeout_s: float) -> None:

@@ -448,8 +448,10 @@ async def claim(
     lookahead_s: float,
     after: tuple[datetime, int] | None = None,
     now: datetime | None = None,
+    skip_clients: Sequence[int] = (),
 ) -> list[tuple[Any, ...]]:
-    """Claim up to ``limit`` callbacks of ``buckets`` due within ``lookahead_s``.
+    """Claim up to ``limit`` callbacks of ``buckets`` due within ``lookahead_s``, a fair share
+    of them per client (see ``mbus.timer_claim``).
 
     Parameters
     ----------
@@ -459,6 +461,8 @@ async def claim(
         How long past its run_at each claim holds (times its fast retries plus one).
     after:
         ``(run_at, id)`` of the last callback claimed: claim only later ones (a range scan).
+    skip_clients:
+        Client ids whose callbacks not to claim (the dispatcher holds enough of them).
 
     Returns
     -------
@@ -474,6 +478,7 @@ async def claim(
         "lookahead_s": lookahead_s,
         "after_run_at": after[0] if after else None,
         "after_id": after[1] if after else None,
+        "skip_clients": list(skip_clients),
     }
     with translating():
         cur = await conn.execute(_q("claim"), params)

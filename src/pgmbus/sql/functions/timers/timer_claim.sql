@@ -1,8 +1,15 @@
 -- Function: mbus.timer_claim(p_dispatcher, p_buckets, p_limit, p_lease_s, p_now, ...)
 --
--- Purpose:  Claim up to p_limit due callbacks of the given buckets, in (run_at, id) order, for
---           one dispatcher. Due = pending, run_at <= now + p_lookahead_s, and not claimed (or
---           the claim expired). With a lookahead the dispatcher claims ahead and waits for
+-- Purpose:  Claim up to p_limit due callbacks of the given buckets for one dispatcher, a fair
+--           share per client: with n clients having claimable callbacks, each gets up to
+--           p_limit / n of its own (one more for p_limit % n of them, in turns), in (run_at, id)
+--           order. So a client with a large
+--           backlog (or whose calls hang and whose claims expire) cannot fill the batches and
+--           hold back another client's due callbacks: each batch holds the others' too.
+--           A share a client cannot fill is not handed to the others (the batch is smaller;
+--           the dispatcher claims again at once while some client filled its share).
+--           Due = pending, run_at <= now + p_lookahead_s, and not claimed (or the claim
+--           expired). With a lookahead the dispatcher claims ahead and waits for
 --           run_at itself, so polling adds no lateness. Each claim increments attempts (the
 --           attempt number, the claim's token for mbus.timer_record and timer_unclaim) and
 --           holds the callback until greatest(now, run_at) + p_lease_s * (fast_retries + 1).
@@ -15,9 +22,15 @@
 --           scan from where the last claim ended; the dispatcher still claims without a cursor
 --           every rescan interval, which finds late commits, past run_ats, early retries, rows
 --           skipped while locked and expired claims. The cursor is a shortcut only.
---           Plan: the claim must walk timer_callbacks_due in (run_at, id) order and stop after
---           p_limit rows. Measured, generic plans chose a bitmap scan and sort (10-500 ms,
---           growing with the backlog, against 1-2 ms), or primary-key scans and sorts, or joins
+--           Plan: one probe per client (EXISTS over timer_callbacks_client_due) finds the
+--           clients with claimable callbacks, then each client's range of that index is walked
+--           in (run_at, id) order and stops after its share: the rows read are the batch (plus
+--           claimed or locked rows walked over), whatever the backlog. Generic plans are forced:
+--           the share (a LIMIT computed per client) made every custom plan look cheaper than
+--           the generic one, so the claim was planned again on every call; the generic plan is
+--           the per-client index range scan (measured with auto_explain). Measured (a scan of timer_callbacks_due before the shares), generic
+--           plans chose a bitmap scan and sort (10-500 ms, growing with the backlog, against
+--           1-2 ms), or primary-key scans and sorts, or joins
 --           to a scan of the whole table with statistics from another phase (50 ms to 1 s);
 --           hence seq scan, bitmap scan and sort are off for the function, the update finds the
 --           locked rows by id through the primary key (id = ANY of the locked ids), and JIT is
@@ -34,20 +47,25 @@
 --           p_now           the clock (NULL = now()); tests move it
 --           p_lookahead_s   claim callbacks due up to this many seconds ahead (default 0)
 --           p_after_run_at  the cursor's run_at (NULL or '-infinity' = no cursor)
---           p_after_id      the cursor's callback id (NULL or 0 = no cursor)
+--           p_after_id      the cursor's callback id (NULL or 0 = no cursor); the cursor
+--                           applies to each client's range
+--           p_skip_clients  client ids not to claim for (bigint[], default none): the
+--                           dispatcher already holds as many of their callbacks as it lets
+--                           one client have
 -- Returns:  TABLE of the claimed callbacks in (run_at, id) order: id, attempt, webhook_id,
 --           client_id, group_key, event_key, run_at, originally_run_at, url, context,
 --           fast_retries, the client's signing_secret, claimed_until; no row when none is due
--- Locks:    row locks FOR UPDATE SKIP LOCKED on the due mbus.timer_callbacks rows it takes
---           (rows locked by others are skipped, never waited for), then UPDATE of exactly those
+-- Locks:    row locks FOR UPDATE SKIP LOCKED on the due mbus.timer_callbacks rows it takes (rows
+--           locked by others are skipped, never waited for), then UPDATE of exactly those
 --           rows (each row it locks, it claims and returns); held to commit
 -- Callers:  Python pgmbus.timers.store.claim via sql/timers.sql 'claim', used by the dispatcher
 --           (pgmbus.timers.dispatcher, its claim loop); tests/timers/test_timers_store.py,
---           test_timers_claim_ahead.py
+--           test_timers_claim_ahead.py,
+--           tests/adversarial/test_timers_fairness.py
 CREATE OR REPLACE FUNCTION mbus.timer_claim(p_dispatcher text, p_buckets integer[], p_limit integer,
     p_lease_s double precision DEFAULT 30, p_now timestamptz DEFAULT NULL,
     p_lookahead_s double precision DEFAULT 0, p_after_run_at timestamptz DEFAULT '-infinity',
-    p_after_id bigint DEFAULT 0)
+    p_after_id bigint DEFAULT 0, p_skip_clients bigint[] DEFAULT '{}')
 RETURNS TABLE (id bigint, attempt integer, webhook_id uuid, client_id bigint, group_key text,
                event_key text, run_at timestamptz, originally_run_at timestamptz, url text,
                context jsonb, fast_retries integer, signing_secret text,
@@ -58,20 +76,52 @@ SET enable_seqscan = off
 SET enable_bitmapscan = off
 SET enable_sort = off
 SET jit = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_now timestamptz := coalesce(mbus.given_clock(p_now), now());
+    v_horizon timestamptz := v_now + make_interval(secs => p_lookahead_s);
+    v_after_run_at timestamptz := coalesce(p_after_run_at, '-infinity');
+    v_after_id bigint := coalesce(p_after_id, 0);
+    v_clients bigint[];
+    v_n integer;
+    v_first integer;
 BEGIN
+    -- the clients with a claimable callback: one index probe each
+    v_clients := ARRAY(
+        SELECT cl.id FROM mbus.timer_clients AS cl
+        WHERE cl.id <> ALL (coalesce(p_skip_clients, '{}'))
+          AND EXISTS (
+              SELECT FROM mbus.timer_callbacks AS c
+              WHERE c.client_id = cl.id AND c.status = 'pending' AND c.run_at <= v_horizon
+                AND (c.run_at, c.id) > (v_after_run_at, v_after_id)
+                AND c.bucket_id = ANY (p_buckets)
+                AND (c.claimed_until IS NULL OR c.claimed_until <= v_now))
+        ORDER BY cl.id);
+    v_n := cardinality(v_clients);
+    IF v_n = 0 OR p_limit <= 0 THEN
+        RETURN;
+    END IF;
+    -- shares add up to p_limit exactly (every row locked is claimed): the first
+    -- p_limit % n clients in turn get one more; the turn moves with the clock, so with more
+    -- clients than p_limit none is left out every time
+    v_first := (floor(extract(epoch FROM v_now) * 1000)::bigint % v_n)::integer;
     RETURN QUERY
     WITH due AS (
-        SELECT c.id FROM mbus.timer_callbacks AS c
-        WHERE c.status = 'pending' AND c.run_at <= v_now + make_interval(secs => p_lookahead_s)
-          AND (c.run_at, c.id) > (coalesce(p_after_run_at, '-infinity'), coalesce(p_after_id, 0))
-          AND c.bucket_id = ANY (p_buckets)
-          AND (c.claimed_until IS NULL OR c.claimed_until <= v_now)
-        ORDER BY c.run_at, c.id
-        LIMIT p_limit
-        FOR UPDATE SKIP LOCKED
+        SELECT p.id FROM unnest(v_clients) WITH ORDINALITY AS u(client_id, k)
+        CROSS JOIN LATERAL (
+            SELECT c.id FROM mbus.timer_callbacks AS c
+            WHERE c.client_id = u.client_id AND c.status = 'pending'
+              AND c.run_at <= v_horizon
+              AND (c.run_at, c.id) > (v_after_run_at, v_after_id)
+              AND c.bucket_id = ANY (p_buckets)
+              AND (c.claimed_until IS NULL OR c.claimed_until <= v_now)
+            ORDER BY c.run_at, c.id
+            LIMIT p_limit / v_n
+                  + CASE WHEN ((u.k - 1 - v_first + v_n) % v_n) < p_limit % v_n
+                         THEN 1 ELSE 0 END
+            FOR UPDATE SKIP LOCKED
+        ) AS p
     ), claimed AS (
         UPDATE mbus.timer_callbacks AS c
         SET attempts = c.attempts + 1, claimed_by = p_dispatcher,

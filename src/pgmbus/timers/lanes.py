@@ -1,0 +1,151 @@
+"""Due callbacks waiting for an HTTP worker, in one lane per client and target host.
+
+Workers take callbacks in turns over the clients (and, within a client, over its hosts), and
+never start a call for a client that has ``per_client`` calls in flight or for a host that has
+``per_host``: a client whose endpoint hangs, or with a large backlog, holds at most that many
+workers, and the others keep calling. Within a lane callbacks go in the order they came (by
+run_at).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, OrderedDict, deque
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+from pgmbus.timers.delivery import Claimed
+
+T = TypeVar("T")
+
+
+def host_of(url: str) -> str:
+    """The target a callback's calls go to: host and port (lower case)."""
+    try:
+        parts = urlsplit(url)
+        return f"{(parts.hostname or '').lower()}:{parts.port or ''}"
+    except ValueError:  # a bad port: its call fails at once, it holds nothing for long
+        return url
+
+
+def _decrement(counts: Counter[T], key: T) -> None:
+    """One less; a key with none is forgotten (hosts come and go)."""
+    counts[key] -= 1
+    if counts[key] <= 0:
+        del counts[key]
+
+
+class Lanes:
+    """A fair queue of due callbacks with bounds on the calls in flight per client and host."""
+
+    def __init__(self, per_client: int, per_host: int) -> None:
+        self.per_client = max(1, per_client)
+        self.per_host = max(1, per_host)
+        # client id -> host -> callbacks; both in turn order (the next one first)
+        self._lanes: OrderedDict[int, OrderedDict[str, deque[Claimed]]] = OrderedDict()
+        self._size = 0
+        self._queued: Counter[int] = Counter()  # callbacks waiting, by client
+        self._clients: Counter[int] = Counter()  # calls in flight
+        self._hosts: Counter[str] = Counter()
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._closed = False
+
+    def in_flight(self) -> tuple[dict[int, int], dict[str, int]]:
+        """Calls in flight by client and by host (those with any)."""
+        return dict(self._clients), dict(self._hosts)
+
+    def qsize(self) -> int:
+        """Callbacks waiting in all lanes."""
+        return self._size
+
+    def queued(self) -> dict[int, int]:
+        """Callbacks waiting, by client (those with any)."""
+        return dict(self._queued)
+
+    def runnable(self) -> int:
+        """Callbacks waiting in lanes whose client and host can start a call now."""
+        count = 0
+        for client, hosts in self._lanes.items():
+            if self._clients[client] < self.per_client:
+                count += sum(len(q) for h, q in hosts.items() if self._hosts[h] < self.per_host)
+        return count
+
+    def put(self, cb: Claimed) -> None:
+        hosts = self._lanes.setdefault(cb.client_id, OrderedDict())
+        hosts.setdefault(host_of(cb.url), deque()).append(cb)
+        self._size += 1
+        self._queued[cb.client_id] += 1
+        self._wake()
+
+    async def get(self) -> Claimed | None:
+        """The next callback whose client and host are below their bounds (its call counts
+        as in flight until :meth:`done`); None once closed."""
+        while not self._closed:
+            cb = self._pick()
+            if cb is not None:
+                if self._waiters and self._size:
+                    # one put or done wakes one waiter: pass the turn on while callbacks wait
+                    # (a waiter that finds none runnable waits again)
+                    self._wake()
+                return cb
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            finally:
+                if not waiter.done():
+                    waiter.cancel()
+                    if waiter in self._waiters:
+                        self._waiters.remove(waiter)
+        return None
+
+    def done(self, cb: Claimed) -> None:
+        """The call of a callback taken with :meth:`get` is over (or never started)."""
+        _decrement(self._clients, cb.client_id)
+        _decrement(self._hosts, host_of(cb.url))
+        self._wake()
+
+    def close(self) -> None:
+        """Make every :meth:`get` return None."""
+        self._closed = True
+        while self._waiters:
+            self._wake()
+
+    def drain(self) -> list[Claimed]:
+        """Take every waiting callback out (to give back)."""
+        out = [cb for hosts in self._lanes.values() for q in hosts.values() for cb in q]
+        self._lanes.clear()
+        self._size = 0
+        self._queued.clear()
+        return out
+
+    def _pick(self) -> Claimed | None:
+        for client, hosts in self._lanes.items():
+            if self._clients[client] >= self.per_client:
+                continue
+            for host, queue in hosts.items():
+                if self._hosts[host] >= self.per_host:
+                    continue
+                cb = queue.popleft()
+                self._size -= 1
+                _decrement(self._queued, client)
+                self._clients[client] += 1
+                self._hosts[host] += 1
+                # the next turn goes to the other hosts and clients first
+                if queue:
+                    hosts.move_to_end(host)
+                else:
+                    del hosts[host]
+                if hosts:
+                    self._lanes.move_to_end(client)
+                else:
+                    del self._lanes[client]
+                return cb
+        return None
+
+    def _wake(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
