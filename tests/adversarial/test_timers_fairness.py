@@ -36,7 +36,7 @@ TIMEOUT_S = 10.0
 @pytest.fixture
 def env(db_dsn: str) -> Env:
     """A fresh database with the timers client ``acme``."""
-    e = Env(db_dsn, None)  # type: ignore[arg-type]
+    e = Env(db_dsn)
     e.client = e.add_client("acme")
     return e
 
