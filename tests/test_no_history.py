@@ -25,8 +25,9 @@ HISTORY = re.compile(
     re.IGNORECASE,
 )
 # Migrations shipped in a release are frozen: every database that applied one keeps its
-# checksum, and `pgmbus upgrade` refuses a file that changed. 0.1.0 shipped 0001-0023.
-RELEASED_MIGRATIONS = 23
+# checksum, and `pgmbus upgrade` refuses a file that changed (0.1.0 shipped 0001-0023, 0.2.0
+# 0024-0026).
+RELEASED_MIGRATIONS = 26
 SUFFIXES = {".py", ".sql", ".md", ".toml", ".cfg", ".txt", ".html", ".js", ".css", ".sh", ""}
 
 
