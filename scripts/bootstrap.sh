@@ -48,7 +48,7 @@ fi
 if [[ "$extras" == *test* ]] && [ -n "$major" ] &&
     [ ! -f "/usr/share/postgresql/$major/extension/plpgsql_check.control" ] &&
     command -v apt-get >/dev/null 2>&1; then
-    echo "bootstrap: installing Debian's postgresql-$major-plpgsql-check (PL/pgSQL lint)" >&2
+    step 3 "installing Debian's postgresql-$major-plpgsql-check (PL/pgSQL lint)"
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
@@ -58,11 +58,12 @@ if [[ "$extras" == *test* ]] && [ -n "$major" ] &&
             "postgresql-$major-plpgsql-check" >/dev/null 2>&1 ||
             echo "bootstrap: could not install plpgsql_check; its test will skip" >&2
     }
+    step_done
 fi
 
 # The Spark benchmarks compare with Spark's JDBC source; Debian packages its driver.
 if [ ! -f /usr/share/java/postgresql.jar ] && command -v apt-get >/dev/null 2>&1; then
-    step 3 "installing Debian's libpostgresql-jdbc-java (Spark JDBC baseline)"
+    step 4 "installing Debian's libpostgresql-jdbc-java (Spark JDBC baseline)"
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libpostgresql-jdbc-java \
@@ -74,7 +75,7 @@ fi
 # cannot reach its servers here); installed with the test extras, only when missing.
 if [[ "$extras" == *test* ]] && ! command -v chromium >/dev/null 2>&1 &&
     command -v apt-get >/dev/null 2>&1; then
-    step 4 "installing Debian's chromium (dashboard browser tests; minutes)"
+    step 5 "installing Debian's chromium (dashboard browser tests; minutes)"
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
@@ -88,7 +89,7 @@ fi
 # nothing uses it) and, where policy-rc.d allows starting it, stopped again.
 if [[ "$extras" == *test* ]] && ! command -v promtool >/dev/null 2>&1 &&
     command -v apt-get >/dev/null 2>&1; then
-    step 4 "installing Debian's prometheus (promtool lints the metrics in the tests)"
+    step 6 "installing Debian's prometheus (promtool lints the metrics in the tests)"
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
@@ -106,7 +107,7 @@ fi
 # The pgbench scenarios (python -m bench sql_streams) compare with PgQ; only in bench mode.
 if [ "$extras" = "bench" ] && [ ! -f /usr/share/postgresql/15/extension/pgq.control ] &&
     command -v apt-get >/dev/null 2>&1; then
-    step 5 "installing Debian's postgresql-15-pgq3 (PgQ, a sql_streams peer)"
+    step 7 "installing Debian's postgresql-15-pgq3 (PgQ, a sql_streams peer)"
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql-15-pgq3 \
@@ -118,12 +119,13 @@ fi
 # (private ports and data folders), so only the packages are needed; only in bench mode.
 if [ "$extras" = "bench" ] && command -v apt-get >/dev/null 2>&1 &&
     { ! command -v redis-server >/dev/null 2>&1 || [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; }; then
-    echo "bootstrap: installing Debian's redis-server and rabbitmq-server (bench jobs peers)" >&2
+    step 8 "installing Debian's redis-server and rabbitmq-server (bench jobs peers)"
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server rabbitmq-server \
         >/dev/null 2>&1 || echo "bootstrap: could not install them; skip the Celery sides" >&2
+    step_done
 fi
 
 python=""
@@ -140,7 +142,7 @@ if [ -z "$python" ]; then
 fi
 
 if [ ! -x .venv/bin/python ]; then
-    step 6 "creating the virtualenv .venv with $python"
+    step 9 "creating the virtualenv .venv with $python"
     "$python" -m venv .venv
     step_done
 fi
@@ -148,7 +150,7 @@ stamp=".venv/.pgmbus-installed"
 want="$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1) $extras"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     log="$(mktemp)"
-    step 7 "installing pgmbus[$extras] and its dependencies into .venv (minutes on a fresh machine)"
+    step 10 "installing pgmbus[$extras] and its dependencies into .venv (minutes on a fresh machine)"
     if ! .venv/bin/python -m pip install --progress-bar off -c constraints.txt -e ".[$extras]" \
         2>&1 | pip_progress "$log"; then
         cat "$log" >&2

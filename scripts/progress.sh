@@ -2,7 +2,7 @@
 # Installing takes minutes on a fresh machine; these lines go to stderr so that nobody waits
 # in front of a silent terminal wondering whether it hangs.
 
-BOOTSTRAP_STEPS=${BOOTSTRAP_STEPS:-7}
+BOOTSTRAP_STEPS=${BOOTSTRAP_STEPS:-10}
 _step_started=$SECONDS
 
 # step K "what": announce step K of BOOTSTRAP_STEPS

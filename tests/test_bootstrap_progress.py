@@ -43,7 +43,7 @@ def test_pip_progress_says_how_far_and_keeps_the_whole_log(tmp_path: Path) -> No
 def test_steps_are_numbered_and_timed() -> None:
     done = _bash('step 3 "installing something"; step_done')
     assert done.stderr.splitlines() == [
-        "bootstrap [3/7] installing something",
+        "bootstrap [3/10] installing something",
         "bootstrap       done in 0 s",
     ]
 
@@ -53,5 +53,7 @@ def test_every_step_of_the_bootstrap_announces_itself() -> None:
     assert ". scripts/progress.sh" in text
     numbers = [int(n) for n in re.findall(r'^\s*step (\d+) "', text, flags=re.M)]
     assert numbers == list(range(1, len(numbers) + 1)), numbers
+    total = re.search(r"BOOTSTRAP_STEPS:-(\d+)", (ROOT / "scripts" / "progress.sh").read_text())
+    assert total is not None and int(total.group(1)) == len(numbers)  # "[K/N]" counts them all
     assert text.count("step_done") == len(numbers)
     assert "| pip_progress" in text and "pip install -q" not in text
