@@ -12,9 +12,8 @@
 --           names     the values by name (jsonb object of strings)
 -- Returns:  text: the template filled in
 -- Locks:    none
--- Callers:  mbus.regenerate_names, mbus.regenerate_fanout, mbus.regenerate_post,
---           mbus.regenerate_batch, mbus.regenerate_peek_take, mbus.regenerate_lease_ack,
---           mbus.regenerate_consume
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.fill_template(template text, names jsonb)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE

@@ -15,7 +15,8 @@
 --           fanout  mbus.regenerate_fanout(q, names)
 -- Returns:  void
 -- Locks:    none of its own (CREATE OR REPLACE FUNCTION; see mbus.regenerate_queue)
--- Callers:  mbus.regenerate_queue
+-- Calls:    mbus.fill_template, mbus.json_too_deep, mbus.post_each, mbus.stamp_headers
+-- Tables:   mbus.queue_segment, mbus.queue_waiter
 CREATE OR REPLACE FUNCTION mbus.regenerate_batch(names jsonb, fanout jsonb)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

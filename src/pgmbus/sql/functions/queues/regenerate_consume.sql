@@ -39,7 +39,9 @@
 --           names  mbus.regenerate_names(qname)
 -- Returns:  void
 -- Locks:    none of its own (CREATE OR REPLACE FUNCTION; see mbus.regenerate_queue)
--- Callers:  mbus.regenerate_queue
+-- Calls:    mbus.fill_template, mbus.generated_name, mbus.generated_names, mbus.given_clock,
+--           mbus.iid_id, mbus.rotate_queue
+-- Tables:   mbus.consumer, mbus.dmq, mbus.queue_pause, mbus.queue_segment
 CREATE OR REPLACE FUNCTION mbus.regenerate_consume(qname text, names jsonb)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

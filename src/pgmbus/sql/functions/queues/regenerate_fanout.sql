@@ -36,7 +36,8 @@
 --           names  mbus.regenerate_names(qname)
 -- Returns:  jsonb: name -> SQL text
 -- Locks:    none
--- Callers:  mbus.regenerate_queue
+-- Calls:    mbus.fill_template, mbus.generated_name, mbus.generated_names, mbus.selector_failed
+-- Tables:   mbus.consumer, mbus.queue_trigger
 CREATE OR REPLACE FUNCTION mbus.regenerate_fanout(qname text, names jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE

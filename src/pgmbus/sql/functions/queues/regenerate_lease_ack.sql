@@ -15,7 +15,8 @@
 --           fanout  mbus.regenerate_fanout(q, names)
 -- Returns:  void
 -- Locks:    none of its own (CREATE OR REPLACE FUNCTION; see mbus.regenerate_queue)
--- Callers:  mbus.regenerate_queue
+-- Calls:    mbus.fill_template, mbus.given_clock
+-- Tables:   mbus.consumer, mbus.dmq
 CREATE OR REPLACE FUNCTION mbus.regenerate_lease_ack(names jsonb, fanout jsonb)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -20,7 +20,8 @@
 -- Params:   qname  the queue's name (text; must exist)
 -- Returns:  jsonb: name -> SQL text
 -- Locks:    none
--- Callers:  mbus.regenerate_queue
+-- Calls:    mbus.fill_template, mbus.generated_name, mbus.generated_names
+-- Tables:   mbus.client_iids
 CREATE OR REPLACE FUNCTION mbus.regenerate_names(qname text)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE

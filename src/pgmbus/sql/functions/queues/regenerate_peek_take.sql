@@ -23,7 +23,8 @@
 -- Params:   names  mbus.regenerate_names(q)
 -- Returns:  void
 -- Locks:    none of its own (CREATE OR REPLACE FUNCTION; see mbus.regenerate_queue)
--- Callers:  mbus.regenerate_queue
+-- Calls:    mbus.fill_template, mbus.given_clock, mbus.iid_id
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.regenerate_peek_take(names jsonb)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

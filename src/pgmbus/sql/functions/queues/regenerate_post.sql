@@ -28,7 +28,10 @@
 --           fanout  mbus.regenerate_fanout(q, names)
 -- Returns:  void
 -- Locks:    none of its own (CREATE OR REPLACE FUNCTION; see mbus.regenerate_queue)
--- Callers:  mbus.regenerate_queue
+-- Calls:    mbus.await_deps, mbus.check_iid, mbus.check_payload, mbus.dedupe_lock,
+--           mbus.dedupe_record, mbus.dep_list, mbus.fill_template, mbus.iid_window,
+--           mbus.json_shallow_by_size, mbus.stamp_headers, mbus.with_consume_after
+-- Tables:   mbus.client_iids, mbus.queue_dedupe, mbus.queue_segment, mbus.queue_waiter
 CREATE OR REPLACE FUNCTION mbus.regenerate_post(names jsonb, fanout jsonb)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -18,10 +18,10 @@
 -- Locks:    none of its own: CREATE OR REPLACE FUNCTION and secure_queue's ALTER/GRANT/REVOKE
 --           update pg_proc rows (two sessions regenerating one queue at once fail with 'tuple
 --           concurrently updated'), so its callers hold pg_advisory_xact_lock(1835165041)
--- Callers:  mbus.create_queue, create_consumer, drop_consumer, create_trigger, drop_trigger,
---           drop_queue (for the sources of triggers into it); the installer for every queue after
---           the function files (pgmbus.schema._apply_functions via sql/schema.sql
---           'regenerate_queues'); tests/queues/test_generated_golden.py
+-- Calls:    mbus.queue_counter_sequences, mbus.regenerate_batch, mbus.regenerate_consume,
+--           mbus.regenerate_fanout, mbus.regenerate_lease_ack, mbus.regenerate_names,
+--           mbus.regenerate_peek_take, mbus.regenerate_post, mbus.secure_queue
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.regenerate_queue(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
