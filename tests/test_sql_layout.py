@@ -17,6 +17,7 @@ import psycopg
 
 from pgmbus import schema
 from pgmbus.sqlfiles import load_queries
+from tools import sql_headers
 
 ROOT = Path(__file__).resolve().parents[1]
 SQL = ROOT / "src" / "pgmbus" / "sql"
@@ -24,8 +25,8 @@ FUNCTIONS = SQL / "functions"
 _DEFINES = re.compile(
     r"^CREATE\s+(?:OR\s+REPLACE\s+)?(FUNCTION|PROCEDURE|VIEW)\s+mbus\.(\w+)", re.I | re.M
 )
-_FUNCTION_FIELDS = ("Purpose", "Params", "Returns", "Locks", "Callers")
-_VIEW_FIELDS = ("Purpose", "Locks", "Callers")
+_FUNCTION_FIELDS = ("Purpose", "Params", "Returns", "Locks", "Calls", "Tables")
+_VIEW_FIELDS = ("Purpose", "Locks", "Calls", "Tables")
 
 
 def _function_files() -> list[Path]:
@@ -70,7 +71,38 @@ def test_every_function_file_starts_with_the_fixed_header() -> None:
             bad.append(f"{path.name}: unfinished header")
         if any(not line.startswith("--") for line in header.splitlines()):
             bad.append(f"{path.name}: the header is comment lines only")
+        if "\n-- Callers:" in header:
+            bad.append(f"{path.name}: Callers rots (Calls and Tables are read from the body)")
     assert not bad, "\n".join(bad)
+
+
+def test_every_header_lists_exactly_what_its_body_calls_and_touches() -> None:
+    # python tools/sql_headers.py --write rewrites the two fields from the bodies
+    assert sql_headers.problems() == []
+
+
+def test_the_header_check_sees_a_missing_or_extra_name(tmp_path: Path) -> None:
+    functions, relations = sql_headers.known()
+    body = (
+        "CREATE OR REPLACE FUNCTION mbus.probe() RETURNS void LANGUAGE sql AS $$\n"
+        "    -- mbus.post( in a comment is no call\n"
+        "    SELECT mbus.require_queue('q') FROM mbus.queue AS q, mbus.dmq;\n"
+        "    INSERT INTO mbus.consumer (qname) SELECT mbus.queue_role ('q');\n$$;\n"
+    )
+    assert sql_headers.used(body, functions, relations) == {
+        "Calls": ["queue_role", "require_queue"],
+        "Tables": ["consumer", "dmq", "queue"],
+    }
+    path = tmp_path / "probe.sql"
+    path.write_text(
+        "-- Function: mbus.probe()\n-- Calls:    mbus.require_queue,\n"
+        "--           mbus.queue_role\n-- Tables:   none\n" + body,
+        "utf-8",
+    )
+    header = sql_headers.read(path)
+    assert header.field("Calls") == ["require_queue", "queue_role"]
+    assert header.field("Tables") == []
+    assert header.field("Callers") is None
 
 
 def test_order_lists_every_function_file_once() -> None:

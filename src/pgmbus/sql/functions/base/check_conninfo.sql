@@ -12,8 +12,8 @@
 -- Returns:  conninfo, unchanged; raises MB006 for a NULL or blank conninfo or one that holds a
 --           password
 -- Locks:    none
--- Callers:  mbus.create_link, mbus.alter_link, mbus.add_server; tests tests/exchange,
---           tests/scaleout, tests/adversarial/test_sql_owners.py
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.check_conninfo(kind text, name text, conninfo text)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE

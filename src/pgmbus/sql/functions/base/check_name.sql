@@ -10,9 +10,8 @@
 --           max_length  the longest name allowed, in bytes (32 unless the caller says)
 -- Returns:  name, unchanged; raises MB001 (empty, bad characters, too long) otherwise
 -- Locks:    none
--- Callers:  mbus.create_queue, create_consumer, require_queue, require_consumer, post_dmq,
---           to_dmq, create_group, timer_add_client; users directly (a public entry point);
---           pgmbus.queues.model.check_name mirrors it in Python for early errors
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.check_name(kind text, name text, max_length integer DEFAULT 32)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE

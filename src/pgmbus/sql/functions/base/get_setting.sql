@@ -6,8 +6,8 @@
 --           fallback  the value to return when the key has no row (NULL unless given)
 -- Returns:  jsonb: the stored value or fallback
 -- Locks:    none (reads only)
--- Callers:  mbus.maintain, spark_clean_staged and other engine functions that read their
---           configuration; tests
+-- Calls:    none
+-- Tables:   mbus.settings
 CREATE OR REPLACE FUNCTION mbus.get_setting(key text, fallback jsonb DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE

@@ -13,8 +13,8 @@
 -- Params:   p_now  the caller's clock (timestamptz, NULL = none)
 -- Returns:  timestamptz: p_now when NULL or in range
 -- Locks:    none
--- Callers:  every function with a p_now argument that reads it (the queue entry points and
---           the generated per-queue functions, streams, timers, maintenance)
+-- Calls:    mbus.refuse_clock
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.given_clock(p_now timestamptz)
 RETURNS timestamptz
 LANGUAGE sql STABLE PARALLEL SAFE

@@ -39,9 +39,11 @@
 -- Locks:    pg_advisory_xact_lock('mbus.streams.maintain'); ACCESS EXCLUSIVE on mbus.events
 --           and the partitions it creates or drops; row locks of the groups, subscriptions and
 --           staged rows it changes
--- Callers:  pgmbus.streams.client.maintain (sql/streams.sql 'maintain'), used by
---           `pgmbus streams maintain` and StreamWorker (maintain_every); the installer on a new
---           log (sql/schema.sql 'first_partitions'); users' schedulers
+-- Calls:    mbus._check_log, mbus._count, mbus._ensure_partition, mbus._partition_needed,
+--           mbus._unread_before, mbus.clear_tempq, mbus.dedupe_clean, mbus.expire_client_iids,
+--           mbus.expire_publish_keys, mbus.get_setting, mbus.given_clock, mbus.spark_clean_staged
+-- Tables:   mbus.event_partitions, mbus.events, mbus.stream_cursors, mbus.stream_groups,
+--           mbus.stream_scheduled, mbus.subscriptions
 CREATE OR REPLACE FUNCTION mbus.maintain(p_now timestamptz DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql

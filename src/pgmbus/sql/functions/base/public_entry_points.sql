@@ -12,7 +12,11 @@
 -- Params:   none
 -- Returns:  text[]: signatures such as 'mbus.get_iid(text)' (regprocedure's text form)
 -- Locks:    none
--- Callers:  mbus.restrict_public_execute; tests/test_public_execute.py (catalog test)
+-- Calls:    mbus.ack, mbus.bury, mbus.check_name, mbus.clear_queue, mbus.consume,
+--           mbus.consume_lease, mbus.consume_wait, mbus.consumen, mbus.extend, mbus.generated_name,
+--           mbus.get_iid, mbus.nack, mbus.peek, mbus.post, mbus.post_batch, mbus.require_consumer,
+--           mbus.require_queue, mbus.rotate_queue, mbus.take_from, mbus.upkeep_queue
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.public_entry_points()
 RETURNS text[]
 LANGUAGE sql IMMUTABLE

@@ -6,7 +6,8 @@
 -- Params:   p_now  the refused clock (timestamptz: before 1900, from 9999 on, or infinite)
 -- Returns:  never returns (timestamptz, the type of the expression it stands in)
 -- Locks:    none
--- Callers:  mbus.given_clock
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.refuse_clock(p_now timestamptz)
 RETURNS timestamptz
 LANGUAGE plpgsql STABLE

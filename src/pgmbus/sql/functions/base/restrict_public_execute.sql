@@ -7,7 +7,8 @@
 -- Params:   none
 -- Returns:  void
 -- Locks:    none beyond the catalog rows of the GRANT/REVOKE it runs per function
--- Callers:  pgmbus.schema (install/upgrade, sql/schema.sql 'restrict_public_execute'); tests
+-- Calls:    mbus.public_entry_points
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.restrict_public_execute()
 RETURNS void
 LANGUAGE plpgsql

@@ -10,7 +10,8 @@
 -- Returns:  void; MB006 for an unknown key, a NULL value, a value of the wrong JSON type, one
 --           that does not parse, or one out of bounds (the message names the key and bounds)
 -- Locks:    the row of mbus.settings it inserts or updates
--- Callers:  operators and tests (SELECT mbus.set_setting(...)); no Python caller yet
+-- Calls:    mbus.setting_spec
+-- Tables:   mbus.settings
 CREATE OR REPLACE FUNCTION mbus.set_setting(key text, value jsonb)
 RETURNS void
 LANGUAGE plpgsql

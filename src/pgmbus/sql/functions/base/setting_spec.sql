@@ -9,8 +9,8 @@
 -- Returns:  TABLE (key text, kind text, min_value text, max_value text, fallback jsonb,
 --           description text): one row per setting
 -- Locks:    none (constant)
--- Callers:  mbus.set_setting; operators (SELECT * FROM mbus.setting_spec()); tests
---           tests/streams/test_streams_integrity_settings.py
+-- Calls:    none
+-- Tables:   mbus.events
 CREATE OR REPLACE FUNCTION mbus.setting_spec()
 RETURNS TABLE (key text, kind text, min_value text, max_value text, fallback jsonb,
                description text)

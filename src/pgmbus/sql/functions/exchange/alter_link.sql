@@ -9,7 +9,8 @@
 -- Returns:  void; MB001/MB002 for a bad or unknown link, MB006 for an empty conninfo or one that
 --           holds a password
 -- Locks:    a row update of mbus.exchange_link
--- Callers:  users directly (an administrator's call); tests tests/exchange
+-- Calls:    mbus.check_conninfo, mbus.check_name
+-- Tables:   mbus.exchange_link
 CREATE OR REPLACE FUNCTION mbus.alter_link(name text, conninfo text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -11,7 +11,8 @@
 -- Returns:  void; MB001 for a bad name, MB003 when the link exists, MB006 for an empty conninfo
 --           or one that holds a password
 -- Locks:    a row insert into mbus.exchange_link
--- Callers:  users directly (an administrator's call); tests tests/exchange
+-- Calls:    mbus.check_conninfo, mbus.check_name
+-- Tables:   mbus.exchange_link
 CREATE OR REPLACE FUNCTION mbus.create_link(name text, conninfo text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

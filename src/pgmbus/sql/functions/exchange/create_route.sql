@@ -17,7 +17,8 @@
 --           (or a consumer named xr_<name>) exists, MB004 for a bad selector
 -- Locks:    those of mbus.create_consumer (pg_advisory_xact_lock(1835165041), the regeneration
 --           of src_queue's functions); a row insert into mbus.exchange_route
--- Callers:  users directly (an administrator's call); tests tests/exchange
+-- Calls:    mbus.check_name, mbus.create_consumer
+-- Tables:   mbus.exchange_link, mbus.exchange_route
 CREATE OR REPLACE FUNCTION mbus.create_route(name text, link text, src_queue text, dst_queue text,
                                              selector text DEFAULT NULL)
 RETURNS void

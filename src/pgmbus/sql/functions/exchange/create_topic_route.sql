@@ -17,7 +17,8 @@
 -- Returns:  void; MB001 for a bad name, MB002 for an unknown link, MB003 when a route (or a group
 --           named xt_<name>) exists, MB006 for a bad topic or key_lo >= key_hi
 -- Locks:    those of mbus.create_group; a row insert into mbus.exchange_topic_route
--- Callers:  users directly (an administrator's call); tests tests/exchange
+-- Calls:    mbus.check_name, mbus.configure_group, mbus.create_group
+-- Tables:   mbus.exchange_link, mbus.exchange_route, mbus.exchange_topic_route
 CREATE OR REPLACE FUNCTION mbus.create_topic_route(name text, link text, src_topic text,
                                                    dst_topic text, key_lo text DEFAULT NULL,
                                                    key_hi text DEFAULT NULL)

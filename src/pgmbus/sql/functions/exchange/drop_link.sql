@@ -5,7 +5,8 @@
 -- Params:   name  the link's name (text)
 -- Returns:  void; MB001/MB002 for a bad or unknown link, MB008 while routes use it
 -- Locks:    a row delete from mbus.exchange_link
--- Callers:  users directly (an administrator's call); tests tests/exchange
+-- Calls:    mbus.check_name
+-- Tables:   mbus.exchange_link, mbus.exchange_route
 CREATE OR REPLACE FUNCTION mbus.drop_link(name text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

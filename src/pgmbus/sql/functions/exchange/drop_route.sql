@@ -7,7 +7,8 @@
 -- Returns:  void; MB001/MB002 for a bad or unknown route
 -- Locks:    those of mbus.drop_consumer (waits for a batch the mover holds); a row delete from
 --           mbus.exchange_route
--- Callers:  users directly (an administrator's call); tests tests/exchange
+-- Calls:    mbus.check_name, mbus.drop_consumer
+-- Tables:   mbus.consumer, mbus.exchange_route
 CREATE OR REPLACE FUNCTION mbus.drop_route(name text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -5,7 +5,8 @@
 -- Params:   name  the route's name (text)
 -- Returns:  void; MB001 for a bad name, MB002 for an unknown route
 -- Locks:    those of mbus.drop_group; a row delete from mbus.exchange_topic_route
--- Callers:  users directly; tests tests/exchange
+-- Calls:    mbus.check_name, mbus.drop_group
+-- Tables:   mbus.exchange_topic_route
 CREATE OR REPLACE FUNCTION mbus.drop_topic_route(name text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

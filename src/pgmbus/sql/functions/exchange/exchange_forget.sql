@@ -10,7 +10,8 @@
 --           p_now       the clock (NULL = clock_timestamp()); tests move it
 -- Returns:  bigint: the rows deleted; MB006 for older_than under a minute or over 100 years
 -- Locks:    row deletes in mbus.exchange_received
--- Callers:  users or a scheduled job; tests tests/exchange
+-- Calls:    mbus.given_clock
+-- Tables:   mbus.exchange_received
 CREATE OR REPLACE FUNCTION mbus.exchange_forget(older_than interval DEFAULT '1 day',
                                                 p_now timestamptz DEFAULT NULL)
 RETURNS bigint

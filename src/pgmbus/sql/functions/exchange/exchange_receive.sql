@@ -17,8 +17,8 @@
 --           priority, MB005 for a payload post_<qname> refuses
 -- Locks:    inserts into mbus.exchange_received (a concurrent receive of the same iid waits on
 --           its primary key until the first commits, then skips it) and those of post_<qname>
--- Callers:  pgmbus.exchange.bridge (the mover) via sql/exchange.sql 'receive'; tests
---           tests/exchange
+-- Calls:    mbus.transfer_messages, mbus.transfer_post
+-- Tables:   mbus.exchange_received
 CREATE OR REPLACE FUNCTION mbus.exchange_receive(qname text, messages jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE

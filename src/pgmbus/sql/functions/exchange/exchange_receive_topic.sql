@@ -12,7 +12,8 @@
 -- Returns:  jsonb {"accepted": n, "duplicate": n, "looped": n}; MB006 for a bad topic, a
 --           non-array or an element without eid, MB005 for an event mbus.publish refuses
 -- Locks:    inserts into mbus.exchange_received and those of mbus.publish
--- Callers:  pgmbus.exchange.bridge via sql/exchange.sql 'receive_topic'; tests tests/exchange
+-- Calls:    mbus.publish
+-- Tables:   mbus.exchange_received
 CREATE OR REPLACE FUNCTION mbus.exchange_receive_topic(topic text, events jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE

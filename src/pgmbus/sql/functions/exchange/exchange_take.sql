@@ -10,7 +10,8 @@
 --           route, MB006 for amt < 1
 -- Locks:    those of consumen_<q>_by_xr_<route>: row locks FOR UPDATE SKIP LOCKED and the
 --           DELETE of the claimed deliveries of mbus.q_<src_queue>, held to commit
--- Callers:  pgmbus.exchange.bridge (the mover) via sql/exchange.sql 'take'; tests tests/exchange
+-- Calls:    mbus.check_name, mbus.transfer_take
+-- Tables:   mbus.exchange_route
 CREATE OR REPLACE FUNCTION mbus.exchange_take(route text, amt integer)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE

@@ -12,7 +12,8 @@
 -- Returns:  jsonb {"read": n, "events": [...]} (read counts the events passed over too; 0 when
 --           the group has caught up); MB001/MB002 for a bad or unknown route, MB006 for amt < 1
 -- Locks:    those of mbus.read_next and mbus.commit on the group, held to commit
--- Callers:  pgmbus.exchange.bridge via sql/exchange.sql 'take_topic'; tests tests/exchange
+-- Calls:    mbus.check_name, mbus.commit, mbus.read_next
+-- Tables:   mbus.exchange_topic_route
 CREATE OR REPLACE FUNCTION mbus.exchange_take_topic(route text, amt integer)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE

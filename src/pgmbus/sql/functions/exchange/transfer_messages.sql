@@ -10,8 +10,8 @@
 -- Returns:  TABLE (iid text, message jsonb), in array order; MB001/MB002 for a bad or unknown
 --           queue, MB006 when messages is not an array or an element has no iid
 -- Locks:    none
--- Callers:  mbus.exchange_receive, mbus.move_receive; tests tests/exchange, tests/scaleout,
---           tests/adversarial/test_sql_owners.py
+-- Calls:    mbus.require_queue
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.transfer_messages(qname text, messages jsonb)
 RETURNS TABLE (iid text, message jsonb)
 LANGUAGE plpgsql STABLE

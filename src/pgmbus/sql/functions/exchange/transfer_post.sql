@@ -13,8 +13,8 @@
 -- Returns:  void; MB006 for a priority that is not a whole number in 0..32767, MB005 for a
 --           payload post_<qname> refuses
 -- Locks:    those of post_<qname>
--- Callers:  mbus.exchange_receive, mbus.move_receive; tests tests/exchange, tests/scaleout,
---           tests/adversarial/test_sql_owners.py
+-- Calls:    mbus.generated_name
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.transfer_post(qname text, message jsonb)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

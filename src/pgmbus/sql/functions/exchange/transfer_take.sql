@@ -17,8 +17,8 @@
 --           queue or consumer, MB006 for amt < 1
 -- Locks:    those of consumen_<q>_by_<c>: row locks FOR UPDATE SKIP LOCKED and the DELETE of the
 --           claimed deliveries, held to commit
--- Callers:  mbus.exchange_take, mbus.move_take; tests tests/exchange, tests/scaleout,
---           tests/adversarial/test_sql_owners.py
+-- Calls:    mbus.consumen
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.transfer_take(qname text, cname text, amt integer)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE

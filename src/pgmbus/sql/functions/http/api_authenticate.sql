@@ -5,7 +5,8 @@
 -- Params:   p_api_key  the bearer key as sent
 -- Returns:  setof (client_id, name, scopes): one row, or none for an unknown key
 -- Locks:    none (reads only)
--- Callers:  pgmbus.http.auth.principal (sql/http.sql 'authenticate')
+-- Calls:    none
+-- Tables:   mbus.timer_clients
 CREATE OR REPLACE FUNCTION mbus.api_authenticate(p_api_key text,
     OUT client_id bigint, OUT name text, OUT scopes text[])
 RETURNS SETOF record

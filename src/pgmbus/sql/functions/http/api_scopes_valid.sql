@@ -6,7 +6,8 @@
 -- Params:   p_scopes  the scopes
 -- Returns:  boolean
 -- Locks:    none
--- Callers:  mbus.api_set_scopes
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.api_scopes_valid(p_scopes text[])
 RETURNS boolean
 LANGUAGE sql IMMUTABLE

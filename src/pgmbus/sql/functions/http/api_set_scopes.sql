@@ -5,7 +5,8 @@
 --           p_scopes  engine:action:glob strings (empty: the client's own timers only)
 -- Returns:  text[]: the scopes stored; MB006 for a malformed scope, MB002 for an unknown client
 -- Locks:    the client's row of mbus.timer_clients (UPDATE)
--- Callers:  pgmbus key scopes (pgmbus.cli.ops, sql/http.sql 'set_scopes'); tests under tests/ops
+-- Calls:    mbus.api_scopes_valid
+-- Tables:   mbus.timer_clients
 CREATE OR REPLACE FUNCTION mbus.api_set_scopes(p_name text, p_scopes text[])
 RETURNS text[]
 LANGUAGE plpgsql

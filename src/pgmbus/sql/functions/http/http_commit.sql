@@ -8,7 +8,8 @@
 --           p_now    the time (default clock_timestamp())
 -- Returns:  text: the group's new cursor
 -- Locks:    the lease row (FOR UPDATE), then the group's cursor row (mbus.commit)
--- Callers:  pgmbus.http.streams.commit (sql/http.sql 'stream_commit'); tests under tests/ops
+-- Calls:    mbus._group, mbus.commit, mbus.given_clock, mbus.group_cursor
+-- Tables:   mbus.http_stream_leases, mbus.stream_groups
 CREATE OR REPLACE FUNCTION mbus.http_commit(p_group text, p_token uuid,
                                             p_now timestamptz DEFAULT NULL)
 RETURNS text

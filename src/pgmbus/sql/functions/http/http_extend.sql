@@ -7,7 +7,8 @@
 --           p_now    the time (default clock_timestamp())
 -- Returns:  timestamptz: the new end; MB007 when the lease is unknown, used or ended
 -- Locks:    the lease row (UPDATE)
--- Callers:  pgmbus.http.streams.extend (sql/http.sql 'stream_extend'); tests under tests/ops
+-- Calls:    mbus.given_clock
+-- Tables:   mbus.http_stream_leases
 CREATE OR REPLACE FUNCTION mbus.http_extend(p_group text, p_token uuid, p_lease interval,
                                  p_now timestamptz DEFAULT NULL)
 RETURNS timestamptz

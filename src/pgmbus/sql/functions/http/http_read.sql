@@ -16,7 +16,9 @@
 --           the batch in read order; no rows when the group has caught up (no lease is taken)
 -- Locks:    the slot's reader advisory lock (transaction-level, as read_next) and its
 --           mbus.http_stream_leases row
--- Callers:  pgmbus.http.streams.read (sql/http.sql 'stream_read'); tests under tests/ops
+-- Calls:    mbus._group, mbus._reader_lock_key, mbus._slot_of, mbus.given_clock, mbus.group_cursor,
+--           mbus.read_next
+-- Tables:   mbus.http_stream_leases, mbus.stream_groups
 CREATE OR REPLACE FUNCTION mbus.http_read(p_group text, p_max_events integer, p_slot integer,
                                p_lease interval, p_client_id bigint DEFAULT NULL,
                                p_now timestamptz DEFAULT NULL)

@@ -12,9 +12,8 @@
 -- Locks:    row lock of the leased delivery in mbus.q_<qname> (DELETE), held to commit; waits for a
 --           transaction that holds that row. Deleting a delivery others depend on (waited) queues
 --           the deferred dep_gone trigger (mbus.release_deps at commit)
--- Callers:  users directly (a public entry point); pgmbus.queues Bus.ack / AsyncBus.ack call
---           ack_<qname> directly via sql/queues.sql 'ack' (the worker acks that way); tests
---           tests/queues/test_queues_lease.py, test_queues_model.py
+-- Calls:    mbus.generated_name, mbus.require_queue
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.ack(qname text, token uuid, p_now timestamptz DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -6,8 +6,8 @@
 -- Params:   qname  the queue's name (text)
 -- Returns:  void
 -- Locks:    row lock on this session's mbus.queue_waiter row (DELETE)
--- Callers:  pgmbus.queues Bus._listening / AsyncBus._listening via sql/queues.sql 'await_done';
---           tests tests/queues/test_queues_concurrency.py
+-- Calls:    mbus.check_name
+-- Tables:   mbus.queue_waiter
 CREATE OR REPLACE FUNCTION mbus.await_done(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -10,8 +10,8 @@
 -- Returns:  void; MB001/MB002 for a bad or unknown queue
 -- Locks:    row locks on mbus.queue_waiter rows (DELETE of dead sessions' entries, upsert of its
 --           own)
--- Callers:  pgmbus.queues Bus._listening / AsyncBus._listening via sql/queues.sql 'await_queue'
---           (blocking consume, lease and listen); tests tests/queues/test_queues_concurrency.py
+-- Calls:    mbus.require_queue
+-- Tables:   mbus.queue_waiter
 CREATE OR REPLACE FUNCTION mbus.await_queue(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -13,9 +13,8 @@
 --           when the lease is no longer held
 -- Locks:    row lock of the leased delivery in mbus.q_<qname> (DELETE), held to commit; waits for a
 --           transaction that holds that row; inserts into mbus.dmq
--- Callers:  users directly (a public entry point, like ack/nack/extend); pgmbus.queues
---           Bus.bury / AsyncBus.bury call bury_<qname> directly via sql/queues.sql 'bury' (the
---           worker, after max attempts); tests tests/queues/test_queues_lease.py
+-- Calls:    mbus.generated_name, mbus.require_queue
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.bury(qname text, token uuid, reason text, p_now timestamptz DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE

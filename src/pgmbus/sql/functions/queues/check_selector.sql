@@ -27,7 +27,8 @@
 -- Returns:  void; raises MB004 with the parser's or planner's message
 -- Locks:    SHARE on mbus.t while an index on it is made and rolled back in a subtransaction
 --           (concurrent checks do not block each other); the scratch function's catalog rows
--- Callers:  mbus.create_consumer, mbus.create_trigger
+-- Calls:    none
+-- Tables:   mbus.t
 CREATE OR REPLACE FUNCTION mbus.check_selector(selector text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

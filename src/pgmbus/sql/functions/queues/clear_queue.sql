@@ -9,8 +9,8 @@
 -- Returns:  bigint: how many deliveries were deleted; MB001/MB002 for a bad or unknown queue
 -- Locks:    row locks of the expired deliveries in mbus.q_<qname> (DELETE), held to commit; waits
 --           for transactions that hold any of them
--- Callers:  pgmbus.queues Bus.clear_queue / AsyncBus.clear_queue via sql/queues.sql 'clear_queue';
---           users directly (a public entry point; clear_queue_<q> itself stays revoked from PUBLIC)
+-- Calls:    mbus.generated_name, mbus.require_queue
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.clear_queue(qname text, p_now timestamptz DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE

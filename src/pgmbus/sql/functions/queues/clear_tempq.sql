@@ -13,10 +13,8 @@
 -- Locks:    pg_advisory_xact_lock(1835165041) when something is to drop; then the locks of
 --           mbus.drop_consumer and mbus.drop_queue (DROP TABLE: ACCESS EXCLUSIVE); DELETE of
 --           mbus.temp_object rows
--- Callers:  mbus.maintain (step 6), mbus.create_temporary_queue, mbus.create_temporary_consumer (so
---           a busy system collects without a scheduler); pgmbus.queues Bus.clear_tempq /
---           AsyncBus.clear_tempq via sql/queues.sql 'clear_tempq' (CLI `pgmbus queue clear-temp`);
---           tests tests/queues/test_queues_temporary.py
+-- Calls:    mbus.drop_consumer, mbus.drop_queue, mbus.generated_name
+-- Tables:   mbus.consumer, mbus.queue, mbus.temp_object
 CREATE OR REPLACE FUNCTION mbus.clear_tempq()
 RETURNS integer
 LANGUAGE plpgsql VOLATILE

@@ -14,9 +14,8 @@
 --           DELETE, held to the caller's commit (ROW EXCLUSIVE on the segment, which makes
 --           rotate_queue skip it meanwhile); deleting a delivery others depend on queues the
 --           deferred dep_gone trigger (mbus.release_deps at commit)
--- Callers:  users directly (a public entry point); pgmbus.queues.saga._handle_one via
---           sql/queues.sql 'consume_one' (the saga worker); tests under tests/queues and
---           tests/test_schema.py
+-- Calls:    mbus.generated_name, mbus.require_consumer
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.consume(qname text, cname text DEFAULT 'default', p_now timestamptz DEFAULT NULL)
 RETURNS SETOF mbus.qt_model
 LANGUAGE plpgsql VOLATILE

@@ -17,9 +17,8 @@
 -- Locks:    row locks FOR UPDATE SKIP LOCKED on the claimed deliveries of mbus.q_<qname>, then an
 --           UPDATE of each (a DELETE plus an INSERT into mbus.dmq for the dead ones), held to
 --           commit; in autocommit the lease, not a lock, keeps others off afterwards
--- Callers:  users directly (a public entry point); pgmbus.queues Bus.lease / AsyncBus.lease (and
---           the worker) call lease_<qname>_by_<cname> directly via sql/queues.sql 'lease'; tests
---           tests/queues/test_queues_model.py
+-- Calls:    mbus.generated_name, mbus.require_consumer
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.consume_lease(qname text, cname text, amt integer DEFAULT 1,
                                    lease interval DEFAULT '30 seconds',
                                    max_attempts integer DEFAULT NULL,

@@ -15,8 +15,8 @@
 -- Locks:    those of mbus.consume for the message it returns (FOR UPDATE SKIP LOCKED, then DELETE,
 --           held to commit); none while it sleeps, but the caller's transaction stays open for up
 --           to timeout
--- Callers:  users directly (a public entry point); tests tests/queues/test_queues_temporary.py
---           (Python waits with LISTEN instead)
+-- Calls:    mbus.generated_name, mbus.require_consumer
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.consume_wait(qname text, cname text DEFAULT 'default',
                                   timeout interval DEFAULT '10 seconds',
                                   poll interval DEFAULT '20 milliseconds')

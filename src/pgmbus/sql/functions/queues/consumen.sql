@@ -13,9 +13,8 @@
 -- Locks:    row locks FOR UPDATE SKIP LOCKED on the claimed deliveries of mbus.q_<qname>, then
 --           their DELETE, held to the caller's commit; deleting a delivery others depend on queues
 --           the deferred dep_gone trigger (mbus.release_deps at commit)
--- Callers:  users directly (a public entry point); pgmbus.queues Bus / AsyncBus consume call
---           consumen_<qname>_by_<cname> directly via sql/queues.sql 'consumen'; tests under
---           tests/queues and tests/spark/test_spark_write.py
+-- Calls:    mbus.generated_name, mbus.require_consumer
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.consumen(qname text, cname text, amt integer, p_now timestamptz DEFAULT NULL)
 RETURNS SETOF mbus.qt_model
 LANGUAGE plpgsql VOLATILE

@@ -7,7 +7,8 @@
 --           cname  the consumer's name (text)
 -- Returns:  text[]: the four function names (unqualified; they live in schema mbus)
 -- Locks:    none
--- Callers:  mbus.drop_consumer, mbus.drop_queue, mbus.secure_queue
+-- Calls:    mbus.generated_names
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.consumer_functions(qname text, cname text)
 RETURNS text[]
 LANGUAGE sql STABLE

@@ -7,7 +7,8 @@
 --           make   true: make the role; false: drop it (boolean)
 -- Returns:  void
 -- Locks:    those of mbus.ensure_role or mbus.drop_role; DELETE of a mbus.temp_object row
--- Callers:  mbus.create_consumer, mbus.drop_consumer, mbus.queue_created ('default')
+-- Calls:    mbus.drop_role, mbus.ensure_role, mbus.queue_role
+-- Tables:   mbus.queue, mbus.temp_object
 CREATE OR REPLACE FUNCTION mbus.consumer_role(qname text, cname text, make boolean)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -17,9 +17,9 @@
 -- Locks:    pg_advisory_xact_lock(1835165041) (serializes every catalog change of queues:
 --           create/drop of queues, consumers, triggers, clear_tempq); the CREATE OR REPLACE of the
 --           queue's generated functions; ensure_role's CREATE ROLE
--- Callers:  mbus.create_temporary_consumer; pgmbus.queues Bus.create_consumer /
---           AsyncBus.create_consumer via sql/queues.sql 'create_consumer' (CLI `pgmbus queue
---           consumer`); tests under tests/queues
+-- Calls:    mbus.check_name, mbus.check_selector, mbus.consumer_role, mbus.generated_name,
+--           mbus.name_clash, mbus.regenerate_queue, mbus.require_queue
+-- Tables:   mbus.consumer
 CREATE OR REPLACE FUNCTION mbus.create_consumer(qname text, cname text, selector text DEFAULT NULL,
                                      noindex boolean DEFAULT false)
 RETURNS void

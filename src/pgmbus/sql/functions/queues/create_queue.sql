@@ -19,9 +19,9 @@
 --           create/drop of queues, consumers, triggers, clear_tempq); CREATE TABLE of the new
 --           tables and indexes; ensure_role's CREATE ROLE; for an existing queue, a row lock on its
 --           mbus.queue row
--- Callers:  mbus.create_temporary_queue, mbus.saga_queue; pgmbus.queues Bus.create_queue /
---           AsyncBus.create_queue via sql/queues.sql 'create_queue' (CLI `pgmbus queue create`);
---           tests under tests/queues, tests/spark, tests/test_schema.py
+-- Calls:    mbus.check_name, mbus.create_segments, mbus.generated_name, mbus.name_clash,
+--           mbus.queue_created, mbus.regenerate_queue, mbus.segment_of
+-- Tables:   mbus.consumer, mbus.queue, mbus.temp_object
 CREATE OR REPLACE FUNCTION mbus.create_queue(qname text, ncons integer DEFAULT 1,
                                              is_roles_security_model boolean DEFAULT false)
 RETURNS void

@@ -15,7 +15,8 @@
 -- Locks:    ACCESS EXCLUSIVE on mbus.q_<qname> while a partition is added; SHARE on each segment
 --           for CREATE INDEX IF NOT EXISTS (taken even when the index exists); called on a new
 --           table, so nobody else holds it
--- Callers:  mbus.create_queue
+-- Calls:    mbus.generated_name
+-- Tables:   mbus.queue_segment
 CREATE OR REPLACE FUNCTION mbus.create_segments(qname text, p_from integer DEFAULT 0)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

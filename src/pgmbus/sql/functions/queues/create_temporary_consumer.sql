@@ -11,9 +11,9 @@
 -- Returns:  text: the consumer's name; MB003 when 1000 names in a row are taken
 -- Locks:    those of mbus.clear_tempq and mbus.create_consumer (pg_advisory_xact_lock(1835165041),
 --           taken first so that the name checked free stays free)
--- Callers:  pgmbus.queues Bus.create_temporary_consumer / AsyncBus.create_temporary_consumer via
---           sql/queues.sql 'create_temporary_consumer'; tests
---           tests/queues/test_queues_temporary.py, test_queues_integrity.py
+-- Calls:    mbus.clear_tempq, mbus.create_consumer, mbus.my_session, mbus.name_clash,
+--           mbus.require_queue
+-- Tables:   mbus.consumer, mbus.temp_object
 CREATE OR REPLACE FUNCTION mbus.create_temporary_consumer(qname text, selector text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql VOLATILE

@@ -10,9 +10,9 @@
 -- Returns:  text: the queue's name; MB003 when 1000 names in a row are taken
 -- Locks:    those of mbus.clear_tempq and mbus.create_queue (pg_advisory_xact_lock(1835165041),
 --           taken first so that the name checked free stays free)
--- Callers:  pgmbus.queues Bus.create_temporary_queue / AsyncBus.create_temporary_queue via
---           sql/queues.sql 'create_temporary_queue' (Bus.request's reply queue); tests
---           tests/queues/test_queues_temporary.py, test_queues_integrity.py
+-- Calls:    mbus.clear_tempq, mbus.create_queue, mbus.generated_name, mbus.my_session,
+--           mbus.name_clash
+-- Tables:   mbus.queue, mbus.temp_object
 CREATE OR REPLACE FUNCTION mbus.create_temporary_queue()
 RETURNS text
 LANGUAGE plpgsql VOLATILE

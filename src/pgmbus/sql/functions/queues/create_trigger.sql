@@ -12,8 +12,8 @@
 -- Locks:    pg_advisory_xact_lock(1835165041) (serializes every catalog change of queues:
 --           create/drop of queues, consumers, triggers, clear_tempq); the CREATE OR REPLACE of
 --           src's generated functions
--- Callers:  pgmbus.queues Bus.create_trigger / AsyncBus.create_trigger via sql/queues.sql
---           'create_trigger'; tests tests/queues/test_queues_seed.py, test_generated_golden.py
+-- Calls:    mbus.check_selector, mbus.regenerate_queue, mbus.require_queue
+-- Tables:   mbus.queue_trigger
 CREATE OR REPLACE FUNCTION mbus.create_trigger(src_queue_name text, dst_queue_name text,
                                     selector text DEFAULT NULL)
 RETURNS void

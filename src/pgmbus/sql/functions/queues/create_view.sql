@@ -14,9 +14,8 @@
 -- Returns:  text: the view's quoted qualified name; MB006 for a bad view name, MB002 for a
 --           schema that does not exist
 -- Locks:    CREATE VIEW, CREATE TRIGGER and GRANT on the new view; no queue lock
--- Callers:  pgmbus.cli.queue_workflow.view_cmd via sql/queues.sql 'create_view' (CLI `pgmbus
---           queue view`); tests tests/queues/test_queues_security.py, test_queues_segments.py,
---           test_queues_integrity.py
+-- Calls:    mbus.generated_name, mbus.require_queue, mbus.view_insert
+-- Tables:   mbus.queue_view
 CREATE OR REPLACE FUNCTION mbus.create_view(qname text, viewname text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql VOLATILE

@@ -8,7 +8,8 @@
 -- Params:   p_qname  one queue (text; NULL = every queue)
 -- Returns:  bigint: rows dropped
 -- Locks:    pg_try_advisory_xact_lock of each dropped row's key; row locks of the rows it deletes
--- Callers:  mbus.maintain; users' schedulers; tests tests/queues/test_queues_features.py
+-- Calls:    mbus.generated_name
+-- Tables:   mbus.queue_dedupe
 CREATE OR REPLACE FUNCTION mbus.dedupe_clean(p_qname text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE

@@ -10,7 +10,8 @@
 -- Returns:  record (fn text: 'deps_<qname>', the name mbus.generated_names gives; id bigint),
 --           or NULLs when there is no such queue
 -- Locks:    none (reads mbus.queue)
--- Callers:  mbus.await_deps, mbus.release_deps
+-- Calls:    mbus.generated_name, mbus.iid_id, mbus.queue_of_iid
+-- Tables:   mbus.queue
 CREATE OR REPLACE FUNCTION mbus.dep_rows(iid text, OUT fn text, OUT id bigint)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog

@@ -7,9 +7,8 @@
 -- Returns:  text: the queue the dead message belonged to; MB002 when no dead message has that
 --           id; MB006 for NULL
 -- Locks:    the mbus.dmq row it deletes
--- Callers:  pgmbus.queues Bus.dmq_delete / AsyncBus.dmq_delete via sql/queues.sql 'dmq_delete'
---           (CLI `pgmbus queue dmq delete`); HTTP DELETE /v1/queues/dmq/{dmq_id} via sql/http.sql
---           'dmq_delete'; tests tests/queues/test_queues_features.py
+-- Calls:    none
+-- Tables:   mbus.dmq
 CREATE OR REPLACE FUNCTION mbus.dmq_delete(dmq_id bigint)
 RETURNS text
 LANGUAGE plpgsql VOLATILE

@@ -15,8 +15,8 @@
 -- Locks:    row lock of the mbus.dmq row (DELETE; a concurrent replay of it waits, then raises
 --           MB002); the insert into mbus.q_<queue> or post_<queue>'s locks; the dmq delete queues
 --           the deferred dmq_dep_gone trigger (mbus.release_deps at commit)
--- Callers:  pgmbus.queues Bus.dmq_replay / AsyncBus.dmq_replay via sql/queues.sql 'dmq_replay' (CLI
---           `pgmbus dmq replay`); tests tests/queues/test_queues_seed.py, test_queues2_deps.py
+-- Calls:    mbus.generated_name, mbus.iid_id, mbus.require_queue
+-- Tables:   mbus.client_iids, mbus.consumer, mbus.dmq, mbus.queue_segment
 CREATE OR REPLACE FUNCTION mbus.dmq_replay(dmq_id bigint, qname text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql VOLATILE

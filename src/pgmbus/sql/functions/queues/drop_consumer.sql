@@ -11,8 +11,10 @@
 --           create/drop of queues, consumers, triggers, clear_tempq); row locks of the consumer's
 --           deliveries (DELETE), waiting for claims in progress; DROP FUNCTION of its four
 --           functions; DROP OWNED / DROP ROLE of its role
--- Callers:  mbus.clear_tempq; pgmbus.queues Bus.drop_consumer / AsyncBus.drop_consumer via
---           sql/queues.sql 'drop_consumer'; tests under tests/queues
+-- Calls:    mbus.consumer_functions, mbus.consumer_role, mbus.generated_name,
+--           mbus.regenerate_queue, mbus.require_consumer
+-- Tables:   mbus.consumer, mbus.queue_pause, mbus.queue_trigger, mbus.subscription_queues,
+--           mbus.subscriptions, mbus.temp_object
 CREATE OR REPLACE FUNCTION mbus.drop_consumer(qname text, cname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -15,9 +15,9 @@
 --           ACCESS EXCLUSIVE on the table and its segments, waiting for every open transaction that
 --           touched them and blocking their posts and claims meanwhile; DROP VIEW, DROP FUNCTION,
 --           DROP ROLE; mbus.release_deps's locks for released dependants
--- Callers:  mbus.clear_tempq; pgmbus.queues Bus.drop_queue / AsyncBus.drop_queue via sql/queues.sql
---           'drop_queue' (and Bus.request for its reply queue); tests under tests/queues,
---           tests/test_schema.py
+-- Calls:    mbus.consumer_functions, mbus.generated_name, mbus.generated_names, mbus.queue_dropped,
+--           mbus.queue_dropping, mbus.regenerate_queue, mbus.require_queue
+-- Tables:   mbus.client_iids, mbus.consumer, mbus.queue, mbus.queue_trigger
 CREATE OR REPLACE FUNCTION mbus.drop_queue(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -6,7 +6,8 @@
 -- Params:   role  the role's name (text)
 -- Returns:  void
 -- Locks:    none of its own (DROP OWNED locks what the role owns; normally nothing)
--- Callers:  mbus.consumer_role, mbus.queue_dropping, mbus.queue_dropped
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.drop_role(role text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

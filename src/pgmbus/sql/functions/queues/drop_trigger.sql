@@ -8,8 +8,8 @@
 -- Locks:    pg_advisory_xact_lock(1835165041) (serializes every catalog change of queues:
 --           create/drop of queues, consumers, triggers, clear_tempq); the CREATE OR REPLACE of
 --           src's generated functions
--- Callers:  pgmbus.queues Bus.drop_trigger / AsyncBus.drop_trigger via sql/queues.sql
---           'drop_trigger'
+-- Calls:    mbus.regenerate_queue
+-- Tables:   mbus.queue_trigger
 CREATE OR REPLACE FUNCTION mbus.drop_trigger(src_queue_name text, dst_queue_name text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

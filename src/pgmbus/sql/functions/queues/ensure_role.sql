@@ -12,7 +12,8 @@
 --           strict  raise instead of a NOTICE (boolean; the queue's roles_security)
 -- Returns:  void; MB006 for a long name when strict, or the insufficient_privilege error
 -- Locks:    none of its own (CREATE ROLE, GRANT, REVOKE and COMMENT write the shared catalogs)
--- Callers:  mbus.consumer_role, mbus.queue_created
+-- Calls:    mbus.role_orphaned
+-- Tables:   mbus.consumer, mbus.queue
 CREATE OR REPLACE FUNCTION mbus.ensure_role(role text, strict boolean)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -8,8 +8,8 @@
 --           p_limit  at most this many rows (NULL = all)
 -- Returns:  bigint: the rows deleted
 -- Locks:    row locks of the rows it deletes (FOR UPDATE SKIP LOCKED: never waits)
--- Callers:  mbus.maintain (every queue), mbus.rotate_queue (its queue, 10000 rows a call); tests
---           tests/queues/test_queues_iid_window.py
+-- Calls:    mbus.given_clock, mbus.iid_window
+-- Tables:   mbus.client_iids
 CREATE OR REPLACE FUNCTION mbus.expire_client_iids(p_qname text DEFAULT NULL,
                                                    p_now timestamptz DEFAULT NULL,
                                                    p_limit integer DEFAULT NULL)

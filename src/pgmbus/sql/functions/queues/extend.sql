@@ -12,9 +12,8 @@
 --           the lease is no longer held
 -- Locks:    row lock of the leased delivery in mbus.q_<qname> (UPDATE), held to commit; waits for a
 --           transaction that holds that row
--- Callers:  users directly (a public entry point); pgmbus.queues Bus.extend / AsyncBus.extend call
---           extend_<qname> directly via sql/queues.sql 'extend' (the worker's lease heartbeat);
---           tests tests/queues/test_queues_lease.py
+-- Calls:    mbus.generated_name, mbus.require_queue
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.extend(qname text, token uuid, lease interval, p_now timestamptz DEFAULT NULL)
 RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE

@@ -16,11 +16,8 @@
 -- Returns:  text, the name (unquoted); raises MB001 for a NULL qname, XX000 for a kind that is
 --           none of the three (a mistake of the caller, not of its input)
 -- Locks:    none
--- Callers:  mbus.generated_names; the queue entry points (mbus.post, consume, ack, ...),
---           create_queue, drop_queue, regenerate_queue, secure_queue, queue_counters and the
---           other functions that touch a generated object, exchange_receive, move_receive;
---           pgmbus.queues (sql/queues.sql 'generated_name'); tests
---           tests/adversarial/test_sql_owners.py
+-- Calls:    mbus.queue_role
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.generated_name(kind text, what text, qname text,
                                                cname text DEFAULT NULL)
 RETURNS text

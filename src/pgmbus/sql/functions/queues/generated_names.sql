@@ -20,9 +20,8 @@
 -- Returns:  TABLE (kind text: 'function', 'relation' or 'role'; what text: the part, e.g. 'post',
 --           'consumen', 'table', 'segment1'; name text)
 -- Locks:    none
--- Callers:  mbus.regenerate_queue, mbus.queue_counter_sequences, mbus.consumer_functions, mbus.drop_queue, mbus.secure_queue,
---           mbus.name_clash;
---           tests tests/queues/test_queues_integrity.py
+-- Calls:    mbus.generated_name
+-- Tables:   mbus.consumer
 CREATE OR REPLACE FUNCTION mbus.generated_names(qname text, cname text DEFAULT NULL)
 RETURNS TABLE (kind text, what text, name text)
 LANGUAGE sql STABLE

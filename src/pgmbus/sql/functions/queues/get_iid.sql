@@ -8,8 +8,8 @@
 -- Params:   qname  the queue's name (text)
 -- Returns:  text: the iid; MB001/MB002 for a bad or unknown queue
 -- Locks:    none (nextval of mbus.msg_id_seq)
--- Callers:  users directly (a public entry point); mbus.saga_start; pgmbus.queues Bus.get_iid /
---           AsyncBus.get_iid via sql/queues.sql 'get_iid'; tests under tests/queues
+-- Calls:    mbus.require_queue
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.get_iid(qname text)
 RETURNS text
 LANGUAGE plpgsql VOLATILE

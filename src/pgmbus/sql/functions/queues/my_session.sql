@@ -6,7 +6,8 @@
 -- Params:   none
 -- Returns:  record (pid integer, backend_start timestamptz)
 -- Locks:    none (reads pg_stat_activity)
--- Callers:  mbus.create_temporary_queue, mbus.create_temporary_consumer
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.my_session(OUT pid integer, OUT backend_start timestamptz)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog

@@ -12,9 +12,8 @@
 -- Returns:  void; MB001/MB002 for a bad or unknown queue, MB007 when the lease is no longer held
 -- Locks:    row lock of the leased delivery in mbus.q_<qname> (UPDATE), held to commit; waits for a
 --           transaction that holds that row
--- Callers:  users directly (a public entry point); pgmbus.queues Bus.nack / AsyncBus.nack call
---           nack_<qname> directly via sql/queues.sql 'nack' (the worker, on a failed handler);
---           tests tests/queues/test_queues_lease.py, test_queues_model.py
+-- Calls:    mbus.generated_name, mbus.require_queue
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.nack(qname text, token uuid, delay interval DEFAULT '0'::interval,
                           p_now timestamptz DEFAULT NULL)
 RETURNS void

@@ -12,8 +12,8 @@
 --           cname  the consumer's name (text; NULL = a new queue)
 -- Returns:  text: the reason, or NULL when the names are free
 -- Locks:    none (reads the catalog); callers hold pg_advisory_xact_lock(1835165041)
--- Callers:  mbus.create_queue, mbus.create_consumer, mbus.create_temporary_queue,
---           mbus.create_temporary_consumer
+-- Calls:    mbus.generated_names, mbus.role_orphaned
+-- Tables:   mbus.consumer, mbus.queue
 CREATE OR REPLACE FUNCTION mbus.name_clash(qname text, cname text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql STABLE

@@ -11,8 +11,8 @@
 -- Params:   none (a trigger; TG_ARGV[0] is the queue name on delivery tables)
 -- Returns:  trigger: NULL (an AFTER trigger)
 -- Locks:    those of mbus.release_deps
--- Callers:  the constraint triggers dep_gone on every mbus.q_<q> (made by mbus.queue_created, WHEN
---           OLD.waited) and dmq_dep_gone on mbus.dmq
+-- Calls:    mbus.on_dep_gone, mbus.release_deps
+-- Tables:   mbus.dmq
 CREATE OR REPLACE FUNCTION mbus.on_dep_gone()
 RETURNS trigger
 LANGUAGE plpgsql VOLATILE

@@ -12,9 +12,8 @@
 -- Returns:  boolean: true when it was not paused before; MB001/MB002 for a bad or unknown queue
 --           or consumer
 -- Locks:    the row of mbus.queue_pause it inserts
--- Callers:  pgmbus.queues Bus.pause / AsyncBus.pause via sql/queues.sql 'pause' (CLI
---           `pgmbus queue pause`, HTTP POST /v1/queues/{queue}/pause); tests
---           tests/queues/test_queues_features.py
+-- Calls:    mbus.require_consumer, mbus.require_queue
+-- Tables:   mbus.queue_pause
 CREATE OR REPLACE FUNCTION mbus.pause_queue(qname text, cname text DEFAULT NULL)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE

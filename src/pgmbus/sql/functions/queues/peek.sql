@@ -9,9 +9,8 @@
 --           msgid  the iid to look for (text; NULL = any message)
 -- Returns:  boolean; MB001/MB002 for a bad or unknown queue
 -- Locks:    none (reads only)
--- Callers:  users directly (a public entry point); pgmbus.queues Bus.peek / AsyncBus.peek via
---           sql/queues.sql 'peek' (the CLI's `pgmbus queue peek`); tests
---           tests/queues/test_queues_seed.py
+-- Calls:    mbus.generated_name, mbus.require_queue
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.peek(qname text, msgid text DEFAULT NULL)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE

@@ -33,8 +33,8 @@
 --           destinations; with consume_after, mbus.await_deps's row locks; with an iid, its
 --           new (or renewed) row of mbus.client_iids to the end of the transaction (a second post
 --           of that iid waits); a pg_notify only when a session waits on the queue
--- Callers:  users directly (a public entry point); pgmbus.queues Bus.post / AsyncBus.post call
---           post_<qname> directly via sql/queues.sql 'post'; tests under tests/queues
+-- Calls:    mbus.generated_name, mbus.require_queue
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.post(qname text, data jsonb, headers jsonb DEFAULT NULL,
                           properties jsonb DEFAULT NULL, delayed_until timestamptz DEFAULT NULL,
                           expires timestamptz DEFAULT NULL, iid text DEFAULT NULL,

@@ -19,9 +19,8 @@
 --           by one through post_<qname>)
 -- Locks:    those of postn_<qname>: inserts into mbus.q_<qname> and the trigger destinations (ROW
 --           EXCLUSIVE on the segment written); a pg_notify only when a session waits
--- Callers:  users directly (a public entry point); mbus.spark_commit_write; pgmbus.queues
---           Bus.post_batch / AsyncBus.post_batch call postn_<qname> directly via sql/queues.sql
---           'post_batch'; tests under tests/queues, tests/spark
+-- Calls:    mbus.generated_name, mbus.require_queue
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.post_batch(qname text, data jsonb[], headers jsonb[] DEFAULT NULL,
                                 properties jsonb[] DEFAULT NULL,
                                 delayed_until timestamptz DEFAULT NULL,

@@ -13,8 +13,8 @@
 --           attempts    delivery attempts so far (integer; default 0)
 -- Returns:  bigint: the dmq_id; MB001 for a bad queue name, MB005 for a payload not an object
 -- Locks:    none beyond the INSERT into mbus.dmq
--- Callers:  pgmbus.queues Bus.post_dmq / AsyncBus.post_dmq via sql/queues.sql 'post_dmq'; tests
---           tests/queues/test_queues_seed.py, test_queues2_deps.py
+-- Calls:    mbus.check_name, mbus.check_payload
+-- Tables:   mbus.dmq
 CREATE OR REPLACE FUNCTION mbus.post_dmq(qname text, data jsonb, headers jsonb DEFAULT NULL,
                               properties jsonb DEFAULT NULL, iid text DEFAULT NULL,
                               reason text DEFAULT 'cannot be processed', cname text DEFAULT NULL,

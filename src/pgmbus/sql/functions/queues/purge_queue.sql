@@ -12,9 +12,8 @@
 --           p_now  the clock (NULL = clock_timestamp()); tests move it
 -- Returns:  bigint: deliveries deleted; MB001/MB002 for a bad or unknown queue or consumer
 -- Locks:    row locks of the deliveries it deletes (FOR UPDATE SKIP LOCKED)
--- Callers:  pgmbus.queues Bus.purge / AsyncBus.purge via sql/queues.sql 'purge' (CLI
---           `pgmbus queue purge`, HTTP POST /v1/queues/{queue}/purge); tests
---           tests/queues/test_queues_features.py
+-- Calls:    mbus.generated_name, mbus.given_clock, mbus.require_consumer, mbus.require_queue
+-- Tables:   mbus.consumer
 CREATE OR REPLACE FUNCTION mbus.purge_queue(qname text, cname text DEFAULT NULL,
                                             p_now timestamptz DEFAULT NULL)
 RETURNS bigint

@@ -17,7 +17,8 @@
 -- Returns:  void
 -- Locks:    CREATE SEQUENCE / DROP SEQUENCE of the sequences it makes or drops; callers hold
 --           pg_advisory_xact_lock(1835165041) (mbus.regenerate_queue's callers)
--- Callers:  mbus.regenerate_queue
+-- Calls:    mbus.generated_name, mbus.generated_names
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.queue_counter_sequences(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -11,8 +11,8 @@
 -- Returns:  TABLE (qname text, cname text, posted bigint, consumed bigint): a row per queue
 --           (cname NULL) and per consumer; no row for an unknown queue
 -- Locks:    none (reads only)
--- Callers:  mbus.queue_stats; the view mbus.queue_totals; sql/http.sql 'snapshot' (/metrics);
---           tests tests/queues/test_queues_features.py
+-- Calls:    mbus.generated_name
+-- Tables:   mbus.consumer, mbus.queue
 CREATE OR REPLACE FUNCTION mbus.queue_counters(p_qname text DEFAULT NULL)
 RETURNS TABLE (qname text, cname text, posted bigint, consumed bigint)
 LANGUAGE sql STABLE

@@ -7,7 +7,9 @@
 -- Params:   qname  the queue's name (text)
 -- Returns:  void
 -- Locks:    CREATE CONSTRAINT TRIGGER on the new table (nobody else holds it); ensure_role's
--- Callers:  mbus.create_queue
+-- Calls:    mbus.consumer_role, mbus.ensure_role, mbus.generated_name, mbus.on_dep_gone,
+--           mbus.queue_role
+-- Tables:   mbus.queue
 CREATE OR REPLACE FUNCTION mbus.queue_created(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -7,7 +7,8 @@
 -- Params:   qname  the queue's name (text)
 -- Returns:  void; MB008 from release_deps outside READ COMMITTED
 -- Locks:    DELETE of its mbus.msg_dep / mbus.msg_wait rows; mbus.release_deps's locks; drop_role's
--- Callers:  mbus.drop_queue
+-- Calls:    mbus.drop_role, mbus.queue_of_iid, mbus.queue_role, mbus.release_deps
+-- Tables:   mbus.msg_dep, mbus.msg_wait
 CREATE OR REPLACE FUNCTION mbus.queue_dropped(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

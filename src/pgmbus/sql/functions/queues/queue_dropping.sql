@@ -9,7 +9,8 @@
 -- Returns:  void
 -- Locks:    DROP VIEW (ACCESS EXCLUSIVE on each view); DELETE of mbus.queue_view and
 --           mbus.temp_object rows; mbus.release_deps's locks for the pending releases; drop_role's
--- Callers:  mbus.drop_queue
+-- Calls:    mbus.drop_role, mbus.queue_role
+-- Tables:   mbus.consumer, mbus.queue_view, mbus.temp_object
 CREATE OR REPLACE FUNCTION mbus.queue_dropping(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -5,7 +5,8 @@
 --           paused, dmq_unreported (see queue_stats). For monitoring tools that
 --           read views; each read scans the queue tables.
 -- Locks:    none (reads only)
--- Callers:  users directly (monitoring); tests tests/queues/test_queues_lease.py
+-- Calls:    mbus.queue_stats
+-- Tables:   mbus.queue_metrics
 CREATE OR REPLACE VIEW mbus.queue_metrics AS SELECT * FROM mbus.queue_stats();
 
 COMMENT ON VIEW mbus.queue_metrics IS 'mbus.queue_stats() for every queue and consumer, now.';

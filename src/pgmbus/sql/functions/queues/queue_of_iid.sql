@@ -5,7 +5,8 @@
 -- Params:   iid  the iid to read (text)
 -- Returns:  text: the queue name, or NULL
 -- Locks:    none
--- Callers:  mbus.take, mbus.dep_rows, mbus.queue_dropped
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.queue_of_iid(iid text)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE

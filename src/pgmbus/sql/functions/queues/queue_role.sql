@@ -8,8 +8,8 @@
 --           cname  the consumer's name (text; only for 'consume')
 -- Returns:  text: the role name (may exceed 63 bytes; mbus.ensure_role checks)
 -- Locks:    none
--- Callers:  mbus.consumer_role, queue_created, queue_dropping, queue_dropped, secure_queue;
---           tests/queues/test_queues2_security.py
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.queue_role(kind text, qname text, cname text DEFAULT NULL)
 RETURNS text
 LANGUAGE sql STABLE

@@ -19,9 +19,8 @@
 --           interval, dmq, selector_errors, posted, consumed bigint, paused boolean,
 --           dmq_unreported bigint), one row per consumer; no row for an unknown queue
 -- Locks:    none (reads only)
--- Callers:  the view mbus.queue_metrics; pgmbus.queues Bus.stats / AsyncBus.stats via
---           sql/queues.sql 'stats' (CLI `pgmbus queue stats`); tests
---           tests/queues/test_queues_lease.py, test_queues_integrity.py, test_queues_properties.py
+-- Calls:    mbus.generated_name, mbus.given_clock, mbus.queue_counters
+-- Tables:   mbus.consumer, mbus.dmq, mbus.queue, mbus.queue_pause
 CREATE OR REPLACE FUNCTION mbus.queue_stats(p_qname text DEFAULT NULL, p_now timestamptz DEFAULT NULL)
 RETURNS TABLE (qname text, cname text, depth bigint, ready bigint, delayed bigint, leased bigint,
                expired bigint, oldest_age interval, dmq bigint, selector_errors bigint,

@@ -4,7 +4,8 @@
 --           posted, consumed (see queue_counters). For monitoring tools that read views; reads
 --           sequences only, never the queue tables.
 -- Locks:    none (reads only)
--- Callers:  users directly (monitoring); tests tests/queues/test_queues_features.py
+-- Calls:    mbus.queue_counters
+-- Tables:   mbus.queue_totals
 CREATE OR REPLACE VIEW mbus.queue_totals AS SELECT * FROM mbus.queue_counters();
 
 COMMENT ON VIEW mbus.queue_totals IS

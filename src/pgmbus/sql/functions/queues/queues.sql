@@ -4,8 +4,8 @@
 --           consumers (their names, sorted; '{}' when none) and triggers_to (the destination queues
 --           of triggers from it, sorted).
 -- Locks:    none (reads only)
--- Callers:  pgmbus.queues Bus.queues / AsyncBus.queues via sql/queues.sql 'list_queues' (CLI
---           `pgmbus queue list`)
+-- Calls:    none
+-- Tables:   mbus.consumer, mbus.queue, mbus.queue_trigger
 CREATE OR REPLACE VIEW mbus.queues AS
 SELECT q.qname, q.ncons, q.roles_security, q.created_at,
        coalesce((SELECT array_agg(c.cname ORDER BY c.cname) FROM mbus.consumer AS c

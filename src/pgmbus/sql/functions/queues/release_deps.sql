@@ -18,8 +18,8 @@
 --           iid's remaining deliveries; DELETE of its mbus.msg_dep rows; row locks on the waiting
 --           messages' mbus.msg_wait rows (UPDATE, DELETE) and UPDATE of their deliveries (those
 --           UPDATEs through the queues' generated deps_<q>)
--- Callers:  mbus.on_dep_gone (the deferred triggers dep_gone of every mbus.q_<q> and dmq_dep_gone
---           of mbus.dmq); mbus.queue_dropped
+-- Calls:    mbus.dep_rows, mbus.generated_name
+-- Tables:   mbus.dmq, mbus.msg_dep, mbus.msg_wait, mbus.queue, mbus.queue_waiter
 CREATE OR REPLACE FUNCTION mbus.release_deps(iid text)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE

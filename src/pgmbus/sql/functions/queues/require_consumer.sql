@@ -7,9 +7,8 @@
 --           cname  the consumer's name (text)
 -- Returns:  void; raises MB001 or MB002
 -- Locks:    none (reads mbus.queue, mbus.consumer)
--- Callers:  mbus.consume, consumen, consume_lease, consume_wait, take_from, drop_consumer;
---           pgmbus.queues Bus._check_consumer / AsyncBus._check_consumer via sql/queues.sql
---           'require_consumer' (once per bus and consumer); users directly (a public entry point)
+-- Calls:    mbus.check_name, mbus.require_queue
+-- Tables:   mbus.consumer
 CREATE OR REPLACE FUNCTION mbus.require_consumer(qname text, cname text)
 RETURNS void
 LANGUAGE plpgsql STABLE

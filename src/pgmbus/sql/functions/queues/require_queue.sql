@@ -7,10 +7,8 @@
 -- Params:   qname  the queue's name (text)
 -- Returns:  void; raises MB001 or MB002
 -- Locks:    none (reads mbus.queue)
--- Callers:  mbus.ack, nack, extend, bury, clear_queue, peek, post, post_batch, get_iid,
---           await_queue, rotate_queue, require_consumer, create_consumer, create_trigger,
---           create_view, drop_queue, dmq_replay, saga_post, view_insert; users directly (a public
---           entry point)
+-- Calls:    mbus.check_name
+-- Tables:   mbus.queue
 CREATE OR REPLACE FUNCTION mbus.require_queue(qname text)
 RETURNS void
 LANGUAGE plpgsql STABLE

@@ -8,9 +8,8 @@
 --           cname  the consumer's name (text; NULL = the whole queue)
 -- Returns:  boolean: true when it was paused; MB001/MB002 for a bad or unknown queue or consumer
 -- Locks:    the row of mbus.queue_pause it deletes; a pg_notify only when a session waits
--- Callers:  pgmbus.queues Bus.resume / AsyncBus.resume via sql/queues.sql 'resume' (CLI
---           `pgmbus queue resume`, HTTP POST /v1/queues/{queue}/resume); tests
---           tests/queues/test_queues_features.py
+-- Calls:    mbus.require_consumer, mbus.require_queue
+-- Tables:   mbus.queue_pause, mbus.queue_waiter
 CREATE OR REPLACE FUNCTION mbus.resume_queue(qname text, cname text DEFAULT NULL)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE

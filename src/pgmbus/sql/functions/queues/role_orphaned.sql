@@ -10,7 +10,8 @@
 -- Params:   role  the role's name (text)
 -- Returns:  boolean
 -- Locks:    none (reads the shared catalogs)
--- Callers:  mbus.name_clash, mbus.ensure_role
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.role_orphaned(role text)
 RETURNS boolean
 LANGUAGE sql STABLE

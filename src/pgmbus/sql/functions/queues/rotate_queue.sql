@@ -48,13 +48,8 @@
 --           TRUNCATE, held to commit (released at once, by a rolled-back subtransaction, when the
 --           segment has rows); a row lock on its mbus.queue_segment row (UPDATE). SECURITY DEFINER,
 --           so roles that only consume can run it
--- Callers:  the claims consume_, consumen_, lease_<q>_by_<c> (p_tries 1, once queue_segment.upkept_at
---           is a second old, when the claim is the first statement of its transaction: see
---           mbus.regenerate_queue); mbus.rotate_queues; mbus.upkeep_queue (when due: what Bus /
---           AsyncBus consumers call every rotate_every seconds from consume, lease and listen);
---           pgmbus.queues Bus.rotate / AsyncBus.rotate via sql/queues.sql 'rotate_queue' (CLI
---           `pgmbus queue rotate`); users directly (a public entry point); tests
---           tests/queues/test_queues_segments.py
+-- Calls:    mbus.expire_client_iids, mbus.generated_name, mbus.require_queue
+-- Tables:   mbus.queue_segment
 CREATE OR REPLACE FUNCTION mbus.rotate_queue(qname text, p_tries integer DEFAULT 100)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE

@@ -11,8 +11,8 @@
 -- Locks:    those of mbus.rotate_queue for each queue, all held to the end of the one transaction
 --           (truncated segments stay ACCESS EXCLUSIVE locked until it ends, a few milliseconds
 --           per queue; callers that mind use rotate_queue per queue)
--- Callers:  users directly (the Bus docs name it for queues without rotate_every; not a public
---           entry point); no Python or SQL caller; tests tests/queues/test_queues_integrity.py
+-- Calls:    mbus.rotate_queue
+-- Tables:   mbus.queue_segment
 CREATE OR REPLACE FUNCTION mbus.rotate_queues()
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE

@@ -9,7 +9,8 @@
 --           iid            the message's iid (text; NULL = a new one)
 -- Returns:  text: the iid; MB001/MB002 for a bad or unknown queue
 -- Locks:    those of post_<qname> (with consume_after, mbus.await_deps's row locks)
--- Callers:  mbus.saga_start
+-- Calls:    mbus.generated_name, mbus.require_queue
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.saga_post(qname text, data jsonb, headers jsonb,
                                delayed_until timestamptz DEFAULT NULL, iid text DEFAULT NULL)
 RETURNS text

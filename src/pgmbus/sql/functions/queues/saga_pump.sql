@@ -8,8 +8,8 @@
 -- Returns:  integer: how many messages it handled
 -- Locks:    mbus.consumen's FOR UPDATE SKIP LOCKED and DELETE on mbus_saga_final / mbus_saga_done
 --           deliveries; mbus.take's DELETEs (waiting for holders); UPDATE of mbus.saga rows
--- Callers:  pgmbus.queues.saga.pump via sql/queues.sql 'saga_pump' (run_saga_pump, CLI `pgmbus saga
---           pump`)
+-- Calls:    mbus.consumen, mbus.saga_queue, mbus.take
+-- Tables:   mbus.saga
 CREATE OR REPLACE FUNCTION mbus.saga_pump(amount integer DEFAULT 100)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE

@@ -5,7 +5,8 @@
 -- Params:   qname  the service queue's name (text)
 -- Returns:  void
 -- Locks:    those of mbus.create_queue when it makes the queue; none otherwise
--- Callers:  mbus.saga_start, mbus.saga_pump
+-- Calls:    mbus.create_queue
+-- Tables:   mbus.queue
 CREATE OR REPLACE FUNCTION mbus.saga_queue(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -14,8 +14,8 @@
 -- Locks:    row lock FOR UPDATE NOWAIT on the mbus.saga row (55P03 when held), then its UPDATE;
 --           mbus.take's DELETEs of the bung and the forward messages, waiting for transactions that
 --           hold them
--- Callers:  pgmbus.queues.saga.rollback via sql/queues.sql 'saga_rollback' (the saga worker, when a
---           handler fails); tests tests/queues/test_queues2_saga.py
+-- Calls:    mbus.take
+-- Tables:   mbus.saga
 CREATE OR REPLACE FUNCTION mbus.saga_rollback(saga_id bigint, reason text DEFAULT NULL)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE

@@ -25,8 +25,8 @@
 -- Returns:  bigint: the saga_id
 -- Locks:    those of mbus.saga_queue on first use (create_queue's advisory lock); the posts'
 --           (mbus.await_deps's row locks); INSERT into mbus.saga and mbus.saga_step
--- Callers:  pgmbus.queues.saga.Saga.start via sql/queues.sql 'saga_start'; tests
---           tests/queues/test_queues2_cli.py
+-- Calls:    mbus.check_payload, mbus.get_iid, mbus.saga_post, mbus.saga_queue
+-- Tables:   mbus.saga, mbus.saga_step
 CREATE OR REPLACE FUNCTION mbus.saga_start(name text, steps jsonb, data jsonb DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE

@@ -8,8 +8,8 @@
 --           compensation  true for the compensation handler (boolean; default false)
 -- Returns:  void; MB002 when the saga has no such step
 -- Locks:    row lock of the mbus.saga_step row (UPDATE)
--- Callers:  pgmbus.queues.saga.step_done via sql/queues.sql 'saga_step_done' (the saga worker after
---           a handler)
+-- Calls:    none
+-- Tables:   mbus.saga_step
 CREATE OR REPLACE FUNCTION mbus.saga_step_done(saga_id bigint, step text, compensation boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -5,9 +5,8 @@
 --           compensation}} with forward pending/done/cancelled and compensation waiting/done (NULL
 --           for a step without compensation).
 -- Locks:    none (reads only)
--- Callers:  pgmbus.queues.saga.status via sql/queues.sql 'saga_status';
---           pgmbus.cli.sagas.saga_list_cmd via 'saga_list' (CLI `pgmbus saga list`); tests
---           tests/queues/test_queues2_saga.py, test_queues2_cli.py
+-- Calls:    none
+-- Tables:   mbus.saga, mbus.saga_step
 CREATE OR REPLACE VIEW mbus.sagas AS
 SELECT g.saga_id, g.name, g.state, g.reason, g.created_at, g.finished_at,
        (SELECT jsonb_object_agg(st.step, jsonb_build_object(

@@ -12,7 +12,8 @@
 -- Params:   qname  the queue's name (text)
 -- Returns:  void
 -- Locks:    none of its own (ALTER FUNCTION, GRANT, REVOKE update pg_proc rows)
--- Callers:  mbus.regenerate_queue
+-- Calls:    mbus.consumer_functions, mbus.generated_name, mbus.generated_names, mbus.queue_role
+-- Tables:   mbus.consumer, mbus.queue
 CREATE OR REPLACE FUNCTION mbus.secure_queue(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -12,9 +12,8 @@
 -- Locks:    row locks of the message's deliveries in mbus.q_<queue> (DELETE), held to commit; waits
 --           for transactions that hold them; deleting deliveries others depend on queues the
 --           deferred dep_gone trigger (mbus.release_deps at commit)
--- Callers:  mbus.saga_pump, mbus.saga_rollback; pgmbus.queues Bus.take / AsyncBus.take via
---           sql/queues.sql 'take'; users directly (not a public entry point); tests under
---           tests/queues
+-- Calls:    mbus.generated_name, mbus.queue_of_iid
+-- Tables:   mbus.queue
 CREATE OR REPLACE FUNCTION mbus.take(iid text)
 RETURNS SETOF mbus.qt_model
 LANGUAGE plpgsql VOLATILE

@@ -12,8 +12,8 @@
 --           delivery of it; MB001/MB002 for a bad or unknown queue or consumer
 -- Locks:    row lock of the consumer's delivery in mbus.q_<qname> (DELETE), held to commit; waits
 --           for a transaction that holds it
--- Callers:  users directly (a public entry point); pgmbus.queues Bus.take_from / AsyncBus.take_from
---           via sql/queues.sql 'take_from'
+-- Calls:    mbus.generated_name, mbus.require_consumer
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.take_from(qname text, cname text, iid text)
 RETURNS SETOF mbus.qt_model
 LANGUAGE plpgsql VOLATILE

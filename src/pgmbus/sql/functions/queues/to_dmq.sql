@@ -15,7 +15,8 @@
 -- Returns:  bigint: the dmq_id; MB001 for a bad queue name, MB006 for a priority (given, or an
 --           integer headers.priority) out of 0..32767
 -- Locks:    none beyond the INSERT into mbus.dmq
--- Callers:  users directly; tests tests/queues/test_queues_seed.py only
+-- Calls:    mbus.check_name
+-- Tables:   mbus.dmq
 CREATE OR REPLACE FUNCTION mbus.to_dmq(msg mbus.qt_model, qname text, reason text DEFAULT 'cannot be processed',
                             cname text DEFAULT NULL, priority integer DEFAULT NULL)
 RETURNS bigint

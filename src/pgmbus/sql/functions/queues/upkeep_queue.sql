@@ -14,9 +14,8 @@
 -- Locks:    none when not due (a read of its mbus.queue_segment row); else those of
 --           mbus.rotate_queue. SECURITY DEFINER, as rotate_queue, so roles that only consume can
 --           run it
--- Callers:  pgmbus.queues Bus / AsyncBus (sql/queues.sql 'upkeep_queue', at most once per
---           rotate_every from consume, lease and listen); users directly (a public entry point);
---           tests tests/adversarial/test_sql_owners.py, tests/queues/test_queues_segments.py
+-- Calls:    mbus.require_queue, mbus.rotate_queue
+-- Tables:   mbus.queue_segment
 CREATE OR REPLACE FUNCTION mbus.upkeep_queue(qname text, p_tries integer DEFAULT 100)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE

@@ -13,7 +13,8 @@
 -- Returns:  nothing (a procedure: CALL it, at top level, not inside a transaction block)
 -- Locks:    those of mbus.rotate_queue, one queue at a time, and of mbus.maintain, each
 --           released by the COMMIT that follows
--- Callers:  the pg_cron job of pgmbus.schedule (schedule.COMMAND); users' own schedulers
+-- Calls:    mbus.maintain, mbus.rotate_queue
+-- Tables:   mbus.queue
 CREATE OR REPLACE PROCEDURE mbus.upkeep_run(p_seconds double precision DEFAULT 50)
 LANGUAGE plpgsql
 -- no SET clause: a procedure with one may not COMMIT; every name is qualified instead

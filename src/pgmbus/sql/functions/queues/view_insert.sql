@@ -8,7 +8,8 @@
 -- Params:   none (a trigger; TG_ARGV[0] is the queue name)
 -- Returns:  trigger: NEW with iid set
 -- Locks:    those of post_<qname>
--- Callers:  the trigger 'post' on every view made by mbus.create_view
+-- Calls:    mbus.generated_name, mbus.require_queue
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.view_insert()
 RETURNS trigger
 LANGUAGE plpgsql VOLATILE

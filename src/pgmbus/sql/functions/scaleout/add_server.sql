@@ -8,8 +8,8 @@
 -- Returns:  void; MB001 for a bad name, MB003 when the server is in the map already, MB006 for
 --           an empty conninfo or one that holds a password
 -- Locks:    a row insert into mbus.placement_server
--- Callers:  pgmbus.scaleout.Cluster.add_server (`pgmbus placement add-server`); tests
---           tests/scaleout
+-- Calls:    mbus.check_conninfo, mbus.check_name
+-- Tables:   mbus.placement_server
 CREATE OR REPLACE FUNCTION mbus.add_server(name text, conninfo text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

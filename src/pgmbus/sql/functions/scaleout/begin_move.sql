@@ -9,7 +9,8 @@
 -- Returns:  void; MB001 for a bad name, MB002 for an unplaced queue or unknown server, MB006
 --           when the queue lives there already, MB008 when another move of it is under way
 -- Locks:    the server's row (FOR KEY SHARE), the placement row (FOR UPDATE)
--- Callers:  pgmbus.scaleout.move.move_queue (`pgmbus placement move`); tests tests/scaleout
+-- Calls:    mbus.check_name
+-- Tables:   mbus.placement, mbus.placement_server
 CREATE OR REPLACE FUNCTION mbus.begin_move(queue text, server text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

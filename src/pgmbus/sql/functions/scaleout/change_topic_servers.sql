@@ -13,7 +13,8 @@
 --           for an empty list, a server named twice or the list it has already, MB008 for
 --           another change under way or a topic placed with the 'mod' scheme
 -- Locks:    the servers' rows (FOR KEY SHARE), the placement row (FOR UPDATE)
--- Callers:  pgmbus.scaleout.topics.change_topic_servers (CLI `pgmbus placement topic-servers`)
+-- Calls:    mbus.check_name
+-- Tables:   mbus.placement, mbus.placement_server
 CREATE OR REPLACE FUNCTION mbus.change_topic_servers(topic text, servers text[])
 RETURNS void
 LANGUAGE plpgsql VOLATILE

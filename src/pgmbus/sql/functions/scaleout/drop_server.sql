@@ -9,8 +9,8 @@
 -- Locks:    a row lock on the server's row (FOR UPDATE: waits for an uncommitted mbus.place,
 --           begin_move or change_topic_servers naming it, which hold FOR KEY SHARE), then its
 --           delete
--- Callers:  pgmbus.scaleout.Cluster.drop_server (`pgmbus placement drop-server`); tests
---           tests/scaleout
+-- Calls:    mbus.check_name
+-- Tables:   mbus.placement, mbus.placement_server
 CREATE OR REPLACE FUNCTION mbus.drop_server(name text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

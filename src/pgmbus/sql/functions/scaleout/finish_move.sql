@@ -7,7 +7,8 @@
 -- Returns:  void; MB001 for a bad name, MB002 for an unplaced queue, MB008 when no move is
 --           under way
 -- Locks:    the placement row (UPDATE)
--- Callers:  pgmbus.scaleout.move.move_queue; tests tests/scaleout
+-- Calls:    mbus.check_name
+-- Tables:   mbus.placement
 CREATE OR REPLACE FUNCTION mbus.finish_move(queue text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -7,7 +7,8 @@
 -- Returns:  void; MB001 for a bad name, MB002 for an unplaced topic, MB008 when no change is
 --           under way
 -- Locks:    the placement row (UPDATE)
--- Callers:  pgmbus.scaleout.topics.change_topic_servers; tests tests/scaleout
+-- Calls:    mbus.check_name
+-- Tables:   mbus.placement
 CREATE OR REPLACE FUNCTION mbus.finish_topic_change(topic text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

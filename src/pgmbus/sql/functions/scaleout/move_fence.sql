@@ -12,8 +12,8 @@
 -- Returns:  void; MB001/MB002 for a bad or unknown queue, MB001 for a bad server name
 -- Locks:    SHARE ROW EXCLUSIVE on mbus.q_<qname> and its segments (waits for posting
 --           transactions; posts wait for the caller's commit)
--- Callers:  pgmbus.scaleout.move via sql/scaleout.sql 'fence'; tests tests/scaleout,
---           tests/adversarial/test_scaleout_races.py
+-- Calls:    mbus.check_name, mbus.generated_names, mbus.refuse_moved_post, mbus.require_queue
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.move_fence(qname text, server text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -16,7 +16,8 @@
 --           MB006 for a bad move_id, a non-array, an element without iid or a bad priority,
 --           MB005 for a payload post_<qname> refuses
 -- Locks:    inserts into mbus.move_received and those of post_<qname>
--- Callers:  pgmbus.scaleout.move via sql/scaleout.sql 'receive'; tests tests/scaleout
+-- Calls:    mbus.transfer_messages, mbus.transfer_post
+-- Tables:   mbus.move_received
 CREATE OR REPLACE FUNCTION mbus.move_receive(move_id text, qname text, messages jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE

@@ -11,7 +11,8 @@
 -- Returns:  jsonb array (empty when nothing is ready); MB001/MB002 for a bad or unknown queue
 --           or consumer, MB006 for amt < 1
 -- Locks:    those of mbus.consumen (row locks SKIP LOCKED, the DELETE of the claimed deliveries)
--- Callers:  pgmbus.scaleout.move via sql/scaleout.sql 'take'; tests tests/scaleout
+-- Calls:    mbus.transfer_take
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.move_take(queue text, consumer text, amt integer)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE

@@ -8,7 +8,8 @@
 --           for a bad or unknown queue
 -- Locks:    ACCESS EXCLUSIVE on mbus.q_<qname> and its segments for the DROP TRIGGER (only
 --           when the queue was fenced)
--- Callers:  pgmbus.scaleout.move via sql/scaleout.sql 'unfence'; tests tests/scaleout
+-- Calls:    mbus.generated_names, mbus.require_queue
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.move_unfence(qname text)
 RETURNS text
 LANGUAGE plpgsql VOLATILE

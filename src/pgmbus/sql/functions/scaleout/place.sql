@@ -13,7 +13,8 @@
 -- Locks:    FOR KEY SHARE on the servers' rows of mbus.placement_server (mbus.drop_server
 --           waits for the placement); pg_advisory_xact_lock on (kind, name); a row insert
 --           into mbus.placement
--- Callers:  pgmbus.scaleout.Cluster.place (`pgmbus placement place`); tests tests/scaleout
+-- Calls:    mbus.check_name
+-- Tables:   mbus.placement, mbus.placement_server
 CREATE OR REPLACE FUNCTION mbus.place(kind text, name text, servers text[])
 RETURNS void
 LANGUAGE plpgsql VOLATILE

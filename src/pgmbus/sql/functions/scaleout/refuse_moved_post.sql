@@ -8,7 +8,8 @@
 -- Params:   TG_ARGV[0]  the queue's name; TG_ARGV[1]  the server it moved to
 -- Returns:  trigger (never: it always raises MB010)
 -- Locks:    none
--- Callers:  the BEFORE INSERT trigger mbus_moved on mbus.q_<queue> (mbus.move_fence)
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.refuse_moved_post()
 RETURNS trigger
 LANGUAGE plpgsql

@@ -9,7 +9,8 @@
 -- Returns:  void; MB002 when the name is not placed, MB006 for a bad kind, MB008 during a move
 --           or a change
 -- Locks:    the placement row (DELETE)
--- Callers:  pgmbus.scaleout.Cluster.unplace; tests tests/scaleout
+-- Calls:    none
+-- Tables:   mbus.placement
 CREATE OR REPLACE FUNCTION mbus.unplace(kind text, name text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

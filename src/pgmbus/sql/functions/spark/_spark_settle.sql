@@ -13,7 +13,8 @@
 -- Returns:  bigint: the number of events deleted
 -- Locks:    row locks of the events and mbus.spark_pending rows it deletes, held to commit;
 --           callers hold the write's advisory lock (mbus._spark_write_lock) exclusively
--- Callers:  mbus.spark_commit_write, mbus.spark_discard_write, mbus.spark_clean_staged
+-- Calls:    none
+-- Tables:   mbus.events, mbus.spark_pending
 CREATE OR REPLACE FUNCTION mbus._spark_settle(p_write_id text, p_keep text[])
 RETURNS bigint
 LANGUAGE plpgsql

@@ -7,8 +7,8 @@
 -- Params:   p_write_id  the write's id (text)
 -- Returns:  bigint: the key for pg_advisory_xact_lock and its variants
 -- Locks:    none (computes the key only)
--- Callers:  mbus.spark_lock_stage, mbus.spark_commit_write, mbus.spark_discard_write,
---           mbus.spark_clean_staged
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus._spark_write_lock(p_write_id text) RETURNS bigint
 LANGUAGE sql IMMUTABLE
 AS $$ SELECT pg_catalog.hashtextextended('mbus.spark_write:' || p_write_id, 0) $$;

@@ -11,8 +11,8 @@
 -- Returns:  void
 -- Locks:    row lock of the write's mbus.spark_writes row (INSERT ... ON CONFLICT DO UPDATE),
 --           held to commit; waits for another task's begin_stage of the same write
--- Callers:  Python pgmbus.spark.writer.stage via sql/spark.sql 'begin_stage' (every task of a
---           df.write / writeStream with format "pgmbus"); tests under tests/spark
+-- Calls:    mbus.given_clock
+-- Tables:   mbus.spark_writes
 CREATE OR REPLACE FUNCTION mbus.spark_begin_stage(p_write_id text, p_now timestamptz DEFAULT NULL)
 RETURNS void
 LANGUAGE sql

@@ -14,9 +14,8 @@
 --           empty or NULL sink or query id, or a NULL or negative batch id
 -- Locks:    inserts the ledger row (held to commit); waits for a concurrent transaction that
 --           claims the same batch (ON CONFLICT on the primary key)
--- Callers:  mbus.spark_commit_write; Python pgmbus.spark.sink.exactly_once via sql/spark.sql
---           'claim_batch' (TableSink, the stats job); users directly (not a public entry point;
---           the documented SQL for other languages); tests under tests/spark
+-- Calls:    none
+-- Tables:   mbus.spark_batches
 CREATE OR REPLACE FUNCTION mbus.spark_claim_batch(
     p_sink text, p_query_id text, p_batch_id bigint, p_row_count bigint DEFAULT 0)
 RETURNS boolean

@@ -17,8 +17,8 @@
 -- Locks:    pg_try_advisory_xact_lock(mbus._spark_write_lock(write)) per abandoned write (skips
 --           the write when held), held to commit; row locks of the mbus.spark_writes and
 --           mbus.spark_staged rows it deletes, and those of mbus._spark_settle
--- Callers:  mbus.spark_commit_write, mbus.maintain (report key spark_staged_dropped); users
---           directly (not a public entry point); tests/spark/test_spark_sql.py
+-- Calls:    mbus._spark_settle, mbus._spark_write_lock, mbus.get_setting, mbus.given_clock
+-- Tables:   mbus.spark_pending, mbus.spark_staged, mbus.spark_writes
 CREATE OR REPLACE FUNCTION mbus.spark_clean_staged(
     p_now timestamptz DEFAULT NULL, p_ttl interval DEFAULT NULL)
 RETURNS bigint

@@ -39,10 +39,9 @@
 --           batch); those of mbus._spark_settle, or the locks of mbus.post_batch on each target
 --           queue; row locks of the staged and spark_writes rows it deletes; those of
 --           mbus.spark_clean_staged; a pg_notify at commit for topics
--- Callers:  Python pgmbus.spark.writer.commit_write via sql/spark.sql 'commit_write'
---           (PgmbusWriter.commit and PgmbusStreamWriter.commit, the driver's commit of a
---           format "pgmbus" write); users directly (not a public entry point; the documented
---           SQL for other languages); tests under tests/spark
+-- Calls:    mbus._spark_settle, mbus._spark_write_lock, mbus.notify, mbus.post_batch,
+--           mbus.spark_claim_batch, mbus.spark_clean_staged, mbus.spark_discard_write
+-- Tables:   mbus.spark_pending, mbus.spark_staged
 CREATE OR REPLACE FUNCTION mbus.spark_commit_write(
     p_sink text, p_query_id text, p_batch_id bigint, p_write_id text,
     p_tokens text[], p_expected bigint, p_kind text)

@@ -14,9 +14,8 @@
 --           for tasks staging into the write; reentrant inside spark_commit_write, which holds
 --           it already); row locks of the mbus.spark_staged and mbus.spark_writes rows it
 --           deletes, held to commit
--- Callers:  mbus.spark_commit_write; Python pgmbus.spark.writer.discard_write via
---           sql/spark.sql 'discard_write' (PgmbusWriter.abort, PgmbusStreamWriter.abort);
---           users directly (not a public entry point)
+-- Calls:    mbus._spark_settle, mbus._spark_write_lock
+-- Tables:   mbus.spark_staged, mbus.spark_writes
 CREATE OR REPLACE FUNCTION mbus.spark_discard_write(p_write_id text)
 RETURNS bigint
 LANGUAGE plpgsql

@@ -14,8 +14,8 @@
 -- Locks:    pg_advisory_xact_lock_shared(mbus._spark_write_lock(p_write_id)), held to the end
 --           of the task's transaction; waits while a commit, abort or cleanup holds it
 --           exclusively; the write's mbus.spark_writes row when it inserts it
--- Callers:  Python pgmbus.spark.writer.stage via sql/spark.sql 'lock_stage';
---           tests/spark/test_spark_sql.py
+-- Calls:    mbus._spark_write_lock
+-- Tables:   mbus.spark_writes
 CREATE OR REPLACE FUNCTION mbus.spark_lock_stage(p_write_id text)
 RETURNS void
 LANGUAGE sql

@@ -11,7 +11,8 @@
 --           p_rows      the number of events the attempt copied (bigint >= 0)
 -- Returns:  void; MB006 for a NULL or empty write id or token, or a NULL or negative count
 -- Locks:    inserts the attempt's mbus.spark_pending row (held to the task's commit)
--- Callers:  Python pgmbus.spark.writer.stage via sql/spark.sql 'mark_pending'; tests/spark
+-- Calls:    none
+-- Tables:   mbus.spark_pending
 CREATE OR REPLACE FUNCTION mbus.spark_mark_pending(p_write_id text, p_token text, p_rows bigint)
 RETURNS void
 LANGUAGE plpgsql

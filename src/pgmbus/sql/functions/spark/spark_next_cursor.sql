@@ -23,8 +23,8 @@
 --           p_before      stop before the first event published at or after it (NULL = none)
 -- Returns:  text: the batch's end cursor; p_from when there is nothing to read
 -- Locks:    none (reads only)
--- Callers:  Python pgmbus.spark.reader.PgmbusStreamReader (latestOffset) via sql/spark.sql
---           'next_cursor'; users directly (not a public entry point); tests/spark/test_spark_sql.py
+-- Calls:    mbus._batch, mbus._format_position, mbus._parse_position
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.spark_next_cursor(
     p_from text, p_to text, p_max_events integer DEFAULT NULL, p_topics text[] DEFAULT NULL,
     p_before timestamptz DEFAULT NULL)

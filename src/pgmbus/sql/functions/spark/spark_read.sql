@@ -32,11 +32,8 @@
 -- Returns:  TABLE (id, topic, key, payload, headers, published_at): the events, in no
 --           particular order; MB006 for a malformed cursor
 -- Locks:    none (reads only)
--- Callers:  Python pgmbus.spark.reader.read_partition via sql/spark.sql 'read_range' (a
---           template filled with literals, run through ADBC's COPY by
---           pgmbus.spark.arrowio.read_events): every task of spark.read / readStream with
---           format "pgmbus"; the spark_read bench; users directly (not a public entry point);
---           tests/spark/test_spark_sql.py
+-- Calls:    mbus._between, mbus._cursor_position
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.spark_read(
     p_from text, p_to text, p_topics text[] DEFAULT NULL,
     p_part integer DEFAULT 0, p_nparts integer DEFAULT 1,

@@ -37,8 +37,8 @@
 -- Returns:  SETOF mbus.stream_row (txid, id, topic, key, payload, headers, published_at), in
 --           (txid, id) order; no row when the batch is done
 -- Locks:    none (reads only)
--- Callers:  mbus.read_next (the batch's edge, then its rows), mbus.spark_next_cursor (the
---           cut: txid, id and published_at of up to max_events + 1 events)
+-- Calls:    mbus.key_slot
+-- Tables:   mbus.events, mbus.subscriptions
 CREATE OR REPLACE FUNCTION mbus._batch(p_ended xid8[], p_after_txid xid8, p_after_id bigint, p_from xid8,
                             p_to xid8, p_hi pg_snapshot, p_topics text[], p_slot integer,
                             p_nslots integer, p_limit integer, p_group text)

@@ -24,7 +24,8 @@
 --           p_to    the range's end (mbus.stream_position)
 -- Returns:  SETOF mbus.events
 -- Locks:    none (reads only)
--- Callers:  mbus.read_between, read_listeners, spark_read
+-- Calls:    mbus._consumed, mbus._snapshot_xip
+-- Tables:   mbus.events
 CREATE OR REPLACE FUNCTION mbus._between(p_from mbus.stream_position, p_to mbus.stream_position)
 RETURNS SETOF mbus.events
 LANGUAGE sql STABLE

@@ -23,8 +23,8 @@
 --           when the event's payload would nest more than 100 levels (the write is refused: a
 --           change never goes unpublished)
 -- Locks:    none beyond the INSERT into mbus.events (ROW EXCLUSIVE)
--- Callers:  the trigger mbus_capture_row that mbus.capture_table creates on a captured table;
---           tests/streams/test_streams_security.py (catalog test)
+-- Calls:    mbus._check_log, mbus.json_too_deep
+-- Tables:   mbus.events, mbus.stream_waiter
 CREATE OR REPLACE FUNCTION mbus._capture_row()
 RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER

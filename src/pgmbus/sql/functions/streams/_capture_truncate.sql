@@ -9,8 +9,8 @@
 -- Params:   none (trigger argument: TG_ARGV[0] the topic)
 -- Returns:  trigger: NULL (an AFTER trigger); MB009 when the log is not this cluster's
 -- Locks:    none beyond the INSERT into mbus.events (ROW EXCLUSIVE)
--- Callers:  the trigger mbus_capture_truncate that mbus.capture_table creates on a captured
---           table; tests/streams/test_streams_security.py (catalog test)
+-- Calls:    mbus._check_log
+-- Tables:   mbus.events, mbus.stream_waiter
 CREATE OR REPLACE FUNCTION mbus._capture_truncate()
 RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER

@@ -30,7 +30,8 @@
 -- Locks:    none others see: a temporary function made and rolled back in a subtransaction
 --           (needs the TEMPORARY privilege on the database); ACCESS SHARE on
 --           mbus.subscriptions for the test query
--- Callers:  mbus.subscribe, mbus.subscribe_restricted
+-- Calls:    mbus._match_query
+-- Tables:   mbus.subscriptions
 CREATE OR REPLACE FUNCTION mbus._check_condition(p_condition text)
 RETURNS void
 LANGUAGE plpgsql

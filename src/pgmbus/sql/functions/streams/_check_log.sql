@@ -11,10 +11,8 @@
 -- Returns:  void; MB009 (with the hint to run repair-after-restore) when the log is not this
 --           cluster's
 -- Locks:    none (reads mbus.stream_state and mbus.stream_cursors)
--- Callers:  mbus.publish, publish_batch, _capture_row, _capture_truncate, create_group, read_next,
---           commit, group_cursor, current_cursor, read_between, seek, maintain,
---           spark_commit_write; pgmbus.streams.client.publish_copy (sql/streams.sql 'check_log')
---           before its COPY into mbus.events
+-- Calls:    mbus._system_identifier, mbus.repair_after_restore
+-- Tables:   mbus.stream_cursors, mbus.stream_state
 CREATE OR REPLACE FUNCTION mbus._check_log()
 RETURNS void
 LANGUAGE plpgsql

@@ -9,7 +9,8 @@
 --           p       the position (mbus.stream_position)
 -- Returns:  boolean
 -- Locks:    none
--- Callers:  mbus._between, group_status, _partition_needed, repair_after_restore
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus._consumed(p_txid xid8, p_id bigint, p mbus.stream_position)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE

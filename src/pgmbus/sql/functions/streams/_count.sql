@@ -10,9 +10,8 @@
 -- Returns:  void
 -- Locks:    the counter's row in mbus.stream_counters (INSERT ... ON CONFLICT DO UPDATE), held to
 --           commit: concurrent counts of the same name wait for each other
--- Callers:  mbus.retry_event, mbus.maintain, mbus.read_subscriptions (the counters are read by
---           pgmbus.streams.client.counters via sql/streams.sql 'counters');
---           tests/streams/test_streams_cli.py calls it directly
+-- Calls:    none
+-- Tables:   mbus.stream_counters
 CREATE OR REPLACE FUNCTION mbus._count(p_name text, p_by bigint DEFAULT 1)
 RETURNS void
 LANGUAGE sql

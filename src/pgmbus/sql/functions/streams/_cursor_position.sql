@@ -8,7 +8,8 @@
 -- Params:   p_cursor  a stream cursor (text; a slot prefix is ignored)
 -- Returns:  mbus.stream_position; MB006 for a malformed cursor
 -- Locks:    none (computes only)
--- Callers:  mbus.spark_read
+-- Calls:    mbus._parse_position
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus._cursor_position(p_cursor text) RETURNS mbus.stream_position
 LANGUAGE sql IMMUTABLE
 AS $$ SELECT (mbus._parse_position(p_cursor)).pos $$;

@@ -13,8 +13,8 @@
 --           FOUND_BUGS streams 4, not fixed: CREATE TABLE then ATTACH PARTITION would take only
 --           SHARE UPDATE EXCLUSIVE on the parent); the new partition's row in
 --           mbus.event_partitions
--- Callers:  mbus.maintain (rollover and partitions ahead); the installer on a new log
---           (sql/schema.sql 'first_partitions')
+-- Calls:    none
+-- Tables:   mbus.event_partitions, mbus.events
 CREATE OR REPLACE FUNCTION mbus._ensure_partition(p_no integer)
 RETURNS boolean
 LANGUAGE plpgsql

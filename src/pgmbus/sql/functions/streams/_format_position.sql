@@ -18,7 +18,8 @@
 --           p_slot  the slot to prefix as '<slot>@' (NULL = no prefix)
 -- Returns:  text: the cursor
 -- Locks:    none
--- Callers:  mbus.read_next, commit, group_cursor, group_status, spark_next_cursor
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus._format_position(p mbus.stream_position, p_slot integer DEFAULT NULL)
 RETURNS text
 LANGUAGE sql IMMUTABLE

@@ -5,7 +5,8 @@
 -- Returns:  mbus.stream_groups; MB002 when the group does not exist, MB008 when it is expired
 --           (with the time and reason, and the hint to seek or drop it)
 -- Locks:    none (reads only; no row lock)
--- Callers:  mbus.read_next, commit, group_cursor, retry_event, read_retries, subscribe
+-- Calls:    mbus.seek
+-- Tables:   mbus.stream_groups
 CREATE OR REPLACE FUNCTION mbus._group(p_name text)
 RETURNS mbus.stream_groups
 LANGUAGE plpgsql STABLE

@@ -27,7 +27,8 @@
 -- Returns:  TABLE (event_id bigint, subscription_ids bigint[]): ids in ascending order
 -- Locks:    none (reads only; the conditions run with the caller's privileges); sets
 --           mbus.match_failed (set_config, local to the transaction) when a condition failed
--- Callers:  mbus.read_subscriptions, mbus.read_listeners, mbus.match_subscriptions
+-- Calls:    mbus._match_query
+-- Tables:   mbus.subscriptions
 CREATE OR REPLACE FUNCTION mbus._match(p_group text, p_events mbus.stream_row[])
 RETURNS TABLE (event_id bigint, subscription_ids bigint[])
 LANGUAGE plpgsql STABLE

@@ -12,7 +12,8 @@
 --           condition (text), $4 subscription ids (bigint[], NULL: all of them), returning (event id bigint, subscription ids bigint[] ascending)
 --           per event that matched at least one subscription
 -- Locks:    none (builds text)
--- Callers:  mbus._match, mbus._check_condition
+-- Calls:    none
+-- Tables:   mbus.subscriptions
 CREATE OR REPLACE FUNCTION mbus._match_query(p_condition text)
 RETURNS text
 LANGUAGE sql IMMUTABLE

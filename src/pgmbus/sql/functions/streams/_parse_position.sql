@@ -8,7 +8,8 @@
 -- Returns:  record (OUT slot integer: the '<slot>@' prefix or NULL; OUT pos
 --           mbus.stream_position); MB006 when malformed
 -- Locks:    none
--- Callers:  mbus.commit, read_between, read_listeners, spark_next_cursor, _cursor_position
+-- Calls:    mbus._snap_contains
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus._parse_position(p_text text, OUT slot integer, OUT pos mbus.stream_position)
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog

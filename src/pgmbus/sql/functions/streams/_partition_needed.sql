@@ -10,7 +10,8 @@
 --           c       the cursor's row (mbus.stream_cursors: slot, lo, hi, after_txid, after_id)
 -- Returns:  boolean: true when an unread event may be there
 -- Locks:    none (reads only)
--- Callers:  mbus.maintain (lagging groups and retention)
+-- Calls:    mbus._consumed, mbus.key_slot
+-- Tables:   mbus.stream_cursors, mbus.stream_groups
 CREATE OR REPLACE FUNCTION mbus._partition_needed(p_name text, g mbus.stream_groups,
                                        c mbus.stream_cursors)
 RETURNS boolean

@@ -8,7 +8,8 @@
 --           b  the later position
 -- Returns:  boolean
 -- Locks:    none
--- Callers:  mbus.commit (refuses a cursor behind the group's position)
+-- Calls:    mbus._snap_contains
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus._position_le(a mbus.stream_position, b mbus.stream_position)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE

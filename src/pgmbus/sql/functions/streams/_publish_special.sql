@@ -24,7 +24,8 @@
 --           one can wait is bounded)
 -- Locks:    FOR KEY SHARE on the subscription's row (it cannot be removed before this commits);
 --           ROW EXCLUSIVE on mbus.events or mbus.stream_scheduled
--- Callers:  mbus.publish, mbus.publish_batch
+-- Calls:    mbus.get_setting, mbus.notify
+-- Tables:   mbus.events, mbus.stream_scheduled, mbus.subscriptions
 CREATE OR REPLACE FUNCTION mbus._publish_special(p_topic text, p_payloads jsonb[], p_keys text[],
                                        p_headers jsonb[], p_subscription bigint,
                                        p_delayed_until timestamptz)

@@ -6,7 +6,8 @@
 --           p_slot   the slot
 -- Returns:  bigint: the advisory lock key
 -- Locks:    none (computes the key; read_next takes the lock)
--- Callers:  mbus.read_next
+-- Calls:    none
+-- Tables:   none
 -- Inlined into the caller: every operator is immutable (the slot is cast to text explicitly;
 -- text || integer is anytextcat, which is only stable, and an IMMUTABLE SQL function whose body
 -- is less than immutable is called, not inlined: planned again on every call). The key is the

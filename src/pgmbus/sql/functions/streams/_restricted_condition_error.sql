@@ -29,7 +29,8 @@
 -- Params:   p_condition  a condition that mbus._check_condition accepts
 -- Returns:  text: NULL inside the grammar, else what is not allowed (for an MB004 message)
 -- Locks:    none others see: a temporary function made and rolled back in a subtransaction
--- Callers:  mbus.subscribe, mbus.subscribe_restricted
+-- Calls:    mbus._restricted_operator, mbus._restricted_types
+-- Tables:   mbus.subscriptions
 CREATE OR REPLACE FUNCTION mbus._restricted_condition_error(p_condition text)
 RETURNS text
 LANGUAGE plpgsql

@@ -11,7 +11,8 @@
 -- Params:   p_op  the operator's oid
 -- Returns:  boolean: true when allowed (false for an unknown oid)
 -- Locks:    none
--- Callers:  mbus._restricted_condition_error
+-- Calls:    mbus._restricted_types
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus._restricted_operator(p_op oid)
 RETURNS boolean
 LANGUAGE sql STABLE

@@ -9,7 +9,8 @@
 -- Params:   none
 -- Returns:  oid[]: the types' oids
 -- Locks:    none
--- Callers:  mbus._restricted_condition_error, mbus._restricted_operator
+-- Calls:    none
+-- Tables:   mbus.subscriptions
 CREATE OR REPLACE FUNCTION mbus._restricted_types()
 RETURNS oid[]
 LANGUAGE sql STABLE

@@ -6,7 +6,8 @@
 --           p_slot  the slot asked for (integer; NULL = the only slot)
 -- Returns:  integer: the slot; MB006 when NULL for a slotted group or out of 0 .. slots - 1
 -- Locks:    none
--- Callers:  mbus.read_next, mbus.commit, mbus.group_cursor
+-- Calls:    none
+-- Tables:   mbus.stream_groups
 CREATE OR REPLACE FUNCTION mbus._slot_of(g mbus.stream_groups, p_slot integer)
 RETURNS integer
 LANGUAGE plpgsql IMMUTABLE

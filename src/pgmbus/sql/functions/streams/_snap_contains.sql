@@ -8,8 +8,8 @@
 --           b  the snapshot to test
 -- Returns:  boolean
 -- Locks:    none
--- Callers:  mbus._parse_position (a cursor's hi must contain its lo), mbus._position_le,
---           mbus.commit (a cursor may not be ahead of the database's transactions)
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus._snap_contains(a pg_snapshot, b pg_snapshot)
 RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE

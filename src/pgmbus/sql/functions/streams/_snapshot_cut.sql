@@ -9,7 +9,8 @@
 --           cutoff  the first transaction id that must not be visible (xid8)
 -- Returns:  pg_snapshot
 -- Locks:    none
--- Callers:  mbus._start_snapshot, mbus.read_next (groups with ordered = true)
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus._snapshot_cut(s pg_snapshot, cutoff xid8)
 RETURNS pg_snapshot
 LANGUAGE plpgsql IMMUTABLE

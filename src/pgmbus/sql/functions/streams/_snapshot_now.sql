@@ -10,8 +10,8 @@
 -- Params:   none
 -- Returns:  pg_snapshot
 -- Locks:    none (reads mbus.spark_pending, a table of one row per pending Spark task)
--- Callers:  mbus.read_next (the batch's upper snapshot), mbus._start_snapshot ('now' and the cut
---           of a timestamp or id), mbus.current_cursor, mbus.repair_after_restore
+-- Calls:    none
+-- Tables:   mbus.spark_pending
 CREATE OR REPLACE FUNCTION mbus._snapshot_now()
 RETURNS pg_snapshot
 LANGUAGE plpgsql VOLATILE

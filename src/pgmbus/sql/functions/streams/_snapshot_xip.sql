@@ -7,7 +7,8 @@
 -- Params:   p_snapshot  the snapshot (pg_snapshot)
 -- Returns:  xid8[] ('{}' when none was in progress)
 -- Locks:    none (computes only)
--- Callers:  mbus._between
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus._snapshot_xip(p_snapshot pg_snapshot) RETURNS xid8[]
 LANGUAGE sql IMMUTABLE
 AS $$ SELECT ARRAY(SELECT pg_catalog.pg_snapshot_xip(p_snapshot)) $$;

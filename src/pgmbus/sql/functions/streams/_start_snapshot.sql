@@ -11,7 +11,8 @@
 -- Params:   p_start  'beginning', 'now' (or NULL), an event id as digits, or a timestamp (text)
 -- Returns:  pg_snapshot; MB006 for any other text
 -- Locks:    none (reads mbus.events)
--- Callers:  mbus.create_group, mbus.seek
+-- Calls:    mbus._snapshot_cut, mbus._snapshot_now
+-- Tables:   mbus.events
 CREATE OR REPLACE FUNCTION mbus._start_snapshot(p_start text)
 RETURNS pg_snapshot
 LANGUAGE plpgsql

@@ -8,9 +8,8 @@
 -- Params:   none
 -- Returns:  bigint: the system identifier
 -- Locks:    none
--- Callers:  mbus._check_log, mbus.log_status, mbus.repair_after_restore (the streams migration
---           fills mbus.stream_state from pg_control_system() itself);
---           tests/streams/test_streams_security.py (catalog test)
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus._system_identifier()
 RETURNS bigint
 LANGUAGE sql STABLE SECURITY DEFINER

@@ -12,7 +12,8 @@
 --           p_before  only events published before this count
 -- Returns:  boolean
 -- Locks:    none (reads only)
--- Callers:  mbus.maintain (lagging groups)
+-- Calls:    mbus._consumed, mbus.key_slot
+-- Tables:   mbus.stream_cursors, mbus.stream_groups
 CREATE OR REPLACE FUNCTION mbus._unread_before(p_name text, g mbus.stream_groups,
                                                c mbus.stream_cursors, p_before timestamptz)
 RETURNS boolean

@@ -10,8 +10,8 @@
 -- Params:   none
 -- Returns:  boolean
 -- Locks:    none (reads pg_locks, which briefly takes the lock manager's partition locks)
--- Callers:  pgmbus.streams.worker.StreamWorker (sql/streams.sql 'writers_in_flight'); tests under
---           tests/streams
+-- Calls:    none
+-- Tables:   mbus.events
 CREATE OR REPLACE FUNCTION mbus._writers_in_flight()
 RETURNS boolean
 LANGUAGE sql STABLE

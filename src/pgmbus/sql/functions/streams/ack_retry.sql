@@ -6,8 +6,8 @@
 -- Returns:  void; MB002 when the event has no pending retry in the group
 -- Locks:    the event's row of mbus.stream_retries (DELETE), held to commit; waits for a
 --           transaction that holds it (a claim in progress)
--- Callers:  pgmbus.streams.client.ack_retry (sql/streams.sql 'ack_retry'), used by StreamWorker
---           after a retried event was handled; tests/streams/test_streams_slots_retries.py
+-- Calls:    none
+-- Tables:   mbus.stream_retries
 CREATE OR REPLACE FUNCTION mbus.ack_retry("group" text, event_id bigint)
 RETURNS void
 LANGUAGE plpgsql

@@ -12,8 +12,8 @@
 -- Returns:  void
 -- Locks:    row locks on mbus.stream_waiter rows (DELETE of dead sessions' entries, upsert of
 --           its own)
--- Callers:  pgmbus.streams.worker.StreamWorker (sql/streams.sql 'await_events') before it sleeps;
---           users who LISTEN mbus_events; tests under tests/streams
+-- Calls:    none
+-- Tables:   mbus.stream_waiter
 CREATE OR REPLACE FUNCTION mbus.await_events()
 RETURNS void
 LANGUAGE plpgsql VOLATILE

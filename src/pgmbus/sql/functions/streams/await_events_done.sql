@@ -6,8 +6,8 @@
 -- Params:   none
 -- Returns:  void
 -- Locks:    row lock on this session's mbus.stream_waiter row (DELETE)
--- Callers:  pgmbus.streams.worker.StreamWorker (sql/streams.sql 'await_events_done') when it has
---           events to read again and when it stops; tests under tests/streams
+-- Calls:    none
+-- Tables:   mbus.stream_waiter
 CREATE OR REPLACE FUNCTION mbus.await_events_done()
 RETURNS void
 LANGUAGE sql VOLATILE

@@ -13,9 +13,8 @@
 -- Locks:    SHARE ROW EXCLUSIVE on tbl (CREATE TRIGGER), and ACCESS EXCLUSIVE on tbl when it
 --           replaces an existing capture (stop_capture's DROP TRIGGER), held to commit: writers
 --           and readers of tbl wait; the row of mbus.captures
--- Callers:  pgmbus.streams.client.capture_table (sql/streams.sql 'capture_table'), the CLI
---           `pgmbus streams capture`; the Spark stats job (sql/spark.sql 'capture_table'); tests
---           under tests/streams
+-- Calls:    mbus._capture_row, mbus._capture_truncate, mbus.stop_capture
+-- Tables:   mbus.captures
 CREATE OR REPLACE FUNCTION mbus.capture_table(tbl regclass, topic text DEFAULT NULL,
                                    columns text[] DEFAULT NULL)
 RETURNS void

@@ -12,10 +12,9 @@
 --           future cursor or a bad slot, MB009 when the log is not this cluster's
 -- Locks:    the slot's row of mbus.stream_cursors FOR UPDATE, then UPDATE, held to commit;
 --           waits for another transaction committing the same slot
--- Callers:  mbus.read_subscriptions (batches without a match); pgmbus.streams.client.commit and
---           commit_transaction (sql/streams.sql 'commit'), used by StreamWorker and the CLI
---           `pgmbus streams read --commit`; the Spark stream reader's commit (sql/spark.sql
---           'commit_group'); tests under tests/streams and tests/spark
+-- Calls:    mbus._check_log, mbus._format_position, mbus._group, mbus._parse_position,
+--           mbus._position_le, mbus._slot_of, mbus._snap_contains, mbus.seek
+-- Tables:   mbus.stream_cursors, mbus.stream_groups
 CREATE OR REPLACE FUNCTION mbus.commit("group" text, cursor text)
 RETURNS void
 LANGUAGE plpgsql

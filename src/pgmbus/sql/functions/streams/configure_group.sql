@@ -23,8 +23,8 @@
 -- Returns:  void; MB002 when the group does not exist, MB006 for a bad on_busy, max_attempts
 --           < 1 or a negative retry_backoff
 -- Locks:    the group's row in mbus.stream_groups (UPDATE), held to commit
--- Callers:  pgmbus.streams.client.configure_group (sql/streams.sql 'configure_group'), used by
---           the CLI `pgmbus streams create-group` for its options; tests under tests/streams
+-- Calls:    none
+-- Tables:   mbus.stream_groups
 CREATE OR REPLACE FUNCTION mbus.configure_group(name text, topics text[] DEFAULT NULL,
                                      on_busy text DEFAULT NULL, max_lag interval DEFAULT NULL,
                                      max_attempts integer DEFAULT NULL,

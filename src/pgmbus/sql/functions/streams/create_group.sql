@@ -13,9 +13,8 @@
 --           start, MB009 when the log is not this cluster's
 -- Locks:    the new rows of mbus.stream_groups and mbus.stream_cursors (INSERT); a concurrent
 --           create of the same name waits for this transaction on the primary key
--- Callers:  pgmbus.streams.client.create_group (sql/streams.sql 'create_group'), the CLI
---           `pgmbus streams create-group`; the Spark stream reader's initial offset (sql/spark.sql
---           'create_group'); tests under tests/streams and tests/spark
+-- Calls:    mbus._check_log, mbus._start_snapshot, mbus.check_name
+-- Tables:   mbus.stream_cursors, mbus.stream_groups
 CREATE OR REPLACE FUNCTION mbus.create_group(name text, start text DEFAULT 'now', slots integer DEFAULT 1)
 RETURNS void
 LANGUAGE plpgsql

@@ -7,9 +7,8 @@
 -- Params:   none
 -- Returns:  text: a cursor of the form '<snap>'; MB009 when the log is not this cluster's
 -- Locks:    none
--- Callers:  pgmbus.streams.client.current_cursor (sql/streams.sql 'current_cursor'); the Spark
---           reader's latest offset (sql/spark.sql 'current_cursor'); tests under tests/streams and
---           tests/spark
+-- Calls:    mbus._check_log, mbus._snapshot_now
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.current_cursor()
 RETURNS text
 LANGUAGE plpgsql VOLATILE

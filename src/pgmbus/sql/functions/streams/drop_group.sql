@@ -8,8 +8,8 @@
 -- Locks:    row locks of the deleted rows (the group's row and its cursors, retries, dead letters,
 --           subscriptions), held to commit; waits for a transaction holding one of them (a commit
 --           in progress, a claimed retry). A reader's advisory lock does not stop it
--- Callers:  pgmbus.streams.client.drop_group (sql/streams.sql 'drop_group'), the CLI
---           `pgmbus streams drop-group`; tests under tests/streams
+-- Calls:    none
+-- Tables:   mbus.stream_groups
 CREATE OR REPLACE FUNCTION mbus.drop_group(name text)
 RETURNS void
 LANGUAGE plpgsql

@@ -8,7 +8,8 @@
 --           p_limit  at most this many rows (NULL = all)
 -- Returns:  bigint: the rows deleted
 -- Locks:    row locks of the rows it deletes (FOR UPDATE SKIP LOCKED: never waits)
--- Callers:  mbus.maintain; tests tests/adversarial/test_stream_promises.py
+-- Calls:    mbus.get_setting, mbus.given_clock
+-- Tables:   mbus.stream_publish_keys
 CREATE OR REPLACE FUNCTION mbus.expire_publish_keys(p_now timestamptz DEFAULT NULL,
                                                     p_limit integer DEFAULT NULL)
 RETURNS bigint

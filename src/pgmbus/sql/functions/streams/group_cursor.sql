@@ -8,9 +8,8 @@
 -- Returns:  text: the cursor; MB002/MB008 for an unknown or expired group, MB006 for a bad slot,
 --           MB009 when the log is not this cluster's
 -- Locks:    none (reads only)
--- Callers:  pgmbus.streams.client.group_cursor (sql/streams.sql 'group_cursor'); the Spark stream
---           reader's initial offset (sql/spark.sql 'group_cursor', 'group_slot_cursor'); tests
---           under tests/streams and tests/spark
+-- Calls:    mbus._check_log, mbus._format_position, mbus._group, mbus._slot_of
+-- Tables:   mbus.stream_cursors, mbus.stream_groups
 CREATE OR REPLACE FUNCTION mbus.group_cursor("group" text, slot integer DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql STABLE

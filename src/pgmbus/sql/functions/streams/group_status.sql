@@ -9,8 +9,9 @@
 --           timestamptz, pending_events bigint, oldest_pending_at timestamptz, retries bigint,
 --           dead_letters bigint), ordered by group and slot
 -- Locks:    none (reads only)
--- Callers:  pgmbus.streams.client.group_status (sql/streams.sql 'group_status'), used by the CLI
---           `pgmbus streams groups` and by pgmbus.streams.metrics (`pgmbus streams metrics`)
+-- Calls:    mbus._consumed, mbus._format_position, mbus.key_slot
+-- Tables:   mbus.events, mbus.stream_cursors, mbus.stream_dead_letters, mbus.stream_groups,
+--           mbus.stream_retries
 CREATE OR REPLACE FUNCTION mbus.group_status()
 RETURNS TABLE (group_name text, slot integer, state text, group_position text,
                committed_at timestamptz, pending_events bigint,

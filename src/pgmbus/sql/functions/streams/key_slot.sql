@@ -9,9 +9,8 @@
 --           nslots  the number of slots (>= 1)
 -- Returns:  integer in 0 .. nslots - 1
 -- Locks:    none
--- Callers:  mbus._batch, read_between, group_status, _partition_needed, repair_after_restore;
---           the Spark reader's key partitions (sql/spark.sql 'read_range');
---           tests/spark/test_spark_sql.py; users splitting work by key
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.key_slot(p_key text, p_id bigint, nslots integer)
 RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE

@@ -9,8 +9,8 @@
 -- Returns:  TABLE (consistent boolean, stored_system_identifier bigint, system_identifier bigint,
 --           repaired_at timestamptz): one row (repaired_at NULL until a repair)
 -- Locks:    none (reads only)
--- Callers:  the CLI `pgmbus streams repair-after-restore` (sql/streams.sql 'log_status');
---           tests/streams/test_streams_restore.py
+-- Calls:    mbus._system_identifier
+-- Tables:   mbus.stream_state
 CREATE OR REPLACE FUNCTION mbus.log_status()
 RETURNS TABLE (consistent boolean, stored_system_identifier bigint,
                system_identifier bigint, repaired_at timestamptz)

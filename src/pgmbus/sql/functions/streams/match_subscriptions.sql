@@ -9,7 +9,8 @@
 --           event_ids  the events' ids (bigint[])
 -- Returns:  TABLE (event_id bigint, subscription_ids bigint[]): ids distinct and ascending
 -- Locks:    none (reads only)
--- Callers:  users directly (SQL API); no Python caller and no test
+-- Calls:    mbus._match
+-- Tables:   mbus.events, mbus.subscriptions
 CREATE OR REPLACE FUNCTION mbus.match_subscriptions("group" text, event_ids bigint[])
 RETURNS TABLE (event_id bigint, subscription_ids bigint[])
 LANGUAGE sql STABLE

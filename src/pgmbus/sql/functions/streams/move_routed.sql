@@ -17,9 +17,8 @@
 --           it with on_busy 'skip'); read_subscriptions' and mbus.post_batch's errors
 -- Locks:    read_subscriptions' (the group's reader lock to the end of the transaction), the
 --           posts' (ROW EXCLUSIVE on the queues' delivery tables), commit's row lock
--- Callers:  pgmbus.streams.client.move_routed (sql/streams.sql 'move_routed'), used by
---           pgmbus.streams.routes.RouteMover; users' schedulers; tests
---           tests/streams/test_streams_routes.py
+-- Calls:    mbus.commit, mbus.post_batch, mbus.read_subscriptions
+-- Tables:   mbus.subscription_queues
 CREATE OR REPLACE FUNCTION mbus.move_routed("group" text, max_events integer DEFAULT 1000)
 RETURNS integer
 LANGUAGE plpgsql

@@ -10,9 +10,8 @@
 -- Params:   none
 -- Returns:  void
 -- Locks:    none
--- Callers:  mbus.spark_commit_write; pgmbus.streams.client.publish_copy after its COPY
---           (sql/streams.sql 'notify'); users who write mbus.events directly;
---           tests/streams/test_streams_wiki_pubsub.py
+-- Calls:    none
+-- Tables:   mbus.stream_waiter
 CREATE OR REPLACE FUNCTION mbus.notify()
 RETURNS void
 LANGUAGE sql

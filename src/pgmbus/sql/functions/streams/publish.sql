@@ -33,8 +33,9 @@
 --           mbus.publish_once's (a bad idempotency key)
 -- Locks:    none beyond the INSERT into the current partition of mbus.events (ROW EXCLUSIVE);
 --           reads mbus.stream_waiter
--- Callers:  pgmbus.streams.client.publish and publish_many (sql/streams.sql 'publish'), the CLI
---           `pgmbus streams publish`; users directly; tests under tests/streams and tests/spark
+-- Calls:    mbus._check_log, mbus._publish_special, mbus.json_shallow_by_size, mbus.json_too_deep,
+--           mbus.publish_once
+-- Tables:   mbus.events, mbus.stream_waiter
 CREATE OR REPLACE FUNCTION mbus.publish(topic text, payload jsonb, key text DEFAULT NULL,
                              headers jsonb DEFAULT NULL, subscription_id bigint DEFAULT NULL,
                              delayed_until timestamptz DEFAULT NULL,

@@ -21,8 +21,8 @@
 --           element nested more than 100 levels deep (mbus.json_too_deep), MB009 when the log is
 --           not this cluster's; mbus._publish_special's and mbus.publish_once's errors
 -- Locks:    none beyond the INSERT into mbus.events (ROW EXCLUSIVE)
--- Callers:  pgmbus.streams.client.publish_batch (sql/streams.sql 'publish_batch'); users
---           directly; tests under tests/streams
+-- Calls:    mbus._check_log, mbus._publish_special, mbus.json_too_deep, mbus.publish_once
+-- Tables:   mbus.events, mbus.stream_waiter
 CREATE OR REPLACE FUNCTION mbus.publish_batch(topic text, payloads jsonb[],
                                    keys text[] DEFAULT NULL, headers jsonb[] DEFAULT NULL,
                                    subscription_id bigint DEFAULT NULL,

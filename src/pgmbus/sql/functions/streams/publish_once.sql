@@ -24,10 +24,8 @@
 --           publish of the key waits); those of mbus.publish_batch. Hot path like mbus.publish:
 --           no SET search_path (every object schema-qualified, only pg_catalog functions
 --           called unqualified), and the window setting read only for a key already stored.
--- Callers:  mbus.publish and mbus.publish_batch (with idempotency_key); pgmbus.streams
---           publish_once, publish and publish_batch (sql/streams.sql 'publish_once'), the HTTP
---           API (POST /v1/streams/events and /events/batch); tests
---           tests/adversarial/test_stream_promises.py
+-- Calls:    mbus.publish_batch
+-- Tables:   mbus.settings, mbus.stream_publish_keys
 CREATE OR REPLACE FUNCTION mbus.publish_once(topic text, idempotency_key text, payloads jsonb[],
                                   keys text[] DEFAULT NULL, headers jsonb[] DEFAULT NULL,
                                   subscription_id bigint DEFAULT NULL,

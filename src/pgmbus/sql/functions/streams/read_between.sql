@@ -17,8 +17,8 @@
 --           timestamptz), in id order; MB006 for a malformed cursor or a bad slot/nslots pair,
 --           MB009 when the log is not this cluster's
 -- Locks:    none (reads only)
--- Callers:  pgmbus.streams.client.read_between (sql/streams.sql 'read_between'); tests under
---           tests/streams and tests/spark (the Spark reader uses mbus.spark_read instead)
+-- Calls:    mbus._between, mbus._check_log, mbus._parse_position, mbus.key_slot
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.read_between(from_cursor text, to_cursor text, topics text[] DEFAULT NULL,
                                   slot integer DEFAULT NULL, nslots integer DEFAULT NULL)
 RETURNS TABLE (id bigint, topic text, key text, payload jsonb, headers jsonb,

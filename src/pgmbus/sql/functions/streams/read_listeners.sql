@@ -14,8 +14,8 @@
 --           published_at timestamptz, subscription_ids bigint[]) in (txid, id) order; the
 --           errors of read_between for bad cursors
 -- Locks:    none (reads only; the conditions run with the caller's privileges)
--- Callers:  pgmbus.http.listeners (sql/listeners.sql 'read'); tests
---           tests/ops/test_ops_listeners.py
+-- Calls:    mbus._between, mbus._check_log, mbus._match, mbus._parse_position
+-- Tables:   mbus.events, mbus.subscriptions
 CREATE OR REPLACE FUNCTION mbus.read_listeners(from_cursor text, to_cursor text,
                                     subscriptions bigint[])
 RETURNS TABLE (id bigint, topic text, key text, payload jsonb, headers jsonb,

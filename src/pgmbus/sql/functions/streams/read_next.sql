@@ -31,9 +31,9 @@
 --           pg_try_advisory_xact_lock when on_busy is 'skip', held to the end of the caller's
 --           transaction (the lock is not a row lock, so reading stays a read-only transaction);
 --           after an empty batch, the slot's row of mbus.stream_cursors (UPDATE)
--- Callers:  mbus.read_subscriptions; pgmbus.streams.client.read_next (sql/streams.sql
---           'read_next'), used by StreamWorker and the CLI `pgmbus streams read`; tests under
---           tests/streams (also isolation specs tests/streams/specs/*.spec)
+-- Calls:    mbus._batch, mbus._check_log, mbus._format_position, mbus._group,
+--           mbus._reader_lock_key, mbus._slot_of, mbus._snapshot_cut, mbus._snapshot_now
+-- Tables:   mbus.stream_cursors, mbus.stream_groups
 CREATE OR REPLACE FUNCTION mbus.read_next("group" text, max_events integer DEFAULT 1000,
                                slot integer DEFAULT NULL)
 RETURNS TABLE (cursor text, id bigint, topic text, key text, payload jsonb, headers jsonb,

@@ -14,8 +14,8 @@
 --           lease not from 0 to 100 years (NULL included)
 -- Locks:    row locks FOR UPDATE SKIP LOCKED on the due rows of mbus.stream_retries, then their
 --           UPDATE, held to commit
--- Callers:  pgmbus.streams.client.read_retries (sql/streams.sql 'read_retries'), used by
---           StreamWorker; tests/streams/test_streams_slots_retries.py, test_streams_restore.py
+-- Calls:    mbus._group, mbus.given_clock
+-- Tables:   mbus.stream_retries
 CREATE OR REPLACE FUNCTION mbus.read_retries("group" text, max_events integer DEFAULT 100,
                                   lease interval DEFAULT '1 minute',
                                   p_now timestamptz DEFAULT NULL)

@@ -22,9 +22,8 @@
 --           transaction; commit's row lock on the slot's cursor for batches without a match;
 --           the counter's row of mbus.stream_counters when a condition failed (its number
 --           comes from mbus._match through the transaction-local setting mbus.match_failed)
--- Callers:  pgmbus.streams.client.read_subscriptions (sql/streams.sql 'read_subscriptions'),
---           used by StreamWorker(subscriptions=True); tests
---           tests/streams/test_streams_subscriptions.py, test_streams_wiki_pubsub.py
+-- Calls:    mbus._count, mbus._match, mbus.commit, mbus.read_next
+-- Tables:   mbus.events
 CREATE OR REPLACE FUNCTION mbus.read_subscriptions("group" text, max_events integer DEFAULT 1000,
                                         slot integer DEFAULT NULL)
 RETURNS TABLE (cursor text, id bigint, topic text, key text, payload jsonb, headers jsonb,

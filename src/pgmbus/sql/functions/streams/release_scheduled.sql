@@ -14,10 +14,8 @@
 -- Returns:  integer: how many events were moved (call again while it equals max_events); MB006
 --           for a max_events below 1
 -- Locks:    row locks on the moved rows of mbus.stream_scheduled; ROW EXCLUSIVE on mbus.events
--- Callers:  pgmbus.streams.client / aclient release_scheduled (sql/streams.sql
---           'release_scheduled'), used by StreamWorker; the SSE hub (sql/listeners.sql); the
---           Spark reader (sql/spark.sql); users' schedulers; tests
---           tests/streams/test_streams_direct_future.py, tests/ops/test_ops_listeners.py
+-- Calls:    mbus.notify
+-- Tables:   mbus.events, mbus.stream_scheduled
 CREATE OR REPLACE FUNCTION mbus.release_scheduled(max_events integer DEFAULT 1000)
 RETURNS integer
 LANGUAGE plpgsql

@@ -20,9 +20,9 @@
 --           IN SHARE MODE, held to commit: publishers, readers' commits and group changes wait
 --           for the whole repair; row locks of every event (UPDATE), the new retry rows and the
 --           row of mbus.stream_state
--- Callers:  pgmbus.streams.client.repair_after_restore (sql/streams.sql 'repair_after_restore'),
---           the CLI `pgmbus streams repair-after-restore` (named in _check_log's hint);
---           tests/streams/test_streams_restore.py
+-- Calls:    mbus._consumed, mbus._snapshot_now, mbus._system_identifier, mbus.key_slot
+-- Tables:   mbus.events, mbus.stream_cursors, mbus.stream_groups, mbus.stream_retries,
+--           mbus.stream_state
 CREATE OR REPLACE FUNCTION mbus.repair_after_restore()
 RETURNS TABLE (group_name text, redelivered bigint)
 LANGUAGE plpgsql

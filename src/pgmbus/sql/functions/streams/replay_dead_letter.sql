@@ -8,8 +8,8 @@
 -- Returns:  void; MB002 when the event is not a dead letter of the group
 -- Locks:    the dead letter's row (DELETE) and the new row of mbus.stream_retries (INSERT; the FK
 --           takes FOR KEY SHARE on the group's row), held to commit
--- Callers:  pgmbus.streams.client.replay_dead_letter (sql/streams.sql 'replay_dead_letter'), the
---           CLI `pgmbus streams replay-dead-letter`; tests/streams/test_streams_slots_retries.py
+-- Calls:    none
+-- Tables:   mbus.stream_dead_letters, mbus.stream_retries
 CREATE OR REPLACE FUNCTION mbus.replay_dead_letter("group" text, event_id bigint)
 RETURNS void
 LANGUAGE plpgsql

@@ -21,8 +21,8 @@
 --           commit; for 'dead', the deleted retry row, the dead letter it inserts or updates and
 --           the 'dead_letters' row of mbus.stream_counters; the FK takes FOR KEY SHARE on the
 --           group's row
--- Callers:  pgmbus.streams.client.retry_event (sql/streams.sql 'retry_event'), used by
---           StreamWorker when a handler fails; tests/streams/test_streams_slots_retries.py
+-- Calls:    mbus._count, mbus._group, mbus.given_clock
+-- Tables:   mbus.events, mbus.stream_dead_letters, mbus.stream_groups, mbus.stream_retries
 CREATE OR REPLACE FUNCTION mbus.retry_event("group" text, event_id bigint, error text DEFAULT NULL,
                                  delay interval DEFAULT NULL, p_now timestamptz DEFAULT NULL)
 RETURNS text

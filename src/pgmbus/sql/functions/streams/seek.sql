@@ -19,8 +19,8 @@
 --           one (the Spark stream reader) after the seek committed; such a commit moves the
 --           group past the target if the cursor is ahead of it (do not seek under a running
 --           Spark query: docs/spark.md)
--- Callers:  pgmbus.streams.client.seek (sql/streams.sql 'seek'), the CLI `pgmbus streams seek`;
---           tests under tests/streams
+-- Calls:    mbus._check_log, mbus._reader_lock_key, mbus._start_snapshot
+-- Tables:   mbus.stream_cursors, mbus.stream_groups
 CREATE OR REPLACE FUNCTION mbus.seek("group" text, start text)
 RETURNS void
 LANGUAGE plpgsql

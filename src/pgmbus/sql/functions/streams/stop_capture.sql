@@ -7,9 +7,8 @@
 -- Returns:  void; MB002 when tbl is not captured (or NULL) and missing_ok is false (or NULL)
 -- Locks:    ACCESS EXCLUSIVE on tbl when a trigger is dropped (DROP TRIGGER), held to commit;
 --           the row of mbus.captures (DELETE)
--- Callers:  mbus.capture_table (missing_ok, before it creates the triggers);
---           pgmbus.streams.client.stop_capture (sql/streams.sql 'stop_capture'), the CLI
---           `pgmbus streams stop-capture`; tests/streams/test_streams_capture.py
+-- Calls:    none
+-- Tables:   mbus.captures
 CREATE OR REPLACE FUNCTION mbus.stop_capture(tbl regclass, missing_ok boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql

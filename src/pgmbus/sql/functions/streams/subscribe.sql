@@ -30,8 +30,8 @@
 --           the owner's rights), MB005 when params is not an object, MB006 for expires_after <= 0
 -- Locks:    the subscription's row (INSERT ... ON CONFLICT DO UPDATE), held to commit; the FK
 --           takes FOR KEY SHARE on the group's row
--- Callers:  pgmbus.streams.client.subscribe (sql/streams.sql 'subscribe'); tests
---           tests/streams/test_streams_subscriptions.py, test_streams_wiki_pubsub.py
+-- Calls:    mbus._check_condition, mbus._group, mbus._restricted_condition_error
+-- Tables:   mbus.subscriptions
 CREATE OR REPLACE FUNCTION mbus.subscribe("group" text, condition text, params jsonb DEFAULT '{}',
                                expires_after interval DEFAULT NULL)
 RETURNS bigint

@@ -12,8 +12,8 @@
 -- Returns:  bigint: the subscription's id; mbus.subscribe's errors, MB001/MB002 for a bad or
 --           unknown queue (nothing is created then)
 -- Locks:    mbus.subscribe's; the route's row
--- Callers:  pgmbus.streams.client.subscribe_queue (sql/streams.sql 'subscribe_queue'); users;
---           tests tests/streams/test_streams_routes.py
+-- Calls:    mbus.require_queue, mbus.subscribe
+-- Tables:   mbus.subscription_queues
 CREATE OR REPLACE FUNCTION mbus.subscribe_queue("group" text, queue text, condition text,
                                      params jsonb DEFAULT '{}')
 RETURNS bigint

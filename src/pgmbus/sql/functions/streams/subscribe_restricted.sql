@@ -11,8 +11,8 @@
 -- Returns:  bigint: the subscription's id; MB004 (nothing stored) for a condition outside the
 --           grammar, naming what is not allowed; the errors of mbus.subscribe
 -- Locks:    as mbus.subscribe
--- Callers:  pgmbus serve (sql/listeners.sql 'subscribe'); tests
---           tests/adversarial/test_conditions.py
+-- Calls:    mbus._check_condition, mbus._restricted_condition_error, mbus.subscribe
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.subscribe_restricted("group" text, condition text,
                                                      params jsonb DEFAULT '{}',
                                                      expires_after interval DEFAULT NULL)

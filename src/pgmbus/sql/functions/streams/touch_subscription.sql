@@ -6,8 +6,8 @@
 --           p_now  the clock (NULL = now()); tests move it
 -- Returns:  void; MB002 when the subscription does not exist (it may have expired)
 -- Locks:    the subscription's row (UPDATE), held to commit
--- Callers:  pgmbus.streams.client.touch_subscription (sql/streams.sql 'touch_subscription');
---           tests/streams/test_streams_subscriptions.py
+-- Calls:    mbus.given_clock
+-- Tables:   mbus.subscriptions
 CREATE OR REPLACE FUNCTION mbus.touch_subscription(id bigint, p_now timestamptz DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql

@@ -5,7 +5,8 @@
 -- Params:   id  the subscription's id
 -- Returns:  void; MB002 when the subscription does not exist
 -- Locks:    the subscription's row (DELETE), held to commit
--- Callers:  pgmbus.streams.client.unsubscribe (sql/streams.sql 'unsubscribe'); no test calls it
+-- Calls:    none
+-- Tables:   mbus.subscriptions
 CREATE OR REPLACE FUNCTION mbus.unsubscribe(id bigint)
 RETURNS void
 LANGUAGE plpgsql

@@ -6,8 +6,8 @@
 --           queue            the queue's name
 -- Returns:  boolean: whether there was such a route
 -- Locks:    the route's row
--- Callers:  pgmbus.streams.client.unsubscribe_queue (sql/streams.sql 'unsubscribe_queue');
---           users; tests tests/streams/test_streams_routes.py
+-- Calls:    none
+-- Tables:   mbus.subscription_queues
 CREATE OR REPLACE FUNCTION mbus.unsubscribe_queue(subscription_id bigint, queue text)
 RETURNS boolean
 LANGUAGE plpgsql

@@ -10,10 +10,8 @@
 --           of that name exists, MB006 for a bad name
 -- Locks:    inserts the mbus.timer_clients row; a concurrent insert of the same name makes it
 --           wait for that transaction (unique index)
--- Callers:  Python pgmbus.timers.store.add_client (and sync_store.add_client) via
---           sql/timers.sql 'add_client', used by the CLI `pgmbus timers add-client`; the timers
---           bench (bench/scenarios/_timers_common.py); users directly (not a public entry
---           point); tests under tests/timers
+-- Calls:    mbus.check_name
+-- Tables:   mbus.timer_clients
 CREATE OR REPLACE FUNCTION mbus.timer_add_client(p_name text,
     OUT client_id bigint, OUT api_key text, OUT signing_secret text)
 LANGUAGE plpgsql

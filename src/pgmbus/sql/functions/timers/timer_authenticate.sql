@@ -5,9 +5,8 @@
 -- Params:   p_api_key  the API key a request carries (text)
 -- Returns:  bigint: the client's id; NULL when no client has that key
 -- Locks:    none (reads only)
--- Callers:  Python pgmbus.timers.store.authenticate via sql/timers.sql 'authenticate', used by
---           the HTTP service (pgmbus.http.auth: the bearer key of every request, cached
---           for a while); tests/timers/test_timers_cli.py
+-- Calls:    none
+-- Tables:   mbus.timer_clients
 CREATE OR REPLACE FUNCTION mbus.timer_authenticate(p_api_key text)
 RETURNS bigint
 LANGUAGE sql STABLE

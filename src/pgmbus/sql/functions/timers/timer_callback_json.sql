@@ -9,8 +9,8 @@
 -- Params:   c  the callback's row (mbus.timer_callbacks)
 -- Returns:  jsonb object (NULL for a NULL row)
 -- Locks:    none (reads the schedule's key)
--- Callers:  mbus.timer_create_many, timer_get, timer_list, timer_update, timer_cancel,
---           timer_history
+-- Calls:    none
+-- Tables:   mbus.timer_callbacks, mbus.timer_schedules
 CREATE OR REPLACE FUNCTION mbus.timer_callback_json(c mbus.timer_callbacks)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE

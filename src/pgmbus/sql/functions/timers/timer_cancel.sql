@@ -14,9 +14,8 @@
 -- Locks:    row lock of the callback (FOR UPDATE in mbus.timer_lock, then UPDATE), held to
 --           commit; waits for a transaction holding it (a claim or record in progress); the
 --           change log insert notifies 'mbus_timer_changed' at commit
--- Callers:  Python pgmbus.timers.store.cancel via sql/timers.sql 'cancel', used by the HTTP
---           service (POST /v1/callbacks/{group_key}/{event_key}/cancel); users directly (not a
---           public entry point); tests under tests/timers
+-- Calls:    mbus.given_clock, mbus.timer_callback_json, mbus.timer_lock
+-- Tables:   mbus.timer_callbacks, mbus.timer_change_log
 CREATE OR REPLACE FUNCTION mbus.timer_cancel(p_client_id bigint, p_group_key text, p_event_key text,
     p_now timestamptz DEFAULT NULL)
 RETURNS jsonb

@@ -58,10 +58,8 @@
 -- Locks:    row locks FOR UPDATE SKIP LOCKED on the due mbus.timer_callbacks rows it takes (rows
 --           locked by others are skipped, never waited for), then UPDATE of exactly those
 --           rows (each row it locks, it claims and returns); held to commit
--- Callers:  Python pgmbus.timers.store.claim via sql/timers.sql 'claim', used by the dispatcher
---           (pgmbus.timers.dispatcher, its claim loop); tests/timers/test_timers_store.py,
---           test_timers_claim_ahead.py,
---           tests/adversarial/test_timers_fairness.py
+-- Calls:    mbus.given_clock
+-- Tables:   mbus.timer_callbacks, mbus.timer_clients
 CREATE OR REPLACE FUNCTION mbus.timer_claim(p_dispatcher text, p_buckets integer[], p_limit integer,
     p_lease_s double precision DEFAULT 30, p_now timestamptz DEFAULT NULL,
     p_lookahead_s double precision DEFAULT 0, p_after_run_at timestamptz DEFAULT '-infinity',

@@ -16,9 +16,8 @@
 --           records (waits for a
 --           transaction holding one); row lock of the 'clean' row of mbus.timer_jobs, held to
 --           commit
--- Callers:  Python pgmbus.timers.store.clean via sql/timers.sql 'clean', used by the CLI
---           `pgmbus timers clean`; mbus.timer_clean_if_due; users directly (not a public entry
---           point); tests/timers/test_timers_store.py
+-- Calls:    mbus.given_clock
+-- Tables:   mbus.timer_callbacks, mbus.timer_change_log, mbus.timer_jobs, mbus.timer_schedule_posts
 CREATE OR REPLACE FUNCTION mbus.timer_clean(p_ttl_days integer DEFAULT 30,
     p_now timestamptz DEFAULT NULL, OUT callbacks bigint, OUT changes bigint)
 LANGUAGE plpgsql

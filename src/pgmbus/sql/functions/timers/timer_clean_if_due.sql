@@ -11,9 +11,8 @@
 --           transaction holds the job
 -- Locks:    row lock FOR UPDATE SKIP LOCKED of the 'clean' row of mbus.timer_jobs, held to
 --           commit; then those of mbus.timer_clean
--- Callers:  Python pgmbus.timers.store.clean_if_due via sql/timers.sql 'clean_if_due', used by
---           the dispatcher (pgmbus.timers.dispatcher, its heartbeat loop);
---           tests/timers/test_timers_store.py
+-- Calls:    mbus.given_clock, mbus.timer_clean
+-- Tables:   mbus.timer_jobs
 CREATE OR REPLACE FUNCTION mbus.timer_clean_if_due(p_ttl_days integer DEFAULT 30,
     p_every_s double precision DEFAULT 86400, p_now timestamptz DEFAULT NULL)
 RETURNS boolean

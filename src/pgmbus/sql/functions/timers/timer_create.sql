@@ -18,8 +18,8 @@
 -- Returns:  one row (created boolean, callback jsonb): created is false when the key existed;
 --           callback is mbus.timer_callback_json of the (new or existing) callback
 -- Locks:    those of mbus.timer_create_many
--- Callers:  users directly (not a public entry point; the documented SQL API); tests under
---           tests/timers. Python's pgmbus.timers.store.create calls timer_create_many instead
+-- Calls:    mbus.timer_create_many
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.timer_create(
     p_client_id bigint, p_group_key text, p_event_key text, p_run_at timestamptz, p_url text,
     p_context jsonb DEFAULT '{}', p_retry jsonb DEFAULT NULL,

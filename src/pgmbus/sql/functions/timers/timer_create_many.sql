@@ -24,10 +24,10 @@
 --           order (ord from 1); callback is mbus.timer_callback_json of the callback
 -- Locks:    inserts the new mbus.timer_callbacks and change log rows; an item whose key a
 --           concurrent transaction is inserting waits for it (ON CONFLICT on the unique key)
--- Callers:  Python pgmbus.timers.store.create_many (and store.create) via sql/timers.sql
---           'create_many', used by the HTTP service's CreateBatcher (POST /v1/callbacks);
---           mbus.timer_create, mbus.timer_schedule_materialize; the timers bench; users
---           directly (not a public entry point); tests under tests/timers
+-- Calls:    mbus.given_clock, mbus.timer_callback_json, mbus.timer_item_problem, mbus.timer_limits,
+--           mbus.timer_retry_merge
+-- Tables:   mbus.timer_buckets, mbus.timer_callbacks, mbus.timer_change_log, mbus.timer_clients,
+--           mbus.timer_schedules
 CREATE OR REPLACE FUNCTION mbus.timer_create_many(p_items jsonb, p_now timestamptz DEFAULT NULL)
 RETURNS TABLE (ord integer, created boolean, callback jsonb)
 LANGUAGE plpgsql

@@ -10,7 +10,8 @@
 -- Params:   p_cron  the expression
 -- Returns:  text: the reason, or NULL
 -- Locks:    none (computes only)
--- Callers:  mbus.timer_schedule_create
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.timer_cron_problem(p_cron text)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE

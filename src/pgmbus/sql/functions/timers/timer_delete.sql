@@ -14,9 +14,8 @@
 -- Locks:    row lock of the callback (FOR UPDATE in mbus.timer_lock, then DELETE) and of its
 --           attempts, held to commit; waits for a transaction holding it; the change log insert
 --           notifies 'mbus_timer_changed' at commit
--- Callers:  Python pgmbus.timers.store.delete via sql/timers.sql 'delete', used by the HTTP
---           service (DELETE /v1/callbacks/{group_key}/{event_key}); users directly (not a
---           public entry point); tests under tests/timers
+-- Calls:    mbus.given_clock, mbus.timer_lock
+-- Tables:   mbus.timer_callbacks, mbus.timer_change_log
 CREATE OR REPLACE FUNCTION mbus.timer_delete(p_client_id bigint, p_group_key text, p_event_key text,
     p_force boolean DEFAULT false, p_now timestamptz DEFAULT NULL)
 RETURNS void

@@ -11,7 +11,8 @@
 --           the fields, each NULL when not given
 -- Returns:  text: the reason, or NULL
 -- Locks:    none (computes only)
--- Callers:  mbus.timer_item_problem, mbus.timer_update, mbus.timer_schedule_create
+-- Calls:    mbus.json_too_deep, mbus.timer_time_problem
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.timer_field_problem(p_limits jsonb,
     p_run_at timestamptz DEFAULT NULL, p_originally_run_at timestamptz DEFAULT NULL,
     p_url text DEFAULT NULL, p_context jsonb DEFAULT NULL,

@@ -6,9 +6,8 @@
 --           p_event_key  the callback's event key (text)
 -- Returns:  jsonb: the callback; MB002 when the client has no such callback
 -- Locks:    none (reads only)
--- Callers:  Python pgmbus.timers.store.get via sql/timers.sql 'get', used by the HTTP service
---           (GET /v1/callbacks/{group_key}/{event_key}); users directly (not a public entry
---           point); tests/timers/test_timers_store.py
+-- Calls:    mbus.timer_callback_json
+-- Tables:   mbus.timer_callbacks
 CREATE OR REPLACE FUNCTION mbus.timer_get(p_client_id bigint, p_group_key text, p_event_key text)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE

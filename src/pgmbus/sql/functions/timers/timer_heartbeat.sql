@@ -21,9 +21,8 @@
 --           it deletes and of its own mbus.timer_buckets rows (waits if another dispatcher is
 --           taking one of its expired buckets); FOR UPDATE SKIP LOCKED on the free buckets it
 --           takes
--- Callers:  Python pgmbus.timers.store.heartbeat via sql/timers.sql 'heartbeat', used by the
---           dispatcher (pgmbus.timers.dispatcher, every bucket_lease_s / 3);
---           tests/timers/test_timers_store.py
+-- Calls:    mbus.given_clock
+-- Tables:   mbus.timer_buckets, mbus.timer_dispatchers
 CREATE OR REPLACE FUNCTION mbus.timer_heartbeat(p_dispatcher text, p_lease_s double precision DEFAULT 10,
     p_now timestamptz DEFAULT NULL)
 RETURNS integer[]

@@ -13,9 +13,8 @@
 -- Returns:  jsonb {"callback": object or null, "changes": [...], "attempts": [...]}; MB002 when
 --           neither the callback nor a log row exists
 -- Locks:    none (reads only)
--- Callers:  Python pgmbus.timers.store.history via sql/timers.sql 'history', used by the HTTP
---           service (GET /v1/callbacks/{group_key}/{event_key}/history); users directly (not a
---           public entry point); tests under tests/timers
+-- Calls:    mbus.timer_callback_json
+-- Tables:   mbus.timer_attempts, mbus.timer_callbacks, mbus.timer_change_log
 CREATE OR REPLACE FUNCTION mbus.timer_history(p_client_id bigint, p_group_key text, p_event_key text)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE

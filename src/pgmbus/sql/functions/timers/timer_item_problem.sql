@@ -14,7 +14,8 @@
 --           p_limits  mbus.timer_limits() of the statement
 -- Returns:  text: the reason, or NULL
 -- Locks:    none (computes only)
--- Callers:  mbus.timer_create_many
+-- Calls:    mbus.timer_field_problem, mbus.timer_retry_problem
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.timer_item_problem(p_item jsonb, p_limits jsonb)
 RETURNS text
 LANGUAGE plpgsql STABLE

@@ -7,7 +7,8 @@
 -- Params:   none
 -- Returns:  jsonb {"max_context_bytes": n, "max_url_length": n}
 -- Locks:    none (reads mbus.settings)
--- Callers:  mbus.timer_create_many, mbus.timer_update, mbus.timer_schedule_create
+-- Calls:    mbus.get_setting
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.timer_limits()
 RETURNS jsonb
 LANGUAGE plpgsql STABLE

@@ -10,9 +10,8 @@
 --           p_after      the last id of the previous page (default 0 = from the start)
 -- Returns:  SETOF jsonb: the callbacks (mbus.timer_callback_json); no row when none is left
 -- Locks:    none (reads only)
--- Callers:  Python pgmbus.timers.store.list_callbacks via sql/timers.sql 'list', used by the
---           HTTP service (GET /v1/callbacks); users directly (not a public entry point);
---           tests/timers/test_timers_store.py
+-- Calls:    mbus.timer_callback_json
+-- Tables:   mbus.timer_callbacks
 CREATE OR REPLACE FUNCTION mbus.timer_list(p_client_id bigint, p_group_key text DEFAULT NULL,
     p_status text DEFAULT NULL, p_limit integer DEFAULT 100, p_after bigint DEFAULT 0)
 RETURNS SETOF jsonb

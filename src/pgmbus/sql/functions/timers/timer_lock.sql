@@ -8,7 +8,8 @@
 -- Returns:  mbus.timer_callbacks: the locked row; MB002 when there is none
 -- Locks:    row lock FOR UPDATE of the callback, held to commit; waits for a transaction that
 --           holds it (a dispatcher's claim or record in progress, another change)
--- Callers:  mbus.timer_update, mbus.timer_cancel, mbus.timer_delete
+-- Calls:    none
+-- Tables:   mbus.timer_callbacks
 CREATE OR REPLACE FUNCTION mbus.timer_lock(p_client_id bigint, p_group_key text, p_event_key text)
 RETURNS mbus.timer_callbacks
 LANGUAGE plpgsql

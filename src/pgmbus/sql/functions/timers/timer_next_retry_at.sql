@@ -14,7 +14,8 @@
 --           p_now  the time the failure is recorded
 -- Returns:  timestamptz: the next run_at; NULL when it should fail instead
 -- Locks:    none (computes only)
--- Callers:  mbus.timer_record_batch
+-- Calls:    none
+-- Tables:   mbus.timer_callbacks
 CREATE OR REPLACE FUNCTION mbus.timer_next_retry_at(c mbus.timer_callbacks, p_now timestamptz)
 RETURNS timestamptz
 LANGUAGE sql IMMUTABLE

@@ -18,10 +18,8 @@
 -- Returns:  trigger: NULL (an AFTER trigger)
 -- Locks:    none (reads the callback's attempts); the notification is queued at commit, which
 --           serializes with other notifying commits
--- Callers:  the trigger timer_change_log_notify on mbus.timer_change_log, i.e. the log rows of
---           mbus.timer_update, timer_cancel, timer_delete and timer_schedule_drop_pending
---           ('delete'); the notifications are read by the dispatcher (pgmbus.timers.store.
---           listen_changes via sql/timers.sql 'listen_changes')
+-- Calls:    mbus.timer_notify_change
+-- Tables:   mbus.timer_callbacks, mbus.timer_change_log
 CREATE OR REPLACE FUNCTION mbus.timer_notify_change()
 RETURNS trigger
 LANGUAGE plpgsql

@@ -17,9 +17,8 @@
 --           finished as failed)
 -- Locks:    as mbus.timer_record_batch: attempts inserted, the callbacks whose claim is current
 --           locked FOR UPDATE in id order and updated; held to commit
--- Callers:  Python pgmbus.timers.store.record via sql/timers.sql 'record', used by the
---           dispatcher (pgmbus.timers.dispatcher, its record loop);
---           tests/timers/test_timers_store.py, tests/timers/test_timers_guard.py
+-- Calls:    mbus.given_clock, mbus.timer_record_batch, mbus.timer_record_unrecordable
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.timer_record(p_results jsonb, p_now timestamptz DEFAULT NULL)
 RETURNS integer
 LANGUAGE plpgsql

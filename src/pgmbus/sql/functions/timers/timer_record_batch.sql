@@ -10,7 +10,8 @@
 -- Params:   p_results, p_now  as mbus.timer_record
 -- Returns:  integer: the number of results applied
 -- Locks:    as mbus.timer_record
--- Callers:  mbus.timer_record (the whole batch, then one result at a time after a failure)
+-- Calls:    mbus.given_clock, mbus.timer_next_retry_at
+-- Tables:   mbus.timer_attempts, mbus.timer_callbacks, mbus.timer_change_log
 CREATE OR REPLACE FUNCTION mbus.timer_record_batch(p_results jsonb, p_now timestamptz)
 RETURNS integer
 LANGUAGE plpgsql

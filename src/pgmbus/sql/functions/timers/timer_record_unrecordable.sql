@@ -11,7 +11,8 @@
 --           p_now     the clock
 -- Returns:  integer: 1 when the callback was finished, else 0
 -- Locks:    the callback's row (UPDATE) to commit
--- Callers:  mbus.timer_record
+-- Calls:    none
+-- Tables:   mbus.timer_callbacks, mbus.timer_change_log
 CREATE OR REPLACE FUNCTION mbus.timer_record_unrecordable(p_result jsonb, p_error text,
     p_now timestamptz)
 RETURNS integer

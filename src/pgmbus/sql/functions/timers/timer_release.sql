@@ -8,8 +8,8 @@
 -- Returns:  void
 -- Locks:    row locks of its mbus.timer_buckets rows and its mbus.timer_dispatchers row
 --           (UPDATE, DELETE), held to commit
--- Callers:  Python pgmbus.timers.store.release via sql/timers.sql 'release', used by the
---           dispatcher (pgmbus.timers.dispatcher) when it stops
+-- Calls:    none
+-- Tables:   mbus.timer_buckets, mbus.timer_dispatchers
 CREATE OR REPLACE FUNCTION mbus.timer_release(p_dispatcher text)
 RETURNS void
 LANGUAGE sql

@@ -7,7 +7,8 @@
 -- Params:   p_retry  the policy (jsonb; NULL or JSON null = defaults)
 -- Returns:  jsonb {fast_retries, kind, delay_s, factor, max_delay_s}
 -- Locks:    none (computes only)
--- Callers:  mbus.timer_retry_policy, mbus.timer_create_many
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.timer_retry_merge(p_retry jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE

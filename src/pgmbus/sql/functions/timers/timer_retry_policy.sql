@@ -7,7 +7,8 @@
 -- Params:   p_retry  the policy given by the user (jsonb object; NULL or JSON null = defaults)
 -- Returns:  jsonb {fast_retries, kind, delay_s, factor, max_delay_s}; MB006 with the reason
 -- Locks:    none (computes only)
--- Callers:  mbus.timer_schedule_create (timer_create_many checks with timer_item_problem)
+-- Calls:    mbus.timer_retry_merge, mbus.timer_retry_problem
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.timer_retry_policy(p_retry jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE

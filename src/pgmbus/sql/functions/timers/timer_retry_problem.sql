@@ -8,7 +8,8 @@
 -- Params:   p_retry  the policy given by the user (jsonb; NULL or JSON null = defaults)
 -- Returns:  text: the reason, or NULL
 -- Locks:    none (computes only)
--- Callers:  mbus.timer_retry_policy, mbus.timer_item_problem, mbus.timer_schedule_create
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.timer_retry_problem(p_retry jsonb)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE

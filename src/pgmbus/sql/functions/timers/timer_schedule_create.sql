@@ -39,9 +39,10 @@
 -- Locks:    inserts the mbus.timer_schedules row; a concurrent insert of the same key makes it
 --           wait for that transaction (ON CONFLICT on the unique key); with p_queue,
 --           mbus.require_queue's (none: reads the catalog)
--- Callers:  Python pgmbus.timers.store.create_schedule via sql/timers.sql 'schedule_create',
---           used by the HTTP service (POST /v1/schedules); users directly (not a public entry
---           point); tests under tests/timers
+-- Calls:    mbus.given_clock, mbus.require_queue, mbus.timer_cron_problem,
+--           mbus.timer_field_problem, mbus.timer_limits, mbus.timer_retry_policy,
+--           mbus.timer_retry_problem, mbus.timer_schedule_json, mbus.timer_time_problem
+-- Tables:   mbus.timer_clients, mbus.timer_schedules
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_create(p_client_id bigint, p_schedule_key text,
     p_url text DEFAULT NULL, p_cron text DEFAULT NULL, p_timezone text DEFAULT 'UTC',
     p_interval_s integer DEFAULT NULL, p_group_key text DEFAULT NULL,

@@ -11,9 +11,8 @@
 -- Locks:    row lock FOR UPDATE of the schedule (waits for a scheduler materializing it), then
 --           DELETE; those of timer_schedule_drop_pending; row locks of the callbacks detached
 --           (ON DELETE SET NULL); all held to commit
--- Callers:  Python pgmbus.timers.store.delete_schedule via sql/timers.sql 'schedule_delete',
---           used by the HTTP service (DELETE /v1/schedules/{schedule_key}); users directly (not
---           a public entry point); tests/timers/test_timers_schedules.py
+-- Calls:    mbus.given_clock, mbus.timer_schedule_drop_pending
+-- Tables:   mbus.timer_schedules
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_delete(p_client_id bigint, p_schedule_key text,
     p_now timestamptz DEFAULT NULL)
 RETURNS void

@@ -9,7 +9,8 @@
 -- Returns:  integer: the number of callbacks deleted
 -- Locks:    row locks of the deleted callbacks (DELETE; waits for a transaction holding one,
 --           e.g. a claim in progress, and then keeps it if it was claimed), held to commit
--- Callers:  mbus.timer_schedule_set_paused, mbus.timer_schedule_delete
+-- Calls:    none
+-- Tables:   mbus.timer_callbacks, mbus.timer_change_log
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_drop_pending(p_schedule_id bigint, p_now timestamptz)
 RETURNS integer
 LANGUAGE plpgsql

@@ -8,7 +8,8 @@
 -- Params:   s  the schedule's row (mbus.timer_schedules)
 -- Returns:  jsonb object
 -- Locks:    none (computes only)
--- Callers:  mbus.timer_schedule_create, timer_schedule_list, timer_schedule_set_paused
+-- Calls:    none
+-- Tables:   mbus.timer_schedules
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_json(s mbus.timer_schedules)
 RETURNS jsonb
 LANGUAGE sql STABLE

@@ -5,8 +5,8 @@
 -- Params:   p_client_id  the owner client's id (bigint)
 -- Returns:  SETOF jsonb: one per schedule; no row when the client has none
 -- Locks:    none (reads only)
--- Callers:  Python pgmbus.timers.store.list_schedules via sql/timers.sql 'schedule_list', used
---           by the HTTP service (GET /v1/schedules); users directly (not a public entry point)
+-- Calls:    mbus.timer_schedule_json
+-- Tables:   mbus.timer_schedules
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_list(p_client_id bigint)
 RETURNS SETOF jsonb
 LANGUAGE sql STABLE

@@ -21,9 +21,8 @@
 -- Locks:    row lock FOR UPDATE of the schedule (the scheduler already holds it from
 --           mbus.timer_schedules_due), then UPDATE; those of mbus.timer_create_many, or of
 --           mbus.post and inserts into mbus.timer_schedule_posts; held to commit
--- Callers:  Python pgmbus.timers.store.schedule_materialize via sql/timers.sql
---           'schedule_materialize', used by pgmbus.timers.scheduler.generate (run by the
---           dispatcher); tests under tests/timers
+-- Calls:    mbus.given_clock, mbus.post, mbus.require_queue, mbus.timer_create_many
+-- Tables:   mbus.timer_schedule_posts, mbus.timer_schedules
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_materialize(p_schedule_id bigint, p_run_ats timestamptz[],
     p_until timestamptz, p_now timestamptz DEFAULT NULL)
 RETURNS integer

@@ -9,8 +9,8 @@
 -- Params:   p_schedule_id, p_reason, p_now (NULL = now())
 -- Returns:  void
 -- Locks:    the schedule's row (UPDATE) to commit
--- Callers:  Python pgmbus.timers.store.pause_broken_schedule via sql/timers.sql
---           'schedule_pause_broken', used by pgmbus.timers.scheduler.generate
+-- Calls:    mbus.given_clock, mbus.timer_schedule_drop_pending
+-- Tables:   mbus.timer_schedules
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_pause_broken(p_schedule_id bigint,
     p_reason text, p_now timestamptz DEFAULT NULL)
 RETURNS void

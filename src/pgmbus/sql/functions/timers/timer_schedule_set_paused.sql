@@ -13,10 +13,8 @@
 --           schedule
 -- Locks:    row lock FOR UPDATE of the schedule (waits for a scheduler materializing it), then
 --           UPDATE; those of timer_schedule_drop_pending; held to commit
--- Callers:  Python pgmbus.timers.store.set_schedule_paused via sql/timers.sql
---           'schedule_set_paused', used by the HTTP service (POST
---           /v1/schedules/{schedule_key}/pause and /resume); users directly (not a public entry
---           point); tests/timers/test_timers_schedules.py
+-- Calls:    mbus.given_clock, mbus.timer_schedule_drop_pending, mbus.timer_schedule_json
+-- Tables:   mbus.timer_schedules
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_set_paused(p_client_id bigint,
     p_schedule_key text, p_paused boolean, p_now timestamptz DEFAULT NULL)
 RETURNS jsonb

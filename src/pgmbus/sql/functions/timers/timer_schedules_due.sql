@@ -11,9 +11,8 @@
 -- Returns:  SETOF mbus.timer_schedules: the locked schedules in generated_until order; no row
 --           when none is due
 -- Locks:    row locks FOR UPDATE SKIP LOCKED of the returned schedules, held to commit
--- Callers:  Python pgmbus.timers.store.schedules_due via sql/timers.sql 'schedules_due', used
---           by pgmbus.timers.scheduler.generate (run by the dispatcher); tests under
---           tests/timers (through the scheduler)
+-- Calls:    mbus.given_clock
+-- Tables:   mbus.timer_schedules
 CREATE OR REPLACE FUNCTION mbus.timer_schedules_due(p_horizon_s double precision DEFAULT 300,
     p_limit integer DEFAULT 100, p_now timestamptz DEFAULT NULL)
 RETURNS SETOF mbus.timer_schedules

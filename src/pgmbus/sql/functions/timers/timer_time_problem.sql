@@ -9,7 +9,8 @@
 --           p_t     the time (NULL = not given: fine)
 -- Returns:  text: the reason, or NULL
 -- Locks:    none (computes only)
--- Callers:  mbus.timer_field_problem, mbus.timer_schedule_create
+-- Calls:    none
+-- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.timer_time_problem(p_name text, p_t timestamptz)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE

@@ -12,8 +12,8 @@
 -- Returns:  integer: the number of claims given back
 -- Locks:    row locks of the matching callbacks (UPDATE; waits for a transaction holding
 --           one), held to commit
--- Callers:  Python pgmbus.timers.store.unclaim via sql/timers.sql 'unclaim', used by the
---           dispatcher (pgmbus.timers.dispatcher); tests/timers/test_timers_claim_ahead.py
+-- Calls:    none
+-- Tables:   mbus.timer_callbacks
 CREATE OR REPLACE FUNCTION mbus.timer_unclaim(p_dispatcher text, p_ids bigint[], p_attempts integer[])
 RETURNS integer
 LANGUAGE sql

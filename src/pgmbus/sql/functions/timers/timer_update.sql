@@ -25,9 +25,9 @@
 -- Locks:    row lock of the callback (FOR UPDATE in mbus.timer_lock, then UPDATE), held to
 --           commit; waits for a transaction holding it; the change log insert notifies
 --           'mbus_timer_changed' at commit
--- Callers:  Python pgmbus.timers.store.update via sql/timers.sql 'update', used by the HTTP
---           service (PATCH /v1/callbacks/{group_key}/{event_key}); users directly (not a
---           public entry point); tests under tests/timers
+-- Calls:    mbus.given_clock, mbus.timer_callback_json, mbus.timer_field_problem,
+--           mbus.timer_limits, mbus.timer_lock
+-- Tables:   mbus.timer_callbacks, mbus.timer_change_log
 CREATE OR REPLACE FUNCTION mbus.timer_update(p_client_id bigint, p_group_key text,
     p_event_key text, p_run_at timestamptz DEFAULT NULL,
     p_originally_run_at timestamptz DEFAULT NULL, p_url text DEFAULT NULL,
