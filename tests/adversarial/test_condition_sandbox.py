@@ -1,0 +1,120 @@
+"""Conditions that are not the owner's run in a sandbox: the role ``mbus_condition``.
+
+The restricted grammar keeps an HTTP key's or a SQL role's condition to the event and the
+subscription. These tests suppose the grammar had a hole: the conditions go straight into
+``mbus.subscriptions`` (as a grammar that let them through would store them) and the group is
+read by a superuser, the most a reader can give away. They must still read no table, no
+superuser-only setting and no file, while the group's other subscriptions, other groups and
+the owner's full-language conditions match as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from pgmbus import streams
+
+VICTIM_SIGNING = "s3c" + "-victim-client-signing-value-of-32-bytes"
+# what a condition could read with the reader's rights: a table, a setting, a file
+ESCAPES = {
+    "table": "EXISTS (SELECT 1 FROM mbus.timer_clients AS c "
+    "WHERE c.signing_secret LIKE e.topic || '%')",
+    "setting": "current_setting('data_directory') LIKE '/%' AND e.topic <> ''",
+    "file": "length(pg_read_file('PG_VERSION')) > 0 AND e.topic <> ''",
+}
+ROOM = "s.params @> jsonb_build_object('room', e.payload->'room')"
+
+
+@pytest.fixture
+def owner(db_dsn: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        superuser = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
+        assert superuser.fetchone() == (True,)  # the most a reader can give a condition
+        conn.execute(
+            "INSERT INTO mbus.timer_clients (name, key_hash, signing_secret) VALUES (%s, %s, %s)",
+            ("victim", hashlib.sha256(b"victim-key").digest(), VICTIM_SIGNING),
+        )
+        streams.create_group(conn, "chat", start="now")
+        streams.create_group(conn, "audit", start="now")
+        yield conn
+
+
+def _insert(conn: psycopg.Connection[tuple[object, ...]], group: str, condition: str) -> int:
+    """Store a condition as a grammar with a hole would: no check, the table's defaults."""
+    row = conn.execute(
+        "INSERT INTO mbus.subscriptions (group_name, condition) VALUES (%s, %s) RETURNING id",
+        (group, condition),
+    ).fetchone()
+    assert row is not None
+    return int(str(row[0]))
+
+
+def _matched(conn: psycopg.Connection[tuple[object, ...]], group: str) -> dict[int, set[str]]:
+    """subscription id -> the topics of the events it was given, reading the group to its end."""
+    got: dict[int, set[str]] = {}
+    with conn.transaction():
+        rows = conn.execute(
+            "SELECT topic, subscription_ids FROM mbus.read_subscriptions(%s)", (group,)
+        ).fetchall()
+    for topic, ids in rows:
+        assert isinstance(ids, list)
+        for sid in ids:
+            got.setdefault(int(sid), set()).add(str(topic))
+    return got
+
+
+def test_a_condition_past_the_grammar_cannot_read_a_table_a_setting_or_a_file(
+    owner: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    escapes = {what: _insert(owner, "chat", cond) for what, cond in ESCAPES.items()}
+    room = streams.subscribe(owner, "chat", ROOM, {"room": 7})
+    owner.execute("SELECT mbus.subscribe_restricted('chat', %s, %s)", (ROOM, '{"room": 8}'))
+    audit = _insert(owner, "audit", "e.topic LIKE 's3c%'")
+    for topic, room_no in (("s3c", 7), ("zzz", 8)):
+        streams.publish(owner, topic, {"room": room_no})
+
+    got = _matched(owner, "chat")
+    for what, sid in escapes.items():
+        assert sid not in got, f"the {what} condition matched: it read past the sandbox"
+    assert got[room] == {"s3c"}
+    assert len(got) == 2 and {"zzz"} in got.values()
+    failed = owner.execute(
+        "SELECT value FROM mbus.stream_counters WHERE name = 'subscription_errors'"
+    ).fetchone()
+    assert failed is not None and int(str(failed[0])) >= len(ESCAPES)
+    assert _matched(owner, "audit") == {audit: {"s3c"}}
+
+
+def test_the_sandbox_role_holds_no_privilege_and_runs_the_matcher(
+    owner: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    row = owner.execute(
+        "SELECT r.rolcanlogin, r.rolsuper,"
+        "       has_schema_privilege(r.oid, 'mbus', 'USAGE'),"
+        "       has_table_privilege(r.oid, 'mbus.timer_clients', 'SELECT'),"
+        "       has_function_privilege(r.oid, 'pg_read_file(text)', 'EXECUTE'),"
+        "       p.proowner = r.oid, p.prosecdef"
+        " FROM pg_roles AS r, pg_proc AS p"
+        " WHERE r.rolname = 'mbus_condition' AND p.oid = 'mbus._match_sandboxed'::regproc"
+    ).fetchone()
+    assert row == (False, False, False, False, False, True, True)
+
+
+def test_the_owners_full_conditions_still_run_with_the_readers_role(
+    owner: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    full = streams.subscribe(owner, "chat", "current_setting('data_directory') LIKE '/%'")
+    http = owner.execute(
+        "SELECT mbus.subscribe_restricted('chat', 'e.topic IS NOT NULL')"
+    ).fetchone()
+    assert http is not None
+    streams.publish(owner, "t", {})
+    assert _matched(owner, "chat") == {full: {"t"}, int(str(http[0])): {"t"}}
+    kinds = owner.execute(
+        "SELECT array_agg(full_language ORDER BY id) FROM mbus.subscriptions"
+    ).fetchone()
+    assert kinds == ([True, False],)
