@@ -11,10 +11,12 @@ the owner's full-language conditions match as before.
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Iterator
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from pgmbus import streams
 
@@ -118,3 +120,36 @@ def test_the_owners_full_conditions_still_run_with_the_readers_role(
         "SELECT array_agg(full_language ORDER BY id) FROM mbus.subscriptions"
     ).fetchone()
     assert kinds == ([True, False],)
+
+
+def test_a_reader_that_may_not_run_the_sandbox_is_told_so_not_given_nothing(
+    owner: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    role = f"reader_{uuid.uuid4().hex[:8]}"
+    sandbox = sql.SQL("mbus._match_sandboxed(text, mbus.stream_row[], mbus.subscriptions[])")
+    owner.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(role)))
+    try:
+        for grant in (
+            "GRANT USAGE ON SCHEMA mbus TO {}",
+            "GRANT ALL ON ALL TABLES IN SCHEMA mbus TO {}",
+            "GRANT ALL ON ALL SEQUENCES IN SCHEMA mbus TO {}",
+            "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA mbus TO {}",
+        ):
+            owner.execute(sql.SQL(grant).format(sql.Identifier(role)))
+        revoke = sql.SQL("REVOKE EXECUTE ON FUNCTION {} FROM {}")
+        owner.execute(revoke.format(sandbox, sql.Identifier(role)))
+        owner.execute("SELECT mbus.subscribe_restricted('chat', %s, %s)", (ROOM, '{"room": 1}'))
+        streams.publish(owner, "t", {"room": 1})
+        with owner.transaction(force_rollback=True):
+            owner.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="_match_sandboxed"):
+                owner.execute("SELECT * FROM mbus.read_subscriptions('chat')")
+        allow = sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}")
+        owner.execute(allow.format(sandbox, sql.Identifier(role)))
+        with owner.transaction(force_rollback=True):
+            owner.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
+            rows = owner.execute("SELECT topic FROM mbus.read_subscriptions('chat')").fetchall()
+        assert rows == [("t",)]
+    finally:
+        owner.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+        owner.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))

@@ -26,7 +26,9 @@
 --           (and the restricted grammar, for HTTP keys) when subscribed.
 -- Params:   p_group   the group's name
 --           p_events  the events (mbus.stream_row[]; read_subscriptions passes txid NULL)
--- Returns:  TABLE (event_id bigint, subscription_ids bigint[]): ids in ascending order
+-- Returns:  TABLE (event_id bigint, subscription_ids bigint[]): ids in ascending order; 42501
+--           when the group has conditions for the sandbox and the caller may not execute
+--           mbus._match_sandboxed
 -- Locks:    none (reads only; the owner's conditions run with the caller's privileges); sets
 --           mbus.match_failed (set_config, local to the transaction) when a condition failed
 -- Callers:  mbus.read_subscriptions, mbus.read_listeners, mbus.match_subscriptions
@@ -50,6 +52,19 @@ DECLARE
     v_failed bigint[];   -- events any of them failed on
     v_err    text;
 BEGIN
+    -- a reader that may not run the sandbox would see every such condition fail, each one
+    -- skipped with a WARNING: say what is missing instead
+    IF EXISTS (SELECT 1 FROM mbus.subscriptions AS s
+               WHERE s.group_name = p_group AND NOT s.full_language)
+       AND NOT has_function_privilege(
+           'mbus._match_sandboxed(text, mbus.stream_row[], mbus.subscriptions[])', 'EXECUTE')
+    THEN
+        RAISE EXCEPTION USING ERRCODE = '42501',
+            MESSAGE = format('role %s may not match the conditions of group %L: it lacks '
+                             'EXECUTE on mbus._match_sandboxed', current_user, p_group),
+            HINT = 'GRANT EXECUTE ON FUNCTION mbus._match_sandboxed(text, mbus.stream_row[], '
+                   'mbus.subscriptions[]) TO the roles that read groups with subscriptions';
+    END IF;
     FOR v_cond, v_full IN
         SELECT DISTINCT s.condition, s.full_language FROM mbus.subscriptions AS s
         WHERE s.group_name = p_group
