@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
 from psycopg import sql
 
-from pgmbus import streams
+from pgmbus import schema, streams
 
 VICTIM_SIGNING = "s3c" + "-victim-client-signing-value-of-32-bytes"
 # what a condition could read with the reader's rights: a table, a setting, a file
@@ -153,3 +153,50 @@ def test_a_reader_that_may_not_run_the_sandbox_is_told_so_not_given_nothing(
     finally:
         owner.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
         owner.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+@pytest.mark.parametrize("createrole", [True, False])
+def test_an_installer_that_is_no_superuser_gets_the_sandbox_with_createrole_only(
+    make_db: Callable[..., str], createrole: bool
+) -> None:
+    dsn = make_db(installed=False)
+    role = f"installer_{uuid.uuid4().hex[:8]}"
+    attrs = sql.SQL("LOGIN CREATEROLE" if createrole else "LOGIN")
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} {}").format(sql.Identifier(role), attrs))
+        db = admin.execute("SELECT current_database()").fetchone()
+        assert db is not None
+        admin.execute(
+            sql.SQL("ALTER DATABASE {} OWNER TO {}").format(
+                sql.Identifier(str(db[0])), sql.Identifier(role)
+            )
+        )
+        admin.execute(sql.SQL("GRANT ALL ON SCHEMA public TO {}").format(sql.Identifier(role)))
+    notices: list[str] = []
+    try:
+        with psycopg.connect(dsn.replace("user=postgres", f"user={role}")) as conn:
+            conn.add_notice_handler(lambda d: notices.append(str(d.message_primary)))
+            schema.install(conn)
+            conn.autocommit = True  # a read sees committed events only
+            row = conn.execute(
+                "SELECT pg_get_userbyid(p.proowner), p.prosecdef FROM pg_proc AS p"
+                " WHERE p.oid = 'mbus._match_sandboxed'::regproc"
+            ).fetchone()
+            if createrole:
+                assert row == ("mbus_condition", True)
+            else:  # the reader's role, as before, and the installer is told
+                assert row == (role, False)
+                assert any("mbus_condition" in n for n in notices), notices
+            conn.execute("SELECT mbus.create_group('chat', start => 'now')")
+            conn.execute("SELECT mbus.subscribe_restricted('chat', %s, %s)", (ROOM, '{"room": 1}'))
+            conn.execute("SELECT mbus.publish('t', '{\"room\": 1}')")
+            got = conn.execute("SELECT topic FROM mbus.read_subscriptions('chat')").fetchall()
+            assert got == [("t",)]
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            for drop in (
+                "REASSIGN OWNED BY {} TO CURRENT_USER",
+                "DROP OWNED BY {}",
+                "DROP ROLE {}",
+            ):
+                admin.execute(sql.SQL(drop).format(sql.Identifier(role)))
