@@ -34,8 +34,9 @@ def _subscriptions(conn: psycopg.Connection[tuple[object, ...]], many: bool) -> 
     conn.execute('DELETE FROM mbus.subscriptions WHERE params <> \'{"topic": "fan.0"}\'')
     if many:
         conn.execute(
-            "INSERT INTO mbus.subscriptions (group_name, condition, params)"
-            " SELECT 'fan', %s, jsonb_build_object('topic', 'other.' || i)"
+            # the owner's, like the one subscribe made: matched through the GIN index
+            "INSERT INTO mbus.subscriptions (group_name, condition, params, full_language)"
+            " SELECT 'fan', %s, jsonb_build_object('topic', 'other.' || i), true"
             " FROM generate_series(1, 9999) AS i",
             (COND,),
         )

@@ -445,6 +445,7 @@ def _apply_functions(conn: psycopg.Connection[Any]) -> list[Leftover]:
         # built in SQL with format('%I') and regprocedure/regclass output (quoted names)
         conn.execute(leftover.ddl.encode())
     conn.execute(q["first_partitions"])
+    conn.execute(q["condition_sandbox"])
     conn.execute(q["restrict_public_execute"])
     conn.execute(
         q["record_functions"],

@@ -37,24 +37,31 @@ Conn = psycopg.Connection[Any]
 
 
 # --- bridge routes ------------------------------------------------------------------------------
-@pytest.fixture
-def down_server() -> Iterator[DevCluster]:
-    """A second server with a pgmbus database ``far`` (queue ``jobs``), stopped."""
+@pytest.fixture(scope="module")
+def second_server() -> Iterator[DevCluster]:
+    """A second server for the module (one initdb), stopped between tests."""
     home = Path(tempfile.mkdtemp(prefix="pgmbus-isolation-"))
     home.chmod(0o755)
     cluster = DevCluster(home, ephemeral=True)
     try:
-        cluster.start()
-        with psycopg.connect(cluster.dsn("postgres"), autocommit=True) as admin:
-            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(_far())))
-        with psycopg.connect(cluster.dsn(_far()), autocommit=True) as far:
-            schema.install(far)
-            far.execute("SELECT mbus.create_queue('jobs', 1)")
-        cluster.stop()
         yield cluster
     finally:
         cluster.destroy()
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture
+def down_server(second_server: DevCluster) -> DevCluster:
+    """The second server with a fresh pgmbus database ``far`` (queue ``jobs``), stopped."""
+    second_server.start()
+    with psycopg.connect(second_server.dsn("postgres"), autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(_far())))
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(_far())))
+    with psycopg.connect(second_server.dsn(_far()), autocommit=True) as far:
+        schema.install(far)
+        far.execute("SELECT mbus.create_queue('jobs', 1)")
+    second_server.stop()
+    return second_server
 
 
 def _far() -> str:
@@ -247,7 +254,7 @@ def test_a_celery_worker_buries_messages_that_are_no_kombu_envelope_and_runs_the
         bus.create_queue("celery")
         for data in bad.values():
             bus.post("celery", data)
-    proc = _celery_worker(env, "isolation", lease=2)
+    proc = _celery_worker(env, "isolation", lease=1)
     try:
         assert tasks.add.delay(2, 3).get(timeout=40) == 5
         # a compressed body is not JSON until Kombu inflates it: not buried
@@ -255,7 +262,7 @@ def test_a_celery_worker_buries_messages_that_are_no_kombu_envelope_and_runs_the
         with Bus(dsn) as bus:
             _wait("bad messages not buried", lambda: len(bus.dmq("celery")) == 5)
             dead = bus.dmq("celery")
-            time.sleep(2.5)  # one lease later: nothing comes back, the worker still runs
+            time.sleep(1.5)  # one lease later: nothing comes back, the worker still runs
             assert tasks.add.delay(1, 1).get(timeout=40) == 2
             assert proc.poll() is None
             assert len(bus.dmq("celery")) == 5
@@ -345,7 +352,7 @@ def test_stalled_sse_listeners_are_bounded_by_bytes_and_counted_per_key(
     make_db: Callable[..., str],
 ) -> None:
     dsn = make_db()
-    stalled_count, per_key, events, pad = 12, 13, 500, "x" * 16_000
+    stalled_count, per_key, events, pad = 12, 13, 300, "x" * 16_000
     with psycopg.connect(dsn, autocommit=True) as conn:
         [(api_key,)] = conn.execute("SELECT api_key FROM mbus.timer_add_client('sse')").fetchall()
         key = str(api_key)
@@ -375,18 +382,18 @@ def test_stalled_sse_listeners_are_bounded_by_bytes_and_counted_per_key(
         _wait("listeners not connected", lambda: _metric(base, "pgmbus_sse_listeners") == 13)
         before = _rss_mib(proc.pid)
         with psycopg.connect(dsn) as conn:
-            for first in range(0, events, 10):  # bursts well under a listener's bound
-                for n in range(first, first + 10):
+            for first in range(0, events, 20):  # bursts well under a listener's bound
+                for n in range(first, first + 20):
                     streams.publish(conn, "chat", {"n": n, "pad": pad})
                 conn.commit()
-                _wait("the reader fell behind", lambda: len(seen) >= first + 10)  # noqa: B023
+                _wait("the reader fell behind", lambda: len(seen) >= first + 20)  # noqa: B023
             streams.publish(conn, "chat", {"n": "last"})
             conn.commit()
         # the reader gets every event: the stalled ones did not hold it back
         assert marker.wait(60), f"the reading listener got {seen[-3:]}"
         assert seen == [*map(str, range(events)), "last"]
         grown = _rss_mib(proc.pid) - before
-        # 12 stalled listeners x 8 MB of frames each, had they been kept; 12 x 1 MiB at most now
+        # 12 stalled listeners x 4.8 MB of frames each, had they been kept; 12 x 1 MiB at most now
         assert grown < 40, f"pgmbus serve grew by {grown:.0f} MiB"
         # the reader has closed its stream; each stalled one was dropped, none is waited for
         _wait("stalled listeners not dropped", lambda: _metric(base, "pgmbus_sse_listeners") == 0)
@@ -524,7 +531,9 @@ def test_a_destination_stuck_behind_a_lock_holds_only_its_own_route(
             _wait("b_up waited for a_stuck", lambda: _count(near, "q_jobs") == 5)
             _wait("no log line names a_stuck", lambda: b"route a_stuck" in log.read_bytes())
             assert b"statement timeout" in log.read_bytes()
-            assert _count(stuck, "q_jobs") == 0 and _pending(src, "a_stuck") == 5
+            # held in the source, not lost (between two tries: a try holds them meanwhile)
+            _wait("a_stuck's batch not in the source", lambda: _pending(src, "a_stuck") == 5)
+            assert _count(stuck, "q_jobs") == 0
             locker.rollback()  # the destination is free again: the route catches up
             _wait("a_stuck never resumed", lambda: _count(stuck, "q_jobs") == 5, 30.0)
         finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -53,6 +54,32 @@ def http_server() -> Iterator[Server]:
     yield factory
     for server in servers:
         server.close()
+
+
+class Hanging:
+    """Servers that hold every call until released: the test's condition met, they answer at
+    once, so the dispatcher's stop need not wait out the calls it holds."""
+
+    def __init__(self, http_server: Server) -> None:
+        self.release = threading.Event()
+        self.factory = http_server
+
+    def server(self) -> ScriptedServer:
+        return self.factory(default=Reply(action=self._hold))
+
+    def _hold(self) -> None:
+        self.release.wait(60.0)
+
+    def until(self, done: Callable[[], bool]) -> Callable[[], bool]:
+        """``done``, releasing the held calls once it is true."""
+
+        def check() -> bool:
+            if done():
+                self.release.set()
+                return True
+            return False
+
+        return check
 
 
 def add_due(env: Env, client_id: int, prefix: str, count: int, url: str, ago_s: float) -> None:
@@ -101,7 +128,8 @@ def test_a_claim_gives_each_client_its_share_of_the_batch(env: Env) -> None:
 def test_a_hanging_clients_backlog_does_not_hold_back_another_client(
     env: Env, http_server: Server
 ) -> None:
-    hanging = http_server(default=Reply(delay_s=30.0))  # never answers within the timeout
+    hold = Hanging(http_server)
+    hanging = hold.server()  # never answers within the timeout (until the end)
     fast = http_server()
     busy = env.client
     quiet = env.add_client("quiet")
@@ -109,7 +137,7 @@ def test_a_hanging_clients_backlog_does_not_hold_back_another_client(
     add_due(env, quiet.id, "b", 20, fast.url + "/b", ago_s=1)  # due after all of busy's
     config: DispatcherConfig = fast_config(name="fair", concurrency=16, timeout_s=TIMEOUT_S)
     started = time.time()
-    dispatch_until(env, lambda: len(fast.received) >= 20, config, timeout=15.0)
+    dispatch_until(env, hold.until(lambda: len(fast.received) >= 20), config, timeout=15.0)
     took = max(r.at for r in fast.received) - started  # (the stop waits for the hung calls)
     assert took < 8.0, f"the quiet client's 20 callbacks took {took:.1f}s"
     # the busy client held some workers, never all of them (its 8 to one host, half of 16)
@@ -124,13 +152,14 @@ def test_a_hanging_clients_backlog_does_not_hold_back_another_client(
 def test_a_hanging_host_does_not_hold_back_the_same_clients_other_host(
     env: Env, http_server: Server
 ) -> None:
-    hanging = http_server(default=Reply(delay_s=30.0))
+    hold = Hanging(http_server)
+    hanging = hold.server()
     fast = http_server()
     add_due(env, env.client.id, "a", 2000, hanging.url + "/a", ago_s=30)
     add_due(env, env.client.id, "b", 20, fast.url + "/b", ago_s=1)
     config = fast_config(name="hosts", concurrency=16, timeout_s=TIMEOUT_S)
     started = time.time()
-    dispatch_until(env, lambda: len(fast.received) >= 20, config, timeout=15.0)
+    dispatch_until(env, hold.until(lambda: len(fast.received) >= 20), config, timeout=15.0)
     took = max(r.at for r in fast.received) - started  # (the stop waits for the hung calls)
     assert took < 8.0, f"the other host's 20 callbacks took {took:.1f}s"
     assert 1 <= hanging.max_inflight <= 8  # half of the workers for one host
@@ -139,7 +168,8 @@ def test_a_hanging_host_does_not_hold_back_the_same_clients_other_host(
 def test_the_dispatcher_command_takes_the_per_client_and_per_host_bounds(
     env: Env, http_server: Server
 ) -> None:
-    hanging = http_server(default=Reply(delay_s=30.0))
+    hold = Hanging(http_server)
+    hanging = hold.server()
     add_due(env, env.client.id, "a", 100, hanging.url + "/a", ago_s=5)
     proc = subprocess.Popen(
         [
@@ -168,6 +198,7 @@ def test_the_dispatcher_command_takes_the_per_client_and_per_host_bounds(
         time.sleep(1.0)  # a third call would have come by now (16 workers, 100 due)
         assert len(hanging.received) == 2 and hanging.max_inflight == 2
     finally:
+        hold.release.set()
         reap(proc)
 
 
@@ -208,7 +239,8 @@ def later_quiet_client(env: Env, http_server: Server, **config: Any) -> float:
     """Two clients whose hosts hang fill the dispatcher first; then a third client's 20
     callbacks come due: seconds until the last of them was called."""
     fast = http_server()
-    hanging = [http_server(default=Reply(delay_s=30.0)) for _ in range(2)]
+    hold = Hanging(http_server)
+    hanging = [hold.server() for _ in range(2)]
     for n, server in enumerate(hanging):
         client = env.add_client(f"hangs{n}")
         add_due(env, client.id, "a", 1000, server.url + "/a", ago_s=30)
@@ -230,7 +262,7 @@ def later_quiet_client(env: Env, http_server: Server, **config: Any) -> float:
             added.append(time.time())
         return len(fast.received) >= 20
 
-    dispatch_until(env, quiet_called, cfg, timeout=15.0)
+    dispatch_until(env, hold.until(quiet_called), cfg, timeout=15.0)
     return max(r.at for r in fast.received) - added[0]
 
 

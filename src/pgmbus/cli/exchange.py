@@ -53,6 +53,8 @@ def bridge_cmd(
         finally:
             mover.close()
         console.print(f"moved {moved} message(s)")
+        if mover.stats.buried:
+            console.print(f"buried {mover.stats.buried} refused message(s) (see the logs)")
         return
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -12,10 +12,13 @@ route at a time (a session advisory lock on the source), so a route keeps its qu
 Routes are isolated from each other: a route whose transfer fails (its destination is down or
 refuses the batch) is logged by name and paused with a backoff of its own, while the other
 routes go on. Only a failure of the source itself (every route's side) pauses the whole mover.
-A queue route whose batch the destination refuses for its data (a data exception, a violated
+A route whose batch the destination refuses for its data (a data exception, a violated
 constraint, a bad payload) is then moved one message at a time; the message refused
-``POISON_ATTEMPTS`` times in a row goes to the source's dead-message queue, for the route's
-consumer and with the destination's error as its reason, and the route goes on.
+``POISON_ATTEMPTS`` times in a row is buried with the destination's error as its reason, and the
+route goes on: a queue route's message in the source's dead-message queue (for the route's
+consumer; ``dmq_replay`` posts it again), a topic route's event in the dead letters of its group
+``xt_<route>`` (``mbus.replay_dead_letter`` gives it back to the route). ``--once``
+(:meth:`Bridge.drain`) does the same without waiting between attempts.
 """
 
 from __future__ import annotations
@@ -319,21 +322,38 @@ class Bridge:
 
         Every route moves what it can: a route that fails is left out of the later rounds and,
         once the others are done, ``RoutesFailed`` names each failed route (with ``moved``).
+        A batch the destination refuses for its data is moved one message at a time, and the
+        message refused ``POISON_ATTEMPTS`` times in a row is buried as by :meth:`run` (the
+        source's dmq, a topic route's dead letters; counted in ``stats.buried``), at once: the
+        route then goes on.
         """
         moved = 0
         failed: dict[str, str] = {}
         while True:
             round_moved = 0
+            refused = False  # a route is finding or burying a refused message: go round again
             for route in self.routes():
                 if route.name in failed:
                     continue
+                amt = 1 if route.name in self._probing else self.batch
+                buried = self.stats.buried
                 try:
-                    round_moved += self.transfer(route)
+                    round_moved += self.transfer(route, amt)
                 except psycopg.Error as exc:
-                    failed[route.name] = str(self._route_failed(route, exc))
+                    error = self._route_failed(route, exc, amt)
+                    if self.stats.buried > buried or (
+                        self._refused.get(route.name, 0) <= POISON_ATTEMPTS
+                        and (route.name in self._probing or route.name in self._refused)
+                    ):
+                        refused = True
+                    else:
+                        failed[route.name] = str(error)
+                    continue
+                self._moved(route)
             moved += round_moved
-            if round_moved == 0:
+            if round_moved == 0 and not refused:
                 break
+        self.failing.clear()  # drain waits out no backoff
         if failed:
             raise RoutesFailed(failed, moved)
         return moved
@@ -366,7 +386,7 @@ class Bridge:
             pause,
             error,
         )
-        if amt and route.kind == "queue" and _refuses_the_data(error):
+        if amt and _refuses_the_data(error):
             self._refused_data(route, error, amt)
         else:
             self._refused.pop(route.name, None)
@@ -398,7 +418,12 @@ class Bridge:
         self.failing.pop(route.name, None)  # the route goes on at once
 
     def _bury_next(self, route: Route, error: PgmbusError, refusals: int) -> None:
-        """Send the route's next message to the source's dmq (its consumer, the reason)."""
+        """Send the route's next message to the source's dmq (its consumer, the reason), or a
+        topic route's next event to its group's dead letters."""
+        reason = f"refused {refusals} times by link {route.link} (route {route.name}): {error}"
+        if route.kind == "topic":
+            self._bury_next_event(route, reason, refusals)
+            return
         src = self._source()
         try:
             row = src.execute(_Q["take"], {"route": route.name, "amt": 1}).fetchone()
@@ -406,7 +431,6 @@ class Bridge:
             if messages == "[]":
                 src.rollback()
                 return
-            reason = f"refused {refusals} times by link {route.link} (route {route.name}): {error}"
             src.execute(
                 _Q["bury_taken"],
                 {
@@ -426,6 +450,37 @@ class Bridge:
         iid = json.loads(messages)[0].get("iid")
         log.error("route %s: message %s buried in the dmq: %s", route.name, iid, reason)
 
+    def _bury_next_event(self, route: Route, reason: str, refusals: int) -> None:
+        """Send a topic route's next event to the dead letters of its group ``xt_<route>``."""
+        src = self._source()
+        try:
+            row = src.execute(
+                _Q["bury_topic"], {"route": route.name, "reason": reason, "attempts": refusals}
+            ).fetchone()
+            src.commit()
+        except BaseException:
+            if not src.closed:
+                src.rollback()
+            raise
+        if row is None or row[0] is None:
+            return
+        self.stats.buried += 1
+        log.error(
+            "route %s: event %s buried in the dead letters of group xt_%s: %s",
+            route.name,
+            row[0],
+            route.name,
+            reason,
+        )
+
+    def _moved(self, route: Route) -> None:
+        """A transfer of ``route`` went through: its refusal count and probing move on."""
+        self._refused.pop(route.name, None)
+        if route.name in self._probing:
+            self._probing[route.name] -= 1
+            if self._probing[route.name] <= 0:
+                del self._probing[route.name]
+
     def _round(self) -> int:
         """One transfer per route; a failing route waits out its own backoff, the others go on."""
         moved = 0
@@ -440,11 +495,7 @@ class Bridge:
             except psycopg.Error as exc:
                 self._route_failed(route, exc, amt)
                 continue
-            self._refused.pop(route.name, None)
-            if route.name in self._probing:
-                self._probing[route.name] -= 1
-                if self._probing[route.name] <= 0:
-                    del self._probing[route.name]
+            self._moved(route)
             if failing is not None:
                 del self.failing[route.name]
                 log.info("route %s: moving again after %d failure(s)", route.name, failing.failures)

@@ -49,3 +49,8 @@ SELECT mbus.post_dmq(%(queue)s, m -> 'data', nullif(m -> 'headers', 'null'),
                      nullif(m -> 'properties', 'null'), m ->> 'iid', %(reason)s, %(consumer)s,
                      %(attempts)s)
 FROM jsonb_array_elements(%(messages)s::jsonb) AS m
+
+-- name: bury_topic
+-- The next event of a topic route that the destination keeps refusing goes to the dead letters
+-- of the route's group, with the reason; the route moves past it.
+SELECT mbus.exchange_bury_topic(%(route)s, %(reason)s, %(attempts)s)

@@ -53,6 +53,11 @@ SELECT mbus.regenerate_queue(q.qname) FROM mbus.queue AS q ORDER BY q.qname;
 SELECT mbus._ensure_partition(1), mbus.maintain()
 WHERE NOT EXISTS (SELECT FROM mbus.event_partitions);
 
+-- name: condition_sandbox
+-- Conditions that are not the owner's run as the role mbus_condition (a NOTICE when it cannot
+-- be made).
+SELECT mbus._condition_sandbox();
+
 -- name: restrict_public_execute
 SELECT mbus.restrict_public_execute();
 

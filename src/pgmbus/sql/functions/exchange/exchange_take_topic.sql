@@ -7,13 +7,17 @@
 --           outside the route's key range are passed over. Each element is {eid, key, payload,
 --           headers}: eid is headers.eid, else '<this database>:<id>'; headers carry seenby
 --           (this database when the event has none) and source_db (this database when none).
+--           A batch of the group's due retries (dead letters given back by
+--           mbus.replay_dead_letter after mbus.exchange_bury_topic buried them) goes before the
+--           log's next events: they are deleted from mbus.stream_retries in this transaction.
 -- Params:   route  the topic route's name (text)
 --           amt    the most events to read (integer, > 0)
 -- Returns:  jsonb {"read": n, "events": [...]} (read counts the events passed over too; 0 when
 --           the group has caught up); MB001/MB002 for a bad or unknown route, MB006 for amt < 1
--- Locks:    those of mbus.read_next and mbus.commit on the group, held to commit
+-- Locks:    those of mbus.read_next and mbus.commit on the group, held to commit; the due rows
+--           of mbus.stream_retries it deletes
 -- Calls:    mbus.check_name, mbus.commit, mbus.read_next
--- Tables:   mbus.exchange_topic_route
+-- Tables:   mbus.exchange_topic_route, mbus.stream_retries
 CREATE OR REPLACE FUNCTION mbus.exchange_take_topic(route text, amt integer)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
@@ -32,6 +36,36 @@ BEGIN
     SELECT * INTO r FROM mbus.exchange_topic_route AS x WHERE x.name = route;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'MB002', MESSAGE = format('route %L does not exist', route);
+    END IF;
+    -- replayed dead letters (mbus.replay_dead_letter of the group) go before the log: they
+    -- leave the group's retries in this transaction, so they are sent once
+    WITH due AS (
+        SELECT sr.event_id FROM mbus.stream_retries AS sr
+        WHERE sr.group_name = r.grp AND sr.next_at <= now()
+        ORDER BY sr.next_at, sr.event_id
+        LIMIT amt
+        FOR UPDATE
+    ), taken AS (
+        DELETE FROM mbus.stream_retries AS sr
+        USING due
+        WHERE sr.group_name = r.grp AND sr.event_id = due.event_id
+        RETURNING sr.event_id, sr.key, sr.payload, sr.headers, sr.next_at
+    )
+    SELECT count(*),
+           coalesce(jsonb_agg(jsonb_build_object(
+               'eid', coalesce(t.headers ->> 'eid', current_database() || ':' || t.event_id),
+               'key', t.key, 'payload', t.payload,
+               'headers', coalesce(t.headers, '{}'::jsonb)
+                   || jsonb_build_object(
+                          'seenby', coalesce(t.headers -> 'seenby',
+                                             jsonb_build_array(current_database())),
+                          'source_db', coalesce(t.headers -> 'source_db',
+                                                to_jsonb(current_database()))))
+               ORDER BY t.next_at, t.event_id), '[]')
+    INTO v_read, v_out
+    FROM taken AS t;
+    IF v_read > 0 THEN
+        RETURN jsonb_build_object('read', v_read, 'events', v_out);
     END IF;
     WITH b AS (
         SELECT row_number() OVER () AS ord, n.cursor, n.id, n.topic, n.key, n.payload, n.headers

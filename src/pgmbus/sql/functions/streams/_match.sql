@@ -1,7 +1,9 @@
 -- Function: mbus._match(p_group, p_events)
 --
--- Purpose:  For each event, the ids of the group's subscriptions it matches. One dynamic query
---           per distinct condition of the group, the text of mbus._match_query: the events
+-- Purpose:  For each event, the ids of the group's subscriptions it matches. One run
+--           (mbus._match_run) per distinct condition of the group and kind (the owner's
+--           full-language subscriptions with the reader's role, the others in the sandbox of
+--           mbus._match_sandboxed), the text of mbus._match_query: the events
 --           joined with the subscriptions of that condition on the condition itself, so the
 --           params of thousands of subscriptions are matched by one join (the GIN index on
 --           params serves containment conditions). An event that matches none is left out; an
@@ -24,10 +26,12 @@
 --           (and the restricted grammar, for HTTP keys) when subscribed.
 -- Params:   p_group   the group's name
 --           p_events  the events (mbus.stream_row[]; read_subscriptions passes txid NULL)
--- Returns:  TABLE (event_id bigint, subscription_ids bigint[]): ids in ascending order
--- Locks:    none (reads only; the conditions run with the caller's privileges); sets
+-- Returns:  TABLE (event_id bigint, subscription_ids bigint[]): ids in ascending order; 42501
+--           when the group has conditions for the sandbox and the caller may not execute
+--           mbus._match_sandboxed
+-- Locks:    none (reads only; the owner's conditions run with the caller's privileges); sets
 --           mbus.match_failed (set_config, local to the transaction) when a condition failed
--- Calls:    mbus._match_query
+-- Calls:    mbus._match_run, mbus._match_sandboxed
 -- Tables:   mbus.subscriptions
 CREATE OR REPLACE FUNCTION mbus._match(p_group text, p_events mbus.stream_row[])
 RETURNS TABLE (event_id bigint, subscription_ids bigint[])
@@ -37,7 +41,7 @@ AS $$
 -- @plpgsql_check_options: security_warnings = false
 DECLARE
     v_cond   text;
-    v_query  text;
+    v_full   boolean;  -- the owner's subscriptions of the condition, or the others
     v_subs   bigint[];   -- the condition's subscriptions, ascending
     v_todo   int[];      -- ranges of v_subs still to run: pairs (first, last) of indexes
     v_lo     int;
@@ -49,18 +53,32 @@ DECLARE
     v_failed bigint[];   -- events any of them failed on
     v_err    text;
 BEGIN
-    FOR v_cond IN
-        SELECT DISTINCT s.condition FROM mbus.subscriptions AS s WHERE s.group_name = p_group
+    -- a reader that may not run the sandbox would see every such condition fail, each one
+    -- skipped with a WARNING: say what is missing instead
+    IF EXISTS (SELECT 1 FROM mbus.subscriptions AS s
+               WHERE s.group_name = p_group AND NOT s.full_language)
+       AND NOT has_function_privilege(
+           'mbus._match_sandboxed(text, mbus.stream_row[], mbus.subscriptions[])', 'EXECUTE')
+    THEN
+        RAISE EXCEPTION USING ERRCODE = '42501',
+            MESSAGE = format('role %s may not match the conditions of group %L: it lacks '
+                             'EXECUTE on mbus._match_sandboxed', current_user, p_group),
+            HINT = 'GRANT EXECUTE ON FUNCTION mbus._match_sandboxed(text, mbus.stream_row[], '
+                   'mbus.subscriptions[]) TO the roles that read groups with subscriptions';
+    END IF;
+    FOR v_cond, v_full IN
+        SELECT DISTINCT s.condition, s.full_language FROM mbus.subscriptions AS s
+        WHERE s.group_name = p_group
     LOOP
-        v_query := mbus._match_query(v_cond);
         BEGIN
-            RETURN QUERY EXECUTE v_query USING p_events, p_group, v_cond, NULL::bigint[];
+            RETURN QUERY SELECT * FROM mbus._match_run(p_group, v_cond, v_full, p_events, NULL);
             CONTINUE;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_err = MESSAGE_TEXT;
         END;
         v_subs := ARRAY(SELECT s.id FROM mbus.subscriptions AS s
-                        WHERE s.group_name = p_group AND s.condition = v_cond ORDER BY s.id);
+                        WHERE s.group_name = p_group AND s.condition = v_cond
+                          AND s.full_language = v_full ORDER BY s.id);
         v_todo := CASE WHEN cardinality(v_subs) > 1
                        THEN ARRAY[1, cardinality(v_subs) / 2,
                                   cardinality(v_subs) / 2 + 1, cardinality(v_subs)]
@@ -73,7 +91,8 @@ BEGIN
             v_todo := v_todo[3:];
             CONTINUE WHEN v_lo > v_hi;
             BEGIN
-                RETURN QUERY EXECUTE v_query USING p_events, p_group, v_cond, v_subs[v_lo:v_hi];
+                RETURN QUERY SELECT * FROM mbus._match_run(p_group, v_cond, v_full, p_events,
+                                                           v_subs[v_lo:v_hi]);
                 CONTINUE;
             EXCEPTION WHEN OTHERS THEN
                 GET STACKED DIAGNOSTICS v_err = MESSAGE_TEXT;
@@ -87,8 +106,8 @@ BEGIN
             v_evs := '{}';
             FOREACH v_ev IN ARRAY p_events LOOP
                 BEGIN
-                    RETURN QUERY EXECUTE v_query
-                    USING ARRAY[v_ev], p_group, v_cond, ARRAY[v_subs[v_lo]];
+                    RETURN QUERY SELECT * FROM mbus._match_run(p_group, v_cond, v_full,
+                                                               ARRAY[v_ev], ARRAY[v_subs[v_lo]]);
                 EXCEPTION WHEN OTHERS THEN
                     GET STACKED DIAGNOSTICS v_err = MESSAGE_TEXT;
                     v_evs := v_evs || v_ev.id;

@@ -13,13 +13,15 @@
 --           that long without touch_subscription(). The condition is checked by
 --           mbus._check_condition unless the group already has a subscription with exactly this
 --           condition (it was checked then; rows inserted by hand are trusted).
---           Conditions run with the rights of whoever reads the group (pgmbus serve, a worker),
---           so only a caller with the rights of the owner of mbus.subscriptions (who can read
---           every mbus table anyway) may use the full language (STABLE functions); any other
+--           The owner's conditions run with the rights of whoever reads the group (pgmbus
+--           serve, a worker), so only a caller with the rights of the owner of
+--           mbus.subscriptions (who can read every mbus table anyway) may use the full language
+--           (STABLE functions), and only its subscriptions are marked full_language; any other
 --           caller's condition must be in the restricted grammar of
 --           mbus._restricted_condition_error (it sees only e and s, never a table or a
 --           setting), checked on every call, so such a caller cannot attach its own params
---           to a full condition either.
+--           to a full condition either, and it runs in mbus._match_sandboxed (no table
+--           privileges) whoever reads.
 -- Params:   "group"        the group's name
 --           condition      the static boolean expression over e and s (text; IMMUTABLE and
 --                          STABLE functions only, no subquery: see mbus._check_condition)
@@ -40,8 +42,10 @@ SET search_path = pg_catalog
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_id  bigint;
-    v_why text;
+    v_id    bigint;
+    v_why   text;
+    v_owner boolean := pg_has_role((SELECT c.relowner FROM pg_class AS c
+                                    WHERE c.oid = 'mbus.subscriptions'::regclass), 'USAGE');
 BEGIN
     PERFORM mbus._group("group");
     -- a condition the group has already passed this check (listeners that differ only in
@@ -53,8 +57,7 @@ BEGIN
     THEN
         PERFORM mbus._check_condition(subscribe.condition);
     END IF;
-    IF NOT pg_has_role((SELECT c.relowner FROM pg_class AS c
-                        WHERE c.oid = 'mbus.subscriptions'::regclass), 'USAGE') THEN
+    IF NOT v_owner THEN
         v_why := mbus._restricted_condition_error(subscribe.condition);
         IF v_why IS NOT NULL THEN
             RAISE EXCEPTION USING ERRCODE = 'MB004',
@@ -72,10 +75,14 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'MB006',
             MESSAGE = format('expires_after must be > 0, not %s', subscribe.expires_after);
     END IF;
-    INSERT INTO mbus.subscriptions AS s (group_name, condition, params, expires_after)
-    VALUES (subscribe."group", subscribe.condition, subscribe.params, subscribe.expires_after)
+    INSERT INTO mbus.subscriptions AS s (group_name, condition, params, expires_after,
+                                         full_language)
+    VALUES (subscribe."group", subscribe.condition, subscribe.params, subscribe.expires_after,
+            v_owner)
     ON CONFLICT (group_name, md5(condition), params) DO UPDATE
     SET last_active_at = now(),
+        -- shared with a subscriber held to the grammar: the sandbox runs it for both alike
+        full_language = s.full_language AND excluded.full_language,
         expires_after = CASE WHEN s.expires_after IS NULL OR excluded.expires_after IS NULL
                              THEN NULL
                              ELSE greatest(s.expires_after, excluded.expires_after) END

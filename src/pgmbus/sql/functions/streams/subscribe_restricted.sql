@@ -5,14 +5,16 @@
 --           restricted grammar (mbus._restricted_condition_error: operators, comparisons,
 --           casts and a fixed list of IMMUTABLE functions over e and s; no table, setting or
 --           session function), checked on every call, whatever the group already has. The
---           service runs conditions with its own role, so this is what keeps a key scoped
---           to one group from reading other tables through its condition.
+--           service reads groups with its own role, so this is what keeps a key scoped
+--           to one group from reading other tables through its condition; the subscription
+--           is never full_language, so its condition runs in mbus._match_sandboxed (no table
+--           privileges) even if the grammar let something through.
 -- Params:   as mbus.subscribe
 -- Returns:  bigint: the subscription's id; MB004 (nothing stored) for a condition outside the
 --           grammar, naming what is not allowed; the errors of mbus.subscribe
--- Locks:    as mbus.subscribe
+-- Locks:    as mbus.subscribe (and the subscription's row for full_language)
 -- Calls:    mbus._check_condition, mbus._restricted_condition_error, mbus.subscribe
--- Tables:   none
+-- Tables:   mbus.subscriptions
 CREATE OR REPLACE FUNCTION mbus.subscribe_restricted("group" text, condition text,
                                                      params jsonb DEFAULT '{}',
                                                      expires_after interval DEFAULT NULL)
@@ -22,6 +24,7 @@ SET search_path = pg_catalog
 AS $$
 DECLARE
     v_why text;
+    v_id  bigint;
 BEGIN
     PERFORM mbus._check_condition(subscribe_restricted.condition);
     v_why := mbus._restricted_condition_error(subscribe_restricted.condition);
@@ -32,7 +35,11 @@ BEGIN
             HINT = 'operators, comparisons, casts and a fixed list of immutable functions '
                    'over e and s, e.g. s.params @> jsonb_build_object(''topic'', e.topic)';
     END IF;
-    RETURN mbus.subscribe(subscribe_restricted."group", subscribe_restricted.condition,
-                          subscribe_restricted.params, subscribe_restricted.expires_after);
+    v_id := mbus.subscribe(subscribe_restricted."group", subscribe_restricted.condition,
+                           subscribe_restricted.params, subscribe_restricted.expires_after);
+    -- the service's role may be the owner's: its keys' conditions still run in the sandbox
+    UPDATE mbus.subscriptions AS s SET full_language = false
+    WHERE s.id = v_id AND s.full_language;
+    RETURN v_id;
 END;
 $$;
