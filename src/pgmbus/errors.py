@@ -226,6 +226,10 @@ def translate(exc: BaseException) -> PgmbusError:
         text = message = (
             f"a number is out of range (at most {2**63 - 1:,} for an id or a count): {message}"
         )
+    if sqlstate == "0A000" and message.endswith("during recovery"):
+        # a standby refuses some writes before its read-only check (a queue post touches an
+        # unlogged table first): the same refusal, the same class
+        sqlstate = "25006"
     if sqlstate == "25006":
         # the server's words name the statement, not what to do about it
         text = message = f"this operation needs the primary (the server is read-only): {message}"

@@ -1,5 +1,6 @@
 """The HA tests' cluster: a pg_auto_failover monitor and two nodes, synchronous standby,
-pg_auto_failover's timeouts shortened (pgmbus.testing.ha.FAST_MONITOR_SETTINGS)."""
+pg_auto_failover's timeouts shortened (pgmbus.testing.ha.FAST_MONITOR_SETTINGS), fsync off
+(a kill -9 keeps the page cache: what the standby acknowledged stays on it)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def _have_pg_autoctl() -> bool:
 def ha_cluster() -> Iterator[HAChaosCluster]:
     if not _have_pg_autoctl():
         pytest.fail("pg_autoctl is missing: scripts/bootstrap.sh installs pg_auto_failover")
-    cluster = HAChaosCluster(synchronous=True).start()
+    cluster = HAChaosCluster(synchronous=True, ephemeral=True).start()
     try:
         yield cluster
     finally:

@@ -40,9 +40,11 @@ class Failover:
 class HAChaosCluster(ChaosCluster):
     """A monitor and two nodes (synchronous or asynchronous standby) for the chaos scenarios."""
 
-    def __init__(self, *, synchronous: bool = True) -> None:
+    def __init__(self, *, synchronous: bool = True, ephemeral: bool = False) -> None:
         super().__init__()
-        self.ha = HACluster(self.folder / "ha", synchronous=synchronous, fast=True)
+        self.ha = HACluster(
+            self.folder / "ha", synchronous=synchronous, fast=True, ephemeral=ephemeral
+        )
         self.failovers: list[Failover] = []
 
     def start(self) -> HAChaosCluster:
