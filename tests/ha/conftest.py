@@ -25,3 +25,10 @@ def ha_cluster() -> Iterator[HAChaosCluster]:
         yield cluster
     finally:
         cluster.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each HA test starts or kills servers of a three-server setup: out of the fast tier."""
+    for item in items:
+        if "tests/ha/" in str(item.fspath):
+            item.add_marker(pytest.mark.slow)

@@ -46,6 +46,7 @@ class HAChaosCluster(ChaosCluster):
             self.folder / "ha", synchronous=synchronous, fast=True, ephemeral=ephemeral
         )
         self.failovers: list[Failover] = []
+        self.mode = "sync" if synchronous else "async"
 
     def start(self) -> HAChaosCluster:
         self.ha.start()

@@ -194,6 +194,14 @@ class HACluster:
             (self.home / sub).mkdir(exist_ok=True)
         if self._identity.as_root:
             user = self._identity.server_user
+            probe = subprocess.run(
+                ["runuser", "-u", user, "--", "test", "-x", str(self.home)], capture_output=True
+            )
+            if probe.returncode != 0:
+                raise DevDBError(
+                    f"the server user {user!r} cannot enter {self.home}; "
+                    "set PGMBUS_HOME to a folder whose parents it can traverse"
+                )
             for path in (self.home, *(self.home / s for s in ("config", "share", "run"))):
                 shutil.chown(path, user=user)
 
@@ -369,8 +377,13 @@ class HACluster:
                 contextlib.suppress(psycopg.Error, DevDBError),
                 psycopg.connect(self.node_dsn(name, "postgres"), connect_timeout=2) as conn,
             ):
-                row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
-                if row is not None and row[0] is False:
+                # a promoted standby stays read-only (default_transaction_read_only) until the
+                # old primary is known to be demoted: only then does it take writes
+                row = conn.execute(
+                    "SELECT NOT pg_is_in_recovery()"
+                    " AND current_setting('transaction_read_only') = 'off'"
+                ).fetchone()
+                if row is not None and row[0] is True:
                     return name
         return None
 
