@@ -111,7 +111,8 @@ class HAChaosCluster(ChaosCluster):
 def _failovers(
     count: int, every: float
 ) -> Callable[[ChaosCluster, str, list[Workload]], list[Periodic]]:
-    """``count`` failovers, one every ``every`` seconds (the old primary rejoins after each)."""
+    """``count`` failovers, ``every`` seconds apart; the old primary rejoins as the standby
+    after each but the last (the scenario's heal brings the last one back)."""
 
     def start(c: ChaosCluster, _dsn: str, _w: list[Workload]) -> list[Periodic]:
         assert isinstance(c, HAChaosCluster)
@@ -120,7 +121,7 @@ def _failovers(
         def once() -> int:
             if len(done) >= count:
                 return 0
-            done.append(c.failover(rejoin=True))
+            done.append(c.failover(rejoin=len(done) + 1 < count))
             return 1
 
         p = Periodic(f"failover-x{count}", every, once)

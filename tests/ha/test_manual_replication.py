@@ -59,10 +59,12 @@ def test_a_standby_promoted_by_hand_keeps_what_was_acknowledged(folder: Path) ->
             "-X",
             "stream",
             "--no-sync",
+            "--checkpoint=fast",  # a spread checkpoint would take minutes
         )
         standby.start()
         with psycopg.connect(primary.dsn(), autocommit=True) as conn:
             conn.execute("ALTER SYSTEM SET synchronous_standby_names = '*'")
+            conn.execute("ALTER SYSTEM SET synchronous_commit = 'on'")  # ephemeral: off
             conn.execute("SELECT pg_reload_conf()")
         both = (
             f"host=127.0.0.1,127.0.0.1 port={primary.port},{standby.port} user=postgres "
