@@ -119,5 +119,8 @@ def test_one_failover_loses_no_acknowledged_message(ha_cluster: HAChaosCluster) 
     for report in reports:
         assert report.acknowledged > 0, report
         assert report.valid, (report, report.examples)
-    assert lease.stats is not None and lease.stats.reconnects >= 1, "the lease worker reconnected"
+    met = lease.stats
+    # the worker met the failover: a lease that failed (reconnects), or an ack or a handling
+    # cut by it (a pool that waits for the new primary hides the lease errors)
+    assert met is not None and met.reconnects + met.unfinished + met.failed >= 1, met
     assert group.worker.stats.reconnects >= 1, "the stream group reconnected"
