@@ -344,11 +344,16 @@ class HACluster:
         keeper = self._keeper_pid(name)
         postmaster = self._postmaster_pid(name)
         for pid in (keeper, postmaster):
-            if pid is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(os.getpgid(pid), signal.SIGKILL)
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+            if pid is None:
+                continue
+            with contextlib.suppress(ProcessLookupError):
+                group = os.getpgid(pid)
+                # the keeper runs in a session of its own (_run_keeper): its group is the node;
+                # never this process's own group, should a pid file name a stranger
+                if group != os.getpgrp():
+                    os.killpg(group, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         proc = self._keepers.pop(name, None)
         if proc is not None:
             with contextlib.suppress(ProcessLookupError):
