@@ -4,8 +4,13 @@ how far they trail; both work on the standby."""
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 
+import httpx
 import psycopg
+import pytest
 from prometheus_client import generate_latest
 from typer.testing import CliRunner
 
@@ -57,3 +62,36 @@ def test_status_and_metrics_show_the_replication_state(ha_cluster: HAChaosCluste
     assert "pgmbus_server_in_recovery 1.0" in standby_metrics
     assert "pgmbus_standby_replay_delay_seconds" in standby_metrics
     assert "pgmbus_queue_" in standby_metrics or "pgmbus_timer_due" in standby_metrics
+
+
+@pytest.mark.timeout(120)
+def test_serve_on_a_standby_answers_metrics_and_health(ha_cluster: HAChaosCluster) -> None:
+    """`pgmbus serve --no-dispatcher` on a standby's DSN: /metrics and /healthz answer."""
+    _on_primary, on_standby = _dsns(ha_cluster)
+    argv = [sys.executable, "-m", "pgmbus", "serve", "--dsn", on_standby, "--host", "127.0.0.1"]
+    argv += ["--port", "0", "--no-dispatcher", "--metrics-public"]
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        base = ""
+        for line in proc.stdout:
+            found = re.search(r"http://127\.0\.0\.1:\d+", line)
+            if found:
+                base = found.group(0)
+                break
+        assert base, "serve printed its address"
+        assert httpx.get(base + "/healthz", timeout=10).status_code == 200
+        metrics = httpx.get(base + "/metrics", timeout=10)
+        assert metrics.status_code == 200
+        assert "pgmbus_up 1.0" in metrics.text
+        assert "pgmbus_server_in_recovery 1.0" in metrics.text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        if proc.stdout is not None:
+            proc.stdout.close()
