@@ -28,17 +28,23 @@ fi
 
 # `pgmbus install --schedule` runs the storage upkeep from pg_cron; the embedded clusters preload
 # it when Debian's postgresql-<major>-cron is installed (the tests schedule jobs with it).
+# `pgmbus dev start --ha` and the failover tests run pg_auto_failover (postgresql-<major>-auto-
+# failover, which brings pg_autoctl): both server add-ons come in this one step.
 major="$(ls /usr/lib/postgresql 2>/dev/null | sort -n | tail -1)"
-if [ -n "$major" ] && [ ! -f "/usr/lib/postgresql/$major/lib/pg_cron.so" ] &&
-    command -v apt-get >/dev/null 2>&1; then
-    step 2 "installing Debian's postgresql-$major-cron (pg_cron, the scheduled upkeep)"
+if [ -n "$major" ] && command -v apt-get >/dev/null 2>&1 &&
+    { [ ! -f "/usr/lib/postgresql/$major/lib/pg_cron.so" ] ||
+        [ ! -f "/usr/lib/postgresql/$major/lib/pgautofailover.so" ]; }; then
+    step 2 "installing Debian's postgresql-$major-cron and -auto-failover (upkeep, HA)"
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "postgresql-$major-cron" \
+    addons="postgresql-$major-cron postgresql-$major-auto-failover"
+    # shellcheck disable=SC2086 # two package names, split on purpose
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $addons \
         >/dev/null 2>&1 || {
         $sudo apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "postgresql-$major-cron" \
-            >/dev/null 2>&1 || echo "bootstrap: could not install pg_cron" >&2
+        # shellcheck disable=SC2086
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $addons \
+            >/dev/null 2>&1 || echo "bootstrap: could not install pg_cron/pg_auto_failover" >&2
     }
     step_done
 fi

@@ -158,6 +158,14 @@ class LockNotAvailable(DatabaseError):
     default_sqlstate = "55P03"
 
 
+class PrimaryRequired(DatabaseError):
+    """The operation writes, and the server is a read-only standby (or the transaction is
+    read-only): it needs the primary. A DSN with several hosts and
+    ``target_session_attrs=read-write`` reaches whichever node is primary (docs/ha.md)."""
+
+    default_sqlstate = "25006"
+
+
 _BY_SQLSTATE: dict[str, type[DatabaseError]] = {
     cls.default_sqlstate: cls
     for cls in (
@@ -173,6 +181,7 @@ _BY_SQLSTATE: dict[str, type[DatabaseError]] = {
         QueueMoved,
         PermissionDenied,
         LockNotAvailable,
+        PrimaryRequired,
     )
     if cls.default_sqlstate is not None
 }
@@ -216,6 +225,17 @@ def translate(exc: BaseException) -> PgmbusError:
         sqlstate, hint = "22003", None
         text = message = (
             f"a number is out of range (at most {2**63 - 1:,} for an id or a count): {message}"
+        )
+    if sqlstate == "0A000" and message.endswith("during recovery"):
+        # a standby refuses some writes before its read-only check (a queue post touches an
+        # unlogged table first): the same refusal, the same class
+        sqlstate = "25006"
+    if sqlstate == "25006":
+        # the server's words name the statement, not what to do about it
+        text = message = f"this operation needs the primary (the server is read-only): {message}"
+        hint = hint or (
+            "connect to the primary, e.g. a DSN with every node's host and "
+            "target_session_attrs=read-write"
         )
     if detail:
         text += f"\nDETAIL: {detail}"

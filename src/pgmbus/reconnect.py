@@ -12,7 +12,9 @@ import psycopg
 
 # SQLSTATE classes and codes that a retry (on a new connection if need be) can get past.
 _TRANSIENT_CLASSES = ("08", "40", "53", "57P")
-_TRANSIENT_CODES = frozenset({"57014", "55P03", "55006"})
+# 25006 (read-only transaction): a connection that outlived a failover on a node now a standby;
+# a new connection through a read-write multi-host DSN reaches the new primary.
+_TRANSIENT_CODES = frozenset({"57014", "55P03", "55006", "25006"})
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -21,8 +23,9 @@ def is_transient(exc: BaseException) -> bool:
     True for a broken or refused connection (``psycopg.OperationalError``, pool timeouts
     included), a server shutting down or restarting, a terminated backend, a cancelled
     statement (statement timeout), a lock not available, serialization failures and deadlocks,
-    and a server out of connections. A typed pgmbus error keeps the psycopg error it was
-    translated from as its cause, which is looked at too.
+    a server out of connections, and a write refused by a read-only node (a failover demoted
+    it). A typed pgmbus error keeps the psycopg error it was translated from as its cause, which
+    is looked at too.
     """
     seen: set[int] = set()
     current: BaseException | None = exc

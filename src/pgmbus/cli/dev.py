@@ -15,7 +15,8 @@ from pgmbus.cli.common import (
     print_json,
     reports_errors,
 )
-from pgmbus.devdb import DevCluster
+from pgmbus.devdb import DevCluster, default_home
+from pgmbus.testing.ha import HACluster
 
 app = typer.Typer(
     help="Manage the embedded PostgreSQL cluster under .pgmbus/.", no_args_is_help=True
@@ -38,6 +39,33 @@ def _show(cluster: DevCluster, as_json: bool) -> None:
     console.print(table)
 
 
+def _ha() -> HACluster:
+    """The HA setup of ``pgmbus dev start --ha``: in ``ha/`` under the cluster folder."""
+    return HACluster(default_home() / "ha")
+
+
+def _show_ha(cluster: HACluster, as_json: bool) -> None:
+    nodes = cluster.nodes()
+    primary = cluster.primary()
+    if as_json:
+        print_json(
+            {
+                "home": str(cluster.home),
+                "dsn": cluster.dsn(),
+                "primary": primary,
+                "nodes": [dataclasses.asdict(n) for n in nodes],
+            }
+        )
+        return
+    table = make_table("node", "port", "role", "state (reported/assigned)", "healthy")
+    for node in nodes:
+        role = "[green]primary[/]" if node.name == primary else "standby"
+        state = f"{node.reported}/{node.assigned}"
+        table.add_row(node.name, str(node.port), role, state, "yes" if node.healthy else "no")
+    console.print(table)
+    console.print(f"dsn: {cluster.dsn()}")
+
+
 @app.command()
 @reports_errors
 def start(
@@ -45,9 +73,20 @@ def start(
     new_port: bool = typer.Option(
         False, "--new-port", help="Move to a free port when the cluster's port is taken."
     ),
+    ha: bool = typer.Option(
+        False,
+        "--ha",
+        help="Start a primary with a synchronous standby under pg_auto_failover instead "
+        "(a monitor and two nodes in .pgmbus/ha; docs/ha.md).",
+    ),
 ) -> None:
     """Create the cluster on first use and start it (harmless when running); after a crash it
     comes back on the same port."""
+    if ha:
+        ha_cluster = _ha()
+        ha_cluster.start()
+        _show_ha(ha_cluster, as_json)
+        return
     cluster = DevCluster()
     created = not cluster.initialized
     cluster.start(new_port=new_port)
@@ -62,8 +101,16 @@ def start(
 
 @app.command()
 @reports_errors
-def stop() -> None:
+def stop(
+    ha: bool = typer.Option(False, "--ha", help="Stop the HA setup of `dev start --ha`."),
+) -> None:
     """Stop the cluster (fast shutdown)."""
+    if ha:
+        ha_cluster = _ha()
+        ha_cluster.port("monitor")  # a missing setup is an error that says how to make one
+        ha_cluster.stop()
+        console.print("stopped")
+        return
     cluster = DevCluster()
     cluster.require_initialized()
     was_running = cluster.stop()
@@ -72,8 +119,18 @@ def stop() -> None:
 
 @app.command()
 @reports_errors
-def status(as_json: JsonOption = False) -> None:
+def status(
+    as_json: JsonOption = False,
+    ha: bool = typer.Option(
+        False, "--ha", help="Show the HA setup's nodes and which one is primary."
+    ),
+) -> None:
     """Show whether the cluster runs, where, and its DSN."""
+    if ha:
+        ha_cluster = _ha()
+        ha_cluster.port("monitor")
+        _show_ha(ha_cluster, as_json)
+        return
     cluster = DevCluster()
     cluster.require_initialized()
     _show(cluster, as_json)

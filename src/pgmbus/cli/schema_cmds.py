@@ -19,6 +19,7 @@ from pgmbus.cli.common import (
     reports_errors,
 )
 from pgmbus.cli.errors import RUNTIME
+from pgmbus.data import replication
 from pgmbus.data.install import CLI
 from pgmbus.uninstall import uninstall
 
@@ -90,6 +91,7 @@ def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
     with connect(dsn, need_schema=False) as conn:
         current = schema.status(conn)
         info = conn.execute(CLI["server_info"]).fetchone()
+        replica = replication.replication_state(conn)
     db, server = (info[0], info[1]) if info else ("?", "?")
     if as_json:
         print_json(
@@ -97,6 +99,7 @@ def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
                 "package_version": __version__,
                 "database": db,
                 "server_version": server,
+                "replication": replica,
                 "installed": current.installed,
                 "schema_version": current.version,
                 "latest": current.latest,
@@ -127,6 +130,7 @@ def status_cmd(dsn: DsnOption = None, as_json: JsonOption = False) -> None:
     console.print(
         f"pgmbus {__version__} · database [bold]{db}[/] · PostgreSQL {server}", highlight=False
     )
+    console.print(f"replication: {replication.describe(replica)}", highlight=False)
     if current.installed and not current.legacy:
         table = make_table("migration", "state", "applied at")
         for m in current.applied:

@@ -21,6 +21,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from pgmbus.data import replication
 from pgmbus.data import service as service_data
 from pgmbus.http.call_totals import OUTCOMES, CallTotals
 
@@ -103,6 +104,8 @@ def fetch_snapshot(
         "after_xid": after_xid,
     }
     snapshot = service_data.snapshot(conn, params)
+    if snapshot is not None:
+        snapshot["replication"] = replication.replication_state(conn)
     conn.rollback()
     if snapshot is None:
         raise RuntimeError("the snapshot query returned no row")
@@ -144,6 +147,7 @@ class SnapshotCollector(Collector):
         yield from _streams(snap)
         yield from _timers(snap)
         yield from _calls(self.calls)
+        yield from _replication(snap.get("replication") or {})
         sagas = GaugeMetricFamily("pgmbus_sagas", "Sagas by state.", labels=["state"])
         for state in SAGA_STATES:
             sagas.add_metric([state], snap["sagas"].get(state, 0))
@@ -238,6 +242,35 @@ def _streams(snap: dict[str, Any]) -> Iterator[Metric]:
     )
     oldest.add_metric([], parts["oldest_closed_age"])
     yield oldest
+
+
+def _replication(state: dict[str, Any]) -> Iterator[Metric]:
+    yield _gauge(
+        "pgmbus_server_in_recovery",
+        "1 on a hot standby (read-only), 0 on a primary.",
+        1 if state.get("in_recovery") else 0,
+    )
+    standbys = state.get("standbys") or []
+    yield _gauge(
+        "pgmbus_replication_synchronous_standbys",
+        "Standbys connected now whose confirmation a commit waits for (sync or quorum).",
+        sum(1 for s in standbys if s.get("sync_state") in ("sync", "quorum")),
+    )
+    lag = GaugeMetricFamily(
+        "pgmbus_replication_replay_lag_seconds",
+        "Per standby connected to this primary, how long its replay trails the commits.",
+        labels=["standby", "sync_state"],
+    )
+    for s in standbys:
+        lag.add_metric([str(s["name"]), str(s["sync_state"])], float(s["replay_lag_s"] or 0))
+    yield lag
+    if state.get("in_recovery"):
+        delay = state.get("replay_delay_s")
+        yield _gauge(
+            "pgmbus_standby_replay_delay_seconds",
+            "On a standby: seconds since the last transaction it replayed was committed.",
+            float(delay) if delay is not None else float("nan"),
+        )
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
