@@ -47,8 +47,10 @@ from pgmbus.streams.client import (
     unsubscribe_queue,
 )
 from pgmbus.streams.worker import StreamWorker, WorkerStats
+from pgmbus.streams.worker_async import AsyncStreamWorker
 
 __all__ = [
+    "AsyncStreamWorker",
     "Batch",
     "Event",
     "Published",
