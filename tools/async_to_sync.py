@@ -52,18 +52,18 @@ class Twin:
 #: The inputs, in generation order: async source -> generated blocking twin.
 INPUTS: tuple[Twin, ...] = (
     Twin(
-        "src/pgmbus/queues/_async_bus.py",
-        "src/pgmbus/queues/_sync_bus.py",
+        "src/pgmbus/queues/_bus_async.py",
+        "src/pgmbus/queues/_bus.py",
         "Bus: the blocking client of the mbus queue API.",
     ),
     Twin(
+        "src/pgmbus/timers/store_async.py",
         "src/pgmbus/timers/store.py",
-        "src/pgmbus/timers/sync_store.py",
         "Typed blocking calls of the timers SQL API (``mbus.timer_*``); the caller owns the"
         " transaction.",
     ),
     Twin(
-        "src/pgmbus/streams/aclient.py",
+        "src/pgmbus/streams/client_async.py",
         "src/pgmbus/streams/client.py",
         "Typed calls of the streams SQL API on a caller's connection (they join its transaction).",
     ),
@@ -72,7 +72,7 @@ INPUTS: tuple[Twin, ...] = (
         "src/pgmbus/streams/worker.py",
         "A blocking consumer loop for one group (or slot): batches, per-event retries, wake-ups.",
         renames=(
-            ("aclient", "client"),
+            ("client_async", "client"),
             ("AsyncStreamWorker", "StreamWorker"),
             ("AsyncHandler", "Handler"),
             ("apause", "pause"),

@@ -19,7 +19,7 @@ from pgmbus.http.config import ServiceConfig
 from pgmbus.http.limits import BodyLimit
 from pgmbus.http.metrics import ListenerCollector, afetch_snapshot, registry_for
 from pgmbus.http.state import AppState
-from pgmbus.timers import store
+from pgmbus.timers import store_async as store
 from pgmbus.timers.dispatcher import Dispatcher
 from pgmbus.timers.supervised import keep_dispatching
 

@@ -34,7 +34,7 @@ from pgmbus.http.stream_models import (
     SubscriptionIn,
     SubscriptionOut,
 )
-from pgmbus.streams import aclient
+from pgmbus.streams import client_async
 
 router = APIRouter(prefix="/v1/streams", tags=["streams"], responses=ERROR_RESPONSES)
 
@@ -47,7 +47,7 @@ async def _groups(conn: Conn, group: str | None) -> list[dict[str, Any]]:
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(query("stream_leases"), {"group": group})
         leases = await cur.fetchall()
-    status = await aclient.group_status(conn)
+    status = await client_async.group_status(conn)
     now = datetime.now(UTC)
     out = []
     for g in groups:
@@ -121,7 +121,7 @@ async def publish(
             request, response, body, [body.payload], [body.key], [body.headers], idempotency_key
         )
     async with state_of(request).pool.connection() as conn:
-        event_id = await aclient.publish(
+        event_id = await client_async.publish(
             conn,
             body.topic,
             body.payload,
@@ -152,7 +152,7 @@ async def publish_batch(
             request, response, body, payloads, keys, headers, idempotency_key
         )
     async with state_of(request).pool.connection() as conn:
-        ids = await aclient.publish_batch(
+        ids = await client_async.publish_batch(
             conn,
             body.topic,
             payloads,
@@ -175,7 +175,7 @@ async def _publish_once(
 ) -> dict[str, Any]:
     """Publish with an Idempotency-Key: 201 when stored, 200 when the key was remembered."""
     async with state_of(request).pool.connection() as conn:
-        once = await aclient.publish_once(
+        once = await client_async.publish_once(
             conn,
             body.topic,
             payloads,
@@ -213,7 +213,7 @@ async def create_group(request: Request, body: GroupCreate, who: Caller, respons
         if existing:
             return False, existing
         try:
-            await aclient.create_group(conn, body.group, start=body.start, slots=body.slots)
+            await client_async.create_group(conn, body.group, start=body.start, slots=body.slots)
         except AlreadyExists:  # a concurrent create won: the same answer as finding it
             await conn.rollback()
             return False, await _groups(conn, body.group)
@@ -244,7 +244,7 @@ async def seek(request: Request, group: Group, body: SeekIn, who: Caller) -> Any
     require(who, "streams", "write", group)
 
     async with state_of(request).pool.connection() as conn:
-        await aclient.seek(conn, group, body.start)
+        await client_async.seek(conn, group, body.start)
         await conn.execute(query("stream_leases_clear"), {"group": group})
         await conn.commit()
         return (await _groups(conn, group))[0]
@@ -309,7 +309,7 @@ async def dmq(request: Request, group: Group, who: Caller) -> Any:
     async with state_of(request).pool.connection() as conn:
         if not await agroup_exists(conn, group):
             raise HTTPException(404, f"consumer group {group!r} does not exist")
-        return await aclient.dmq(conn, group)
+        return await client_async.dmq(conn, group)
 
 
 @router.post("/groups/{group}/dmq/{event_id}/replay", status_code=204)
@@ -324,7 +324,7 @@ async def dmq_replay(request: Request, group: Group, event_id: int, who: Caller)
     require(who, "streams", "write", group)
 
     async with state_of(request).pool.connection() as conn:
-        await aclient.dmq_replay(conn, group, event_id)
+        await client_async.dmq_replay(conn, group, event_id)
     return Response(status_code=204)
 
 

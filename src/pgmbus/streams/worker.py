@@ -21,7 +21,7 @@ import psycopg
 from pgmbus.data.streams import STREAMS
 from pgmbus.reconnect import Backoff, is_transient
 from pgmbus.renamed import renamed_keywords
-from pgmbus.streams import client
+from pgmbus.streams import client as calls
 from pgmbus.streams.events import Event
 from pgmbus.streams.worker_parts import Handler, WorkerStats, pause
 
@@ -112,7 +112,7 @@ class StreamWorker:
             with conn.transaction():  # a savepoint: a failing handler's writes are undone
                 self.handler(conn, event)
         except Exception as exc:
-            outcome = client.retry_event(conn, self.group, event.id, error=repr(exc)[:2000])
+            outcome = calls.retry_event(conn, self.group, event.id, error=repr(exc)[:2000])
             self.stats.retried += 1
             if outcome == "dead":
                 self.stats.dead += 1
@@ -135,13 +135,13 @@ class StreamWorker:
             conn.commit()
             self._async_sessions.add(conn.info.backend_pid)
         self._maybe_release(conn)
-        read = client.read_subscriptions if self.subscriptions else client.read_next
+        read = calls.read_subscriptions if self.subscriptions else calls.read_next
         try:
             batch = read(conn, self.group, limit=self.batch, slot=self.slot)
             for event in batch.events:
                 self._handle(conn, event)
             if batch.cursor is not None:
-                client.commit_transaction(conn, self.group, batch.cursor)  # one round trip
+                calls.commit_transaction(conn, self.group, batch.cursor)  # one round trip
             else:
                 conn.commit()
         except BaseException:
@@ -150,14 +150,14 @@ class StreamWorker:
         if batch:
             self.stats.batches += 1
         with conn.transaction():
-            retries = client.read_retries(
+            due_retries = calls.read_retries(
                 conn, self.group, limit=self.batch, lease=self.retry_lease
             )
-            for r in retries:
+            for r in due_retries:
                 event = Event(r.id, r.topic, r.key, r.payload, r.headers, r.published_at)
                 if self._handle(conn, event):
-                    client.ack_retry(conn, self.group, r.id)
-        return len(batch) + len(retries)
+                    calls.ack_retry(conn, self.group, r.id)
+        return len(batch) + len(due_retries)
 
     def drain(self) -> None:
         """Handle every event due now (batches and retries), then return."""
@@ -176,7 +176,7 @@ class StreamWorker:
         self._last_release = now
         with conn.transaction():  # its own transaction: the events are a new one of the log
             # one call moves at most RELEASE_CHUNK: go on until the due ones are all in
-            while client.release_scheduled(conn, limit=RELEASE_CHUNK) >= RELEASE_CHUNK:
+            while calls.release_scheduled(conn, limit=RELEASE_CHUNK) >= RELEASE_CHUNK:
                 pass
 
     def _maybe_maintain(self, conn: Conn) -> None:
@@ -188,7 +188,7 @@ class StreamWorker:
             return
         self._last_maintain = now
         with conn.transaction():
-            report = client.maintain(conn)
+            report = calls.maintain(conn)
         for part, why in report.get("errors", {}).items():
             self.log.warning("maintain: part %s failed (the others were done): %s", part, why)
         self.stats.maintained += 1

@@ -19,7 +19,7 @@ import psycopg
 from pgmbus.data.streams import STREAMS
 from pgmbus.reconnect import Backoff, is_transient
 from pgmbus.renamed import renamed_keywords
-from pgmbus.streams import aclient
+from pgmbus.streams import client_async as calls
 from pgmbus.streams.events import Event
 from pgmbus.streams.worker_parts import AsyncHandler, WorkerStats, apause
 
@@ -110,7 +110,7 @@ class AsyncStreamWorker:
             async with conn.transaction():  # a savepoint: a failing handler's writes are undone
                 await self.handler(conn, event)
         except Exception as exc:
-            outcome = await aclient.retry_event(conn, self.group, event.id, error=repr(exc)[:2000])
+            outcome = await calls.retry_event(conn, self.group, event.id, error=repr(exc)[:2000])
             self.stats.retried += 1
             if outcome == "dead":
                 self.stats.dead += 1
@@ -133,13 +133,13 @@ class AsyncStreamWorker:
             await conn.commit()
             self._async_sessions.add(conn.info.backend_pid)
         await self._maybe_release(conn)
-        read = aclient.read_subscriptions if self.subscriptions else aclient.read_next
+        read = calls.read_subscriptions if self.subscriptions else calls.read_next
         try:
             batch = await read(conn, self.group, limit=self.batch, slot=self.slot)
             for event in batch.events:
                 await self._handle(conn, event)
             if batch.cursor is not None:
-                await aclient.commit_transaction(conn, self.group, batch.cursor)  # one round trip
+                await calls.commit_transaction(conn, self.group, batch.cursor)  # one round trip
             else:
                 await conn.commit()
         except BaseException:
@@ -148,14 +148,14 @@ class AsyncStreamWorker:
         if batch:
             self.stats.batches += 1
         async with conn.transaction():
-            retries = await aclient.read_retries(
+            due_retries = await calls.read_retries(
                 conn, self.group, limit=self.batch, lease=self.retry_lease
             )
-            for r in retries:
+            for r in due_retries:
                 event = Event(r.id, r.topic, r.key, r.payload, r.headers, r.published_at)
                 if await self._handle(conn, event):
-                    await aclient.ack_retry(conn, self.group, r.id)
-        return len(batch) + len(retries)
+                    await calls.ack_retry(conn, self.group, r.id)
+        return len(batch) + len(due_retries)
 
     async def drain(self) -> None:
         """Handle every event due now (batches and retries), then return."""
@@ -174,7 +174,7 @@ class AsyncStreamWorker:
         self._last_release = now
         async with conn.transaction():  # its own transaction: the events are a new one of the log
             # one call moves at most RELEASE_CHUNK: go on until the due ones are all in
-            while await aclient.release_scheduled(conn, limit=RELEASE_CHUNK) >= RELEASE_CHUNK:
+            while await calls.release_scheduled(conn, limit=RELEASE_CHUNK) >= RELEASE_CHUNK:
                 pass
 
     async def _maybe_maintain(self, conn: Conn) -> None:
@@ -186,7 +186,7 @@ class AsyncStreamWorker:
             return
         self._last_maintain = now
         async with conn.transaction():
-            report = await aclient.maintain(conn)
+            report = await calls.maintain(conn)
         for part, why in report.get("errors", {}).items():
             self.log.warning("maintain: part %s failed (the others were done): %s", part, why)
         self.stats.maintained += 1

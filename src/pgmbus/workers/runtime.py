@@ -14,7 +14,7 @@ from typing import Any
 
 from pgmbus.dsn import resolve_dsn
 from pgmbus.handlers import Handlers, handler_name
-from pgmbus.queues._async_bus import AsyncBus
+from pgmbus.queues._bus_async import AsyncBus
 from pgmbus.streams.worker import WorkerStats as StreamStats
 from pgmbus.workers.health import serve_health
 from pgmbus.workers.queue_loop import HandlerStats, QueueLoop
