@@ -55,7 +55,7 @@ lint: bootstrap
 	$(BIN)/lint-imports
 	$(BIN)/python tools/plpgsql_check.py
 
-# The blocking twins (sync Bus, timers sync_store, streams client) from their async sources.
+# The blocking twins (sync Bus, timers store, streams client and worker) from their async sources.
 generate: bootstrap
 	$(BIN)/python tools/async_to_sync.py
 

@@ -78,6 +78,17 @@ def test_convert_applies_every_rule_and_keeps_the_layout() -> None:
     assert convert(SOURCE, "Bus: a blocking module.", "src/x.py") == out  # deterministic
 
 
+def test_a_twins_own_renames_apply_to_it_alone() -> None:
+    source = (
+        '"""Async w."""\n\nfrom pkg import aclient\n\n\n'
+        "async def f() -> int:\n    return await aclient.go()  # aclient, not aclients\n"
+    )
+    out = convert(source, "W.", "w.py", (("aclient", "client"),))
+    assert "from pkg import client\n" in out
+    assert "    return client.go()  # client, not aclients\n" in out
+    assert "    return aclient.go()" in convert(source, "W.", "w.py")  # not in another twin
+
+
 def test_a_module_without_a_docstring_body_gets_summary_and_origin() -> None:
     out = convert('"""Async one-liner."""\n\nX = 1\n', "Sync one-liner.", "a.py")
     assert out.startswith('"""Sync one-liner.\n\nGenerated from ``a.py`` by')

@@ -44,25 +44,39 @@ class Twin:
     source: str  # path relative to the repository root
     target: str
     summary: str  # first line of the generated module's docstring
+    #: names renamed in this twin only, besides ``RENAMES`` (a module imported under its
+    #: blocking name, a class whose blocking twin has the plain name)
+    renames: tuple[tuple[str, str], ...] = ()
 
 
 #: The inputs, in generation order: async source -> generated blocking twin.
 INPUTS: tuple[Twin, ...] = (
     Twin(
-        "src/pgmbus/queues/_async_bus.py",
-        "src/pgmbus/queues/_sync_bus.py",
+        "src/pgmbus/queues/_bus_async.py",
+        "src/pgmbus/queues/_bus.py",
         "Bus: the blocking client of the mbus queue API.",
     ),
     Twin(
+        "src/pgmbus/timers/store_async.py",
         "src/pgmbus/timers/store.py",
-        "src/pgmbus/timers/sync_store.py",
         "Typed blocking calls of the timers SQL API (``mbus.timer_*``); the caller owns the"
         " transaction.",
     ),
     Twin(
-        "src/pgmbus/streams/aclient.py",
+        "src/pgmbus/streams/client_async.py",
         "src/pgmbus/streams/client.py",
         "Typed calls of the streams SQL API on a caller's connection (they join its transaction).",
+    ),
+    Twin(
+        "src/pgmbus/streams/worker_async.py",
+        "src/pgmbus/streams/worker.py",
+        "A blocking consumer loop for one group (or slot): batches, per-event retries, wake-ups.",
+        renames=(
+            ("client_async", "client"),
+            ("AsyncStreamWorker", "StreamWorker"),
+            ("AsyncHandler", "Handler"),
+            ("apause", "pause"),
+        ),
     ),
 )
 
@@ -83,7 +97,6 @@ RENAMES: dict[str, str] = {
     "arows": "rows",
 }
 
-_WORDS = re.compile(r"\b(" + "|".join(map(re.escape, RENAMES)) + r")\b")
 _ASYNC_KEYWORD = re.compile(r"\basync (def|with|for)\b")
 _AWAIT = re.compile(r"\bawait ")
 _NOQA_ASYNC = re.compile(r"#\s*noqa:\s*ASYNC\d+\s*")
@@ -94,9 +107,13 @@ class GenerationError(Exception):
     """The async source cannot be turned into a valid blocking module."""
 
 
-def _text_edit(text: str) -> str:
+def _words(renames: dict[str, str]) -> re.Pattern[str]:
+    return re.compile(r"\b(" + "|".join(map(re.escape, renames)) + r")\b")
+
+
+def _text_edit(text: str, renames: dict[str, str], words: re.Pattern[str]) -> str:
     """Rewrite a string or comment: renamed words, ``async with`` and ``await`` in prose."""
-    text = _WORDS.sub(lambda m: RENAMES[m.group(1)], text)
+    text = words.sub(lambda m: renames[m.group(1)], text)
     text = _ASYNC_KEYWORD.sub(r"\1", text)
     return _AWAIT.sub("", text)
 
@@ -149,7 +166,9 @@ def _offsets(source: str) -> list[int]:
     return starts
 
 
-def convert(source: str, summary: str, origin: str) -> str:
+def convert(
+    source: str, summary: str, origin: str, renames: tuple[tuple[str, str], ...] = ()
+) -> str:
     """Return the blocking module for the async module text ``source``.
 
     Parameters
@@ -160,7 +179,11 @@ def convert(source: str, summary: str, origin: str) -> str:
         The first line of the generated module's docstring.
     origin:
         The source's path, named in the generated docstring.
+    renames:
+        Names renamed in this module only, besides ``RENAMES``.
     """
+    names = RENAMES | dict(renames)
+    words = _words(names)
     lines = _offsets(source)
 
     def at(pos: tuple[int, int]) -> int:
@@ -181,15 +204,15 @@ def convert(source: str, summary: str, origin: str) -> str:
             ):
                 end = at(nxt.start) if nxt.start[0] == tok.end[0] else at(tok.end)
                 edits.append((at(tok.start), end, ""))
-            elif tok.string in RENAMES:
-                edits.append((at(tok.start), at(tok.end), RENAMES[tok.string]))
+            elif tok.string in names:
+                edits.append((at(tok.start), at(tok.end), names[tok.string]))
         elif tok.type == token.OP:
             close = _redundant_parens(toks, i)
             if close is not None:
                 edits.append((at(tok.start), at(tok.end), ""))
                 dropped.add(close)
         elif tok.type == token.STRING:
-            text = _text_edit(tok.string)
+            text = _text_edit(tok.string, names, words)
             if not docstring_done:
                 docstring_done = True
                 text = _docstring(text, summary, origin)
@@ -199,7 +222,7 @@ def convert(source: str, summary: str, origin: str) -> str:
                 prev_end = at(toks[i - 1].end) if toks[i - 1].end[0] == tok.start[0] else None
                 edits.append((prev_end if prev_end is not None else at(tok.start), at(tok.end), ""))
             else:
-                edits.append((at(tok.start), at(tok.end), _text_edit(tok.string)))
+                edits.append((at(tok.start), at(tok.end), _text_edit(tok.string, names, words)))
         if tok.type not in (token.STRING, token.COMMENT, token.NL, token.NEWLINE, token.ENCODING):
             docstring_done = True  # only a leading string is the module docstring
     out = source
@@ -244,7 +267,7 @@ def _verify(out: str, origin: str) -> None:
 def generate(twin: Twin) -> str:
     """The text the twin's target must have."""
     source = (ROOT / twin.source).read_text("utf-8")
-    return convert(source, twin.summary, twin.source)
+    return convert(source, twin.summary, twin.source, twin.renames)
 
 
 def stale(twins: tuple[Twin, ...] | None = None) -> list[str]:

@@ -230,10 +230,10 @@ class Handlers:
     ) -> Callable[[F], F]:
         """Declare ``fn(conn, event)`` as the handler of a stream consumer group.
 
-        A plain ``def`` runs on :class:`pgmbus.streams.worker.StreamWorker` (a thread per
-        slot, ``conn`` a ``psycopg.Connection``); an ``async def`` runs as a task of the
-        worker's event loop on the async streams client (``conn`` a
-        ``psycopg.AsyncConnection``, :class:`pgmbus.workers.astream_loop.AsyncStreamLoop`).
+        A plain ``def`` runs on :class:`pgmbus.streams.StreamWorker` (a thread per slot,
+        ``conn`` a ``psycopg.Connection``); an ``async def`` runs as a task of the worker's
+        event loop on :class:`pgmbus.streams.AsyncStreamWorker` (``conn`` a
+        ``psycopg.AsyncConnection``), the same loop written for asyncio.
         Either way it runs inside the batch's transaction on ``conn``, so its database writes
         commit with the group's cursor (exactly once); a handler that raises has its event
         retried per the group's settings, then dead-lettered.

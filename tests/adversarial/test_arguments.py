@@ -23,7 +23,7 @@ from pgmbus import streams
 from pgmbus.errors import InvalidArgument
 from pgmbus.queues import Bus
 from pgmbus.scaleout import Cluster, move_queue
-from pgmbus.timers import sync_store
+from pgmbus.timers import store as sync_store
 
 # --- wrong values ------------------------------------------------------------------------------
 _NUL_TEXT = st.tuples(st.text(max_size=4), st.text(max_size=4)).map(lambda p: p[0] + "\x00" + p[1])

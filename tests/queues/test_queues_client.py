@@ -294,5 +294,5 @@ def test_listen_yields_and_acks(make_bus: Callable[..., Any]) -> None:
 
 def test_generated_sync_client_is_current() -> None:
     """The sync Bus is generated from the AsyncBus; this fails when it is stale."""
-    twin = next(t for t in async_to_sync.INPUTS if t.target.endswith("queues/_sync_bus.py"))
+    twin = next(t for t in async_to_sync.INPUTS if t.target.endswith("queues/_bus.py"))
     assert async_to_sync.stale((twin,)) == [], "run: make generate"

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import psycopg
 import pytest
 
-from pgmbus.timers import store
+from pgmbus.timers import store_async as store
 from pgmbus.timers.netguard import NetworkGuard, parse_networks
 
 T = TypeVar("T")

@@ -17,7 +17,7 @@ import pytest
 import uvicorn
 
 from pgmbus.http import ServiceConfig, create_app
-from pgmbus.timers import sync_store
+from pgmbus.timers import store as sync_store
 from pgmbus.timers.dispatcher import DispatcherConfig
 from tests.timers.conftest import LOCAL, Env, ScriptedServer, wait_until
 

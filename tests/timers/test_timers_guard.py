@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from psycopg.types.json import Jsonb
 
 from pgmbus.errors import InvalidArgument
-from pgmbus.timers import models, scheduler, store
+from pgmbus.timers import models, scheduler
+from pgmbus.timers import store_async as store
 from tests.timers.conftest import Env, run
 from tests.timers.test_timers_store import T0, URL, claim, sqlstate_of
 

@@ -10,7 +10,8 @@ import psycopg
 import pytest
 
 from pgmbus.errors import InvalidArgument
-from pgmbus.timers import scheduler, store
+from pgmbus.timers import scheduler
+from pgmbus.timers import store_async as store
 from tests.timers.conftest import Env, run
 
 T0 = datetime(2030, 1, 1, 0, 0, tzinfo=UTC)

@@ -11,7 +11,8 @@ import psycopg
 import pytest
 
 from pgmbus.errors import InvalidState, NotFound
-from pgmbus.timers import store, sync_store
+from pgmbus.timers import store as sync_store
+from pgmbus.timers import store_async as store
 from tests.timers.conftest import Env
 
 URL = "http://127.0.0.1:9/cb"
@@ -89,9 +90,9 @@ def test_timer_sql_lives_in_the_store_only() -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute):
                 assert node.attr not in ("execute", "executemany", "copy", "_q"), (
-                    f"{module.__name__} line {node.lineno} runs SQL: call pgmbus.timers.store"
+                    f"{module.__name__} line {node.lineno} runs SQL: call pgmbus.timers.store_async"
                 )
             if isinstance(node, ast.ImportFrom):
                 assert node.module != "pgmbus.sqlfiles", module.__name__
-                if node.module == "pgmbus.timers.store":  # its public calls only
+                if node.module in ("pgmbus.timers.store", "pgmbus.timers.store_async"):  # public
                     assert not any(a.name.startswith("_") for a in node.names), module.__name__

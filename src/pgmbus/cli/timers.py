@@ -14,7 +14,7 @@ import typer
 
 from pgmbus.cli.common import DsnOption, JsonOption, database, print_json, reports_errors
 from pgmbus.errors import ConfigurationError, PgmbusError, translating
-from pgmbus.timers import store
+from pgmbus.timers import store_async as store
 
 if TYPE_CHECKING:  # the dispatcher and the service need the ``server`` extra (httpx, ...)
     from pgmbus.timers.dispatcher import Dispatcher, DispatcherConfig

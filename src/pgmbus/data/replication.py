@@ -22,6 +22,14 @@ def replication_state(conn: psycopg.Connection[Any]) -> dict[str, Any]:
     return state
 
 
+async def areplication_state(conn: psycopg.AsyncConnection[Any]) -> dict[str, Any]:
+    """:func:`replication_state` on an asyncio connection (the HTTP service's pool)."""
+    with translating():
+        row = await (await conn.execute(REPLICATION["replication_state"])).fetchone()
+    state: dict[str, Any] = row[0] if row else {}
+    return state
+
+
 def describe(state: dict[str, Any]) -> str:
     """One line for people: the role, the synchronous standbys asked for, each standby."""
     if state.get("in_recovery"):

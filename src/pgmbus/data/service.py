@@ -24,6 +24,17 @@ def snapshot(conn: psycopg.Connection[Any], params: Mapping[str, Any]) -> dict[s
     return document
 
 
+async def asnapshot(
+    conn: psycopg.AsyncConnection[Any], params: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """``snapshot`` on an asyncio connection."""
+    row = await (await conn.execute(SERVICE["snapshot"], params)).fetchone()
+    if row is None:
+        return None
+    document: dict[str, Any] = row[0]
+    return document
+
+
 def set_scopes(conn: psycopg.Connection[Any], name: str, scopes: list[str]) -> Any:
     """Replace the scopes of the API client ``name``; the scopes stored (a list)."""
     with translating():

@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 
-from pgmbus.data.rows import one, rows
+from pgmbus.data.rows import arows, one, rows
 from pgmbus.sqlfiles import load_queries
 
 STREAMS = load_queries("streams.sql")
@@ -17,6 +17,18 @@ LISTENERS = load_queries("listeners.sql")
 def stream_groups(conn: psycopg.Connection[Any], group: str | None) -> list[dict[str, Any]]:
     """The consumer groups (all when ``group`` is None, else that one or none), by name."""
     return rows(conn, STREAMS["stream_groups"], {"group": group})
+
+
+async def astream_groups(
+    conn: psycopg.AsyncConnection[Any], group: str | None
+) -> list[dict[str, Any]]:
+    """``stream_groups`` on an asyncio connection."""
+    return await arows(conn, STREAMS["stream_groups"], {"group": group})
+
+
+async def agroup_exists(conn: psycopg.AsyncConnection[Any], group: str) -> bool:
+    """``group_exists`` on an asyncio connection."""
+    return bool(await astream_groups(conn, group))
 
 
 def group_exists(conn: psycopg.Connection[Any], group: str) -> bool:

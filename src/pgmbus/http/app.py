@@ -17,9 +17,9 @@ from pgmbus.http import dashboard, docs, errors, ops, queue_ops, queues, streams
 from pgmbus.http.auth import principal
 from pgmbus.http.config import ServiceConfig
 from pgmbus.http.limits import BodyLimit
-from pgmbus.http.metrics import ListenerCollector, fetch_snapshot, registry_for
+from pgmbus.http.metrics import ListenerCollector, afetch_snapshot, registry_for
 from pgmbus.http.state import AppState
-from pgmbus.timers import store
+from pgmbus.timers import store_async as store
 from pgmbus.timers.dispatcher import Dispatcher
 from pgmbus.timers.supervised import keep_dispatching
 
@@ -34,9 +34,11 @@ a key may read, consume, post to or manage. Every 4xx answer is `{"error", "mess
 def create_app(config: ServiceConfig) -> FastAPI:
     """Build the HTTP application for ``config`` (pools open at startup)."""
     state = AppState(config)
+    running: list[asyncio.AbstractEventLoop] = []  # the loop serving the app, once started
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        running[:] = [asyncio.get_running_loop()]
         await state.open()
         stop = asyncio.Event()
         task: asyncio.Task[None] | None = None
@@ -67,14 +69,19 @@ def create_app(config: ServiceConfig) -> FastAPI:
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
 
-    def snapshot(after_xid: int | None) -> dict[str, Any]:
-        with state.sync_pool.connection() as conn:
-            return fetch_snapshot(
+    async def take_snapshot(after_xid: int | None) -> dict[str, Any]:
+        async with state.pool.connection() as conn:
+            return await afetch_snapshot(
                 conn,
                 late_after_s=config.late_after_s,
                 window_s=config.recent_window_s,
                 after_xid=after_xid,
             )
+
+    def snapshot(after_xid: int | None) -> dict[str, Any]:
+        # the collector runs in the encoding thread; the query runs on the event loop, on the
+        # service's one pool, while that thread waits for it
+        return asyncio.run_coroutine_threadsafe(take_snapshot(after_xid), running[0]).result()
 
     # the hub's numbers are read on the event loop at each scrape (the hub is not locked);
     # the collector, run in a worker thread, shows the copy

@@ -10,7 +10,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from pgmbus.http.scopes import Action, Engine, Principal, Scope
 from pgmbus.http.state import query, state_of
-from pgmbus.timers import store
+from pgmbus.timers import store_async as store
 
 _bearer = HTTPBearer(
     auto_error=False,

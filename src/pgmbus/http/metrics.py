@@ -97,19 +97,39 @@ def fetch_snapshot(
     ``after_xid`` is the previous snapshot's ``calls.horizon`` (None on the first scrape: no
     calls are counted, only the horizon is taken).
     """
-    params = {
-        "late_s": late_after_s,
-        "window_s": window_s,
-        "buckets": list(LATENESS_BUCKETS),
-        "after_xid": after_xid,
-    }
-    snapshot = service_data.snapshot(conn, params)
+    snapshot = service_data.snapshot(conn, _params(late_after_s, window_s, after_xid))
     if snapshot is not None:
         snapshot["replication"] = replication.replication_state(conn)
     conn.rollback()
     if snapshot is None:
         raise RuntimeError("the snapshot query returned no row")
     return snapshot
+
+
+async def afetch_snapshot(
+    conn: psycopg.AsyncConnection[Any],
+    *,
+    late_after_s: float,
+    window_s: float,
+    after_xid: int | None = None,
+) -> dict[str, Any]:
+    """:func:`fetch_snapshot` on an asyncio connection (the service's pool)."""
+    snapshot = await service_data.asnapshot(conn, _params(late_after_s, window_s, after_xid))
+    if snapshot is not None:
+        snapshot["replication"] = await replication.areplication_state(conn)
+    await conn.rollback()
+    if snapshot is None:
+        raise RuntimeError("the snapshot query returned no row")
+    return snapshot
+
+
+def _params(late_after_s: float, window_s: float, after_xid: int | None) -> dict[str, Any]:
+    return {
+        "late_s": late_after_s,
+        "window_s": window_s,
+        "buckets": list(LATENESS_BUCKETS),
+        "after_xid": after_xid,
+    }
 
 
 class SnapshotCollector(Collector):

@@ -10,7 +10,7 @@ from pgmbus.http.auth import Caller
 from pgmbus.http.errors import ERROR_RESPONSES
 from pgmbus.http.scopes import Principal
 from pgmbus.http.state import query, state_of
-from pgmbus.timers import store
+from pgmbus.timers import store_async as store
 from pgmbus.timers.models import History, Key, Status
 
 router = APIRouter(prefix="/v1", tags=["operations"], responses=ERROR_RESPONSES)

@@ -1,16 +1,13 @@
-"""What the HTTP service holds while it runs: its pools, the queue bus, the timers batcher and
+"""What the HTTP service holds while it runs: its pool, the queue bus, the timers batcher and
 network guard."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, LiteralString, TypeVar
+from typing import Any, LiteralString
 
-import psycopg
 from fastapi import Request
 from psycopg.rows import dict_row
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
-from starlette.concurrency import run_in_threadpool
+from psycopg_pool import AsyncConnectionPool
 
 from pgmbus.data.service import SERVICE
 from pgmbus.errors import translating
@@ -21,8 +18,6 @@ from pgmbus.queues import AsyncBus
 from pgmbus.timers.batcher import CreateBatcher
 from pgmbus.timers.netguard import NetworkGuard, networks_from_env
 
-T = TypeVar("T")
-
 
 def query(name: str) -> LiteralString:
     """A named query of ``sql/http.sql``."""
@@ -30,23 +25,16 @@ def query(name: str) -> LiteralString:
 
 
 class AppState:
-    """Pools and helpers shared by the routers (``request.app.state.pgmbus``)."""
+    """The pool and helpers shared by the routers (``request.app.state.pgmbus``)."""
 
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
-        # transactions: timers store calls and the HTTP layer's own queries
+        # transactions: the streams and timers clients (both asyncio) and the HTTP layer's own
+        # queries; one pool, no worker threads for database calls
         self.pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             config.dsn,
             min_size=1,
             max_size=config.pool_size,
-            open=False,
-            kwargs={"autocommit": False},
-        )
-        # the streams client is synchronous: its calls run in worker threads
-        self.sync_pool: ConnectionPool[Any] = ConnectionPool(
-            config.dsn,
-            min_size=1,
-            max_size=max(2, config.pool_size // 2),
             open=False,
             kwargs={"autocommit": False},
         )
@@ -71,7 +59,6 @@ class AppState:
     async def open(self) -> None:
         """Open the pools."""
         await self.pool.open(wait=True)
-        await run_in_threadpool(self.sync_pool.open, True)
         await self.bus.open()
         await self.long_polls.open()
 
@@ -81,7 +68,6 @@ class AppState:
         await self.batcher.close()
         await self.long_polls.close()
         await self.bus.close()
-        await run_in_threadpool(self.sync_pool.close)
         await self.pool.close()
 
     async def has_scopes(self) -> bool:
@@ -102,15 +88,6 @@ class AppState:
         """The first column of the first row of ``sql`` (None without rows)."""
         rows = await self.rows(sql, params)
         return next(iter(rows[0].values())) if rows else None
-
-    async def in_thread(self, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """Run ``fn(conn)`` in a worker thread on a pooled connection, committing after it."""
-
-        def run() -> T:
-            with self.sync_pool.connection() as conn:
-                return fn(conn)
-
-        return await run_in_threadpool(run)
 
 
 def state_of(request: Request) -> AppState:

@@ -7,10 +7,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, HTTPException, Request, Response
 from fastapi.responses import StreamingResponse
+from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 
-from pgmbus import streams
-from pgmbus.data.streams import group_exists, stream_groups
+from pgmbus.data.streams import agroup_exists, astream_groups
 from pgmbus.errors import AlreadyExists
 from pgmbus.http.auth import Caller, require
 from pgmbus.http.errors import ERROR_RESPONSES, ErrorBody
@@ -34,16 +34,20 @@ from pgmbus.http.stream_models import (
     SubscriptionIn,
     SubscriptionOut,
 )
+from pgmbus.streams import client_async
 
 router = APIRouter(prefix="/v1/streams", tags=["streams"], responses=ERROR_RESPONSES)
 
+Conn = AsyncConnection[Any]
 
-def _groups(conn: Any, group: str | None) -> list[dict[str, Any]]:
+
+async def _groups(conn: Conn, group: str | None) -> list[dict[str, Any]]:
     """Groups with their slots' status and live HTTP leases, from three reads."""
-    groups = stream_groups(conn, group)
-    with conn.cursor(row_factory=dict_row) as cur:
-        leases = cur.execute(query("stream_leases"), {"group": group}).fetchall()
-    status = streams.group_status(conn)
+    groups = await astream_groups(conn, group)
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(query("stream_leases"), {"group": group})
+        leases = await cur.fetchall()
+    status = await client_async.group_status(conn)
     now = datetime.now(UTC)
     out = []
     for g in groups:
@@ -116,8 +120,8 @@ async def publish(
         return await _publish_once(
             request, response, body, [body.payload], [body.key], [body.headers], idempotency_key
         )
-    event_id = await state_of(request).in_thread(
-        lambda conn: streams.publish(
+    async with state_of(request).pool.connection() as conn:
+        event_id = await client_async.publish(
             conn,
             body.topic,
             body.payload,
@@ -126,7 +130,6 @@ async def publish(
             subscription_id=body.subscription_id,
             delayed_until=body.delayed_until,
         )
-    )
     return {"ids": [event_id]}
 
 
@@ -148,8 +151,8 @@ async def publish_batch(
         return await _publish_once(
             request, response, body, payloads, keys, headers, idempotency_key
         )
-    ids = await state_of(request).in_thread(
-        lambda conn: streams.publish_batch(
+    async with state_of(request).pool.connection() as conn:
+        ids = await client_async.publish_batch(
             conn,
             body.topic,
             payloads,
@@ -158,7 +161,6 @@ async def publish_batch(
             subscription_id=body.subscription_id,
             delayed_until=body.delayed_until,
         )
-    )
     return {"ids": ids}
 
 
@@ -172,8 +174,8 @@ async def _publish_once(
     idempotency_key: str,
 ) -> dict[str, Any]:
     """Publish with an Idempotency-Key: 201 when stored, 200 when the key was remembered."""
-    once = await state_of(request).in_thread(
-        lambda conn: streams.publish_once(
+    async with state_of(request).pool.connection() as conn:
+        once = await client_async.publish_once(
             conn,
             body.topic,
             payloads,
@@ -183,7 +185,6 @@ async def _publish_once(
             subscription_id=body.subscription_id,
             delayed_until=body.delayed_until,
         )
-    )
     if once.duplicate:
         response.status_code = 200
     return {"ids": once.ids, "duplicate": once.duplicate}
@@ -192,7 +193,8 @@ async def _publish_once(
 @router.get("/groups", response_model=list[GroupOut])
 async def list_groups(request: Request, who: Caller) -> Any:
     """Consumer groups the key may read, with lag per slot."""
-    groups = await state_of(request).in_thread(lambda conn: _groups(conn, None))
+    async with state_of(request).pool.connection() as conn:
+        groups = await _groups(conn, None)
     return [g for g in groups if who.can("streams", "read", g["name"])]
 
 
@@ -206,19 +208,20 @@ async def create_group(request: Request, body: GroupCreate, who: Caller, respons
     """Create a consumer group at ``start`` with ``slots`` parallel slots."""
     require(who, "streams", "write", body.group)
 
-    def run(conn: Any) -> tuple[bool, list[dict[str, Any]]]:
-        existing = _groups(conn, body.group)
+    async def run(conn: Conn) -> tuple[bool, list[dict[str, Any]]]:
+        existing = await _groups(conn, body.group)
         if existing:
             return False, existing
         try:
-            streams.create_group(conn, body.group, start=body.start, slots=body.slots)
+            await client_async.create_group(conn, body.group, start=body.start, slots=body.slots)
         except AlreadyExists:  # a concurrent create won: the same answer as finding it
-            conn.rollback()
-            return False, _groups(conn, body.group)
-        conn.commit()
-        return True, _groups(conn, body.group)
+            await conn.rollback()
+            return False, await _groups(conn, body.group)
+        await conn.commit()
+        return True, await _groups(conn, body.group)
 
-    created, groups = await state_of(request).in_thread(run)
+    async with state_of(request).pool.connection() as conn:
+        created, groups = await run(conn)
     if not created:
         response.status_code = 200
     return groups[0]
@@ -228,7 +231,8 @@ async def create_group(request: Request, body: GroupCreate, who: Caller, respons
 async def get_group(request: Request, group: Group, who: Caller) -> Any:
     """A group with its slots' positions, unread events and lag."""
     require(who, "streams", "read", group)
-    groups = await state_of(request).in_thread(lambda conn: _groups(conn, group))
+    async with state_of(request).pool.connection() as conn:
+        groups = await _groups(conn, group)
     if not groups:
         raise HTTPException(404, f"consumer group {group!r} does not exist")
     return groups[0]
@@ -239,13 +243,11 @@ async def seek(request: Request, group: Group, body: SeekIn, who: Caller) -> Any
     """Reposition the group ('beginning', 'now', a time, an event id); ends its HTTP leases."""
     require(who, "streams", "write", group)
 
-    def run(conn: Any) -> list[dict[str, Any]]:
-        streams.seek(conn, group, body.start)
-        conn.execute(query("stream_leases_clear"), {"group": group})
-        conn.commit()
-        return _groups(conn, group)
-
-    return (await state_of(request).in_thread(run))[0]
+    async with state_of(request).pool.connection() as conn:
+        await client_async.seek(conn, group, body.start)
+        await conn.execute(query("stream_leases_clear"), {"group": group})
+        await conn.commit()
+        return (await _groups(conn, group))[0]
 
 
 @router.post("/groups/{group}/read", response_model=ReadOut)
@@ -304,12 +306,10 @@ async def dmq(request: Request, group: Group, who: Caller) -> Any:
     """The group's dead messages (events that used up their attempts), oldest first."""
     require(who, "streams", "read", group)
 
-    def run(conn: Any) -> Any:
-        if not group_exists(conn, group):
+    async with state_of(request).pool.connection() as conn:
+        if not await agroup_exists(conn, group):
             raise HTTPException(404, f"consumer group {group!r} does not exist")
-        return streams.dmq(conn, group)
-
-    return await state_of(request).in_thread(run)
+        return await client_async.dmq(conn, group)
 
 
 @router.post("/groups/{group}/dmq/{event_id}/replay", status_code=204)
@@ -323,10 +323,8 @@ async def dmq_replay(request: Request, group: Group, event_id: int, who: Caller)
     """Give a dead event a fresh set of attempts (it comes back through the retry path)."""
     require(who, "streams", "write", group)
 
-    def run(conn: Any) -> None:
-        streams.dmq_replay(conn, group, event_id)
-
-    await state_of(request).in_thread(run)
+    async with state_of(request).pool.connection() as conn:
+        await client_async.dmq_replay(conn, group, event_id)
     return Response(status_code=204)
 
 

@@ -22,7 +22,8 @@ from pgmbus.http.auth import Caller, require
 from pgmbus.http.errors import ERROR_RESPONSES
 from pgmbus.http.state import AppState, state_of
 from pgmbus.json_depth import MAX_DEPTH, deeper_than
-from pgmbus.timers import cron, store
+from pgmbus.timers import cron
+from pgmbus.timers import store_async as store
 from pgmbus.timers.models import (
     Callback,
     CallbackCreate,

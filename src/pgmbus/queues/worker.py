@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgmbus.errors import StaleLease
-from pgmbus.queues._async_bus import AsyncBus
+from pgmbus.queues._bus_async import AsyncBus
 from pgmbus.queues.model import Message
 from pgmbus.reconnect import Backoff, is_transient
 

@@ -1,9 +1,10 @@
 """Streams: the partitioned event log, consumer groups, subscriptions and change capture.
 
-The functions here are blocking; ``pgmbus.streams.aclient`` has the same calls for asyncio.
+The functions here are blocking; ``pgmbus.streams.client_async`` (also ``aclient``) has the
+same calls for asyncio.
 """
 
-from pgmbus.streams import aclient
+from pgmbus.streams import aclient, client_async
 from pgmbus.streams.client import (
     Batch,
     Event,
@@ -47,8 +48,10 @@ from pgmbus.streams.client import (
     unsubscribe_queue,
 )
 from pgmbus.streams.worker import StreamWorker, WorkerStats
+from pgmbus.streams.worker_async import AsyncStreamWorker
 
 __all__ = [
+    "AsyncStreamWorker",
     "Batch",
     "Event",
     "Published",
@@ -58,6 +61,7 @@ __all__ = [
     "ack_retry",
     "aclient",
     "capture_table",
+    "client_async",
     "commit",
     "commit_transaction",
     "configure_group",

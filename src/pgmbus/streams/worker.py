@@ -1,13 +1,18 @@
-"""A consumer loop for one group (or slot): batches, per-event retries, wake-ups, maintenance."""
+"""A blocking consumer loop for one group (or slot): batches, per-event retries, wake-ups.
+
+The one stream worker of pgmbus, written once for asyncio (``pgmbus.streams.worker_async``)
+with its blocking twin generated from it (``pgmbus.streams.worker``); ``pgmbus worker`` runs
+plain stream handlers on the blocking one and coroutine handlers on the asyncio one.
+
+Generated from ``src/pgmbus/streams/worker_async.py`` by ``tools/async_to_sync.py``; do not edit.
+"""
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -16,36 +21,23 @@ import psycopg
 from pgmbus.data.streams import STREAMS
 from pgmbus.reconnect import Backoff, is_transient
 from pgmbus.renamed import renamed_keywords
-from pgmbus.streams import client
-from pgmbus.streams.client import Event
+from pgmbus.streams import client as calls
+from pgmbus.streams.events import Event
+from pgmbus.streams.worker_parts import Handler, WorkerStats, pause
+
+__all__ = ["IN_FLIGHT_POLL", "StreamWorker", "WorkerStats"]
 
 log = logging.getLogger("pgmbus.streams")
 
-Handler = Callable[[psycopg.Connection[Any], Event], None]
-
-ERRORS_KEPT = 100
-
-
-@dataclass
-class WorkerStats:
-    """What a worker has done so far."""
-
-    batches: int = 0
-    handled: int = 0
-    retried: int = 0
-    dead: int = 0
-    maintained: int = 0
-    reconnects: int = 0
-    errors: collections.deque[str] = field(
-        default_factory=lambda: collections.deque(maxlen=ERRORS_KEPT)
-    )
+Conn = psycopg.Connection[Any]
+Stop = Callable[[], bool]
 
 
 class StreamWorker:
     """Consume a group: each batch, its results and its commit in one transaction.
 
-    ``handler(conn, event)`` runs inside the batch's transaction on ``conn``: whatever it
-    writes there commits together with the group's cursor, so each event's database effects
+    ``handler(conn, event)`` runs inside the batch's transaction on ``conn``: whatever
+    it writes there commits together with the group's cursor, so each event's database effects
     happen exactly once. A handler that raises has its event handed to the retry path (within
     a savepoint, so its partial writes are undone) and the batch goes on; after the group's
     ``max_attempts`` the event is dead-lettered. Effects outside the database (HTTP calls) are
@@ -67,13 +59,17 @@ class StreamWorker:
         Run ``mbus.maintain()`` this often (None: never).
     release_every:
         Before reading, move future-dated events whose time has come into the log
-        (``mbus.release_scheduled``, its own short transaction) at most this often (None:
-        never; then something else must call it).
+        (``mbus.release_scheduled``, its own short transaction, repeated until none is due) at
+        most this often (None: never; then something else must call it).
     async_commit:
         Set ``synchronous_commit = off`` on the worker's session. Safe for exactly-once database
         effects: the cursor and the results commit atomically, so a server crash can only lose
         the last batches' results *and* cursor moves together, and those batches are read and
         handled again. Turn it off when the handler's writes must be durable at commit.
+    logger:
+        Where a failing handler is logged, with its traceback (default ``pgmbus.streams``).
+    log_fields:
+        Fields added to those records (``extra``), besides ``group`` and ``event``.
     """
 
     @renamed_keywords(max_events="batch")
@@ -90,6 +86,8 @@ class StreamWorker:
         retry_lease: timedelta = timedelta(minutes=1),
         async_commit: bool = True,
         release_every: timedelta | None = timedelta(milliseconds=200),
+        logger: logging.Logger | None = None,
+        log_fields: dict[str, Any] | None = None,
     ) -> None:
         self.dsn = dsn
         self.group = group
@@ -102,38 +100,48 @@ class StreamWorker:
         self.async_commit = async_commit
         self.stats = WorkerStats()
         self.release_every = release_every
+        self.log = logger or log
+        self.log_fields = dict(log_fields or {})
+        self.failing = False  # from a lost database until a step succeeds again
         self._last_maintain: float | None = None
         self._last_release: float | None = None
         self._async_sessions: set[int] = set()
 
-    def _handle(self, conn: psycopg.Connection[Any], event: Event) -> bool:
+    def _handle(self, conn: Conn, event: Event) -> bool:
         try:
             with conn.transaction():  # a savepoint: a failing handler's writes are undone
                 self.handler(conn, event)
         except Exception as exc:
-            outcome = client.retry_event(conn, self.group, event.id, error=repr(exc)[:2000])
+            outcome = calls.retry_event(conn, self.group, event.id, error=repr(exc)[:2000])
             self.stats.retried += 1
             if outcome == "dead":
                 self.stats.dead += 1
-            log.warning("event %s of group %s failed (%s): %s", event.id, self.group, outcome, exc)
+            self.log.warning(
+                "event %s of group %s failed (%s)",
+                event.id,
+                self.group,
+                outcome,
+                exc_info=True,
+                extra={**self.log_fields, "group": self.group, "event": event.id},
+            )
             return False
         self.stats.handled += 1
         return True
 
-    def step(self, conn: psycopg.Connection[Any]) -> int:
+    def step(self, conn: Conn) -> int:
         """Handle one batch and the due retries; return how many events were seen."""
         if self.async_commit and conn.info.backend_pid not in self._async_sessions:
             conn.execute(STREAMS["async_commit"])  # for the session
             conn.commit()
             self._async_sessions.add(conn.info.backend_pid)
         self._maybe_release(conn)
-        read = client.read_subscriptions if self.subscriptions else client.read_next
+        read = calls.read_subscriptions if self.subscriptions else calls.read_next
         try:
             batch = read(conn, self.group, limit=self.batch, slot=self.slot)
             for event in batch.events:
                 self._handle(conn, event)
             if batch.cursor is not None:
-                client.commit_transaction(conn, self.group, batch.cursor)  # one round trip
+                calls.commit_transaction(conn, self.group, batch.cursor)  # one round trip
             else:
                 conn.commit()
         except BaseException:
@@ -142,16 +150,23 @@ class StreamWorker:
         if batch:
             self.stats.batches += 1
         with conn.transaction():
-            retries = client.read_retries(
+            due_retries = calls.read_retries(
                 conn, self.group, limit=self.batch, lease=self.retry_lease
             )
-            for r in retries:
+            for r in due_retries:
                 event = Event(r.id, r.topic, r.key, r.payload, r.headers, r.published_at)
                 if self._handle(conn, event):
-                    client.ack_retry(conn, self.group, r.id)
-        return len(batch) + len(retries)
+                    calls.ack_retry(conn, self.group, r.id)
+        return len(batch) + len(due_retries)
 
-    def _maybe_release(self, conn: psycopg.Connection[Any]) -> None:
+    def drain(self) -> None:
+        """Handle every event due now (batches and retries), then return."""
+        with psycopg.Connection.connect(self.dsn) as conn:
+            self._last_release = None  # release what is due before the first read
+            while self.step(conn):
+                pass
+
+    def _maybe_release(self, conn: Conn) -> None:
         if self.release_every is None:
             return
         now = time.monotonic()
@@ -160,10 +175,11 @@ class StreamWorker:
             return
         self._last_release = now
         with conn.transaction():  # its own transaction: the events are a new one of the log
-            while client.release_scheduled(conn) >= 1000:
+            # one call moves at most RELEASE_CHUNK: go on until the due ones are all in
+            while calls.release_scheduled(conn, limit=RELEASE_CHUNK) >= RELEASE_CHUNK:
                 pass
 
-    def _maybe_maintain(self, conn: psycopg.Connection[Any]) -> None:
+    def _maybe_maintain(self, conn: Conn) -> None:
         if self.maintain_every is None:
             return
         now = time.monotonic()
@@ -172,15 +188,15 @@ class StreamWorker:
             return
         self._last_maintain = now
         with conn.transaction():
-            report = client.maintain(conn)
+            report = calls.maintain(conn)
         for part, why in report.get("errors", {}).items():
-            log.warning("maintain: part %s failed (the others were done): %s", part, why)
+            self.log.warning("maintain: part %s failed (the others were done): %s", part, why)
         self.stats.maintained += 1
 
     def run(
         self,
         *,
-        stop: Callable[[], bool] = lambda: False,
+        stop: Stop = lambda: False,
         idle_wait: float = 1.0,
         backoff: Backoff | None = None,
     ) -> WorkerStats:
@@ -190,6 +206,7 @@ class StreamWorker:
         lock timeout is logged and waited out with ``backoff``; the worker then reconnects and
         goes on from the group's committed cursor, so a batch cut before its commit is read
         again (its results were rolled back with it). Any other error is logged and raised.
+        ``stop()`` is looked at between batches and at least every ``idle_wait`` seconds.
         """
         backoff = backoff or Backoff()
         while not stop():
@@ -197,26 +214,25 @@ class StreamWorker:
                 self._run_connected(stop, idle_wait, backoff)
             except Exception as exc:
                 if not is_transient(exc):
-                    log.exception("stream worker of group %s stops", self.group)
+                    self.log.exception("stream worker of group %s stops", self.group)
                     raise
+                self.failing = True
                 self.stats.reconnects += 1
                 self.stats.errors.append(f"{type(exc).__name__}: {exc}")
                 delay = backoff.next()
-                log.warning(
+                self.log.warning(
                     "stream worker of group %s: database error, reconnecting in %.2fs: %s",
                     self.group,
                     delay,
                     exc,
                 )
-                deadline = time.monotonic() + delay
-                while not stop() and time.monotonic() < deadline:
-                    time.sleep(min(0.05, max(deadline - time.monotonic(), 0)))
+                pause(delay, stop)
         return self.stats
 
-    def _run_connected(self, stop: Callable[[], bool], idle_wait: float, backoff: Backoff) -> None:
+    def _run_connected(self, stop: Stop, idle_wait: float, backoff: Backoff) -> None:
         with (
-            psycopg.connect(self.dsn, autocommit=True) as listen_conn,
-            psycopg.connect(self.dsn) as conn,
+            psycopg.Connection.connect(self.dsn, autocommit=True) as listen_conn,
+            psycopg.Connection.connect(self.dsn) as conn,
         ):
             waiter = _Waiter(listen_conn)
             try:
@@ -224,6 +240,7 @@ class StreamWorker:
                     self._maybe_maintain(conn)
                     seen = self.step(conn)
                     backoff.reset()
+                    self.failing = False
                     if seen:
                         waiter.done()  # busy again: publishers need not notify
                     elif not waiter.registered:
@@ -245,14 +262,13 @@ class _Waiter:
     each look) the worker sleeps ``IN_FLIGHT_POLL`` seconds instead of its idle wait.
     """
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(self, conn: Conn) -> None:
         self.conn = conn
-        self.queries = STREAMS
         self.registered = False
         self.in_flight = False
 
     def register(self) -> None:
-        self.conn.execute(self.queries["await_events"])
+        self.conn.execute(STREAMS["await_events"])
         self.registered = True
         self.in_flight = self._writers_in_flight()
 
@@ -265,7 +281,7 @@ class _Waiter:
 
     def done(self) -> None:
         if self.registered:
-            self.conn.execute(self.queries["await_events_done"])
+            self.conn.execute(STREAMS["await_events_done"])
             self.registered = False
 
     def close(self) -> None:
@@ -274,9 +290,12 @@ class _Waiter:
                 self.done()
 
     def _writers_in_flight(self) -> bool:
-        row = self.conn.execute(self.queries["writers_in_flight"]).fetchone()
+        row = self.conn.execute(STREAMS["writers_in_flight"]).fetchone()
         return bool(row and row[0])
 
 
 IN_FLIGHT_POLL = 0.05
 """Seconds a waiting worker sleeps while a writer of the log may have missed its registration."""
+
+RELEASE_CHUNK = 1000
+"""Future-dated events one ``mbus.release_scheduled`` call moves at most."""

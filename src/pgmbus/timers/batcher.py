@@ -13,7 +13,7 @@ from typing import Any
 from psycopg_pool import AsyncConnectionPool
 
 from pgmbus.errors import PgmbusError
-from pgmbus.timers import store
+from pgmbus.timers import store_async as store
 from pgmbus.timers.records import Callback
 
 Result = tuple[bool, Callback]

@@ -48,7 +48,8 @@ import psycopg
 
 from pgmbus.errors import DatabaseError
 from pgmbus.reconnect import Backoff, is_transient
-from pgmbus.timers import scheduler, store
+from pgmbus.timers import scheduler
+from pgmbus.timers import store_async as store
 from pgmbus.timers.delivery import Claimed, Delivery, crashed, deliver
 from pgmbus.timers.lanes import Lanes
 from pgmbus.timers.netguard import NetworkGuard

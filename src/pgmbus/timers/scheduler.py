@@ -21,8 +21,8 @@ from croniter import CroniterError, croniter  # type: ignore[import-untyped]
 
 from pgmbus.errors import InvalidArgument, PgmbusError
 from pgmbus.timers import cron as cronexpr
-from pgmbus.timers import store
-from pgmbus.timers.store import Conn
+from pgmbus.timers import store_async as store
+from pgmbus.timers.store_async import Conn
 
 MAX_OCCURRENCES = 10_000
 log = logging.getLogger("pgmbus.timers.scheduler")

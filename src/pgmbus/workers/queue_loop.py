@@ -13,7 +13,7 @@ from typing import Any
 
 from pgmbus.errors import StaleLease
 from pgmbus.handlers import HandlerTimeout, QueueHandler
-from pgmbus.queues._async_bus import AsyncBus
+from pgmbus.queues._bus_async import AsyncBus
 from pgmbus.queues.model import Message
 from pgmbus.queues.worker import WorkerConfig, _keep_leased
 from pgmbus.reconnect import Backoff, is_transient

@@ -14,12 +14,11 @@ from typing import Any
 
 from pgmbus.dsn import resolve_dsn
 from pgmbus.handlers import Handlers, handler_name
-from pgmbus.queues._async_bus import AsyncBus
+from pgmbus.queues._bus_async import AsyncBus
 from pgmbus.streams.worker import WorkerStats as StreamStats
-from pgmbus.workers.astream_loop import AsyncStreamLoop
 from pgmbus.workers.health import serve_health
 from pgmbus.workers.queue_loop import HandlerStats, QueueLoop
-from pgmbus.workers.stream_loop import StreamLoop
+from pgmbus.workers.stream_loop import AsyncStreamLoop, StreamLoop
 
 log = logging.getLogger("pgmbus.worker")
 

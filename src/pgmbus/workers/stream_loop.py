@@ -1,22 +1,47 @@
-"""One stream handler: a StreamWorker per slot in its own thread, restarted after an error."""
+"""One stream handler on the stream worker: a thread per slot (plain ``def``) or a task (async).
+
+Both run the one consumer loop of ``pgmbus.streams.worker_async`` (its generated blocking twin
+for a plain handler): releases, batches, retries, wake-ups, maintenance and reconnects are
+the same whichever kind of function handles the events.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
-from collections.abc import Callable
-from typing import Any
-
-import psycopg
+from collections.abc import Callable, Sequence
 
 from pgmbus.handlers import StreamHandler
-from pgmbus.reconnect import Backoff, is_transient
-from pgmbus.streams.client import Event
-from pgmbus.streams.worker import StreamWorker, WorkerStats
+from pgmbus.reconnect import Backoff
+from pgmbus.streams.worker import StreamWorker
+from pgmbus.streams.worker_async import AsyncStreamWorker
+from pgmbus.streams.worker_parts import WorkerStats
+
+
+def _slots(spec: StreamHandler) -> tuple[int | None, ...]:
+    return spec.slots if spec.slots is not None else (None,)
+
+
+def _logger(spec: StreamHandler) -> logging.Logger:
+    return logging.getLogger(f"pgmbus.handler.{spec.name}")
+
+
+def _total(workers: Sequence[StreamWorker | AsyncStreamWorker]) -> WorkerStats:
+    total = WorkerStats()
+    for w in workers:
+        total.batches += w.stats.batches
+        total.handled += w.stats.handled
+        total.retried += w.stats.retried
+        total.dead += w.stats.dead
+        total.maintained += w.stats.maintained
+        total.reconnects += w.stats.reconnects
+        total.errors.extend(w.stats.errors)
+    return total
 
 
 class StreamLoop:
-    """Run one :class:`~pgmbus.handlers.StreamHandler` on the existing ``StreamWorker``.
+    """Run a plain ``def`` :class:`~pgmbus.handlers.StreamHandler`: a ``StreamWorker`` per slot.
 
     Each slot (or the one unslotted loop) runs in a daemon thread; a batch in progress when
     ``stop`` is set finishes (its transaction commits) before the thread returns. A batch cut
@@ -27,101 +52,116 @@ class StreamLoop:
     def __init__(self, dsn: str, spec: StreamHandler) -> None:
         self.dsn = dsn
         self.spec = spec
-        self.log = logging.getLogger(f"pgmbus.handler.{spec.name}")
+        self.log = _logger(spec)
         self.workers = [
             StreamWorker(
                 dsn,
                 spec.group,
-                self._logged,
+                spec.fn,
                 slot=slot,
                 batch=spec.max_events,
                 subscriptions=spec.subscriptions,
+                logger=self.log,
+                log_fields={"handler": spec.name},
             )
-            for slot in (spec.slots if spec.slots is not None else (None,))
+            for slot in _slots(spec)
         ]
-        self._failing: set[int] = set()
 
     @property
     def stats(self) -> WorkerStats:
         """The workers' stats added up."""
-        total = WorkerStats()
-        for w in self.workers:
-            total.batches += w.stats.batches
-            total.handled += w.stats.handled
-            total.retried += w.stats.retried
-            total.dead += w.stats.dead
-            total.reconnects += w.stats.reconnects
-        return total
+        return _total(self.workers)
 
     @property
     def healthy(self) -> bool:
-        """False while a slot's loop is down (waiting to restart after an error)."""
-        return not self._failing
-
-    def _logged(self, conn: psycopg.Connection[Any], event: Event) -> None:
-        try:
-            self.spec.fn(conn, event)
-        except Exception:
-            self.log.warning(
-                "event %s of group %s failed",
-                event.id,
-                self.spec.group,
-                exc_info=True,
-                extra={"handler": self.spec.name, "group": self.spec.group, "event": event.id},
-            )
-            raise
+        """False while a slot's worker has lost the database (until it reads again)."""
+        return not any(w.failing for w in self.workers)
 
     def start(
         self, stop: threading.Event, on_fatal: Callable[[BaseException], None]
     ) -> list[threading.Thread]:
         """Start one thread per worker; they return once ``stop`` is set.
 
-        A database that cannot be reached costs a restart with backoff; any other error (a
-        missing group, a bug) ends the thread and is handed to ``on_fatal``.
+        A database that cannot be reached costs a reconnect with backoff (inside the worker);
+        any other error (a missing group, a bug) ends the thread and is handed to ``on_fatal``.
         """
         threads = [
             threading.Thread(
                 target=self._run,
-                args=(i, stop, on_fatal),
+                args=(worker, stop, on_fatal),
                 name=f"pgmbus:{self.spec.name}:{i}",
                 daemon=True,
             )
-            for i in range(len(self.workers))
+            for i, worker in enumerate(self.workers)
         ]
         for t in threads:
             t.start()
         return threads
 
     def _run(
-        self, index: int, stop: threading.Event, on_fatal: Callable[[BaseException], None]
+        self,
+        worker: StreamWorker,
+        stop: threading.Event,
+        on_fatal: Callable[[BaseException], None],
     ) -> None:
-        worker = self.workers[index]
-        backoff = Backoff()
-        while not stop.is_set():
-            try:
-                self._failing.discard(index)  # (re)starting; marked again if it fails again
-                # the worker itself reconnects (with this backoff) after transient errors
-                worker.run(stop=stop.is_set, idle_wait=self.spec.idle_wait, backoff=backoff)
-            except Exception as exc:
-                if is_transient(exc):  # raised outside the worker's own retry loop
-                    self._failing.add(index)
-                    wait = backoff.next()
-                    self.log.warning(
-                        "stream loop of group %s lost the database, restarting in %.2fs: %s",
-                        self.spec.group,
-                        wait,
-                        exc,
-                    )
-                    stop.wait(wait)
-                    continue
-                self._failing.add(index)
-                self.log.exception("stream loop of group %s failed", self.spec.group)
-                on_fatal(exc)
-                return
+        try:
+            worker.run(stop=stop.is_set, idle_wait=self.spec.idle_wait, backoff=Backoff())
+        except Exception as exc:  # the worker waits out transient errors itself
+            worker.failing = True
+            self.log.exception("stream loop of group %s failed", self.spec.group)
+            on_fatal(exc)
 
     def drain(self) -> None:
         """Handle every event due now (batches and retries) in the calling thread, then return."""
         for worker in self.workers:
-            with psycopg.connect(self.dsn) as conn:
-                while worker.step(conn):
-                    pass
+            worker.drain()
+
+
+class AsyncStreamLoop:
+    """Run an ``async def`` :class:`~pgmbus.handlers.StreamHandler` in the worker's event loop.
+
+    The same contract as :class:`StreamLoop`: ``await fn(conn, event)`` runs inside the
+    batch's transaction on ``conn`` (an ``AsyncConnection``), each event in a savepoint, so its
+    database writes commit with the group's cursor (exactly once); an event whose handler raises
+    goes to the group's retries (then dead letters) and the batch goes on. A batch in progress
+    when ``stop`` is set finishes.
+    """
+
+    def __init__(self, dsn: str, spec: StreamHandler) -> None:
+        self.dsn = dsn
+        self.spec = spec
+        self.log = _logger(spec)
+        self.workers = [
+            AsyncStreamWorker(
+                dsn,
+                spec.group,
+                spec.fn,
+                slot=slot,
+                batch=spec.max_events,
+                subscriptions=spec.subscriptions,
+                logger=self.log,
+                log_fields={"handler": spec.name},
+            )
+            for slot in _slots(spec)
+        ]
+
+    @property
+    def stats(self) -> WorkerStats:
+        """The workers' stats added up."""
+        return _total(self.workers)
+
+    @property
+    def healthy(self) -> bool:
+        """False while a slot's worker has lost the database (until it reads again)."""
+        return not any(w.failing for w in self.workers)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Consume every slot until ``stop`` is set; a lost database is waited out."""
+        await asyncio.gather(
+            *(w.run(stop=stop.is_set, idle_wait=self.spec.idle_wait) for w in self.workers)
+        )
+
+    async def drain(self) -> None:
+        """Handle every event due now (batches and retries), then return."""
+        for worker in self.workers:
+            await worker.drain()

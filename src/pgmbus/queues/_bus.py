@@ -1,6 +1,6 @@
 """Bus: the blocking client of the mbus queue API.
 
-Generated from ``src/pgmbus/queues/_async_bus.py`` by ``tools/async_to_sync.py``; do not edit.
+Generated from ``src/pgmbus/queues/_bus_async.py`` by ``tools/async_to_sync.py``; do not edit.
 """
 
 from __future__ import annotations
