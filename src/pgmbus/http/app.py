@@ -13,12 +13,23 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
 from pgmbus import __version__
-from pgmbus.http import dashboard, docs, errors, ops, queue_ops, queues, streams, timers
+from pgmbus.http import (
+    dashboard,
+    docs,
+    errors,
+    ops,
+    queue_ops,
+    queues,
+    series,
+    streams,
+    timers,
+)
 from pgmbus.http.auth import principal
 from pgmbus.http.config import ServiceConfig
 from pgmbus.http.limits import BodyLimit
 from pgmbus.http.metrics import ListenerCollector, fetch_snapshot, registry_for
-from pgmbus.http.state import AppState
+from pgmbus.http.samples import Samples, keep_sampling
+from pgmbus.http.state import AppState, query
 from pgmbus.timers import store
 from pgmbus.timers.dispatcher import Dispatcher
 from pgmbus.timers.supervised import keep_dispatching
@@ -34,11 +45,18 @@ a key may read, consume, post to or manage. Every 4xx answer is `{"error", "mess
 def create_app(config: ServiceConfig) -> FastAPI:
     """Build the HTTP application for ``config`` (pools open at startup)."""
     state = AppState(config)
+    samples = Samples(config.sample_every_s, config.sample_window_s)
+
+    async def sample() -> dict[str, Any]:
+        rows = await state.rows(query("series_sample"), {"late_s": config.late_after_s})
+        found: dict[str, Any] = rows[0]["sample"]
+        return found
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await state.open()
         stop = asyncio.Event()
+        sampling = asyncio.create_task(keep_sampling(samples, sample, stop))
         task: asyncio.Task[None] | None = None
         if config.run_dispatcher:
             task = asyncio.create_task(
@@ -52,6 +70,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
             stop.set()
             if task is not None:
                 await task
+            await sampling
             await state.close()
 
     app = FastAPI(
@@ -63,6 +82,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
         redoc_url=None,
     )
     app.state.pgmbus = state
+    app.state.samples = samples
     app.state.timers = state  # the name tests and tools used before the HTTP package
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
@@ -111,6 +131,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     app.include_router(queue_ops.router)
     app.include_router(streams.router)
     app.include_router(ops.router)
+    app.include_router(series.router)
     errors.document(app)
     docs.install(app)
     dashboard.install(app)
