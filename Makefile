@@ -10,13 +10,19 @@ bootstrap:
 demo: bootstrap
 	$(BIN)/python examples/demo.py
 
+# The suite in parallel processes, each with its own PostgreSQL server: most tests wait on
+# processes, servers and the network rather than on the CPU, so three share 2 cores well.
+# Tests that share a module or a session fixture stay in one process (tests/tiers.py).
+PROCESSES ?= 3
+PARALLEL := -n $(PROCESSES) --dist loadgroup
+
 test: bootstrap
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python tools/async_to_sync.py --check
 	$(BIN)/lint-imports
 	$(BIN)/mypy src tests
-	$(BIN)/pytest
+	$(BIN)/pytest $(PARALLEL)
 
 # The edit-run loop (under 3 minutes on 2 cores): lint, the twin check, the layer contracts
 # (`lint-imports`, [tool.importlinter] in pyproject.toml), types and every test
@@ -30,7 +36,7 @@ test-fast: bootstrap
 	$(BIN)/python tools/async_to_sync.py --check
 	$(BIN)/lint-imports
 	$(BIN)/mypy src tests
-	$(BIN)/pytest -q $(FAST_TESTS)
+	$(BIN)/pytest -q $(PARALLEL) $(FAST_TESTS)
 
 # The oldest versions pyproject.toml allows (constraints-min.txt), in a venv of their own, through
 # the fast tier (no Spark, no wheel tier, no browser or fuzzing tools): each lower bound is a

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import settings
 
 from pgmbus.testing.server import TestServer
-from tests.tiers import mark_slow
+from tests.tiers import mark_process_groups, mark_slow
 
 # CI runs every property test with the same examples (a red build must be reproducible, and
 # the examples found once stay in the tests as @example); developers' runs explore at random.
@@ -21,8 +21,10 @@ if os.environ.get("CI"):
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow tests out of the fast tier (`make test-fast`): tests/tiers.py."""
+    """The slow tests out of the fast tier (`make test-fast`): tests/tiers.py; and the groups
+    that keep a module's fixtures in one process under `pytest -n` (tests/tiers.py)."""
     mark_slow(items)
+    mark_process_groups(items)
 
 
 @pytest.fixture(autouse=True)

@@ -58,3 +58,24 @@ def mark_slow(items: list[pytest.Item]) -> None:
         test = rest.split("[", 1)[0]
         if (module, "*") in named or (module, test) in named:
             item.add_marker(pytest.mark.slow)
+
+
+# Folders whose tests share one expensive session fixture: one Spark JVM, one built wheel and
+# its venv, the fault runs' servers (which also must not compete with each other for the CPU).
+SHARED_PROCESS = ("tests/spark/", "tests/wheel/", "tests/chaos/")
+
+
+def process_group(nodeid: str) -> str:
+    """The `pytest -n --dist loadgroup` group of a test: its folder for the shared-fixture
+    folders above, else its module, so module-scoped fixtures are made once."""
+    module = nodeid.partition("::")[0]
+    for folder in SHARED_PROCESS:
+        if module.startswith(folder):
+            return folder
+    return module
+
+
+def mark_process_groups(items: list[pytest.Item]) -> None:
+    """Add ``xdist_group`` (see :func:`process_group`) to every item."""
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(process_group(item.nodeid)))

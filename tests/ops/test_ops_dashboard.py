@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -219,3 +221,85 @@ def test_pause_and_resume_from_the_queues_page(
     page.click(f"{row} button.pause")
     page.wait_for_selector(f"{row} button.pause:has-text('pause')")
     assert svc.sql("SELECT qname, cname FROM mbus.queue_pause") == []
+
+
+def _drawn(page: Page, box: str, field: str) -> list[list[float]]:
+    """The points a chart drew ([at, value], ...), read back from the page."""
+    found: list[list[float]] = json.loads(
+        page.get_attribute(f"#{box}-charts figure[data-field={field}]", "data-values") or "[]"
+    )
+    return found
+
+
+def test_a_queues_charts_draw_what_the_database_held(ops_dsn: str, page: Page) -> None:
+    state.build(ops_dsn)
+    base, stop = start(ops_dsn, sample_every_s=0.25)
+    svc = Service(ops_dsn, base)
+    svc.add_key("admin", ADMIN_SCOPES)
+    try:
+        login(page, svc.base, svc.keys["admin"], "queues")
+        row = "#queues-table tr[data-queue='orders'][data-consumer='audit']"
+        before = svc.value("SELECT depth FROM mbus.queue_stats('orders') WHERE cname = 'audit'")
+        page.click(f"{row} td >> nth=0")
+        # a flat line has no height: wait for it in the page, not for it to be "visible"
+        page.wait_for_selector(
+            "#queues-charts:not([hidden]) figure[data-field=depth] polyline[points]",
+            state="attached",
+        )
+        assert "orders / audit" in page.inner_text("#queues-charts .chart-title")
+        svc.sql("SELECT mbus.post('orders', '{}') FROM generate_series(1, 3)")
+        page.wait_for_function(
+            "() => { const v = JSON.parse(document.querySelector("
+            "'#queues-charts figure[data-field=depth]').dataset.values || '[]');"
+            f" return v.length > 2 && v[v.length - 1][1] === {before + 3}; }}",
+            timeout=20_000,
+        )
+        depth = _drawn(page, "queues", "depth")
+        now = svc.value("SELECT depth FROM mbus.queue_stats('orders') WHERE cname = 'audit'")
+        assert depth[-1][1] == now == before + 3
+        # the queue held only these two depths while it was sampled
+        assert {v for _, v in depth} == {before, before + 3}
+        assert [t for t, _ in depth] == sorted(t for t, _ in depth)
+        # the posted rate, integrated over the samples' times, is what was posted
+        at = {t: i for i, (t, _) in enumerate(depth)}
+        posted = _drawn(page, "queues", "posted_per_s")
+        total = sum(rate * (t - depth[at[t] - 1][0]) for t, rate in posted if at[t] > 0)
+        assert total == pytest.approx(3, abs=0.05)
+        polyline = page.get_attribute("#queues-charts figure[data-field=depth] polyline", "points")
+        assert polyline is not None and len(polyline.split()) == len(depth)
+    finally:
+        stop()
+
+
+def test_durations_read_as_a_person_reads_them(
+    known: tuple[Service, dict[str, Any]], page: Page
+) -> None:
+    svc, _ = known
+    login(page, svc.base, svc.keys["admin"], "streams")
+    shown = page.evaluate(
+        "[fmtDuration(259598.1), fmtDuration(3725), fmtDuration(125), fmtDuration(42.5)]"
+    )
+    assert shown == ["3 d 0 h", "1 h 2 min", "2 min 5 s", "42.5 s"]
+    lag = cell(page, "#groups-table tr[data-group='billing'] .lag")
+    assert re.fullmatch(r"\d+\.\d s|\d+ min \d+ s|\d+ h \d+ min|\d+ d \d+ h", lag), lag
+
+
+def test_a_bad_key_after_a_good_one_leaves_nothing_of_its_data(
+    known: tuple[Service, dict[str, Any]], page: Page
+) -> None:
+    svc, _ = known
+    login(page, svc.base, svc.keys["admin"], "queues")
+    page.click("#queues-table tr[data-queue='orders'][data-consumer='audit'] td >> nth=0")
+    page.wait_for_selector("#queues-charts:not([hidden])")
+    assert page.locator("#queues-table tr[data-queue]").count() > 0
+    page.fill("#key", "pmk_wrong")
+    page.click("#login button[type=submit]")
+    page.wait_for_selector("#status.error")
+    assert page.locator("tr[data-queue], tr[data-group], tr[data-client]").count() == 0
+    assert page.is_hidden("#queues-charts")
+    assert page.inner_text("#whoami") == ""
+    assert page.evaluate("sessionStorage.getItem('pgmbus-key')") is None
+    for tab in ("dmq", "streams", "timers", "sagas"):
+        page.click(f"#tabs a[data-page={tab}]")
+        assert page.locator("tbody tr:not(:has(td.muted))").count() == 0
+        assert "orders" not in page.inner_text("main")

@@ -13,12 +13,23 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
 from pgmbus import __version__
-from pgmbus.http import dashboard, docs, errors, ops, queue_ops, queues, streams, timers
+from pgmbus.http import (
+    dashboard,
+    docs,
+    errors,
+    ops,
+    queue_ops,
+    queues,
+    series,
+    streams,
+    timers,
+)
 from pgmbus.http.auth import principal
 from pgmbus.http.config import ServiceConfig
 from pgmbus.http.limits import BodyLimit
 from pgmbus.http.metrics import ListenerCollector, afetch_snapshot, registry_for
-from pgmbus.http.state import AppState
+from pgmbus.http.samples import Samples, keep_sampling
+from pgmbus.http.state import AppState, query
 from pgmbus.timers import store_async as store
 from pgmbus.timers.dispatcher import Dispatcher
 from pgmbus.timers.supervised import keep_dispatching
@@ -35,12 +46,19 @@ def create_app(config: ServiceConfig) -> FastAPI:
     """Build the HTTP application for ``config`` (pools open at startup)."""
     state = AppState(config)
     running: list[asyncio.AbstractEventLoop] = []  # the loop serving the app, once started
+    samples = Samples(config.sample_every_s, config.sample_window_s)
+
+    async def sample() -> dict[str, Any]:
+        rows = await state.rows(query("series_sample"), {"late_s": config.late_after_s})
+        found: dict[str, Any] = rows[0]["sample"]
+        return found
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         running[:] = [asyncio.get_running_loop()]
         await state.open()
         stop = asyncio.Event()
+        sampling = asyncio.create_task(keep_sampling(samples, sample, stop))
         task: asyncio.Task[None] | None = None
         if config.run_dispatcher:
             task = asyncio.create_task(
@@ -54,6 +72,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
             stop.set()
             if task is not None:
                 await task
+            await sampling
             await state.close()
 
     app = FastAPI(
@@ -65,6 +84,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
         redoc_url=None,
     )
     app.state.pgmbus = state
+    app.state.samples = samples
     app.state.timers = state  # the name tests and tools used before the HTTP package
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
@@ -118,6 +138,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     app.include_router(queue_ops.router)
     app.include_router(streams.router)
     app.include_router(ops.router)
+    app.include_router(series.router)
     errors.document(app)
     docs.install(app)
     dashboard.install(app)

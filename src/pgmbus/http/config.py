@@ -62,6 +62,11 @@ class ServiceConfig:
         not counted.
     auth_cache_s:
         How long a key's scopes are cached in the process.
+    sample_every_s, sample_window_s:
+        The dashboard's charts: the service samples queue depths and totals, stream group
+        backlogs and timer lateness every ``sample_every_s`` seconds (default
+        ``$PGMBUS_SAMPLE_EVERY_S``, else 10) and keeps the last ``sample_window_s`` seconds of
+        them in memory (default one hour; at most 9,000 samples).
     """
 
     dsn: str
@@ -87,6 +92,10 @@ class ServiceConfig:
     late_after_s: float = 5.0
     recent_window_s: float = 300.0
     auth_cache_s: float = 60.0
+    sample_every_s: float = field(
+        default_factory=lambda: float(_env_int("PGMBUS_SAMPLE_EVERY_S", 10))
+    )
+    sample_window_s: float = 3600.0
 
 
 def _env_int(name: str, default: int) -> int:

@@ -207,3 +207,35 @@ SELECT EXISTS (SELECT 1 FROM mbus.queue WHERE qname = %(queue)s) AS exists;
 
 -- name: queue_create
 SELECT mbus.create_queue(%(queue)s, 1, %(roles)s);
+
+-- name: series_sample
+-- One sample of the figures the dashboard draws over time (pgmbus.http.samples): per queue and
+-- consumer depth, the posted/consumed totals and dead messages; per stream group slot the unread
+-- events and how long the oldest has waited; per timer client the due and late callbacks, how
+-- late the most overdue one is, and the failed total. Rates are the differences of samples.
+SELECT jsonb_build_object(
+    'at', extract(epoch FROM clock_timestamp()),
+    'queues', (SELECT coalesce(jsonb_agg(jsonb_build_array(
+                   s.qname, s.cname, s.depth, s.posted, s.consumed, s.dmq)), '[]')
+               FROM mbus.queue_stats() AS s),
+    'groups', (SELECT coalesce(jsonb_agg(jsonb_build_array(
+                   s.group_name, s.slot, s.pending_events,
+                   coalesce(extract(epoch FROM clock_timestamp() - s.oldest_pending_at), 0))),
+                   '[]')
+               FROM mbus.group_status() AS s),
+    'timers', (SELECT coalesce(jsonb_agg(jsonb_build_array(
+                   x.client, x.due, x.late, x.lateness, x.failed)), '[]')
+               FROM (SELECT c.name AS client,
+                            count(t.id) FILTER (WHERE t.status = 'pending'
+                                                AND t.run_at <= clock_timestamp()) AS due,
+                            count(t.id) FILTER (WHERE t.status = 'pending'
+                                                AND t.run_at <= clock_timestamp()
+                                                    - make_interval(secs => %(late_s)s)) AS late,
+                            coalesce(extract(epoch FROM clock_timestamp() - min(t.run_at)
+                                FILTER (WHERE t.status = 'pending'
+                                        AND t.run_at <= clock_timestamp())), 0) AS lateness,
+                            count(t.id) FILTER (WHERE t.status = 'failed') AS failed
+                     FROM mbus.timer_clients AS c
+                     LEFT JOIN mbus.timer_callbacks AS t ON t.client_id = c.id
+                     GROUP BY c.name) AS x)
+) AS sample;

@@ -4,7 +4,8 @@
 
 const EVERY_MS = 3000;
 const state = { key: sessionStorage.getItem("pgmbus-key") || "", scopes: [], client: null,
-                page: "queues", prevDepth: new Map(), dmqOpen: null, cbOpen: null, timer: null };
+                page: "queues", prevDepth: new Map(), dmqOpen: null, cbOpen: null, timer: null,
+                charted: { queues: null, streams: null, timers: null } };
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -59,6 +60,86 @@ function fmtTime(t) {
 const fmtNum = (x, digits) => (x === null || x === undefined ? "" :
   Number(x).toFixed(digits === undefined ? 0 : digits));
 
+// A duration as a person reads it: "42.5 s", "7 min 3 s", "5 h 12 min", "3 d 0 h".
+function fmtDuration(seconds) {
+  if (seconds === null || seconds === undefined || Number.isNaN(Number(seconds))) return "";
+  const s = Math.max(0, Number(seconds));
+  if (s < 60) return `${s.toFixed(1)} s`;
+  const whole = Math.floor(s);
+  const [d, h, m] = [Math.floor(whole / 86400), Math.floor(whole / 3600) % 24, Math.floor(whole / 60) % 60];
+  if (d) return `${d} d ${h} h`;
+  if (h) return `${h} h ${m} min`;
+  return `${m} min ${whole % 60} s`;
+}
+
+// --- charts: SVG drawn here from the service's samples (GET /v1/ops/series/...) -------------
+
+const CHART_W = 320, CHART_H = 90, PAD = 4;
+
+// One chart of one field: a polyline over time; the drawn points are kept in data-values
+// ([[at, value], ...]) so that what is on the page can be read back.
+function chart(title, points, field, fmt) {
+  const drawn = points.filter((p) => p[field] !== null && p[field] !== undefined)
+    .map((p) => [p.at, Number(p[field])]);
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", `0 0 ${CHART_W} ${CHART_H}`);
+  svg.setAttribute("width", CHART_W);
+  svg.setAttribute("height", CHART_H);
+  const line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
+  if (drawn.length) {
+    const t0 = drawn[0][0], t1 = Math.max(drawn[drawn.length - 1][0], t0 + 1);
+    const top = Math.max(...drawn.map((d) => d[1]), 1);
+    line.setAttribute("points", drawn.map(([t, v]) =>
+      `${(PAD + (t - t0) / (t1 - t0) * (CHART_W - 2 * PAD)).toFixed(1)},` +
+      `${(CHART_H - PAD - v / top * (CHART_H - 2 * PAD)).toFixed(1)}`).join(" "));
+  }
+  svg.append(line);
+  const last = drawn.length ? fmt(drawn[drawn.length - 1][1]) : "no samples yet";
+  const peak = drawn.length ? fmt(Math.max(...drawn.map((d) => d[1]))) : "";
+  return el("figure", { class: "chart", "data-field": field, "data-values": JSON.stringify(drawn) },
+    el("figcaption", {}, `${title}: `, el("b", { class: "last" }, last),
+      peak ? el("span", { class: "muted" }, ` (peak ${peak})`) : null), svg);
+}
+
+const perSecond = (x) => `${fmtNum(x, 1)}/s`;
+const count = (x) => fmtNum(x, 0);
+
+async function drawCharts(page) {
+  const box = $(`#${page}-charts`);
+  const picked = state.charted[page];
+  if (!picked) { box.hidden = true; return; }
+  let title, figures;
+  if (page === "queues") {
+    const r = await api(`/v1/ops/series/queues/${encodeURIComponent(picked.queue)}`);
+    const c = r.consumers.find((x) => x.consumer === picked.consumer) || { points: [] };
+    title = `${picked.queue} / ${picked.consumer}`;
+    figures = [chart("depth", c.points, "depth", count),
+               chart("posted", c.points, "posted_per_s", perSecond),
+               chart("consumed", c.points, "consumed_per_s", perSecond),
+               chart("dead", c.points, "dead_per_s", perSecond)];
+  } else if (page === "streams") {
+    const r = await api(`/v1/ops/series/streams/${encodeURIComponent(picked.group)}`);
+    const s = r.slots.find((x) => x.slot === picked.slot) || { points: [] };
+    title = `${picked.group} slot ${picked.slot}`;
+    figures = [chart("unread", s.points, "unread", count),
+               chart("lag", s.points, "lag_s", fmtDuration)];
+  } else {
+    const r = await api(`/v1/ops/series/timers/${encodeURIComponent(picked.client)}`);
+    title = picked.client;
+    figures = [chart("due", r.points, "due", count), chart("late", r.points, "late", count),
+               chart("lateness", r.points, "lateness_s", fmtDuration),
+               chart("failed", r.points, "failed_per_s", perSecond)];
+  }
+  box.querySelector(".chart-title").textContent = title;
+  box.querySelector(".chart-row").replaceChildren(...figures);
+  box.hidden = false;
+}
+
+function pick(page, what) {
+  state.charted[page] = what;
+  drawCharts(page).catch((e) => setStatus(e.message, true));
+}
+
 function fill(tableSel, rows) {
   const body = $(tableSel + " tbody");
   body.replaceChildren(...rows);
@@ -85,12 +166,13 @@ async function loadQueues() {
     const prev = state.prevDepth.get(k);
     state.prevDepth.set(k, { depth: s.depth, at: now });
     const rate = prev ? (s.depth - prev.depth) / ((now - prev.at) / 1000) : null;
-    return el("tr", { "data-queue": s.qname, "data-consumer": s.cname },
+    return el("tr", { "data-queue": s.qname, "data-consumer": s.cname, class: "clickable",
+                      onclick: (ev) => { if (ev.target.tagName !== "BUTTON") pick("queues", { queue: s.qname, consumer: s.cname }); } },
       el("td", {}, s.qname), el("td", {}, s.cname),
       el("td", { class: "n depth" }, s.depth), el("td", { class: "n ready" }, s.ready),
       el("td", { class: "n delayed" }, s.delayed), el("td", { class: "n leased" }, s.leased),
       el("td", { class: "n expired" }, s.expired),
-      el("td", { class: "n oldest" }, fmtNum(s.oldest_age_s, 1)),
+      el("td", { class: "n oldest", title: fmtNum(s.oldest_age_s, 1) + " s" }, fmtDuration(s.oldest_age_s)),
       el("td", { class: "n dead" + (s.dmq ? " bad" : "") }, s.dmq),
       el("td", { class: "n rate" }, rate === null ? "" : fmtNum(rate, 1)),
       el("td", { class: "n posted" }, s.posted), el("td", { class: "n consumed" }, s.consumed),
@@ -173,10 +255,12 @@ async function loadStreams() {
           await loadStreams();
         } catch (e) { setStatus(e.message, true); }
       } }, input, el("button", { class: "write", disabled: !writable }, "seek"));
-      rows.push(el("tr", { "data-group": g.name, "data-slot": s.slot },
+      rows.push(el("tr", { "data-group": g.name, "data-slot": s.slot, class: "clickable",
+                           onclick: (ev) => { if (!ev.target.closest("form")) pick("streams", { group: g.name, slot: s.slot }); } },
         el("td", {}, g.name), el("td", { class: g.state === "expired" ? "bad" : "" }, g.state),
         el("td", { class: "n" }, s.slot), el("td", { class: "n unread" }, s.pending_events),
-        el("td", { class: "n lag" }, fmtNum(s.lag_s, 1)), el("td", {}, fmtTime(s.committed_at)),
+        el("td", { class: "n lag", title: fmtNum(s.lag_s, 1) + " s" }, fmtDuration(s.lag_s)),
+        el("td", {}, fmtTime(s.committed_at)),
         el("td", { class: "n retries" }, g.retries),
         el("td", { class: "n dead" + (g.dmq ? " bad" : "") }, g.dmq),
         el("td", {}, lease ? `${lease.events} events until ${fmtTime(lease.lease_until)}` : ""),
@@ -188,7 +272,8 @@ async function loadStreams() {
 
 async function loadTimers() {
   const overview = await api("/v1/ops/timers");
-  fill("#timers-table", overview.map((t) => el("tr", { "data-client": t.client },
+  fill("#timers-table", overview.map((t) => el("tr", { "data-client": t.client, class: "clickable",
+                                                       onclick: () => pick("timers", { client: t.client }) },
     el("td", {}, t.client), el("td", { class: "n pending" }, t.pending),
     el("td", { class: "n due" }, t.due), el("td", { class: "n late" + (t.late ? " warn" : "") }, t.late),
     el("td", { class: "n notified" }, t.notified),
@@ -260,10 +345,14 @@ async function refresh() {
   if (!state.key) { setStatus("enter an API key to start"); return; }
   try {
     await LOADERS[state.page]();
+    if (state.charted[state.page] !== undefined) await drawCharts(state.page);
     $("#updated").textContent = new Date().toLocaleTimeString();
     document.body.dataset.loaded = state.page;
     if ($("#status").className === "error") setStatus("");
-  } catch (e) { setStatus(e.message, true); }
+  } catch (e) {
+    if (e.message.startsWith("401 ")) forget();  // the key was revoked or expired meanwhile
+    setStatus(e.message, true);
+  }
 }
 
 function show(page) {
@@ -286,7 +375,28 @@ async function login(key) {
     $("#whoami").textContent = `${me.client} (${writes ? "write" : "read-only"})`;
     setStatus("");
     show(state.page);
-  } catch (e) { setStatus(e.message, true); }
+  } catch (e) {
+    forget();
+    setStatus(e.message, true);
+  }
+}
+
+// A key that did not authenticate: nothing read with the previous key stays on the page.
+function forget() {
+  state.key = "";
+  state.scopes = [];
+  state.client = null;
+  state.prevDepth.clear();
+  state.charted = { queues: null, streams: null, timers: null };
+  sessionStorage.removeItem("pgmbus-key");
+  $("#whoami").textContent = "";
+  for (const body of document.querySelectorAll("table tbody")) body.replaceChildren();
+  for (const box of document.querySelectorAll(".detail, .charts")) box.hidden = true;
+  for (const row of document.querySelectorAll(".chart-row")) row.replaceChildren();
+  $("#dmq-detail-body").textContent = "";
+  state.dmqOpen = null;
+  state.cbOpen = null;
+  delete document.body.dataset.loaded;
 }
 
 function schedule() {
