@@ -50,6 +50,8 @@ class QueueLoop:
         self._ack_due = asyncio.Event()  # an ack is pending: the ack flusher looks
         self._fatal: BaseException | None = None
         self._closing = False
+        self._aborting = False
+        self._calls: set[asyncio.Future[Any]] = set()  # the handlers running
 
     async def run(self, stop: asyncio.Event, abort: asyncio.Event, *, drain: bool = False) -> None:
         """Claim and handle until ``stop`` (or, with ``drain``, until the queue has none due)."""
@@ -60,15 +62,21 @@ class QueueLoop:
         tasks: set[asyncio.Task[None]] = set()
         keeper = asyncio.create_task(self._keep_leased())
         acks = asyncio.create_task(self._acks())
+        watchers = [
+            asyncio.create_task(self._on_stop(stop)),
+            asyncio.create_task(self._on_abort(abort)),
+        ]
         try:
             await self._claim_loop(stop, abort, drain, slots, threads, tasks)
         finally:
             while tasks:  # claimed: in hand, finished even when stopping
                 await asyncio.wait(set(tasks))
+            for watcher in watchers:
+                watcher.cancel()
             keeper.cancel()  # an extension cut short changes nothing that matters now
             self._closing = True  # the acks' flusher ends after its last flush: never cut
             self._ack_due.set()
-            await asyncio.gather(keeper, acks, return_exceptions=True)
+            await asyncio.gather(keeper, acks, *watchers, return_exceptions=True)
             if threads is not None:
                 threads.close()
         if self._fatal is not None:
@@ -97,7 +105,7 @@ class QueueLoop:
                 room = self.spec.concurrency + self.prefetch - len(self._in_hand)
                 if room <= 0 or self._waiting > 0 or not look:
                     # the slots are full, or the queue was seen empty while we listen
-                    look = await self._pause(stop, wakeups) or look
+                    look = await self._pause(wakeups) or look
                     continue
                 try:
                     got = await self._lease_now(abort, room)
@@ -125,7 +133,7 @@ class QueueLoop:
                 if not got and drain:
                     if not self._in_hand:
                         return
-                    await self._pause(stop, None)  # what is in hand may come back due
+                    await self._pause(None)  # what is in hand may come back due
                     continue
                 for message in got:
                     self._start(message, abort, slots, threads, tasks)
@@ -148,22 +156,36 @@ class QueueLoop:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), wait)
 
-    async def _pause(self, stop: asyncio.Event, wakeups: Wakeups | None) -> bool:
-        """Wait for a change in hand, ``stop``, or the queue's wake-up or poll time; True when
-        the queue is to be looked at again (woken or polled)."""
-        waits: list[Awaitable[Any]] = [self._changed.wait(), stop.wait()]
-        if wakeups is not None:
-            waits.append(wakeups.wait(self.spec.poll_interval))
-        futures = [asyncio.ensure_future(w) for w in waits]
+    async def _pause(self, wakeups: Wakeups | None) -> bool:
+        """Wait for a change in hand (or ``stop``), or the queue's wake-up or poll time; True
+        when the queue is to be looked at again (woken or polled)."""
+        if wakeups is None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.spec.poll_interval):
+                    await self._changed.wait()
+                    return False
+            return True
+        changed = asyncio.ensure_future(self._changed.wait())
+        woken = asyncio.ensure_future(wakeups.wait(self.spec.poll_interval))
         try:
-            done, _ = await asyncio.wait(
-                futures, timeout=self.spec.poll_interval, return_when=asyncio.FIRST_COMPLETED
-            )
+            await asyncio.wait({changed, woken}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for f in futures:
-                f.cancel()  # no statement runs in a wait: safe to leave
-            await asyncio.gather(*futures, return_exceptions=True)
-        return not done or (wakeups is not None and futures[2] in done)
+            changed.cancel()
+            woken.cancel()  # no statement runs in a wait: safe to leave
+            await asyncio.gather(changed, woken, return_exceptions=True)
+        return woken.done() and not woken.cancelled()
+
+    async def _on_stop(self, stop: asyncio.Event) -> None:
+        await stop.wait()
+        self._changed.set()  # the claimer, waiting for a change, sees the stop
+
+    async def _on_abort(self, abort: asyncio.Event) -> None:
+        """At abort, cut the handlers in hand short (their messages are given back)."""
+        await abort.wait()
+        self._aborting = True
+        for call in list(self._calls):
+            call.cancel()
+        self._changed.set()
 
     async def _lease_now(self, abort: asyncio.Event, limit: int) -> list[Message] | None:
         """One lease statement (no wait); None when ``abort`` cut it short.
@@ -248,14 +270,13 @@ class QueueLoop:
             call: asyncio.Future[Any] = asyncio.ensure_future(self.spec.fn(message))
         else:
             call, returned = threads.submit(self.spec.fn, message)
-        aborted = asyncio.ensure_future(abort.wait())
+        self._calls.add(call)
         try:
-            done, _ = await asyncio.wait(
-                {call, aborted}, timeout=self.spec.timeout, return_when=asyncio.FIRST_COMPLETED
-            )
+            done, _ = await asyncio.wait({call}, timeout=self.spec.timeout)
         finally:
-            aborted.cancel()
-        if call in done:
+            self._calls.discard(call)
+        aborted = self._aborting and call.cancelled()
+        if call in done and not aborted:
             # a handler that cancelled itself (CancelledError escaping it) failed its attempt
             error = (
                 asyncio.CancelledError("the handler was cancelled")
@@ -271,7 +292,7 @@ class QueueLoop:
                 await self._failed(message, error)
             return
         call.cancel()
-        if aborted in done:
+        if aborted:
             self._given_back(message)
             await self._reporter.finish(message, "give back")
             return

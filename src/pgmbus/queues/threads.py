@@ -30,6 +30,8 @@ class HandlerThreads:
         self._threads: list[threading.Thread] = []
         self._idle = 0
         self._lock = threading.Lock()
+        self._settled: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        self._waking = False
 
     def submit(
         self, fn: Callable[[Any], Any], arg: Any
@@ -65,9 +67,20 @@ class HandlerThreads:
                 result, error = None, exc
             with self._lock:
                 self._idle += 1
+                self._settled.append((future, result, error))
+                wake = not self._waking  # one wake-up of the loop for the results of a burst
+                self._waking = True
             returned.set()
-            with contextlib.suppress(RuntimeError):  # the loop is gone: the worker has stopped
-                loop.call_soon_threadsafe(_settle, future, result, error)
+            if wake:
+                with contextlib.suppress(RuntimeError):  # the loop is gone: the worker stopped
+                    loop.call_soon_threadsafe(self._settle_all)
+
+    def _settle_all(self) -> None:
+        with self._lock:
+            settled, self._settled = self._settled, []
+            self._waking = False
+        for future, result, error in settled:
+            _settle(future, result, error)
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
