@@ -51,6 +51,7 @@ class QueueLoop:
         self._fatal: BaseException | None = None
         self._closing = False
         self._aborting = False
+        self._due_again = False  # a message given back is due before the next poll
         self._calls: set[asyncio.Future[Any]] = set()  # the handlers running
 
     async def run(self, stop: asyncio.Event, abort: asyncio.Event, *, drain: bool = False) -> None:
@@ -103,6 +104,8 @@ class QueueLoop:
                 if self._fatal is not None:
                     raise self._fatal
                 room = self.spec.concurrency + self.prefetch - len(self._in_hand)
+                look = look or self._due_again
+                self._due_again = False
                 if room <= 0 or self._waiting > 0 or not look:
                     # the slots are full, or the queue was seen empty while we listen
                     look = await self._pause(wakeups) or look
@@ -122,7 +125,7 @@ class QueueLoop:
                             self.spec.consumer,
                         )
                         raise
-                    await listening.aclose()
+                    await _quietly(listening.aclose())
                     wakeups = None
                     await self._wait_out(exc, backoff, stop)
                     continue
@@ -131,16 +134,18 @@ class QueueLoop:
                 if got is None:
                     return
                 if not got and drain:
-                    if not self._in_hand:
+                    # done when nothing is in hand and nothing was given back during the claim
+                    if not self._in_hand and not self._changed.is_set():
                         return
-                    await self._pause(None)  # what is in hand may come back due
+                    if self._in_hand:
+                        await self._pause(None)  # what is in hand may come back due
                     continue
                 for message in got:
                     self._start(message, abort, slots, threads, tasks)
                 # a short claim saw the queue empty: wait for its NOTIFY (or the poll)
                 look = len(got) == room or wakeups is None
         finally:
-            await listening.aclose()
+            await _quietly(listening.aclose())
 
     async def _wait_out(self, exc: Exception, backoff: Backoff, stop: asyncio.Event) -> None:
         self.healthy = False
@@ -338,6 +343,9 @@ class QueueLoop:
                 extra=extra,
             )
             await self._reporter.finish(message, "retry", delay=delay)
+            if delay < self.spec.poll_interval:  # no NOTIFY says it is back: look for it
+                self._due_again = True
+                self._changed.set()
             return
         why = "not retried" if not policy.retries(error) else "attempts exhausted"
         self.log.error(
@@ -384,3 +392,12 @@ async def _outcome(awaitable: Awaitable[Any]) -> BaseException | None:
     except Exception as exc:
         return exc
     return None
+
+
+async def _quietly(closing: Awaitable[Any]) -> None:
+    """Stop listening; on a connection that a lost database broke, the pool discards it."""
+    try:
+        await closing
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
