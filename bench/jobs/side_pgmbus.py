@@ -58,7 +58,7 @@ class PgmbusSide:
 
 
 SIDES = [
-    PgmbusSide("pgmbus", "defaults", "pgmbus worker, handler defaults (def, concurrency 1)"),
+    PgmbusSide("pgmbus", "defaults", "pgmbus worker, handler defaults (def)"),
     PgmbusSide("pgmbus-threads4", "threads4", "pgmbus worker, def with concurrency=4"),
     PgmbusSide("pgmbus-async16", "async16", "pgmbus worker, async def with concurrency=16"),
 ]

@@ -79,6 +79,11 @@ class RetryPolicy:
 _RNG = random.Random()  # noqa: S311 - jitter, not secrets
 
 
+DEFAULT_CONCURRENCY = 10
+"""Messages a queue handler handles at once unless told: enough for a fast handler's claims to
+come in batches, few enough threads for a slow plain ``def`` one."""
+
+
 def handler_name(fn: Callable[..., Any]) -> str:
     """``module.qualname`` of a handler function: its logger's suffix and its report key."""
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
@@ -93,7 +98,7 @@ class QueueHandler:
     consumer: str = "default"
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeout: float | None = None
-    concurrency: int = 1
+    concurrency: int = DEFAULT_CONCURRENCY
     lease: float = 60.0
     poll_interval: float = 1.0
 
@@ -161,7 +166,7 @@ class Handlers:
         retry_on: Iterable[type[BaseException]] = (Exception,),
         no_retry_on: Iterable[type[BaseException]] = (),
         timeout: float | None = None,
-        concurrency: int = 1,
+        concurrency: int = DEFAULT_CONCURRENCY,
         lease: float = 60.0,
         poll_interval: float = 1.0,
     ) -> Callable[[F], F]:

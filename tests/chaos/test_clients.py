@@ -117,7 +117,7 @@ def test_a_handler_outlives_lock_timeouts_while_claiming(db_dsn: str) -> None:
 
     from pgmbus.handlers import App
     from pgmbus.queues import AsyncBus
-    from pgmbus.workers.queue_loop import QueueLoop
+    from pgmbus.queues.loop import QueueLoop
 
     with psycopg.connect(db_dsn, autocommit=True) as c:
         c.execute("SELECT mbus.create_queue('jobs', 1)")

@@ -20,14 +20,15 @@ from pgmbus.workers.runtime import serve
 
 
 async def _lease_waiting_on_lock(dsn: str, seconds: float = 10) -> None:
-    """Return once a session's lease statement waits for a lock."""
+    """Return once a session's claim waits for a lock: its lease statement, or the queue's
+    storage upkeep that a claim on a fresh queue runs first (one claimer per handler)."""
     deadline = time.monotonic() + seconds
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         while time.monotonic() < deadline:
             cur = await conn.execute(
                 "SELECT count(*) FROM pg_stat_activity"
                 " WHERE datname = current_database() AND wait_event_type = 'Lock'"
-                " AND query LIKE '%lease\\_jobs%'"
+                " AND (query LIKE '%lease\\_jobs%' OR query LIKE '%upkeep\\_queue%')"
             )
             row = await cur.fetchone()
             if row is not None and row[0] > 0:

@@ -13,7 +13,7 @@ import typer
 from pgmbus.cli.common import DsnOption, console, database, reports_errors
 from pgmbus.cli.worker_checks import require_worker_objects
 from pgmbus.dsn import resolve_dsn
-from pgmbus.handlers import Handlers
+from pgmbus.handlers import DEFAULT_CONCURRENCY, Handlers
 from pgmbus.queues.worker import WorkerConfig, load_handler, serve
 from pgmbus.workers import configure_logs, dsn_of, load_target, parse_address, run, run_placed
 
@@ -57,7 +57,7 @@ def worker_cmd(
     consumer: ConsumerOption = "default",
     concurrency: Annotated[
         int, typer.Option(help="Messages handled at once (module:function).")
-    ] = 1,
+    ] = DEFAULT_CONCURRENCY,
     lease: Annotated[float, typer.Option(help="Lease, seconds (module:function).")] = 60.0,
     max_attempts: Annotated[
         int, typer.Option(help="Deliveries before the dmq (module:function).")

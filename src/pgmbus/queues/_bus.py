@@ -27,6 +27,7 @@ from pgmbus.errors import (
     InvalidPayload,
     NotFound,
     PgmbusError,
+    StaleLease,
     TimeoutExpired,
     translating,
 )
@@ -669,13 +670,15 @@ class Bus(Handlers):
             finally:
                 listener.execute(Q["await_done"], {"queue": queue})
 
-    def _token_query(self, name: LiteralString, message: Message) -> sql.Composed:
+    def _token_query(
+        self, name: LiteralString, message: Message, what: LiteralString | None = None
+    ) -> sql.Composed:
         if message.lease_token is None:
             raise InvalidArgument(
                 "the message was not claimed with a lease (use lease(), not consume())",
                 sqlstate="MB006",
             )
-        return self._generated(name, name, check_name("queue", message.queue))
+        return self._generated(name, what or name, check_name("queue", message.queue))
 
     def ack(self, message: Message, *, now: datetime | None = None) -> None:
         """The leased message is done: remove it. ``StaleLease`` when the lease was lost."""
@@ -713,6 +716,55 @@ class Bus(Handlers):
         params = {"token": message.lease_token, "reason": reason, "now": now}
         with self._naming_a_missing_queue(message.queue):
             return int(self._value(query, params))
+
+    def ack_many(
+        self, messages: Sequence[Message], *, now: datetime | None = None
+    ) -> list[Message]:
+        """Ack leased messages of one queue in one statement; returns those whose lease was no
+        longer held (the others are acked).
+
+        The statement acks all or none: when a lease in it was lost, each message is then
+        acked on its own, so the ones still held are acked and the lost ones returned.
+        """
+        return self._each_lease("ack_many", "ack", messages, {"now": now})
+
+    def extend_many(
+        self, messages: Sequence[Message], lease: float | timedelta, *, now: datetime | None = None
+    ) -> list[Message]:
+        """Extend the leases of messages of one queue to ``lease`` seconds from now in one
+        statement; returns those whose lease was no longer held (as :meth:`ack_many`)."""
+        return self._each_lease(
+            "extend_many", "extend", messages, {"lease": _seconds(lease, "lease"), "now": now}
+        )
+
+    def _each_lease(
+        self,
+        name: LiteralString,
+        what: LiteralString,
+        messages: Sequence[Message],
+        params: dict[str, Any],
+    ) -> list[Message]:
+        args.moment("now", params["now"])
+        if not messages:
+            return []
+        queue = messages[0].queue
+        if any(m.queue != queue for m in messages):
+            raise InvalidArgument("the messages must all be of one queue", sqlstate="MB006")
+        for message in messages:
+            self._token_query(name, message, what)  # each one leased (MB006 else)
+        query = self._token_query(name, messages[0], what)
+        try:
+            with self._naming_a_missing_queue(queue):
+                self._rows(query, {**params, "tokens": [m.lease_token for m in messages]})
+        except StaleLease:
+            if len(messages) == 1:
+                return list(messages)
+        else:
+            return []
+        lost: list[Message] = []
+        for message in messages:  # rare: a lease ran out; the statement above changed nothing
+            lost += self._each_lease(name, what, [message], params)
+        return lost
 
     def listen(
         self,

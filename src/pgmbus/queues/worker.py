@@ -1,25 +1,23 @@
-"""The queue worker: lease messages, call a handler, ack, retry with backoff, bury after a limit."""
+"""One function on one queue: the settings of ``pgmbus worker module:function`` and its run.
+
+The loop itself is :class:`pgmbus.queues.loop.QueueLoop`, the one that runs declared handlers.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import collections
-import contextlib
 import importlib
-import inspect
-import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from pgmbus.errors import StaleLease
+from pgmbus.handlers import DEFAULT_CONCURRENCY, QueueHandler, RetryPolicy
 from pgmbus.queues._bus_async import AsyncBus
+from pgmbus.queues.loop import QueueLoop
 from pgmbus.queues.model import Message
-from pgmbus.reconnect import Backoff, is_transient
-
-log = logging.getLogger("pgmbus.worker")
+from pgmbus.queues.reports import ERRORS_KEPT, HandlerStats
 
 Handler = Callable[[Message], Awaitable[None] | None]
 
@@ -33,7 +31,8 @@ class WorkerConfig:
     queue, consumer:
         Where messages come from.
     concurrency:
-        Messages handled at once (one asyncio task each; sync handlers run in threads).
+        Messages handled at once (one asyncio task each; plain ``def`` handlers run in that
+        many reused threads).
     lease:
         Seconds a claimed message stays invisible to others. The worker extends the lease every
         half lease while the handler runs, so a message goes back to the queue only when its
@@ -49,41 +48,41 @@ class WorkerConfig:
 
     queue: str
     consumer: str = "default"
-    concurrency: int = 1
+    concurrency: int = DEFAULT_CONCURRENCY
     lease: float = 60.0
     max_attempts: int = 5
     backoff_base: float = 1.0
     backoff_max: float = 300.0
     poll_interval: float = 1.0
 
+    def retry(self) -> RetryPolicy:
+        """The retry policy these settings make (no jitter: the schedule above)."""
+        return RetryPolicy(
+            max_attempts=self.max_attempts,
+            backoff=self.backoff_base,
+            backoff_max=self.backoff_max,
+            jitter=0.0,
+        )
+
     def backoff(self, attempts: int) -> float:
         """Seconds to wait before the next delivery after ``attempts`` failed ones."""
-        return float(min(self.backoff_max, self.backoff_base * 2 ** max(attempts - 1, 0)))
+        return self.retry().delay(attempts)
+
+    def spec(self, handler: Handler) -> QueueHandler:
+        """The handler declaration that runs ``handler`` with these settings."""
+        return QueueHandler(
+            fn=handler,
+            queue=self.queue,
+            consumer=self.consumer,
+            retry=self.retry(),
+            concurrency=self.concurrency,
+            lease=self.lease,
+            poll_interval=self.poll_interval,
+        )
 
 
-ERRORS_KEPT = 100
-
-
-@dataclass
-class WorkerStats:
-    """What a worker did.
-
-    ``failed`` counts handler failures; ``errors`` keeps only the last ``ERRORS_KEPT`` of
-    their reasons, so a long-running worker's memory stays flat. ``unfinished`` counts
-    messages whose ack, nack or bury could not reach the database (they come back when their
-    lease ends); ``reconnects`` counts database errors the worker waited out.
-    """
-
-    done: int = 0
-    retried: int = 0
-    dead: int = 0
-    lost: int = 0
-    failed: int = 0
-    unfinished: int = 0
-    reconnects: int = 0
-    errors: collections.deque[str] = field(
-        default_factory=lambda: collections.deque(maxlen=ERRORS_KEPT)
-    )
+WorkerStats = HandlerStats
+"""What a worker did (see :class:`~pgmbus.queues.reports.HandlerStats`)."""
 
 
 def load_handler(spec: str) -> Handler:
@@ -102,126 +101,15 @@ def load_handler(spec: str) -> Handler:
     return handler
 
 
-async def _call(handler: Handler, message: Message) -> None:
-    if inspect.iscoroutinefunction(handler):
-        await handler(message)
-        return
-    result = await asyncio.to_thread(handler, message)
-    if inspect.isawaitable(result):
-        await result
-
-
-async def _keep_leased(bus: AsyncBus, config: WorkerConfig, message: Message) -> None:
-    """Extend the message's lease every half lease while its handler runs."""
-    while True:
-        await asyncio.sleep(config.lease / 2)
-        try:
-            await bus.extend(message, config.lease)
-        except StaleLease:
-            return
-        except Exception as exc:
-            if not is_transient(exc):
-                log.exception("extending the lease of message %s failed", message.iid)
-                return
-            log.warning("extending the lease of message %s failed, retrying: %s", message.iid, exc)
-
-
-async def _process(
-    bus: AsyncBus, handler: Handler, config: WorkerConfig, message: Message, stats: WorkerStats
-) -> None:
-    heartbeat = asyncio.create_task(_keep_leased(bus, config, message))
-    try:
-        await _call(handler, message)
-    except Exception as exc:
-        heartbeat.cancel()
-        reason = f"{type(exc).__name__}: {exc}"
-        stats.failed += 1
-        stats.errors.append(reason)
-        try:
-            if message.attempts >= config.max_attempts:
-                await bus.bury(message, reason)
-                stats.dead += 1
-                log.warning(
-                    "message %s buried after %s attempts: %s", message.iid, message.attempts, reason
-                )
-            else:
-                delay = config.backoff(message.attempts)
-                await bus.nack(message, delay=delay)
-                stats.retried += 1
-                log.info("message %s failed (%s); retry in %.1fs", message.iid, reason, delay)
-        except StaleLease:
-            stats.lost += 1
-        except Exception as finish_exc:
-            _unfinished(message, "nack", finish_exc, stats)
-        return
-    finally:
-        heartbeat.cancel()
-    try:
-        await bus.ack(message)
-        stats.done += 1
-    except StaleLease:
-        stats.lost += 1
-        log.warning("message %s: lease lost before ack", message.iid)
-    except Exception as exc:
-        _unfinished(message, "ack", exc, stats)
-
-
-def _unfinished(message: Message, what: str, exc: Exception, stats: WorkerStats) -> None:
-    """An ack/nack/bury that did not reach the database: the message comes back when its
-    lease ends (at least once). Anything but a transient database error is a bug: raise it."""
-    if not is_transient(exc):
-        raise exc
-    stats.unfinished += 1
-    log.warning(
-        "message %s: %s failed (%s); it is delivered again when its lease ends",
-        message.iid,
-        what,
-        exc,
-    )
-
-
 async def run_worker(
     bus: AsyncBus, handler: Handler, config: WorkerConfig, stop: asyncio.Event
 ) -> WorkerStats:
     """Handle messages until ``stop`` is set; the messages in hand are finished first."""
     if config.concurrency < 1:
         raise ValueError("concurrency must be >= 1")
-    stats = WorkerStats()
-
-    async def slot() -> None:
-        backoff = Backoff(cap=min(5.0, max(config.poll_interval, 0.1) * 5))
-        while not stop.is_set():
-            try:
-                messages = await bus.lease(
-                    config.queue,
-                    config.consumer,
-                    limit=1,
-                    lease=config.lease,
-                    max_attempts=config.max_attempts,
-                    wait=config.poll_interval,
-                )
-                for message in messages:
-                    await _process(bus, handler, config, message, stats)
-            except Exception as exc:
-                if not is_transient(exc):
-                    log.exception("worker on %s/%s stops", config.queue, config.consumer)
-                    raise
-                stats.reconnects += 1
-                delay = backoff.next()
-                log.warning(
-                    "worker on %s/%s: database error, retrying in %.2fs: %s",
-                    config.queue,
-                    config.consumer,
-                    delay,
-                    exc,
-                )
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), delay)
-                continue
-            backoff.reset()
-
-    await asyncio.gather(*(slot() for _ in range(config.concurrency)))
-    return stats
+    loop = QueueLoop(bus, config.spec(handler))
+    await loop.run(stop, asyncio.Event())
+    return loop.stats
 
 
 async def serve(dsn: str | None, handler: Handler, config: WorkerConfig) -> WorkerStats:
@@ -230,6 +118,17 @@ async def serve(dsn: str | None, handler: Handler, config: WorkerConfig) -> Work
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    bus = AsyncBus(dsn, max_size=3 * config.concurrency + 1, poll_interval=config.poll_interval)
+    bus = AsyncBus(dsn, max_size=config.concurrency + 4, poll_interval=config.poll_interval)
     async with bus:
         return await run_worker(bus, handler, config, stop)
+
+
+__all__ = [
+    "ERRORS_KEPT",
+    "Handler",
+    "WorkerConfig",
+    "WorkerStats",
+    "load_handler",
+    "run_worker",
+    "serve",
+]

@@ -180,3 +180,12 @@ SELECT mbus.create_view(%(queue)s, %(view)s);
 SELECT saga_id, name, state, reason, steps FROM mbus.sagas
 WHERE %(state)s::text IS NULL OR state = %(state)s::text
 ORDER BY saga_id DESC LIMIT %(limit)s;
+
+-- name: ack_many
+-- The worker's acks of one loop turn in one statement: all or none (a lease no longer held
+-- raises MB007 and rolls the statement back; the caller then acks one by one).
+SELECT mbus.{fn}(t, %(now)s) FROM unnest(%(tokens)s::uuid[]) AS t;
+
+-- name: extend_many
+-- The worker's lease heartbeat for every message in hand, all or none as ack_many.
+SELECT mbus.{fn}(t, %(lease)s, %(now)s) FROM unnest(%(tokens)s::uuid[]) AS t;

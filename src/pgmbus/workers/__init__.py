@@ -8,10 +8,10 @@ from pgmbus.handlers import (
     RetryPolicy,
     StreamHandler,
 )
+from pgmbus.queues.reports import HandlerStats
 from pgmbus.workers.health import parse_address
 from pgmbus.workers.logs import configure as configure_logs
 from pgmbus.workers.placed import run_placed
-from pgmbus.workers.queue_loop import HandlerStats
 from pgmbus.workers.runtime import Report, adrain, drain, dsn_of, load_target, run, serve
 
 __all__ = [

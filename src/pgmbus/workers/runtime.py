@@ -15,9 +15,10 @@ from typing import Any
 from pgmbus.dsn import resolve_dsn
 from pgmbus.handlers import Handlers, handler_name
 from pgmbus.queues._bus_async import AsyncBus
+from pgmbus.queues.loop import QueueLoop
+from pgmbus.queues.reports import HandlerStats
 from pgmbus.streams.worker import WorkerStats as StreamStats
 from pgmbus.workers.health import serve_health
-from pgmbus.workers.queue_loop import HandlerStats, QueueLoop
 from pgmbus.workers.stream_loop import AsyncStreamLoop, StreamLoop
 
 log = logging.getLogger("pgmbus.worker")
@@ -81,8 +82,9 @@ def _check(app: Handlers) -> None:
 def _bus(app: Handlers, dsn: str) -> AsyncBus:
     slots = sum(h.concurrency for h in app.queue_handlers)
     poll = min((h.poll_interval for h in app.queue_handlers), default=1.0)
-    # a claiming slot holds two connections while it waits (one LISTENs), one more to extend
-    return AsyncBus(dsn, max_size=3 * slots + 1, poll_interval=poll)
+    # per handler: one LISTENs, one claims, one acks, one extends; a failure's nack or bury
+    # takes one per slot
+    return AsyncBus(dsn, max_size=slots + 4 * len(app.queue_handlers) + 1, poll_interval=poll)
 
 
 async def serve(

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
 from pgmbus.contrib.django import database_alias, dsn
+from pgmbus.handlers import DEFAULT_CONCURRENCY
 from pgmbus.queues import Message
 from pgmbus.queues.worker import Handler, WorkerConfig, load_handler, serve
 
@@ -22,7 +23,7 @@ class Command(BaseCommand):  # type: ignore[misc]
         parser.add_argument("handler", help="module:function called with each Message.")
         parser.add_argument("--queue", "-q", required=True)
         parser.add_argument("--consumer", default="default")
-        parser.add_argument("--concurrency", type=int, default=1)
+        parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
         parser.add_argument("--lease", type=float, default=60.0)
         parser.add_argument("--max-attempts", type=int, default=5)
         parser.add_argument("--backoff", type=float, default=1.0)
