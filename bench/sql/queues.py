@@ -125,7 +125,6 @@ PATHS: tuple[PathSpec, ...] = (
         "post100",
         "post 100 messages per call",
         tuple(_post(s, "post100", 100) for s in (_RAW, _MBUS, _PGMQ, _PGQUEUER, _PROCRASTINATE)),
-        sync=(True,),
     ),
     PathSpec(
         "consume100",

@@ -49,17 +49,26 @@ BEGIN
             WHERE s.qname = 'golden' AND NOT s.prioritized;
         END IF;
     END IF;
-    IF EXISTS (SELECT 1 FROM unnest(data) AS d(v) WHERE v IS NULL OR jsonb_typeof(v) <> 'object')
-       OR EXISTS (SELECT 1 FROM unnest(headers) AS d(v) WHERE jsonb_typeof(v) <> 'object')
-       OR EXISTS (SELECT 1 FROM unnest(properties) AS d(v) WHERE jsonb_typeof(v) <> 'object') THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB005',
-            MESSAGE = 'every data, headers and properties element must be a JSON object';
-    END IF;
-    IF EXISTS (SELECT 1 FROM unnest(data) AS d(v) WHERE mbus.json_too_deep(v))
-       OR EXISTS (SELECT 1 FROM unnest(headers) AS d(v) WHERE mbus.json_too_deep(v))
-       OR EXISTS (SELECT 1 FROM unnest(properties) AS d(v) WHERE mbus.json_too_deep(v)) THEN
-        RAISE EXCEPTION USING ERRCODE = 'MB005',
-            MESSAGE = 'a data, headers or properties element is nested more than 100 levels deep';
+    -- the checks in full only when an element is off or big enough to be too deep
+    IF headers IS NOT NULL OR properties IS NOT NULL
+       OR EXISTS (SELECT 1 FROM unnest(data) AS d(v)
+                  WHERE v IS NULL OR jsonb_typeof(v) <> 'object'
+                        OR NOT mbus.json_shallow_by_size(v)) THEN
+        IF EXISTS (SELECT 1 FROM unnest(data) AS d(v)
+                   WHERE v IS NULL OR jsonb_typeof(v) <> 'object')
+           OR EXISTS (SELECT 1 FROM unnest(headers) AS d(v) WHERE jsonb_typeof(v) <> 'object')
+           OR EXISTS (SELECT 1 FROM unnest(properties) AS d(v)
+                      WHERE jsonb_typeof(v) <> 'object') THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB005',
+                MESSAGE = 'every data, headers and properties element must be a JSON object';
+        END IF;
+        IF EXISTS (SELECT 1 FROM unnest(data) AS d(v) WHERE mbus.json_too_deep(v))
+           OR EXISTS (SELECT 1 FROM unnest(headers) AS d(v) WHERE mbus.json_too_deep(v))
+           OR EXISTS (SELECT 1 FROM unnest(properties) AS d(v) WHERE mbus.json_too_deep(v)) THEN
+            RAISE EXCEPTION USING ERRCODE = 'MB005',
+                MESSAGE = 'a data, headers or properties element is nested more than 100 '
+                          'levels deep';
+        END IF;
     END IF;
     IF headers IS NOT NULL
        AND EXISTS (SELECT 1 FROM unnest(headers) AS d(v) WHERE v ? 'consume_after') THEN

@@ -1,40 +1,15 @@
 -- Function: mbus.regenerate_consume(qname, names)
 --
 -- Purpose:  Make the claims of each consumer c of qname: consume_<q>_by_<c> (one message),
---           consumen_<q>_by_<c>(amt), lease_<q>_by_<c>(amt, lease, max_attempts) (claim up to
---           amt with a visibility timeout, returned in claim order; a message already delivered
---           max_attempts times goes to mbus.dmq instead) and take_from_<q>_by_<c>(msgid).
---             Claims take two steps. A first statement locks the claimed rows through the
---           parent (FOR UPDATE SKIP LOCKED ordered by (vt, id): one ordered Merge Append over
---           the segments' claim indexes) and keeps their ctids per segment (a ctid names a row
---           only within its segment); then one DELETE or UPDATE by ctid runs for each segment
---           that holds claimed rows, usually one, the rows returned in claim order. (One
---           statement with a data-modifying CTE per segment started all four of them, up to nine
---           for a lease, for one message.) The consumed counter is bumped by the claim
---           (consume_, consumen_) or by ack_; a lease token's last hex digit is its segment's
---           number.
---             Each claim holds four variants: k = 0 reads every segment, k = 1..3 every segment
---           but k; a variant's constant seg condition prunes k at plan time, so while
---           mbus.rotate_queue closes segment k (queue_segment.closing, trusted for 10 seconds)
---           new claims do not lock it and it can be truncated although consumers overlap.
---             Priority: claims branch on queue_segment.prioritized: unflagged, the FIFO claim;
---           flagged, the priority tier (priority > 0, ordered by the partial index q_<q>_prio:
---           priority DESC, vt, id) UNION ALL the claim over the priority-0 rows, under one LIMIT.
---             Claims first read the queue's segment row: the segment being closed, whether the
---           storage upkeep is due (upkept_at upkeep_every old) and, in the same statement,
---           whether the queue or the consumer is paused (mbus.queue_pause). When the upkeep is
---           due and the claim starts its transaction (nothing written yet, within 10 ms of its
---           start), the claim runs mbus.rotate_queue(q, 1) (no wait) first, so consumers that
---           only call SQL keep the segments rotating. It truncates only when the claim is surely
---           its transaction's only statement (statement start = transaction start: simple
---           protocol in autocommit), since a TRUNCATE's lock lasts to commit; otherwise a
---           drained segment is left to autovacuum and may become current again
---           (mbus.claim_upkeep tells rotate_queue). A paused claim returns after the upkeep.
---             Claims carry no SET search_path (a GUC save and restore per call) and qualify
---           every name; they SET enable_bitmapscan and enable_seqscan off and plan_cache_mode =
---           force_generic_plan: with custom plans every claim was planned again (up to 40 % of a
---           small claim's CPU), and with lagging statistics the planner picked a bitmap scan and
---           sort of the whole backlog; the one generic plan is the ordered claim-index scan.
+--           consumen_<q>_by_<c>(amt), lease_<q>_by_<c>(amt, lease, max_attempts) (a message
+--           delivered max_attempts times goes to mbus.dmq instead) and take_from_<q>_by_<c>(msgid).
+--           A claim reads the segment row (closing segment, upkeep due, pause), runs
+--           mbus.rotate_queue when due, locks its rows through the parent in (priority,) vt, id
+--           order in one of four variants (k = 0 every segment, 1..3 all but k, the one
+--           rotate_queue is closing), then deletes or leases them by ctid in each segment that
+--           holds some and returns them in claim order. Why: docs/DESIGN.md, Decisions (claims
+--           lock through the parent; segments recycled by TRUNCATE; no SET search_path; claims
+--           pin their plan).
 -- Params:   qname  the queue's name (text; must exist)
 --           names  mbus.regenerate_names(qname)
 -- Returns:  void

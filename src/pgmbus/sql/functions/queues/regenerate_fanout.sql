@@ -23,15 +23,10 @@
 --                       (no consumer, no trigger: MB008), else ''
 --             guard     post_, postn_: the checks that the times are in range (MB006)
 --             selective 'true' when some consumer or trigger has a selector
---             simple    'true' when no consumer or trigger has a selector and no trigger
---                       exists (the default headers are then not built)
---           postn_ refuses a post that could never be delivered first; post_ after its iid
---           check, so that a retry of a post committed with a client iid before the queue lost
---           its consumers stays a no-op returning the iid (an idempotent retry must not report a
---           committed message as failed). Times are from 1900 to 9998, or 'infinity' (never: a
---           message held until taken, as the sagas' bung): -infinity, BC or far-off times would
---           be stored, then break the client reading them back (Python's datetime ends at year
---           9999) after its claim had committed.
+--             simple    'true' when no consumer has a selector and no trigger exists (the
+--                       default headers are then not built)
+--           postn_ refuses an undeliverable post first, post_ after its iid check (a retry of a
+--           committed post stays a no-op); times are from 1900 to 9998 or 'infinity'.
 -- Params:   qname  the queue's name (text; must exist)
 --           names  mbus.regenerate_names(qname)
 -- Returns:  jsonb: name -> SQL text

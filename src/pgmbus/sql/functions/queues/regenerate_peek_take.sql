@@ -1,25 +1,12 @@
 -- Function: mbus.regenerate_peek_take(names)
 --
 -- Purpose:  Make the functions of qname that find or remove a message by its iid, or every
---           expired one: peek_<q>(msgid) (is there a message with that iid; any message when
---           NULL), deps_<q>(action, p_iid, p_id) (consume_after's statements on this queue),
---           clear_queue_<q>(p_now) (delete expired deliveries; returns how many) and
---           take_<q>(msgid) (take the message with that iid away from every consumer; the
---           oldest, should two pending share a client iid).
---             deps_ serves mbus.await_deps and mbus.release_deps (which find it through
---           mbus.dep_rows); static SQL, so each statement keeps its plan (run with EXECUTE in
---           those functions, each was parsed and planned again on every call, 0.1-0.35 ms
---           apiece, five per dependency). A dependency's deliveries are found by id when its iid
---           has this queue's own form (p_id given; such an iid is not stored), else by the iid
---           column. 'await' locks them FOR SHARE (a consume in progress is waited for, then seen
---           gone) and marks the unmarked ones waited (their deletion then releases); returns how
---           many there are. 'release' marks the unmarked ones (copies put back since: dmq
---           replay, a re-post with the old iid); returns 1 when any is left, else 0; no FOR
---           SHARE: a copy being consumed is marked already and releases at its own commit; it
---           reads first: an UPDATE through the parent starts on every segment and opens all
---           their indexes even when no row is left to mark (the usual case). 'free': message
---           p_id has no dependency left: its deliveries become claimable (vt back to
---           delayed_until or added); returns how many changed.
+--           expired one: peek_<q>(msgid), deps_<q>(action, p_iid, p_id) (consume_after's
+--           'await', 'release' and 'free' on this queue's deliveries, for mbus.await_deps and
+--           mbus.release_deps through mbus.dep_rows), clear_queue_<q>(p_now) and take_<q>(msgid)
+--           (the oldest, should two pending share a client iid). A dependency is found by id
+--           when its iid has this queue's own form, else by the iid column. Why deps_ is static
+--           SQL: docs/DESIGN.md, Decisions (consume_after runs no dynamic SQL).
 -- Params:   names  mbus.regenerate_names(q)
 -- Returns:  void
 -- Locks:    none of its own (CREATE OR REPLACE FUNCTION; see mbus.regenerate_queue)

@@ -1,29 +1,13 @@
 -- Function: mbus.regenerate_post(names, fanout)
 --
--- Purpose:  Make post_<q>, the original mbus API's signature, which returns the iid. It refuses
---           a post that could never be delivered (no consumer and no trigger: MB008; expires not
---           after now and delayed_until: MB006), checks payloads, checks a given iid
---           (mbus.check_iid) and returns at once when mbus.client_iids remembers it (posted
---           within queues.iid_window, consumed or not) or a message with it is pending
---           (idempotent posts; only posts with an iid pay: one insert into mbus.client_iids and
---           one index lookup), makes the id (an iid of this queue's own form is not stored),
---           stamps given headers, then inserts one delivery per consumer and calls post_<dst>
---           for each trigger (mbus.regenerate_fanout). With headers.consume_after,
---           mbus.await_deps decides whether the message waits (vt = 'infinity'). Deliveries due
---           in more than a minute go to the parking segment 0, the others to the current
---           segment (mbus.queue_segment.cur, looked up inline: mbus.segment_of, the column
---           default, has SET search_path, so it is never inlined and cost ~85 us of CPU per
---           post). Its counters and the check for waiters are one statement. The default
---           headers are neither stored (v_hdr NULL) nor returned: built only for selectors and
---           triggers, which see t (~7-20 us of CPU per post otherwise).
---             The plain post (no option, a small JSON object as data) of a queue whose
---           consumers take every message (no selector, no trigger) is one INSERT, which also
---           bumps the counters and asks whether someone waits, and nothing else; it stores what
---           the general path stores for such a message. Skipping the general path's two dozen
---           checks and assignments and its three statements saves ~13 us of server CPU of ~80
---           per post (each PL/pgSQL expression is prepared again in every transaction). One
---           consumer: INSERT ... VALUES; more: one INSERT ... SELECT of its rows.
---             No SET search_path (a GUC save and restore per call): every name is qualified.
+-- Purpose:  Make post_<q>, the original mbus API's signature, which returns the iid: refuses a
+--           post that could never be delivered (MB008, MB006), checks payloads and a given iid
+--           (idempotent within queues.iid_window: mbus.client_iids), stamps given headers, then
+--           inserts one delivery per consumer and calls post_<dst> per trigger
+--           (mbus.regenerate_fanout); consume_after through mbus.await_deps. A plain message to
+--           a queue without selectors and triggers takes one INSERT. Why each shortcut: docs/
+--           DESIGN.md, Decisions (a plain post is one statement; no statement planned on every
+--           call; no SET search_path).
 -- Params:   names   mbus.regenerate_names(q)
 --           fanout  mbus.regenerate_fanout(q, names)
 -- Returns:  void
