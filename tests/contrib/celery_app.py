@@ -34,7 +34,10 @@ app.conf.update(
         # every send of alert is posted at once, even inside a transaction
         "tests.contrib.celery_app.alert": {"pgmbus_transactional": False},
     },
-    worker_enable_remote_control=False,
+    # remote control (celery inspect/control) only where a test asks for it
+    worker_enable_remote_control=os.environ.get("PGMBUS_CELERY_REMOTE") == "1",
+    # and its workers' events (a dispatcher that enable_events then turns on)
+    worker_send_task_events=os.environ.get("PGMBUS_CELERY_REMOTE") == "1",
     worker_hijack_root_logger=False,
     worker_prefetch_multiplier=int(os.environ.get("PGMBUS_CELERY_PREFETCH", "1")),
     task_default_queue="celery",

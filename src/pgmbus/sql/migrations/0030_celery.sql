@@ -1,0 +1,24 @@
+-- Celery on pgmbus: exchange bindings shared by every process of a Kombu transport.
+--   * mbus.kombu_bindings: one row per binding of a Kombu queue to an exchange (with its
+--     routing key and pattern), as Kombu's virtual transport keeps them. A publisher looks its
+--     exchange up here, so a message reaches queues other processes bound: broadcast (fanout)
+--     for Celery's remote control (`celery inspect`, `celery control`), a reply queue bound by
+--     the client that asked, and the event queues of `celery events` and Flower (topic).
+--     A queue's rows go when the queue is deleted. message_ttl is the queue's x-message-ttl
+--     (seconds; Celery gives its event and remote-control queues one): messages routed to it
+--     expire then, so the queue of a receiver that died does not grow.
+
+CREATE TABLE mbus.kombu_bindings (
+    exchange    text        NOT NULL,
+    queue       text        NOT NULL,
+    routing_key text        NOT NULL,
+    pattern     text,
+    message_ttl double precision CHECK (message_ttl > 0),
+    bound_at    timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (exchange, queue, routing_key)
+);
+
+CREATE INDEX kombu_bindings_queue ON mbus.kombu_bindings (queue);
+
+COMMENT ON TABLE mbus.kombu_bindings IS
+    'Kombu exchange bindings of the pgmbus:// transport, shared by its processes.';

@@ -1,0 +1,104 @@
+"""Celery's remote control and events over pgmbus:// with a real worker: ``inspect ping``, a
+control command that changes what the worker consumes, and task events received by another
+process's event receiver (what ``celery events`` and Flower read)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from pgmbus.queues import Bus
+from tests.contrib.celery_helpers import Start, effects, wait_for
+
+
+@pytest.fixture(scope="module")
+def remote_worker(start_worker: Start, tasks: ModuleType) -> Any:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PGMBUS_CELERY_REMOTE", "1")
+        start_worker("remote", "remote")
+    name = f"remote@{socket.gethostname()}"
+
+    def answers() -> bool:
+        replies = tasks.app.control.ping(destination=[name], timeout=1.0)
+        return any(name in reply for reply in replies)
+
+    wait_for(answers, timeout=60)
+    return name
+
+
+def test_inspect_ping_and_active_queues_reach_the_worker(
+    tasks: ModuleType, remote_worker: str
+) -> None:
+    inspect = tasks.app.control.inspect(destination=[remote_worker], timeout=2.0)
+    assert inspect.ping() == {remote_worker: {"ok": "pong"}}
+    queues = inspect.active_queues()
+    assert queues is not None
+    assert [q["name"] for q in queues[remote_worker]] == ["remote"]
+
+
+def test_a_broadcast_reaches_every_worker(
+    tasks: ModuleType, remote_worker: str, start_worker: Start
+) -> None:
+    """Fanout: one ping, answered by each worker bound to the broadcast exchange."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PGMBUS_CELERY_REMOTE", "1")
+        start_worker("remote2", "remote2")
+    other = f"remote2@{socket.gethostname()}"
+
+    def both() -> bool:
+        names = {n for reply in tasks.app.control.ping(timeout=1.5) for n in reply}
+        return {remote_worker, other} <= names
+
+    wait_for(both, timeout=60)
+
+
+def test_add_consumer_makes_the_worker_take_another_queue(
+    tasks: ModuleType, remote_worker: str, celery_env: dict[str, str]
+) -> None:
+    dsn = celery_env["PGMBUS_CELERY_DSN"]
+    tasks.stamp.apply_async(("added",), queue="added")
+    with Bus(dsn) as bus:
+        assert bus.stats("added")[0].depth == 1  # nobody reads it yet
+    replies = tasks.app.control.add_consumer(
+        "added", destination=[remote_worker], reply=True, timeout=2.0
+    )
+    assert replies == [{remote_worker: {"ok": "add consumer added"}}]
+    wait_for(lambda: bool(effects(dsn, "added")), timeout=30)
+    [(worker, info, _at)] = effects(dsn, "added")
+    assert (worker, info) == ("remote", {"queue": "added"})
+
+
+def test_task_events_reach_an_event_receiver(tasks: ModuleType, remote_worker: str) -> None:
+    """A receiver in this process (a topic binding the worker's process did not make) gets
+    the worker's task events; ``enable_events`` is a control command that answers."""
+    app = tasks.app
+    seen: list[dict[str, Any]] = []
+    ready = threading.Event()
+    replies = app.control.enable_events(destination=[remote_worker], reply=True)
+    assert replies == [{remote_worker: {"ok": "task events already enabled"}}]
+    with app.connection() as conn:
+        receiver = app.events.Receiver(
+            conn, handlers={"task-succeeded": seen.append, "*": lambda _event: None}
+        )
+        told = receiver.on_consume_ready
+
+        def on_ready(*args: Any, **kwargs: Any) -> None:
+            told(*args, **kwargs)
+            ready.set()  # its queue is declared and bound
+
+        receiver.on_consume_ready = on_ready
+        thread = threading.Thread(
+            target=receiver.capture, kwargs={"limit": None, "wakeup": False}, daemon=True
+        )
+        thread.start()
+        try:
+            wait_for(ready.is_set, timeout=30)
+            result = tasks.stamp.apply_async(("evented",), queue="remote")
+            wait_for(lambda: any(e.get("uuid") == result.id for e in seen), timeout=30)
+        finally:
+            receiver.should_stop = True
+            thread.join(timeout=10)
