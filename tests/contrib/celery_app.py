@@ -28,7 +28,12 @@ app.conf.update(
         "max_attempts": int(os.environ.get("PGMBUS_CELERY_MAX_ATTEMPTS", "20")),
     },
     broker_connection_retry_on_startup=True,
-    result_backend=f"file://{RESULTS}",
+    # the file system backend, or the database's (pgmbus://) where a test asks for it
+    result_backend=(
+        url_from_dsn(DSN)
+        if os.environ.get("PGMBUS_CELERY_BACKEND") == "pgmbus"
+        else f"file://{RESULTS}"
+    ),
     task_routes={
         "tests.contrib.celery_app.urgent": {"queue": "high"},
         # every send of alert is posted at once, even inside a transaction
@@ -59,6 +64,12 @@ def record(key: str, info: dict[str, Any]) -> int:
 @app.task
 def add(x: int, y: int) -> int:
     return x + y
+
+
+@app.task
+def total(values: list[int]) -> int:
+    """A chord's body: the sum of its header's results."""
+    return sum(values)
 
 
 @app.task(bind=True)

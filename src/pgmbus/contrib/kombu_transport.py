@@ -22,6 +22,7 @@ Exchange bindings are shared by every process in the database
 control and events.
 
 Importing this module registers the ``pgmbus`` alias, so ``broker_url = "pgmbus://..."`` works
+(and ``result_backend = "pgmbus://..."``: :mod:`pgmbus.contrib.celery_results`)
 (``pgmbus.contrib.celery`` imports it); ``broker_transport =
 "pgmbus.contrib.kombu_transport:Transport"`` names the class without the import.
 
@@ -72,6 +73,10 @@ log = logging.getLogger("pgmbus.kombu")
 
 ALIAS = "pgmbus"
 TRANSPORT_ALIASES.setdefault(ALIAS, "pgmbus.contrib.kombu_transport:Transport")
+with contextlib.suppress(ImportError):  # Kombu without Celery: no result backend to name
+    from celery.app.backends import BACKEND_ALIASES
+
+    BACKEND_ALIASES.setdefault(ALIAS, "pgmbus.contrib.celery_results:PgmbusBackend")
 
 _NOT_NAME = re.compile(r"[^a-z0-9_]+")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
