@@ -102,3 +102,19 @@ def test_task_events_reach_an_event_receiver(tasks: ModuleType, remote_worker: s
         finally:
             receiver.should_stop = True
             thread.join(timeout=10)
+
+
+def test_a_worker_with_remote_control_and_a_full_prefetch_takes_the_next_task_at_an_ack(
+    tasks: ModuleType, start_worker: Start, celery_env: dict[str, str]
+) -> None:
+    """Its mailbox (no acks, no prefetch) does not make the worker wait for posts (the 30 s
+    poll) instead of acks while its task prefetch is full."""
+    dsn = celery_env["PGMBUS_CELERY_DSN"]
+    for _ in range(10):
+        tasks.brief.apply_async(("rfull",), queue="rfull")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PGMBUS_CELERY_REMOTE", "1")
+        start_worker("rfull", "rfull", poll=30)  # 2 threads, 2 prefetch slots
+    wait_for(lambda: len(effects(dsn, "rfull")) == 10, timeout=60)
+    done = [at for _w, _i, at in effects(dsn, "rfull")]
+    assert (done[-1] - done[0]).total_seconds() < 4.0  # 5 rounds of 0.3 s: 1.2 s

@@ -472,6 +472,10 @@ class Channel(virtual.Channel):
                 self._quiet_until[queue] = monotonic() + _QUIET
             raise
 
+    def takes_without_acks(self) -> bool:
+        """Whether every queue this channel consumes is consumed without acks."""
+        return bool(self._active_queues) and set(self._active_queues) <= self._no_ack
+
     def look_everywhere(self) -> None:
         """End the quiet time of every queue: the next drain looks at each."""
         self._quiet_until.clear()
@@ -802,15 +806,19 @@ class Transport(virtual.Transport):
             self._slot_freed.clear()
             if self._prefetch_full():
                 # Nothing may be taken until a task is acked (Celery acks from its pool's
-                # threads): wait for that, not for posts, which could not be taken anyway.
+                # threads): wait for that, not for posts, which could not be taken anyway;
+                # but look at a remote-control mailbox meanwhile (it takes no acks)
+                if any(ch.takes_without_acks() for ch in self.channels):
+                    pause = min(pause, _QUIET)
                 self._slot_freed.wait(pause)
             else:
                 self._idle_wait(pause)
 
     def _prefetch_full(self) -> bool:
-        """Whether every consuming channel holds as many unacked messages as it may."""
-        consuming = [ch for ch in self.channels if ch._consumers]
-        return bool(consuming) and not any(ch.may_take() for ch in consuming)
+        """Whether every channel consuming with acks holds as many unacked messages as it
+        may (a remote-control mailbox, consumed without acks, has no prefetch to fill)."""
+        acking = [ch for ch in self.channels if ch._consumers and not ch.takes_without_acks()]
+        return bool(acking) and not any(ch.may_take() for ch in acking)
 
     def slot_freed(self) -> None:
         """A message was acked, rejected or given back: a full prefetch has room again."""
