@@ -30,6 +30,8 @@ DEFAULT_DELAY = 0.05  # seconds an ack may wait for others to share its statemen
 class Keeper(Protocol):
     """What the buffer needs of the lease keeper."""
 
+    turn: threading.Lock  # held while acking: no extension of the keeper's crosses an ack
+
     def release(self, token: Any) -> Message | None: ...
 
     def lost_lease(self, message: Message) -> None: ...
@@ -61,16 +63,15 @@ class AckBuffer:
 
     def flush(self) -> None:
         """Ack every message added so far: one statement per queue."""
-        with self._lock:
-            taken, self._pending = self._pending, []
-        by_queue: dict[str, list[Message]] = defaultdict(list)
-        for message in taken:
-            # released first: a lease extension racing this ack then finds the lease gone and
-            # a message no longer held, which is no loss
-            if self.keeper.release(message.lease_token) is not None:
-                by_queue[message.queue].append(message)
-        for queue, messages in by_queue.items():
-            self._ack(queue, messages)
+        with self.keeper.turn:
+            with self._lock:
+                taken, self._pending = self._pending, []
+            by_queue: dict[str, list[Message]] = defaultdict(list)
+            for message in taken:
+                if self.keeper.release(message.lease_token) is not None:
+                    by_queue[message.queue].append(message)
+            for queue, messages in by_queue.items():
+                self._ack(queue, messages)
 
     def _ack(self, queue: str, messages: list[Message]) -> None:
         if len(messages) > 1:

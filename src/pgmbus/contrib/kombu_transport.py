@@ -181,6 +181,9 @@ class _LeaseKeeper:
         self.held: dict[UUID, Message] = {}
         self.lost = 0  # leases that ended while their message was held (it may run twice)
         self.lock = threading.Lock()
+        # Held by a tick and by an ack flush (pgmbus.contrib.kombu_acks): an extension then
+        # never races an ack, so a batch of extensions fails only for a lease really lost.
+        self.turn = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pgmbus-lease-keeper", daemon=True)
         self._thread.start()
@@ -205,16 +208,17 @@ class _LeaseKeeper:
 
     def tick(self) -> None:
         """Extend the lease of every message held now: one statement per queue."""
-        with self.lock:
-            messages = list(self.held.values())
-        by_queue: dict[str, list[Message]] = {}
-        for message in messages:
-            by_queue.setdefault(message.queue, []).append(message)
-        for queue, held in by_queue.items():
-            if len(held) > 1 and self._extend_all(queue, held):
-                continue
-            for message in held:
-                self.extend(message)
+        with self.turn:
+            with self.lock:
+                messages = list(self.held.values())
+            by_queue: dict[str, list[Message]] = {}
+            for message in messages:
+                by_queue.setdefault(message.queue, []).append(message)
+            for queue, held in by_queue.items():
+                if len(held) > 1 and self._extend_all(queue, held):
+                    continue
+                for message in held:
+                    self.extend(message)
 
     def _extend_all(self, queue: str, messages: list[Message]) -> bool:
         """Extend ``messages`` in one statement; False when one lease was gone (an ack
