@@ -1,18 +1,25 @@
 """Celery's remote control and events over pgmbus:// with a real worker: ``inspect ping``, a
-control command that changes what the worker consumes, and task events received by another
-process's event receiver (what ``celery events`` and Flower read)."""
+control command that changes what the worker consumes, task events received by another
+process's event receiver (what ``celery events`` reads), and Flower's API."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
+import httpx
 import pytest
 
 from pgmbus.queues import Bus
-from tests.contrib.celery_helpers import Start, effects, wait_for
+from tests.contrib.celery_helpers import ROOT, Start, effects, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -118,3 +125,64 @@ def test_a_worker_with_remote_control_and_a_full_prefetch_takes_the_next_task_at
     wait_for(lambda: len(effects(dsn, "rfull")) == 10, timeout=60)
     done = [at for _w, _i, at in effects(dsn, "rfull")]
     assert (done[-1] - done[0]).total_seconds() < 4.0  # 5 rounds of 0.3 s: 1.2 s
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def flower(celery_env: dict[str, str]) -> Iterator[str]:
+    """A real Flower on the test app's broker; yields its base URL."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        **celery_env,
+        "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
+        "FLOWER_UNAUTHENTICATED_API": "true",
+    }
+    cmd = [sys.executable, "-m", "celery", "-A", "tests.contrib.celery_app", "flower"]
+    cmd += [f"--port={port}", "--address=127.0.0.1", "--logging=warning"]
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: _get(base + "/healthcheck") == "OK", timeout=60)
+        yield base
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _get(url: str) -> str | None:
+    try:
+        answer = httpx.get(url, timeout=10)
+    except httpx.TransportError:
+        return None
+    return answer.text if answer.status_code == 200 else None
+
+
+def test_flower_lists_the_worker_and_its_tasks(
+    tasks: ModuleType, remote_worker: str, flower: str
+) -> None:
+    """Flower's API: its workers (asked by broadcast) and its tasks (from the events)."""
+
+    def listed() -> bool:
+        text = _get(f"{flower}/api/workers?refresh=1&workername={remote_worker}")
+        return text is not None and remote_worker in json.loads(text)
+
+    wait_for(listed, timeout=60)
+    result = tasks.add.apply_async((20, 22), queue="remote")
+
+    def succeeded() -> bool:
+        text = _get(f"{flower}/api/task/info/{result.id}")
+        return text is not None and json.loads(text).get("state") == "SUCCESS"
+
+    wait_for(succeeded, timeout=60)
+    info = json.loads(_get(f"{flower}/api/task/info/{result.id}") or "{}")
+    assert (info["worker"], info["result"]) == (remote_worker, "42")
