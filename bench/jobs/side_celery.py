@@ -20,8 +20,8 @@ from pgmbus.contrib.kombu_transport import url_from_dsn
 
 
 def make_app(url: str) -> Any:
-    """The same settings on every broker: no result backend, remote control off (the
-    ``pgmbus://`` transport has no fanout exchanges, docs/integrations.md), else the defaults."""
+    """The same settings on every broker: no result backend, remote control off (the worker
+    runs without gossip, mingle and heartbeats too), else the defaults."""
     from celery import Celery
 
     import pgmbus.contrib.kombu_transport  # noqa: F401

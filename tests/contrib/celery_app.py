@@ -28,13 +28,21 @@ app.conf.update(
         "max_attempts": int(os.environ.get("PGMBUS_CELERY_MAX_ATTEMPTS", "20")),
     },
     broker_connection_retry_on_startup=True,
-    result_backend=f"file://{RESULTS}",
+    # the file system backend, or the database's (pgmbus://) where a test asks for it
+    result_backend=(
+        url_from_dsn(DSN)
+        if os.environ.get("PGMBUS_CELERY_BACKEND") == "pgmbus"
+        else f"file://{RESULTS}"
+    ),
     task_routes={
         "tests.contrib.celery_app.urgent": {"queue": "high"},
         # every send of alert is posted at once, even inside a transaction
         "tests.contrib.celery_app.alert": {"pgmbus_transactional": False},
     },
-    worker_enable_remote_control=False,
+    # remote control (celery inspect/control) only where a test asks for it
+    worker_enable_remote_control=os.environ.get("PGMBUS_CELERY_REMOTE") == "1",
+    # and its workers' events (a dispatcher that enable_events then turns on)
+    worker_send_task_events=os.environ.get("PGMBUS_CELERY_REMOTE") == "1",
     worker_hijack_root_logger=False,
     worker_prefetch_multiplier=int(os.environ.get("PGMBUS_CELERY_PREFETCH", "1")),
     task_default_queue="celery",
@@ -56,6 +64,12 @@ def record(key: str, info: dict[str, Any]) -> int:
 @app.task
 def add(x: int, y: int) -> int:
     return x + y
+
+
+@app.task
+def total(values: list[int]) -> int:
+    """A chord's body: the sum of its header's results."""
+    return sum(values)
 
 
 @app.task(bind=True)

@@ -1,7 +1,8 @@
 """Celery on pgmbus: tasks sent in the application's transaction commit with it.
 
 Importing this module registers the ``pgmbus://`` broker URL (see
-:mod:`pgmbus.contrib.kombu_transport`). A task sent while the application holds an open
+:mod:`pgmbus.contrib.kombu_transport`) and result backend (see
+:mod:`pgmbus.contrib.celery_results`). A task sent while the application holds an open
 transaction on the broker's database is posted in that transaction: rolled back, the task
 never runs; committed, it runs. Django's connection in ``transaction.atomic`` is joined by
 itself; a psycopg connection or a SQLAlchemy session is joined within :func:`transaction` or

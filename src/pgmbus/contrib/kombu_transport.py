@@ -3,9 +3,10 @@
 Each Kombu queue is a pgmbus queue (its name folded into pgmbus's naming rule) read by its
 ``default`` consumer. Messages are claimed under a lease, as many in one query as the consumer
 has free prefetch slots (the ones not yet delivered go back at once when the channel closes);
-a worker whose prefetch is full waits for an ack, not for posts. A lease keeper thread extends the
-leases of the messages the process holds, ``basic_ack`` acks them, a requeue nacks them and a
-reject without requeue buries them in the dead-message queue. A worker that dies (even by
+a worker whose prefetch is at least half full waits for acks, not for posts. A lease keeper
+thread extends the leases of the messages the process holds, ``basic_ack`` acks them (in
+batches: ``pgmbus.contrib.kombu_acks``), a requeue nacks them and a reject without requeue
+buries them in the dead-message queue. A worker that dies (even by
 SIGKILL) stops extending, so its unacknowledged messages are delivered again once their lease
 ends (``visibility_timeout`` seconds, default 30). A Celery ``eta``/``countdown`` becomes the
 message's ``delayed_until``: the message stays in PostgreSQL until it is due instead of waiting
@@ -16,8 +17,12 @@ A task sent while the application holds an open transaction on the broker's data
 transaction commits (``pgmbus.contrib.app_transaction`` says which transaction a send joins).
 A message's priority (``apply_async(priority=N)``, 0..255, higher first, as on RabbitMQ) becomes
 the pgmbus message's priority: workers take higher priorities first, FIFO within one.
+Exchange bindings are shared by every process in the database
+(``pgmbus.contrib.kombu_bindings``): fanout exchanges work, and with them Celery's remote
+control and events.
 
 Importing this module registers the ``pgmbus`` alias, so ``broker_url = "pgmbus://..."`` works
+(and ``result_backend = "pgmbus://..."``: :mod:`pgmbus.contrib.celery_results`)
 (``pgmbus.contrib.celery`` imports it); ``broker_transport =
 "pgmbus.contrib.kombu_transport:Transport"`` names the class without the import.
 
@@ -27,7 +32,8 @@ cluster). Transport options: ``dsn`` (wins over the URL), ``visibility_timeout``
 ``max_attempts`` (deliveries of one message before it goes to the dmq instead, default 20; 0 for
 no bound),
 ``polling_interval`` (longest sleep of an idle worker, default 1.0: a post's NOTIFY wakes it
-sooner), ``pool_size`` (default 4).
+sooner), ``pool_size`` (default 4), ``ack_delay`` (seconds an ack waits to share its
+statement, default 0.05).
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ import re
 import threading
 from collections import deque
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from queue import Empty
 from time import monotonic, sleep
 from typing import Any
@@ -54,8 +60,12 @@ from kombu.transport import TRANSPORT_ALIASES, virtual
 from psycopg.conninfo import conninfo_to_dict
 
 from pgmbus.contrib import app_transaction
+from pgmbus.contrib.kombu_acks import DEFAULT_DELAY as DEFAULT_ACK_DELAY
+from pgmbus.contrib.kombu_acks import AckBuffer
+from pgmbus.contrib.kombu_bindings import Bindings
+from pgmbus.data.celery import CELERY
 from pgmbus.dsn import resolve_dsn
-from pgmbus.errors import DatabaseError, PgmbusError, StaleLease
+from pgmbus.errors import DatabaseError, PgmbusError, StaleLease, translating
 from pgmbus.queues import Bus, Message, await_done, await_queue
 from pgmbus.queues.model import MAX_NAME
 
@@ -63,6 +73,10 @@ log = logging.getLogger("pgmbus.kombu")
 
 ALIAS = "pgmbus"
 TRANSPORT_ALIASES.setdefault(ALIAS, "pgmbus.contrib.kombu_transport:Transport")
+with contextlib.suppress(ImportError):  # Kombu without Celery: no result backend to name
+    from celery.app.backends import BACKEND_ALIASES
+
+    BACKEND_ALIASES.setdefault(ALIAS, "pgmbus.contrib.celery_results:PgmbusBackend")
 
 _NOT_NAME = re.compile(r"[^a-z0-9_]+")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -77,6 +91,9 @@ _MAX_BURIED_PER_GET = 100
 # Most messages one claim leases (a consumer's free prefetch slots, capped): one query instead
 # of one per message.
 _MAX_CLAIM = 100
+# Seconds a busy worker leaves a queue consumed without acks (its remote-control mailbox, an
+# event receiver's queue) alone after finding it empty.
+_QUIET = 0.1
 
 
 def queue_name(kombu_queue: str) -> str:
@@ -164,6 +181,9 @@ class _LeaseKeeper:
         self.held: dict[UUID, Message] = {}
         self.lost = 0  # leases that ended while their message was held (it may run twice)
         self.lock = threading.Lock()
+        # Held by a tick and by an ack flush (pgmbus.contrib.kombu_acks): an extension then
+        # never races an ack, so a batch of extensions fails only for a lease really lost.
+        self.turn = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pgmbus-lease-keeper", daemon=True)
         self._thread.start()
@@ -178,16 +198,44 @@ class _LeaseKeeper:
         with self.lock:
             return self.held.pop(token, None)
 
+    def get(self, token: UUID) -> Message | None:
+        with self.lock:
+            return self.held.get(token)
+
     def _run(self) -> None:
         while not self._stop.wait(self.lease / 3):
             self.tick()
 
     def tick(self) -> None:
-        """Extend the lease of every message held now."""
-        with self.lock:
-            messages = list(self.held.values())
-        for message in messages:
-            self.extend(message)
+        """Extend the lease of every message held now: one statement per queue."""
+        with self.turn:
+            with self.lock:
+                messages = list(self.held.values())
+            by_queue: dict[str, list[Message]] = {}
+            for message in messages:
+                by_queue.setdefault(message.queue, []).append(message)
+            for queue, held in by_queue.items():
+                if len(held) > 1 and self._extend_all(queue, held):
+                    continue
+                for message in held:
+                    self.extend(message)
+
+    def _extend_all(self, queue: str, messages: list[Message]) -> bool:
+        """Extend ``messages`` in one statement; False when one lease was gone (an ack
+        raced it, or it was lost): then each is extended alone, to tell which."""
+        params = {
+            "queue": queue,
+            "tokens": [m.lease_token for m in messages],
+            "lease": timedelta(seconds=self.lease),
+        }
+        try:
+            with self.bus.pool.connection() as conn, translating():
+                conn.execute(CELERY["extend_many"], params)
+        except StaleLease:
+            return False
+        except (PgmbusError, psycopg.Error, OSError) as exc:  # retried at the next tick
+            log.warning("could not extend the leases of %d messages: %s", len(messages), exc)
+        return True
 
     def extend(self, message: Message) -> None:
         """Extend one lease; a lease found gone while still held is lost (counted, told once)."""
@@ -231,10 +279,15 @@ class Channel(virtual.Channel):
     # pgmbus message's priority. Redis' transport inverts it; pgmbus does not.
     min_priority = 0
     max_priority = 255
+    # Bindings live in the database (kombu_bindings), so a broadcast reaches other processes.
+    supports_fanout = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._declared: set[str] = set()
+        self._message_ttl: dict[str, float] = {}  # queue -> x-message-ttl in seconds
+        self._no_ack: set[str] = set()  # queues consumed without acks (acked on delivery)
+        self._quiet_until: dict[str, float] = {}  # no-ack queue -> next look while busy
         # leased in one claim, not yet handed to Kombu, per pgmbus queue
         self._claimed: dict[str, deque[Message]] = {}
 
@@ -248,10 +301,23 @@ class Channel(virtual.Channel):
         keeper: _LeaseKeeper = self.connection.keeper
         return keeper
 
+    @property
+    def acks(self) -> AckBuffer:
+        acks: AckBuffer = self.connection.acks
+        return acks
+
+    @property
+    def bindings(self) -> Bindings:
+        bindings: Bindings = self.connection.bindings
+        return bindings
+
     # --- queues -------------------------------------------------------------------------------
 
     @_reconnecting
     def _new_queue(self, queue: str, **kwargs: Any) -> None:
+        ttl = (kwargs.get("arguments") or {}).get("x-message-ttl")
+        if isinstance(ttl, int | float) and ttl > 0:
+            self._message_ttl[queue] = ttl / 1000  # Kombu gives it in milliseconds
         name = queue_name(queue)
         if name in self._declared:
             return
@@ -267,9 +333,53 @@ class Channel(virtual.Channel):
     @_reconnecting
     def _delete(self, queue: str, *args: Any, **kwargs: Any) -> None:
         name = queue_name(queue)
+        self.bindings.unbind_queue(queue)
         if self._has_queue(queue):
             self.bus.drop_queue(name)
         self._declared.discard(name)
+
+    # --- bindings (shared by every process: pgmbus.contrib.kombu_bindings) -------------------
+
+    @_reconnecting
+    def _queue_bind(self, exchange: str, routing_key: str, pattern: str | None, queue: str) -> None:
+        self.bindings.bind(exchange, routing_key, pattern, queue, self._message_ttl.get(queue))
+
+    @_reconnecting
+    def queue_unbind(
+        self,
+        queue: str,
+        exchange: str | None = None,
+        routing_key: str = "",
+        arguments: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().queue_unbind(queue, exchange, routing_key, arguments, **kwargs)
+        self.bindings.unbind(exchange or "amq.direct", routing_key, queue)
+
+    @_reconnecting
+    def get_table(self, exchange: str) -> list[tuple[str, str | None, str]]:
+        # a broadcast must reach every queue bound now (a worker that just started)
+        return self.bindings.table(exchange, fresh=self.typeof(exchange).type == "fanout")
+
+    def _lookup(self, exchange: str, routing_key: str, default: Any = None) -> Any:
+        if exchange:
+            try:
+                routed = self.typeof(exchange).lookup(
+                    self.get_table(exchange), exchange, routing_key, None
+                )
+            except KeyError:
+                routed = None
+            if not routed:
+                # bound since the copy was made, by another process (a reply queue)?
+                self.bindings.forget(exchange)
+        return super()._lookup(exchange, routing_key, default)
+
+    def _put_fanout(
+        self, exchange: str, message: dict[str, Any], routing_key: str, **kwargs: Any
+    ) -> None:
+        """Post a copy to every queue bound to ``exchange`` (in any process)."""
+        for queue in sorted({q for _key, _pattern, q in self.get_table(exchange)}):
+            self._put(queue, message, **kwargs)
 
     @_reconnecting
     def _size(self, queue: str) -> int:
@@ -293,12 +403,17 @@ class Channel(virtual.Channel):
         name = queue_name(queue)
         with connection_errors():
             self._new_queue(queue)
+        expires = self._expiry(queue, message)
+        if expires is not None and expires <= datetime.now(UTC):
+            log.debug("not posting to %s a message that expired already", queue)
+            return
         joined = app_transaction.joining(message, self.connection.broker_identity)
         post = functools.partial(
             self.bus.post,
             name,
             message,
             delayed_until=eta_of(message),
+            expires=expires,
             priority=self._get_message_priority(message, reverse=False),
         )
         if joined is not None:
@@ -307,6 +422,25 @@ class Channel(virtual.Channel):
         with connection_errors():
             post()
 
+    def _expiry(self, queue: str, message: dict[str, Any]) -> datetime | None:
+        """When ``message`` expires in ``queue``: the queue's message TTL (the binding's), or
+        a broadcast's ``expires`` header (Kombu's mailbox: seconds since the epoch)."""
+        ends = []
+        ttl = self._message_ttl.get(queue) or self.bindings.message_ttl(queue)
+        if ttl:
+            ends.append(datetime.now(UTC) + timedelta(seconds=ttl))
+        stated = (message.get("headers") or {}).get("expires")
+        if isinstance(stated, int | float) and not isinstance(stated, bool) and stated > 0:
+            ends.append(datetime.fromtimestamp(stated, UTC))
+        return min(ends, default=None)
+
+    def basic_consume(
+        self, queue: str, no_ack: bool, callback: Any, consumer_tag: Any, **kwargs: Any
+    ) -> Any:
+        if no_ack:
+            self._no_ack.add(queue)  # Kombu never acks these: delivered is done
+        return super().basic_consume(queue, no_ack, callback, consumer_tag, **kwargs)
+
     @_reconnecting
     def _get(self, queue: str, timeout: float | None = None) -> dict[str, Any]:
         name = queue_name(queue)
@@ -314,8 +448,10 @@ class Channel(virtual.Channel):
             self._new_queue(queue)
         waiting = self._claimed.get(name)
         if not waiting:
-            waiting = self._claimed[name] = self._claim(name)
+            waiting = self._claimed[name] = self._claim_quietly(queue, name)
         message = waiting.popleft()
+        if queue in self._no_ack:
+            self.acks.add(message)
         payload: dict[str, Any] = dict(message.data)
         properties = payload["properties"]
         info = properties.setdefault("delivery_info", {})
@@ -324,6 +460,29 @@ class Channel(virtual.Channel):
         info["redelivered"] = message.attempts > 1
         payload["redelivered"] = message.attempts > 1
         return payload
+
+    def _claim_quietly(self, queue: str, name: str) -> deque[Message]:
+        """Claim; a queue consumed without acks (remote control, events: rare messages)
+        found empty is not looked at again for ``_QUIET`` seconds while other queues keep the
+        worker busy, so it costs the task loop no query per task. An idle worker looks at
+        every queue after each wait."""
+        quiet = queue in self._no_ack
+        if quiet and monotonic() < self._quiet_until.get(queue, 0.0):
+            raise Empty()
+        try:
+            return self._claim(name)
+        except Empty:
+            if quiet:
+                self._quiet_until[queue] = monotonic() + _QUIET
+            raise
+
+    def takes_without_acks(self) -> bool:
+        """Whether every queue this channel consumes is consumed without acks."""
+        return bool(self._active_queues) and set(self._active_queues) <= self._no_ack
+
+    def look_everywhere(self) -> None:
+        """End the quiet time of every queue: the next drain looks at each."""
+        self._quiet_until.clear()
 
     def _claim(self, name: str) -> deque[Message]:
         """Lease as many messages as the consumer may take now (its free prefetch slots; one
@@ -422,25 +581,42 @@ class Channel(virtual.Channel):
                 return f"Kombu message body is not the JSON its content-type says: {exc}"
         return None
 
-    def _held(self, delivery_tag: Any) -> Message | None:
+    def _held(self, delivery_tag: Any, *, release: bool = True) -> Message | None:
         try:
             info = self.qos.get(delivery_tag).delivery_info
         except KeyError:
             return None
         token = info.get("pgmbus_token")
-        return None if token is None else self.keeper.release(UUID(token))
+        if token is None:
+            return None
+        return self.keeper.release(UUID(token)) if release else self.keeper.get(UUID(token))
 
-    @_reconnecting
     def basic_ack(self, delivery_tag: Any, multiple: bool = False) -> None:
-        """Ack the message's lease (it is removed), then forget it."""
-        message = self._held(delivery_tag)
+        """Ack the message's lease (it is removed) with the others of this loop turn, in
+        one statement (``pgmbus.contrib.kombu_acks``); forget it now."""
+        message = self._held(delivery_tag, release=False)
         if message is not None:
-            try:
-                self.bus.ack(message)
-            except StaleLease:
-                self.keeper.lost_lease(message)
+            self.acks.add(message)
         super().basic_ack(delivery_tag, multiple)
         self.connection.slot_freed()
+
+    def drain_events(self, timeout: float | None = None, callback: Any = None) -> Any:
+        """Deliver one message, when the prefetch leaves room for a claim worth its query."""
+        if self._consumers and self.may_take():
+            return self._poll(self.cycle, callback or self.connection._deliver, timeout=timeout)
+        raise Empty()
+
+    def may_take(self) -> bool:
+        """Whether to deliver now: a message claimed already is waiting, or a claim may take
+        half the prefetch. The worker's loop waits for each claim's round trip (and for the
+        GIL after it, which its pool's threads hold): a worker whose prefetch is still half
+        full has work enough, and refills it in one claim instead of one per ack."""
+        if not self.qos.can_consume():
+            return False
+        if any(self._claimed.values()):
+            return True
+        free = self.qos.can_consume_max_estimate()
+        return free is None or free >= max(1, self.qos.prefetch_count // 2)
 
     @_reconnecting
     def basic_reject(self, delivery_tag: Any, requeue: bool = False) -> None:
@@ -520,7 +696,9 @@ class Transport(virtual.Transport):
     driver_type = "postgresql"
     driver_name = "pgmbus"
     polling_interval = DEFAULT_POLLING_INTERVAL
-    implements = virtual.Transport.implements.extend(exchange_type=frozenset(["direct", "topic"]))
+    implements = virtual.Transport.implements.extend(
+        exchange_type=frozenset(["direct", "topic", "fanout"])
+    )
     connection_errors = (  # type: ignore[assignment]
         *virtual.Transport.connection_errors,
         psycopg.OperationalError,
@@ -540,6 +718,9 @@ class Transport(virtual.Transport):
         self.max_attempts: int | None = bound or None
         self._bus: Bus | None = None
         self._keeper: _LeaseKeeper | None = None
+        self._acks: AckBuffer | None = None
+        self._bindings: Bindings | None = None
+        self.ack_delay = float(options.get("ack_delay", DEFAULT_ACK_DELAY))
         self._waiter: _PostWaiter | None = None
         self._broker_identity: tuple[Any, ...] | None = None
         self._slot_freed = threading.Event()
@@ -566,6 +747,25 @@ class Transport(virtual.Transport):
             if self._keeper is None:
                 self._keeper = _LeaseKeeper(bus, self.visibility_timeout)
             return self._keeper
+
+    @property
+    def bindings(self) -> Bindings:
+        bus = self.bus
+        with self._lock:
+            if self._bindings is None:
+                self._bindings = Bindings(bus)
+            return self._bindings
+
+    @property
+    def acks(self) -> AckBuffer:
+        keeper = self.keeper
+        with self._lock:
+            if self._acks is None:
+                # a tenth of the lease at most: the keeper extends held leases every third
+                self._acks = AckBuffer(
+                    keeper.bus, keeper, min(self.ack_delay, self.visibility_timeout / 10)
+                )
+            return self._acks
 
     def broker_identity(self, fresh: bool = False) -> tuple[Any, ...]:
         """The broker database's identity (``app_transaction.ask_identity``), asked once."""
@@ -610,15 +810,19 @@ class Transport(virtual.Transport):
             self._slot_freed.clear()
             if self._prefetch_full():
                 # Nothing may be taken until a task is acked (Celery acks from its pool's
-                # threads): wait for that, not for posts, which could not be taken anyway.
+                # threads): wait for that, not for posts, which could not be taken anyway;
+                # but look at a remote-control mailbox meanwhile (it takes no acks)
+                if any(ch.takes_without_acks() for ch in self.channels):
+                    pause = min(pause, _QUIET)
                 self._slot_freed.wait(pause)
             else:
                 self._idle_wait(pause)
 
     def _prefetch_full(self) -> bool:
-        """Whether every consuming channel holds as many unacked messages as it may."""
-        consuming = [ch for ch in self.channels if ch._consumers]
-        return bool(consuming) and not any(ch.qos.can_consume() for ch in consuming)
+        """Whether every channel consuming with acks holds as many unacked messages as it
+        may (a remote-control mailbox, consumed without acks, has no prefetch to fill)."""
+        acking = [ch for ch in self.channels if ch._consumers and not ch.takes_without_acks()]
+        return bool(acking) and not any(ch.may_take() for ch in acking)
 
     def slot_freed(self) -> None:
         """A message was acked, rejected or given back: a full prefetch has room again."""
@@ -633,9 +837,12 @@ class Transport(virtual.Transport):
             with connection_errors():
                 fresh = bool(self._active_queues() - waiter.queues)
                 waiter.register(self._active_queues())
-            if fresh:
-                return  # a post may have committed before the registration: look again first
-            waiter.wait(seconds)
+            if not fresh:
+                waiter.wait(seconds)
+            # after a wait (or a registration: a post may have committed before it), look at
+            # every queue again
+            for channel in self.channels:
+                channel.look_everywhere()
         except (psycopg.Error, PgmbusError) as exc:
             log.warning("waiting for posts failed (%s); polling instead", exc)
             waiter.close()
@@ -658,11 +865,16 @@ class Transport(virtual.Transport):
         finally:
             with self._lock:
                 keeper, self._keeper = self._keeper, None
+                acks, self._acks = self._acks, None
+                self._bindings = None
                 bus, self._bus = self._bus, None
                 waiter, self._waiter = self._waiter, None
                 self._broker_identity = None
             if waiter is not None:
                 waiter.close()
+            if acks is not None:
+                with contextlib.suppress(PgmbusError, psycopg.Error, OSError):
+                    acks.stop()  # what a crash would leave comes back after its lease
             if keeper is not None:
                 keeper.stop()
             if bus is not None:
