@@ -8,12 +8,14 @@ One asyncio process runs these loops on four database connections:
   callbacks of its buckets due within ``lookahead_s`` in (run_at, id) order, in batches of up
   to ``claim_batch``; they wait in a heap, ordered by run_at, and each is handed to the HTTP
   workers when its run_at has come (never before);
-* workers: ``concurrency`` coroutines, each with its own HTTP connection (kept alive), call the
-  URLs; so at most ``concurrency`` calls are in flight. They take due callbacks in turns over
-  the clients and target hosts (:class:`~pgmbus.timers.lanes.Lanes`), at most
+* workers: coroutines, each with its own HTTP connection (kept alive), call the URLs; at most
+  ``concurrency`` calls are in flight, not counting calls stalled past ``stall_after_s``
+  (those give their slot back, up to ``stalled_calls`` of them). They take due callbacks in
+  turns over the clients and target hosts (:class:`~pgmbus.timers.lanes.Lanes`), at most
   ``client_concurrency`` calls of one client and ``host_concurrency`` to one host at a time,
   and the claims leave out a client once ``client_prefetch`` of its callbacks are held: a
-  client whose endpoint hangs, or with a large backlog, never holds back another's;
+  client whose endpoint hangs, or with a large backlog, never holds back another's, nor do
+  hosts that hang together;
 * record: finished deliveries are written in batches with ``mbus.timer_record``, one statement
   per batch, while the workers go on;
 * changes: LISTEN on ``mbus_timer_changed``; a claim held in memory whose callback was updated,
@@ -111,6 +113,10 @@ class DispatcherConfig:
     host_concurrency: int = 0
     client_prefetch: int = 0
     client_backlog: int = 0
+    # a call in flight longer than stall_after_s gives its slot back and waits in a budget of
+    # stalled_calls (0 = 4 * concurrency), so hosts that hang never hold every slot together
+    stall_after_s: float = 1.0
+    stalled_calls: int = 0
     name: str = field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     )
@@ -159,9 +165,13 @@ class Dispatcher:
         self._waiting_changed = asyncio.Event()
         cfg = self.config
         # due, for the workers: in turns over clients and hosts, with their in-flight bounds
+        self._stalled_calls = cfg.stalled_calls or 4 * cfg.concurrency
         self._lanes = Lanes(
             cfg.client_concurrency or max(1, cfg.concurrency * 3 // 4),
             cfg.host_concurrency or max(1, cfg.concurrency // 2),
+            slots=cfg.concurrency,
+            stall_after_s=cfg.stall_after_s,
+            stalled=self._stalled_calls,
         )
         self._client_prefetch = cfg.client_prefetch or max(1, cfg.max_prefetch // 2)
         self._client_backlog = cfg.client_backlog or 2 * cfg.concurrency
@@ -193,7 +203,8 @@ class Dispatcher:
                 await stack.enter_async_context(
                     httpx.AsyncHTTPTransport(verify=tls, limits=limits, trust_env=False)
                 )
-                for _ in range(cfg.concurrency)
+                # a worker per slot, and one per stalled call that gave its slot back
+                for _ in range(cfg.concurrency + self._stalled_calls)
             ]
             if not await self._first_heartbeat(side_link, stop):
                 return  # stopped before the database could be reached
