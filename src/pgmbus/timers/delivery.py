@@ -29,11 +29,13 @@ from uuid import UUID
 import httpx
 
 from pgmbus import __version__
-from pgmbus.timers.netguard import NetworkGuard, RefusedURL
+from pgmbus.timers.http11 import HTTPError, Origin, Pool, Response
+from pgmbus.timers.netguard import NetworkGuard, RefusedURL, Target
 
 log = logging.getLogger("pgmbus.timers.delivery")
 
 REJECT_HEADER = "X-Ya-CallMeBack-Notify-Reject"
+_REJECT = REJECT_HEADER.lower()  # response header names are kept in lower case
 SECRET_PREFIX = "whsec_"  # noqa: S105 (the prefix of secrets, not one)
 MAX_REDIRECTS = 5
 MAX_RESPONSE_BYTES = 1 << 20
@@ -160,42 +162,32 @@ def headers_of(cb: Claimed, body: bytes, call: int = 1) -> list[tuple[str, str]]
     ]
 
 
+def _request_head(target: Target, headers: list[tuple[str, str]], length: int) -> bytes:
+    """The request line and headers of a POST to ``target``, ending with the blank line."""
+    lines = [f"POST {target.url.raw_path.decode('ascii')} HTTP/1.1", f"host: {target.host_header}"]
+    lines += [f"{name}: {value}" for name, value in headers]
+    lines.append(f"content-length: {length}\r\n\r\n")
+    return "\r\n".join(lines).encode("latin-1")
+
+
+def _origin(target: Target) -> Origin:
+    url = target.url
+    port = url.port or (443 if url.scheme == "https" else 80)
+    return Origin(url.scheme, target.address, port, target.host)
+
+
 async def _post(
-    transport: httpx.AsyncBaseTransport,
+    pool: Pool,
     guard: NetworkGuard,
     url: str,
     body: bytes,
     headers: list[tuple[str, str]],
-    timeout_s: float,
-) -> httpx.Response:
-    """POST, following redirects only to targets the guard allows (re-checked per hop).
-
-    Requests go straight to the transport: the client's layers (auth, cookies, redirects,
-    hooks) are not needed here and cost a good part of the CPU of a call.
-    """
+) -> Response:
+    """POST, following redirects only to targets the guard allows (re-checked per hop)."""
     current: str | httpx.URL = url
-    timeout = {"connect": timeout_s, "read": timeout_s, "write": timeout_s, "pool": timeout_s}
     for _hop in range(MAX_REDIRECTS + 1):
         target = await guard.check(current)
-        extensions: dict[str, Any] = {"timeout": timeout}
-        if target.url.scheme == "https":
-            extensions["sni_hostname"] = target.host
-        request = httpx.Request(
-            "POST",
-            target.request_url,
-            content=body,
-            headers=[("host", target.host_header), *headers],
-            extensions=extensions,
-        )
-        response = await transport.handle_async_request(request)
-        try:
-            received = 0
-            async for chunk in response.aiter_raw():  # drain (bounded) to reuse the connection
-                received += len(chunk)
-                if received > MAX_RESPONSE_BYTES:
-                    break
-        finally:
-            await response.aclose()
+        response = await pool.post(_origin(target), _request_head(target, headers, len(body)), body)
         location = response.headers.get("location")
         if response.status_code not in _REDIRECTS or not location:
             return response
@@ -207,7 +199,7 @@ async def _post(
 
 
 async def call_once(
-    transport: httpx.AsyncBaseTransport,
+    pool: Pool,
     guard: NetworkGuard,
     cb: Claimed,
     index: int,
@@ -225,17 +217,17 @@ async def call_once(
     started = time.time()
     try:
         async with asyncio.timeout(timeout_s):
-            response = await _post(transport, guard, cb.url, body, headers, timeout_s)
+            response = await _post(pool, guard, cb.url, body, headers)
     except RefusedURL as exc:
         return Call(index, started, time.time(), "refused", error=str(exc))
-    except (httpx.TimeoutException, TimeoutError) as exc:
+    except TimeoutError as exc:
         return Call(index, started, time.time(), "error", error=f"timeout: {exc!r}")
-    except httpx.HTTPError as exc:
+    except (HTTPError, OSError) as exc:  # refused, reset, TLS failure, bad response...
         error = f"{type(exc).__name__}: {exc}"
         return Call(index, started, time.time(), "error", error=error)
     finished = time.time()
     code = response.status_code
-    if REJECT_HEADER in response.headers:
+    if _REJECT in response.headers:
         return Call(index, started, finished, "reject", code)
     if 200 <= code < 300:
         return Call(index, started, finished, "ok", code)
@@ -254,7 +246,7 @@ def crashed(index: int, started: float, exc: Exception) -> Call:
 
 
 async def deliver(
-    transport: httpx.AsyncBaseTransport,
+    pool: Pool,
     guard: NetworkGuard,
     cb: Claimed,
     *,
@@ -271,7 +263,7 @@ async def deliver(
             await asyncio.sleep(min(fast_retry_delay_s * 2 ** (index - 1), 1.0))
         started = time.time()
         try:
-            result = await call_once(transport, guard, cb, index, timeout_s)
+            result = await call_once(pool, guard, cb, index, timeout_s)
         except Exception as exc:  # one callback's bug must not lose the calls already made
             log.exception("call %d of callback %s crashed", index + 1, cb.id)
             result = crashed(index, started, exc)

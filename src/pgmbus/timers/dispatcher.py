@@ -45,13 +45,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import psycopg
 
 from pgmbus.errors import DatabaseError
 from pgmbus.reconnect import Backoff, is_transient
-from pgmbus.timers import scheduler, store
-from pgmbus.timers.delivery import Claimed, Delivery, crashed, deliver
+from pgmbus.timers import http11, scheduler, store
+from pgmbus.timers.delivery import MAX_RESPONSE_BYTES, Claimed, Delivery, crashed, deliver
 from pgmbus.timers.lanes import Lanes
 from pgmbus.timers.netguard import NetworkGuard
 
@@ -184,6 +183,7 @@ class Dispatcher:
         self._started = 0  # calls started, for the rate that bounds the claimed backlog
         # claims dropped by user changes: callback id -> (attempt or None for any, when heard)
         self._changed: dict[int, tuple[int | None, float]] = {}
+        self._pool: http11.Pool | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set, then finish the claimed deliveries and release buckets."""
@@ -193,19 +193,14 @@ class Dispatcher:
         async with contextlib.AsyncExitStack() as stack:
             for link in links:
                 stack.push_async_callback(link.close)
-            # one transport (pool) per worker, each keeping one connection alive: httpcore
-            # scans every connection of a pool (a poll() each) on every request, so small
-            # pools are what keeps a call cheap, and a pool of one never closes a warm
-            # connection to make room
-            tls = ssl.create_default_context()
-            limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-            transports = [
-                await stack.enter_async_context(
-                    httpx.AsyncHTTPTransport(verify=tls, limits=limits, trust_env=False)
-                )
-                # a worker per slot, and one per stalled call that gave its slot back
-                for _ in range(cfg.concurrency + self._stalled_calls)
-            ]
+            # keep-alive connections per target, shared by the workers (one per call in flight)
+            pool = http11.Pool(
+                ssl.create_default_context(),
+                max_idle=cfg.concurrency + self._stalled_calls,
+                max_body=MAX_RESPONSE_BYTES,
+            )
+            stack.callback(pool.close)
+            self._pool = pool
             if not await self._first_heartbeat(side_link, stop):
                 return  # stopped before the database could be reached
             # listening before the first claim, so no change to a claim of ours goes unheard
@@ -216,7 +211,11 @@ class Dispatcher:
                 asyncio.create_task(self._record_loop(record_link)),
                 asyncio.create_task(self._release_loop()),
             ]
-            workers = [asyncio.create_task(self._worker(t)) for t in transports]
+            # a worker per slot, and one per stalled call that gave its slot back
+            workers = [
+                asyncio.create_task(self._worker(pool))
+                for _ in range(cfg.concurrency + self._stalled_calls)
+            ]
             try:
                 await self._claim_loop(claim_link, stop)
             finally:
@@ -358,18 +357,18 @@ class Dispatcher:
                     await self._waiting_changed.wait()
 
     # -- deliveries -----------------------------------------------------------------------------
-    async def _worker(self, transport: httpx.AsyncHTTPTransport) -> None:
+    async def _worker(self, pool: http11.Pool) -> None:
         lanes = self._lanes
         while True:
             cb = await lanes.get()
             if cb is None:
                 return
             try:
-                await self._call(transport, cb)
+                await self._call(pool, cb)
             finally:
                 lanes.done(cb)
 
-    async def _call(self, transport: httpx.AsyncHTTPTransport, cb: Claimed) -> None:
+    async def _call(self, pool: http11.Pool, cb: Claimed) -> None:
         cfg = self.config
         if self._was_changed(cb):
             self.stats.discarded += 1  # its claim is gone: nothing to call or record
@@ -386,7 +385,7 @@ class Dispatcher:
         started = time.time()
         try:
             result = await deliver(
-                transport,
+                pool,
                 self.guard,
                 cb,
                 timeout_s=cfg.timeout_s,
@@ -541,6 +540,7 @@ class Dispatcher:
         next_beat = loop.time() + cfg.bucket_lease_s / 3
         next_schedule = loop.time()
         next_clean = loop.time()
+        next_sweep = loop.time()
         while not stop.is_set():
             now = loop.time()
             try:
@@ -555,6 +555,9 @@ class Dispatcher:
                 if now >= next_clean:
                     await store.clean_if_due(conn, cfg.clean_ttl_days, cfg.clean_every_s)
                     next_clean = now + 3600
+                if self._pool is not None and now >= next_sweep:
+                    self._pool.sweep()  # connections idle too long, to hosts gone quiet
+                    next_sweep = now + 5.0
             except Exception as exc:  # keep heartbeating whatever a pass raised
                 log.warning("heartbeat/scheduler failed: %s", exc)
                 if loop.time() - last_ok > cfg.bucket_lease_s:
