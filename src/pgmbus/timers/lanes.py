@@ -17,6 +17,7 @@ hold a slot for ``stall_after_s`` at most per call.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import Counter, OrderedDict, deque
 from typing import TypeVar
 from urllib.parse import urlsplit
@@ -26,6 +27,7 @@ from pgmbus.timers.delivery import Claimed
 T = TypeVar("T")
 
 
+@functools.lru_cache(maxsize=4096)  # a callback's host is looked up at each turn
 def host_of(url: str) -> str:
     """The target a callback's calls go to: host and port (lower case)."""
     try:
