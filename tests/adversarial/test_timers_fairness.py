@@ -279,3 +279,36 @@ def test_hosts_that_hang_together_never_hold_the_slots_of_a_healthy_client(
     ]
     assert max(late) < 2.5, f"the healthy client's calls were up to {max(late):.1f}s late"
     assert all(s.max_inflight <= 8 for s in hanging)  # each hanging host within its bound
+
+
+def test_lanes_give_a_stalled_calls_slot_back_within_the_stalled_budget() -> None:
+    def cb(ident: int, host: str) -> Claimed:
+        at = datetime.now(UTC)
+        return Claimed(
+            ident, 1, uuid4(), ident, "g", "e", at, at, f"http://{host}/x", {}, 0, "s", at
+        )
+
+    async def main() -> None:
+        lanes = Lanes(per_client=9, per_host=9, slots=1, stall_after_s=0.1, stalled=1)
+        for ident, host in [(1, "hangs.example"), (2, "slow.example"), (3, "hangs.example")]:
+            lanes.put(cb(ident, host))
+        first = await lanes.get()
+        assert first is not None and first.id == 1
+        # one slot, taken: the next call waits until the first stalls and gives it back
+        second = await asyncio.wait_for(lanes.get(), 1.0)
+        assert second is not None and second.id == 2 and lanes.stalled() == 1
+        # the stalled budget is full: the second keeps its slot past stall_after_s, and the
+        # hanging host (a call of it stalled) starts nothing, even once a slot is free
+        third = asyncio.ensure_future(lanes.get())
+        await asyncio.sleep(0.3)
+        assert not third.done() and lanes.stalled() == 1
+        lanes.done(second)
+        await asyncio.sleep(0.05)
+        assert not third.done()
+        lanes.done(first)  # the stalled call ended: its host may call again
+        got = await asyncio.wait_for(third, 1.0)
+        assert got is not None and got.id == 3 and lanes.stalled() == 0
+        lanes.done(got)
+        assert lanes.in_flight() == ({}, {})
+
+    asyncio.run(main())
