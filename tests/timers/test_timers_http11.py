@@ -4,8 +4,11 @@ connections that close, bodies framed every way, bounded bodies, broken response
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
+import subprocess
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
 
@@ -150,3 +153,59 @@ def test_a_call_cut_off_by_its_timeout_closes_its_connection() -> None:
         assert (await pool.post(origin, HEAD, b"{}")).status_code == 200
 
     assert run(handler, client) == [1, 2]
+
+
+def test_https_checks_the_certificate_against_the_host_name_not_the_address(
+    tmp_path: Path,
+) -> None:
+    # a self-signed certificate for a name, made by the openssl command (Debian's PostgreSQL
+    # packages bring it, through ssl-cert)
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    name = ["-subj", "/CN=callbacks.test", "-addext", "subjectAltName=DNS:callbacks.test"]
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            *name,
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(cert, key)
+    client_tls = ssl.create_default_context(cafile=str(cert))
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+            while True:
+                await read_request(reader)
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+        writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=server_tls)
+        port = server.sockets[0].getsockname()[1]
+        pool = Pool(client_tls)
+        try:
+            async with asyncio.timeout(10):
+                named = Origin("https", "127.0.0.1", port, "callbacks.test")
+                assert (await pool.post(named, HEAD, b"{}")).status_code == 200
+                other = Origin("https", "127.0.0.1", port, "other.test")
+                with pytest.raises(ssl.SSLCertVerificationError):
+                    await pool.post(other, HEAD, b"{}")
+        finally:
+            pool.close()
+            server.close()
+            await server.wait_closed()
+
+    asyncio.run(main())
