@@ -209,3 +209,19 @@ def test_https_checks_the_certificate_against_the_host_name_not_the_address(
             await server.wait_closed()
 
     asyncio.run(main())
+
+
+def test_an_upgrade_answer_ends_its_connection() -> None:
+    upgrade = b"HTTP/1.1 101 Switching Protocols\r\nupgrade: x\r\nconnection: upgrade\r\n\r\n"
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(upgrade + b"other protocol")
+        await writer.drain()
+        await reader.read()
+
+    async def client(pool: Pool, origin: Origin) -> None:
+        for _ in range(2):  # no 2xx (an error to the dispatcher), and never a reused connection
+            assert (await pool.post(origin, HEAD, b"{}")).status_code == 101
+
+    assert run(handler, client) == [1, 2]

@@ -72,8 +72,9 @@ class _Connection(asyncio.Protocol):
             return
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserError as exc:
-            self._fail(HTTPError(f"invalid HTTP response: {exc}"))
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+            # an upgrade (101) is no answer to a callback either
+            self._fail(HTTPError(f"invalid HTTP response: {exc!r}"))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
