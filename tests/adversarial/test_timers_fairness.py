@@ -9,6 +9,7 @@ on 127.0.0.1, the real dispatcher.
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import threading
@@ -271,3 +272,75 @@ def test_clients_that_hang_together_cannot_take_all_a_dispatcher_holds(
 ) -> None:
     took = later_quiet_client(env, http_server)
     assert took < 5.0, f"the quiet client's 20 callbacks took {took:.1f}s"
+
+
+def test_hosts_that_hang_together_never_hold_the_slots_of_a_healthy_client(
+    env: Env, http_server: Server
+) -> None:
+    """Two clients whose hosts both hang, at the default bounds (each host may hold half of
+    the calls in flight), then a third client's callbacks come due one by one: each is called
+    on time, though the hung calls never end within the test."""
+    fast = http_server()
+    hanging = [http_server(default=Reply(delay_s=30.0)) for _ in range(2)]
+    for n, server in enumerate(hanging):
+        client = env.add_client(f"hangs{n}")
+        add_due(env, client.id, "a", 500, server.url + "/a", ago_s=30)
+    healthy = env.add_client("healthy")
+    cfg = fast_config(name="stalls", concurrency=16, timeout_s=TIMEOUT_S, claim_slack_s=5.0)
+    added: list[float] = []
+
+    def healthy_called() -> bool:
+        if not added and all(len(s.received) >= 8 for s in hanging):
+            # every host at its bound: a host's calls fill half of the 16 slots; due from now
+            # over two seconds, the healthy client's callbacks find the slots held
+            env.sql(
+                "SELECT count(*) FROM mbus.timer_create_many((SELECT jsonb_agg("
+                " jsonb_build_object('client_id', %s::bigint, 'group_key', 'g',"
+                " 'event_key', 'b' || i, 'run_at', now() + make_interval(secs => i * 0.1),"
+                " 'url', %s::text, 'retry', jsonb_build_object('fast_retries', 0)))"
+                " FROM generate_series(1, 20) AS i))",
+                (healthy.id, fast.url + "/b"),
+            )
+            added.append(time.time())
+        return len(fast.received) >= 20
+
+    dispatch_until(env, healthy_called, cfg, timeout=20.0)
+    late = [
+        r.at - datetime.fromisoformat(json.loads(r.body)["run_at"]).timestamp()
+        for r in fast.received
+    ]
+    assert max(late) < 2.5, f"the healthy client's calls were up to {max(late):.1f}s late"
+    assert all(s.max_inflight <= 8 for s in hanging)  # each hanging host within its bound
+
+
+def test_lanes_give_a_stalled_calls_slot_back_within_the_stalled_budget() -> None:
+    def cb(ident: int, host: str) -> Claimed:
+        at = datetime.now(UTC)
+        return Claimed(
+            ident, 1, uuid4(), ident, "g", "e", at, at, f"http://{host}/x", {}, 0, "s", at
+        )
+
+    async def main() -> None:
+        lanes = Lanes(per_client=9, per_host=9, slots=1, stall_after_s=0.1, stalled=1)
+        for ident, host in [(1, "hangs.example"), (2, "slow.example"), (3, "hangs.example")]:
+            lanes.put(cb(ident, host))
+        first = await lanes.get()
+        assert first is not None and first.id == 1
+        # one slot, taken: the next call waits until the first stalls and gives it back
+        second = await asyncio.wait_for(lanes.get(), 1.0)
+        assert second is not None and second.id == 2 and lanes.stalled() == 1
+        # the stalled budget is full: the second keeps its slot past stall_after_s, and the
+        # hanging host (a call of it stalled) starts nothing, even once a slot is free
+        third = asyncio.ensure_future(lanes.get())
+        await asyncio.sleep(0.3)
+        assert not third.done() and lanes.stalled() == 1
+        lanes.done(second)
+        await asyncio.sleep(0.05)
+        assert not third.done()
+        lanes.done(first)  # the stalled call ended: its host may call again
+        got = await asyncio.wait_for(third, 1.0)
+        assert got is not None and got.id == 3 and lanes.stalled() == 0
+        lanes.done(got)
+        assert lanes.in_flight() == ({}, {})
+
+    asyncio.run(main())

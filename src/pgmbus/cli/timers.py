@@ -70,6 +70,22 @@ HostConcurrencyOption = Annotated[
         help="HTTP calls in flight to one host:port at most (default 1/2 of --concurrency).",
     ),
 ]
+StallAfterOption = Annotated[
+    float,
+    typer.Option(
+        "--stall-after",
+        min=0.01,
+        help="Seconds after which a call in flight gives its slot back (a stalled call).",
+    ),
+]
+StalledCallsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--stalled-calls",
+        min=1,
+        help="Stalled calls in flight at most (default 4 x --concurrency).",
+    ),
+]
 
 
 def _guard(allow: list[str] | None) -> NetworkGuard:
@@ -88,6 +104,8 @@ def _config(
     claim_slack: float,
     client_concurrency: int | None = None,
     host_concurrency: int | None = None,
+    stall_after: float = 1.0,
+    stalled_calls: int | None = None,
 ) -> DispatcherConfig:
     from pgmbus.timers.dispatcher import DispatcherConfig
 
@@ -98,6 +116,8 @@ def _config(
         claim_slack_s=claim_slack,
         client_concurrency=client_concurrency or 0,
         host_concurrency=host_concurrency or 0,
+        stall_after_s=stall_after,
+        stalled_calls=stalled_calls or 0,
     )
 
 
@@ -131,6 +151,8 @@ def dispatcher_cmd(
     claim_slack: SlackOption = 5.0,
     client_concurrency: ClientConcurrencyOption = None,
     host_concurrency: HostConcurrencyOption = None,
+    stall_after: StallAfterOption = 1.0,
+    stalled_calls: StalledCallsOption = None,
 ) -> None:
     """Deliver due callbacks (and generate scheduled ones) until interrupted."""
     _require_server_extra()
@@ -138,7 +160,14 @@ def dispatcher_cmd(
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     config = _config(
-        concurrency, timeout, bucket_lease, claim_slack, client_concurrency, host_concurrency
+        concurrency,
+        timeout,
+        bucket_lease,
+        claim_slack,
+        client_concurrency,
+        host_concurrency,
+        stall_after,
+        stalled_calls,
     )
     dispatcher = Dispatcher(database(dsn), config, _guard(allow_network))
     typer.echo(f"dispatcher {dispatcher.name} started", err=True)

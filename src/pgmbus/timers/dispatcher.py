@@ -8,12 +8,14 @@ One asyncio process runs these loops on four database connections:
   callbacks of its buckets due within ``lookahead_s`` in (run_at, id) order, in batches of up
   to ``claim_batch``; they wait in a heap, ordered by run_at, and each is handed to the HTTP
   workers when its run_at has come (never before);
-* workers: ``concurrency`` coroutines, each with its own HTTP connection (kept alive), call the
-  URLs; so at most ``concurrency`` calls are in flight. They take due callbacks in turns over
-  the clients and target hosts (:class:`~pgmbus.timers.lanes.Lanes`), at most
+* workers: coroutines, each with its own HTTP connection (kept alive), call the URLs; at most
+  ``concurrency`` calls are in flight, not counting calls stalled past ``stall_after_s``
+  (those give their slot back, up to ``stalled_calls`` of them). They take due callbacks in
+  turns over the clients and target hosts (:class:`~pgmbus.timers.lanes.Lanes`), at most
   ``client_concurrency`` calls of one client and ``host_concurrency`` to one host at a time,
   and the claims leave out a client once ``client_prefetch`` of its callbacks are held: a
-  client whose endpoint hangs, or with a large backlog, never holds back another's;
+  client whose endpoint hangs, or with a large backlog, never holds back another's, nor do
+  hosts that hang together;
 * record: finished deliveries are written in batches with ``mbus.timer_record``, one statement
   per batch, while the workers go on;
 * changes: LISTEN on ``mbus_timer_changed``; a claim held in memory whose callback was updated,
@@ -43,14 +45,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import psycopg
 
 from pgmbus.errors import DatabaseError
 from pgmbus.reconnect import Backoff, is_transient
-from pgmbus.timers import scheduler
+from pgmbus.timers import http11, scheduler
 from pgmbus.timers import store_async as store
-from pgmbus.timers.delivery import Claimed, Delivery, crashed, deliver
+from pgmbus.timers.delivery import MAX_RESPONSE_BYTES, Claimed, Delivery, crashed, deliver
 from pgmbus.timers.lanes import Lanes
 from pgmbus.timers.netguard import NetworkGuard
 
@@ -112,6 +113,10 @@ class DispatcherConfig:
     host_concurrency: int = 0
     client_prefetch: int = 0
     client_backlog: int = 0
+    # a call in flight longer than stall_after_s gives its slot back and waits in a budget of
+    # stalled_calls (0 = 4 * concurrency), so hosts that hang never hold every slot together
+    stall_after_s: float = 1.0
+    stalled_calls: int = 0
     name: str = field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     )
@@ -160,9 +165,13 @@ class Dispatcher:
         self._waiting_changed = asyncio.Event()
         cfg = self.config
         # due, for the workers: in turns over clients and hosts, with their in-flight bounds
+        self._stalled_calls = cfg.stalled_calls or 4 * cfg.concurrency
         self._lanes = Lanes(
             cfg.client_concurrency or max(1, cfg.concurrency * 3 // 4),
             cfg.host_concurrency or max(1, cfg.concurrency // 2),
+            slots=cfg.concurrency,
+            stall_after_s=cfg.stall_after_s,
+            stalled=self._stalled_calls,
         )
         self._client_prefetch = cfg.client_prefetch or max(1, cfg.max_prefetch // 2)
         self._client_backlog = cfg.client_backlog or 2 * cfg.concurrency
@@ -175,6 +184,7 @@ class Dispatcher:
         self._started = 0  # calls started, for the rate that bounds the claimed backlog
         # claims dropped by user changes: callback id -> (attempt or None for any, when heard)
         self._changed: dict[int, tuple[int | None, float]] = {}
+        self._pool: http11.Pool | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set, then finish the claimed deliveries and release buckets."""
@@ -184,18 +194,14 @@ class Dispatcher:
         async with contextlib.AsyncExitStack() as stack:
             for link in links:
                 stack.push_async_callback(link.close)
-            # one transport (pool) per worker, each keeping one connection alive: httpcore
-            # scans every connection of a pool (a poll() each) on every request, so small
-            # pools are what keeps a call cheap, and a pool of one never closes a warm
-            # connection to make room
-            tls = ssl.create_default_context()
-            limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-            transports = [
-                await stack.enter_async_context(
-                    httpx.AsyncHTTPTransport(verify=tls, limits=limits, trust_env=False)
-                )
-                for _ in range(cfg.concurrency)
-            ]
+            # keep-alive connections per target, shared by the workers (one per call in flight)
+            pool = http11.Pool(
+                ssl.create_default_context(),
+                max_idle=cfg.concurrency + self._stalled_calls,
+                max_body=MAX_RESPONSE_BYTES,
+            )
+            stack.callback(pool.close)
+            self._pool = pool
             if not await self._first_heartbeat(side_link, stop):
                 return  # stopped before the database could be reached
             # listening before the first claim, so no change to a claim of ours goes unheard
@@ -206,7 +212,11 @@ class Dispatcher:
                 asyncio.create_task(self._record_loop(record_link)),
                 asyncio.create_task(self._release_loop()),
             ]
-            workers = [asyncio.create_task(self._worker(t)) for t in transports]
+            # a worker per slot, and one per stalled call that gave its slot back
+            workers = [
+                asyncio.create_task(self._worker(pool))
+                for _ in range(cfg.concurrency + self._stalled_calls)
+            ]
             try:
                 await self._claim_loop(claim_link, stop)
             finally:
@@ -348,18 +358,18 @@ class Dispatcher:
                     await self._waiting_changed.wait()
 
     # -- deliveries -----------------------------------------------------------------------------
-    async def _worker(self, transport: httpx.AsyncHTTPTransport) -> None:
+    async def _worker(self, pool: http11.Pool) -> None:
         lanes = self._lanes
         while True:
             cb = await lanes.get()
             if cb is None:
                 return
             try:
-                await self._call(transport, cb)
+                await self._call(pool, cb)
             finally:
                 lanes.done(cb)
 
-    async def _call(self, transport: httpx.AsyncHTTPTransport, cb: Claimed) -> None:
+    async def _call(self, pool: http11.Pool, cb: Claimed) -> None:
         cfg = self.config
         if self._was_changed(cb):
             self.stats.discarded += 1  # its claim is gone: nothing to call or record
@@ -376,7 +386,7 @@ class Dispatcher:
         started = time.time()
         try:
             result = await deliver(
-                transport,
+                pool,
                 self.guard,
                 cb,
                 timeout_s=cfg.timeout_s,
@@ -531,6 +541,7 @@ class Dispatcher:
         next_beat = loop.time() + cfg.bucket_lease_s / 3
         next_schedule = loop.time()
         next_clean = loop.time()
+        next_sweep = loop.time()
         while not stop.is_set():
             now = loop.time()
             try:
@@ -545,6 +556,9 @@ class Dispatcher:
                 if now >= next_clean:
                     await store.clean_if_due(conn, cfg.clean_ttl_days, cfg.clean_every_s)
                     next_clean = now + 3600
+                if self._pool is not None and now >= next_sweep:
+                    self._pool.sweep()  # connections idle too long, to hosts gone quiet
+                    next_sweep = now + 5.0
             except Exception as exc:  # keep heartbeating whatever a pass raised
                 log.warning("heartbeat/scheduler failed: %s", exc)
                 if loop.time() - last_ok > cfg.bucket_lease_s:

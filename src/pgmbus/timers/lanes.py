@@ -5,11 +5,19 @@ never start a call for a client that has ``per_client`` calls in flight or for a
 ``per_host``: a client whose endpoint hangs, or with a large backlog, holds at most that many
 workers, and the others keep calling. Within a lane callbacks go in the order they came (by
 run_at).
+
+Those bounds alone let a few hosts that hang hold every slot together (two hosts at half the
+slots each). So a call still in flight after ``stall_after_s`` is *stalled*: it gives its slot
+back and waits in a separate budget of ``stalled`` calls (a hung call costs a socket, not CPU).
+New calls start only while fewer than ``slots`` calls are in flight and not stalled; while the
+stalled budget is full, hosts with a stalled call start none. Hosts that hang, however many,
+hold a slot for ``stall_after_s`` at most per call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import Counter, OrderedDict, deque
 from typing import TypeVar
 from urllib.parse import urlsplit
@@ -19,6 +27,7 @@ from pgmbus.timers.delivery import Claimed
 T = TypeVar("T")
 
 
+@functools.lru_cache(maxsize=4096)  # a callback's host is looked up at each turn
 def host_of(url: str) -> str:
     """The target a callback's calls go to: host and port (lower case)."""
     try:
@@ -38,9 +47,25 @@ def _decrement(counts: Counter[T], key: T) -> None:
 class Lanes:
     """A fair queue of due callbacks with bounds on the calls in flight per client and host."""
 
-    def __init__(self, per_client: int, per_host: int) -> None:
+    def __init__(
+        self,
+        per_client: int,
+        per_host: int,
+        *,
+        slots: int | None = None,
+        stall_after_s: float = 1.0,
+        stalled: int = 0,
+    ) -> None:
         self.per_client = max(1, per_client)
         self.per_host = max(1, per_host)
+        self.slots = slots  # calls in flight and not stalled, at most (None: no bound)
+        self.stall_after_s = stall_after_s
+        self.stalled_max = stalled
+        self._active = 0  # calls in flight, not stalled
+        self._stalled = 0
+        self._stalled_hosts: Counter[str] = Counter()
+        # calls in flight: (callback id, attempt) -> (host, stalled, timer that stalls it)
+        self._flight: dict[tuple[int, int], tuple[str, bool, asyncio.TimerHandle | None]] = {}
         # client id -> host -> callbacks; both in turn order (the next one first)
         self._lanes: OrderedDict[int, OrderedDict[str, deque[Claimed]]] = OrderedDict()
         self._size = 0
@@ -53,6 +78,10 @@ class Lanes:
     def in_flight(self) -> tuple[dict[int, int], dict[str, int]]:
         """Calls in flight by client and by host (those with any)."""
         return dict(self._clients), dict(self._hosts)
+
+    def stalled(self) -> int:
+        """Calls in flight past ``stall_after_s`` that gave their slot back."""
+        return self._stalled
 
     def qsize(self) -> int:
         """Callbacks waiting in all lanes."""
@@ -67,8 +96,15 @@ class Lanes:
         count = 0
         for client, hosts in self._lanes.items():
             if self._clients[client] < self.per_client:
-                count += sum(len(q) for h, q in hosts.items() if self._hosts[h] < self.per_host)
+                count += sum(len(q) for h, q in hosts.items() if self._startable(h))
         return count
+
+    def _startable(self, host: str) -> bool:
+        if self._hosts[host] >= self.per_host:
+            return False
+        # a host with a stalled call waits while the stalled budget is full: its next call
+        # would likely hang too, and keep a slot once it could not move out
+        return not (self._stalled >= self.stalled_max and host in self._stalled_hosts)
 
     def put(self, cb: Claimed) -> None:
         hosts = self._lanes.setdefault(cb.client_id, OrderedDict())
@@ -101,8 +137,29 @@ class Lanes:
 
     def done(self, cb: Claimed) -> None:
         """The call of a callback taken with :meth:`get` is over (or never started)."""
+        host, stalled, timer = self._flight.pop((cb.id, cb.attempt))
+        if timer is not None:
+            timer.cancel()
+        if stalled:
+            self._stalled -= 1
+            _decrement(self._stalled_hosts, host)
+        else:
+            self._active -= 1
         _decrement(self._clients, cb.client_id)
-        _decrement(self._hosts, host_of(cb.url))
+        _decrement(self._hosts, host)
+        self._wake()
+
+    def _stall(self, key: tuple[int, int]) -> None:
+        """A call is still in flight after ``stall_after_s``: it gives its slot back, if the
+        stalled budget has room (else it keeps the slot until it ends)."""
+        flight = self._flight.get(key)
+        if flight is None or self._stalled >= self.stalled_max:
+            return
+        host = flight[0]
+        self._flight[key] = (host, True, None)
+        self._active -= 1
+        self._stalled += 1
+        self._stalled_hosts[host] += 1
         self._wake()
 
     def close(self) -> None:
@@ -120,17 +177,26 @@ class Lanes:
         return out
 
     def _pick(self) -> Claimed | None:
+        if self.slots is not None and self._active >= self.slots:
+            return None
         for client, hosts in self._lanes.items():
             if self._clients[client] >= self.per_client:
                 continue
             for host, queue in hosts.items():
-                if self._hosts[host] >= self.per_host:
+                if not self._startable(host):
                     continue
                 cb = queue.popleft()
                 self._size -= 1
                 _decrement(self._queued, client)
                 self._clients[client] += 1
                 self._hosts[host] += 1
+                self._active += 1
+                key = (cb.id, cb.attempt)
+                timer = None
+                if self.stalled_max > 0:
+                    loop = asyncio.get_running_loop()
+                    timer = loop.call_later(self.stall_after_s, self._stall, key)
+                self._flight[key] = (host, False, timer)
                 # the next turn goes to the other hosts and clients first
                 if queue:
                     hosts.move_to_end(host)

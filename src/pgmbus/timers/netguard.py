@@ -159,30 +159,10 @@ class NetworkGuard:
         answer (no address included) is remembered for ``cache_s`` seconds; the rules are
         applied to it on every check.
         """
-        try:
-            parsed = httpx.URL(url)
-        except (httpx.InvalidURL, TypeError) as exc:
-            raise RefusedURL(f"invalid URL: {exc}") from exc
-        if parsed.scheme not in ("http", "https"):
-            raise RefusedURL(f"scheme {parsed.scheme!r} refused: only http and https")
-        try:
-            # .host decodes IDNA (idna.IDNAError, a UnicodeError, for a bad "xn--" label) and
-            # getaddrinfo encodes it with the "idna" codec (UnicodeError for an empty or
-            # over-63-byte label): a name that fails either can never be called
-            host = parsed.host
-            host.encode("idna")
-        except UnicodeError as exc:
-            name = parsed.raw_host.decode("ascii", "replace")
-            raise RefusedURL(f"invalid host name {name!r}: {exc}") from exc
-        if not host:
-            raise RefusedURL("URL has no host")
-        port = (443 if parsed.scheme == "https" else 80) if parsed.port is None else parsed.port
-        if not 0 < port < 65536:  # httpx parses any number; a socket cannot connect to it
-            raise RefusedURL(f"invalid port {port}")
-        try:
-            addresses = [ipaddress.ip_address(host)]
-        except ValueError:
-            addresses = await self._addresses(host, port)
+        # a callback's URL is checked on every call: its parse is remembered (the rules and
+        # the lookup's answer are applied each time)
+        parsed, host, port, literal = _parse(url) if isinstance(url, str) else _parse_url(url)
+        addresses = [literal] if literal is not None else await self._addresses(host, port)
         if not addresses:
             raise UnresolvableHost(f"host {host!r} has no address")
         for address in addresses:
@@ -225,6 +205,39 @@ class NetworkGuard:
             self._lookups.clear()
         self._lookups[(host, port)] = (time.monotonic() + self.cache_s, answer)
         return answer
+
+
+def _parse_url(url: str | httpx.URL) -> tuple[httpx.URL, str, int, IPAddress | None]:
+    """A URL's parse, host name, port and address (when the host is one); ``RefusedURL``
+    when it can never be called."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError) as exc:
+        raise RefusedURL(f"invalid URL: {exc}") from exc
+    if parsed.scheme not in ("http", "https"):
+        raise RefusedURL(f"scheme {parsed.scheme!r} refused: only http and https")
+    try:
+        # .host decodes IDNA (idna.IDNAError, a UnicodeError, for a bad "xn--" label) and
+        # getaddrinfo encodes it with the "idna" codec (UnicodeError for an empty or
+        # over-63-byte label): a name that fails either can never be called
+        host = parsed.host
+        host.encode("idna")
+    except UnicodeError as exc:
+        name = parsed.raw_host.decode("ascii", "replace")
+        raise RefusedURL(f"invalid host name {name!r}: {exc}") from exc
+    if not host:
+        raise RefusedURL("URL has no host")
+    port = (443 if parsed.scheme == "https" else 80) if parsed.port is None else parsed.port
+    if not 0 < port < 65536:  # httpx parses any number; a socket cannot connect to it
+        raise RefusedURL(f"invalid port {port}")
+    try:
+        literal: IPAddress | None = ipaddress.ip_address(host)
+    except ValueError:
+        literal = None
+    return parsed, host, port, literal
+
+
+_parse = functools.lru_cache(maxsize=4096)(_parse_url)
 
 
 async def _resolve(host: str, port: int) -> list[IPAddress]:
