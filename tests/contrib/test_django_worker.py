@@ -131,3 +131,15 @@ def test_bad_options_are_usage_errors(args: tuple[str, ...], says: str) -> None:
     finally:
         reap(worker)
     assert done.returncode == 2 and says in done.stderr, done.stderr
+
+
+def test_a_missing_queue_is_named_and_nothing_starts(django_dsn: str) -> None:
+    worker = _worker(django_dsn, "-q", "orders", "-q", "nothere", "--consumer", "default")
+    try:
+        done = stop(worker, None)
+    finally:
+        reap(worker)
+    assert done.returncode == 1, done.stderr
+    assert "the worker cannot start: queue 'nothere' does not exist" in done.stderr
+    assert "pgmbus queue create nothere" in done.stderr and "Traceback" not in done.stderr
+    assert "pgmbus worker:" not in done.stdout  # it did not start

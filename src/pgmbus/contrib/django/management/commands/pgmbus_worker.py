@@ -9,14 +9,16 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from django.core.management.base import BaseCommand
+import psycopg
+from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
 from pgmbus.contrib.django import database_alias, dsn
+from pgmbus.errors import NotFound
 from pgmbus.handlers import DEFAULT_CONCURRENCY
 from pgmbus.queues import Message
 from pgmbus.queues.worker import Handler, WorkerConfig, load_handler
-from pgmbus.workers import App, parse_address, run
+from pgmbus.workers import App, parse_address, require_objects, run
 
 
 def _address(text: str) -> tuple[str, int]:
@@ -50,6 +52,16 @@ def _in_django(func: Handler, name: str) -> Handler:
     functools.update_wrapper(wrapper, func)
     wrapper.__qualname__ = name
     return wrapper
+
+
+def _require_queues(url: str, app: App) -> None:
+    """Every queue and consumer exists, or one line naming each missing one and its fix (exit
+    1, as ``pgmbus worker``): a worker creates none of them."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        try:
+            require_objects(conn, [(h.queue, h.consumer) for h in app.queue_handlers])
+        except NotFound as exc:
+            raise CommandError(str(exc)) from None
 
 
 class Command(BaseCommand):  # type: ignore[misc]
@@ -92,7 +104,8 @@ class Command(BaseCommand):  # type: ignore[misc]
         func = load_handler(options["handler"])
         queues: list[str] = list(dict.fromkeys(options["queue"]))  # a repeat runs once
         alias = database_alias(options["database"])
-        app = App(dsn(alias))
+        url = dsn(alias)
+        app = App(url)
         for queue in queues:
             config = WorkerConfig(
                 queue=queue,
@@ -106,6 +119,7 @@ class Command(BaseCommand):  # type: ignore[misc]
             # one loop per queue: each its own name, so health and the report tell them apart
             name = func.__qualname__ if len(queues) == 1 else f"{func.__qualname__}[{queue}]"
             app.queue_handlers.append(config.spec(_in_django(func, name)))
+        _require_queues(url, app)
         self.stdout.write(f"pgmbus worker: {options['handler']} on {', '.join(queues)} ({alias})")
         self.stdout.flush()
         report = run(app, grace=options["grace"], health=options["health"])
