@@ -7,13 +7,14 @@ import contextlib
 import inspect
 import logging
 import threading
+import time
 from collections.abc import Awaitable
 from typing import Any
 
 from pgmbus.handlers import HandlerTimeout, QueueHandler
 from pgmbus.queues._bus_async import AsyncBus, Wakeups
 from pgmbus.queues.model import Message
-from pgmbus.queues.reports import HandlerStats, Reporter
+from pgmbus.queues.reports import HandlerStats, Meter, Reporter
 from pgmbus.queues.threads import HandlerThreads
 from pgmbus.reconnect import Backoff, is_transient
 
@@ -35,14 +36,21 @@ class QueueLoop:
     waiting for their handlers. ``healthy`` is False while the database cannot be reached.
     """
 
-    def __init__(self, bus: AsyncBus, spec: QueueHandler, *, prefetch: int | None = None) -> None:
+    def __init__(
+        self,
+        bus: AsyncBus,
+        spec: QueueHandler,
+        *,
+        prefetch: int | None = None,
+        meter: Meter | None = None,
+    ) -> None:
         self.bus = bus
         self.spec = spec
         self.stats = HandlerStats()
         self.healthy = True
         self.log = logging.getLogger(f"pgmbus.handler.{spec.name}")
         self.prefetch = spec.concurrency if prefetch is None else prefetch
-        self._reporter = Reporter(bus, self.stats, self.log, spec.name)
+        self._reporter = Reporter(bus, self.stats, self.log, spec.name, meter)
         self._in_hand: dict[Any, Message] = {}  # by lease token: claimed, not yet finished
         self._unkept: set[Any] = set()  # tokens whose lease was lost: not extended any more
         self._waiting = 0  # claimed messages that wait for a slot
@@ -270,7 +278,23 @@ class QueueLoop:
     async def _process(
         self, message: Message, abort: asyncio.Event, threads: HandlerThreads | None
     ) -> None:
+        self._reporter.meter.started()
+        ended: list[bool] = []  # the outcome told to the meter: told before the reports
+        try:
+            await self._call(message, abort, threads, ended)
+        finally:
+            if not ended:  # cut short (given back at shutdown, or a bug)
+                self._reporter.meter.ended(None, False)
+
+    async def _call(
+        self,
+        message: Message,
+        abort: asyncio.Event,
+        threads: HandlerThreads | None,
+        ended: list[bool],
+    ) -> None:
         returned: threading.Event | None = None
+        started = time.perf_counter()
         if threads is None:
             call: asyncio.Future[Any] = asyncio.ensure_future(self.spec.fn(message))
         else:
@@ -290,6 +314,8 @@ class QueueLoop:
             )
             if error is None and inspect.isawaitable(result := call.result()):
                 error = await _outcome(result)  # a plain function that returned a coroutine
+            ended.append(True)
+            self._reporter.meter.ended(time.perf_counter() - started, error is not None)
             if error is None:
                 self._reporter.pending.append(message)  # acked at the next flush
                 self._ack_due.set()
@@ -302,6 +328,8 @@ class QueueLoop:
             await self._reporter.finish(message, "give back")
             return
         self.stats.timed_out += 1
+        ended.append(True)
+        self._reporter.meter.ended(time.perf_counter() - started, True)
         how = "cancelled" if threads is None else "its thread goes on, its result is ignored"
         self.log.error(
             "message %s timed out after %ss (%s)",

@@ -55,6 +55,27 @@ class HandlerStats:
         )
 
 
+class Meter:
+    """What a loop tells about each handler call besides its stats; this one forgets them.
+
+    The worker's ``/metrics`` gives each loop one that counts (``pgmbus.workers.metrics``).
+    Every :meth:`started` is followed by exactly one :meth:`ended`.
+    """
+
+    def started(self) -> None:
+        """A handler call began."""
+
+    def ended(self, seconds: float | None, failed: bool) -> None:
+        """The call ended after ``seconds``; None when it was cut short at shutdown (given
+        back: neither a success nor a failure)."""
+
+    def retried(self) -> None:
+        """A failed message was handed back for another attempt."""
+
+    def buried(self) -> None:
+        """A failed message went to the dead letters."""
+
+
 class Reporter:
     """Acks and lease extensions in one statement each per loop turn; nacks and buries (rare:
     a failure) one by one.
@@ -64,9 +85,17 @@ class Reporter:
     lease ends, which at-least-once allows; it is never acked before its handler returned.
     """
 
-    def __init__(self, bus: AsyncBus, stats: HandlerStats, log: logging.Logger, name: str) -> None:
+    def __init__(
+        self,
+        bus: AsyncBus,
+        stats: HandlerStats,
+        log: logging.Logger,
+        name: str,
+        meter: Meter | None = None,
+    ) -> None:
         self.bus = bus
         self.stats = stats
+        self.meter = meter or Meter()
         self.log = log
         self.name = name
         self.pending: list[Message] = []
@@ -119,10 +148,12 @@ class Reporter:
             if how == "bury":
                 await self.bus.bury(message, reason)
                 self.stats.dead += 1
+                self.meter.buried()
             else:
                 await self.bus.nack(message, delay=delay)
                 if how == "retry":
                     self.stats.retried += 1
+                    self.meter.retried()
                 else:
                     self.stats.given_back += 1
         except StaleLease:

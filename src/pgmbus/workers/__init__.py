@@ -9,6 +9,7 @@ from pgmbus.handlers import (
     StreamHandler,
 )
 from pgmbus.queues.reports import HandlerStats
+from pgmbus.workers.checks import missing_objects, require_objects
 from pgmbus.workers.health import parse_address
 from pgmbus.workers.logs import configure as configure_logs
 from pgmbus.workers.placed import run_placed
@@ -28,7 +29,9 @@ __all__ = [
     "drain",
     "dsn_of",
     "load_target",
+    "missing_objects",
     "parse_address",
+    "require_objects",
     "run",
     "run_placed",
     "serve",

@@ -1,4 +1,4 @@
-"""A tiny HTTP health endpoint: 200 while the worker's loops run, 503 otherwise."""
+"""A tiny HTTP health endpoint: 200 while the worker's loops run, 503 otherwise; /metrics."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Callable
+
+from pgmbus.workers.metrics import CONTENT_TYPE, WorkerMetrics
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -16,10 +18,21 @@ def parse_address(text: str) -> tuple[str, int]:
     return (host.strip("[]") or "127.0.0.1", int(port))
 
 
+def _path(request: bytes) -> str:
+    """The path of an HTTP request's first line (``GET /metrics?x HTTP/1.1`` -> ``/metrics``)."""
+    parts = request.split(b"\r\n", 1)[0].split(b" ")
+    target = parts[1].decode("latin-1") if len(parts) >= 2 else "/"
+    return target.split("?", 1)[0]
+
+
 async def serve_health(
-    host: str, port: int, status: Callable[[], dict[str, bool]]
+    host: str,
+    port: int,
+    status: Callable[[], dict[str, bool]],
+    metrics: WorkerMetrics | None = None,
 ) -> asyncio.Server:
-    """Answer every HTTP request with the loops' status as JSON: 200 when all are up, else 503.
+    """Answer ``/metrics`` with ``metrics`` (Prometheus text format), every other request with
+    the loops' status as JSON: 200 when all are up, else 503.
 
     ``status()`` maps each loop's name to whether it is up; an empty map (not started, or
     stopping) counts as down.
@@ -27,14 +40,21 @@ async def serve_health(
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
+            request = b""
             with contextlib.suppress(asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-                await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
-            loops = status()
-            up = bool(loops) and all(loops.values())
-            body = json.dumps({"status": "ok" if up else "unavailable", "loops": loops}).encode()
+                request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+            if metrics is not None and _path(request) == "/metrics":
+                code, kind, body = "200 OK", CONTENT_TYPE, metrics.exposition()
+            else:
+                loops = status()
+                up = bool(loops) and all(loops.values())
+                code = "200 OK" if up else "503 Service Unavailable"
+                kind = "application/json"
+                report = {"status": "ok" if up else "unavailable", "loops": loops}
+                body = json.dumps(report).encode()
             head = (
-                f"HTTP/1.1 {'200 OK' if up else '503 Service Unavailable'}\r\n"
-                "Content-Type: application/json\r\n"
+                f"HTTP/1.1 {code}\r\n"
+                f"Content-Type: {kind}\r\n"
                 f"Content-Length: {len(body)}\r\n"
                 "Connection: close\r\n\r\n"
             ).encode()

@@ -17,6 +17,7 @@ from pgmbus.errors import ConfigurationError, PgmbusError, translating
 from pgmbus.handlers import App, Handlers, QueueHandler, StreamHandler
 from pgmbus.scaleout.placement import Cluster
 from pgmbus.workers.health import serve_health
+from pgmbus.workers.metrics import WorkerMetrics
 from pgmbus.workers.runtime import Report, serve
 
 log = logging.getLogger("pgmbus.worker")
@@ -176,7 +177,8 @@ async def serve_placed(
     report = Report()
     running: dict[str, _Running] = {}
     checks = _Health()
-    server = None if health is None else await serve_health(*health, checks.status)
+    metrics = None if health is None else WorkerMetrics()  # one registry over every run
+    server = None if health is None else await serve_health(*health, checks.status, metrics)
 
     async def end(dsn: str) -> None:
         run = running.pop(dsn)
@@ -205,6 +207,7 @@ async def serve_placed(
                             grace=grace,
                             signals=False,
                             status_hook=checks.hook(dsn),
+                            metrics=metrics,
                         )
                     )
                     running[dsn] = _Running(picks, event, task)

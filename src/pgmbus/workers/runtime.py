@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgmbus.dsn import resolve_dsn
-from pgmbus.handlers import Handlers, handler_name
+from pgmbus.handlers import Handlers, StreamHandler, handler_name
 from pgmbus.queues._bus_async import AsyncBus
 from pgmbus.queues.loop import QueueLoop
-from pgmbus.queues.reports import HandlerStats
+from pgmbus.queues.reports import HandlerStats, Meter
 from pgmbus.streams.worker import WorkerStats as StreamStats
 from pgmbus.workers.health import serve_health
+from pgmbus.workers.metrics import WorkerMetrics
 from pgmbus.workers.stream_loop import AsyncStreamLoop, StreamLoop
 
 log = logging.getLogger("pgmbus.worker")
@@ -96,6 +97,7 @@ async def serve(
     health: tuple[str, int] | None = None,
     signals: bool = True,
     status_hook: Callable[[Callable[[], dict[str, bool]] | None], None] | None = None,
+    metrics: WorkerMetrics | None = None,
 ) -> Report:
     """Run every handler of ``app`` until ``stop`` is set (or SIGTERM/SIGINT arrives).
 
@@ -115,13 +117,17 @@ async def serve(
     grace:
         Seconds the work in hand may take after a stop.
     health:
-        ``(host, port)`` of an HTTP health endpoint: 200 while every loop runs, else 503.
+        ``(host, port)`` of an HTTP health endpoint: 200 while every loop runs, else 503;
+        its ``/metrics`` gives the handlers' Prometheus metrics.
     signals:
         Install SIGTERM/SIGINT handlers (only in the main thread).
     status_hook:
         Called with the function that tells which loops are up once they started, and with
         None when the run ends: a caller that runs several of these (the placement-following
         worker) serves one health endpoint over all of them.
+    metrics:
+        Where the handlers' calls are counted (default: a new one when ``health`` is given,
+        else none); a caller that runs several of these serves one over all of them.
 
     Raises
     ------
@@ -147,14 +153,27 @@ async def serve(
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, on_signal)
     report = Report()
+    if metrics is None and health is not None:
+        metrics = WorkerMetrics()
+
+    def meter_of(spec: StreamHandler) -> Meter | None:
+        return None if metrics is None else metrics.stream(spec)
+
     stream_stop = threading.Event()
-    streams = [StreamLoop(url, spec) for spec in app.stream_handlers if not spec.is_async]
-    astreams = [AsyncStreamLoop(url, spec) for spec in app.stream_handlers if spec.is_async]
+    streams = [
+        StreamLoop(url, spec, meter_of(spec)) for spec in app.stream_handlers if not spec.is_async
+    ]
+    astreams = [
+        AsyncStreamLoop(url, spec, meter_of(spec)) for spec in app.stream_handlers if spec.is_async
+    ]
     server: asyncio.Server | None = None
     bus = _bus(app, url)
     try:
         async with bus:
-            queues = [QueueLoop(bus, spec) for spec in app.queue_handlers]
+            queues = [
+                QueueLoop(bus, spec, meter=None if metrics is None else metrics.queue(spec))
+                for spec in app.queue_handlers
+            ]
             tasks = [asyncio.create_task(q.run(stop, abort), name=q.spec.name) for q in queues]
             atasks = [asyncio.create_task(a.run(stop), name=a.spec.name) for a in astreams]
             fatal: list[BaseException] = []
@@ -182,7 +201,7 @@ async def serve(
             if status_hook is not None:
                 status_hook(status)
             if health is not None:
-                server = await serve_health(*health, status)
+                server = await serve_health(*health, status, metrics)
                 log.info("health endpoint on http://%s:%s/", *health)
             log.info(
                 "worker started: %s queue handler(s), %s stream handler(s)",

@@ -8,11 +8,15 @@ the same whichever kind of function handles the events.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from pgmbus.handlers import StreamHandler
+from pgmbus.queues.reports import Meter
 from pgmbus.reconnect import Backoff
 from pgmbus.streams.worker import StreamWorker
 from pgmbus.streams.worker_async import AsyncStreamWorker
@@ -25,6 +29,64 @@ def _slots(spec: StreamHandler) -> tuple[int | None, ...]:
 
 def _logger(spec: StreamHandler) -> logging.Logger:
     return logging.getLogger(f"pgmbus.handler.{spec.name}")
+
+
+def _metered(spec: StreamHandler, meter: Meter | None) -> Callable[..., Any]:
+    """``spec.fn``, telling ``meter`` about each call (a raise is a failure: the event goes to
+    the group's retries)."""
+    fn = spec.fn
+    if meter is None:
+        return fn
+    if spec.is_async:
+
+        @functools.wraps(fn)
+        async def timed_async(conn: Any, event: Any) -> Any:
+            meter.started()
+            started, failed = time.perf_counter(), True
+            try:
+                result = await fn(conn, event)
+                failed = False
+                return result
+            finally:
+                meter.ended(time.perf_counter() - started, failed)
+
+        return timed_async
+
+    @functools.wraps(fn)
+    def timed(conn: Any, event: Any) -> Any:
+        meter.started()
+        started, failed = time.perf_counter(), True
+        try:
+            result = fn(conn, event)
+            failed = False
+            return result
+        finally:
+            meter.ended(time.perf_counter() - started, failed)
+
+    return timed
+
+
+class _CountedStats(WorkerStats):
+    """A stream worker's stats that also tell a meter of each retry and dead letter (the
+    worker counts them inside its batch; this is where they can be seen from outside)."""
+
+    def __init__(self, meter: Meter) -> None:
+        super().__init__()
+        self._meter = meter
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        before = getattr(self, name, 0)
+        super().__setattr__(name, value)
+        if name == "retried" and value > before:
+            self._meter.retried()
+        elif name == "dead" and value > before:
+            self._meter.buried()
+
+
+def _count(workers: Sequence[StreamWorker | AsyncStreamWorker], meter: Meter | None) -> None:
+    if meter is not None:
+        for w in workers:
+            w.stats = _CountedStats(meter)
 
 
 def _total(workers: Sequence[StreamWorker | AsyncStreamWorker]) -> WorkerStats:
@@ -49,15 +111,16 @@ class StreamLoop:
     still happen exactly once.
     """
 
-    def __init__(self, dsn: str, spec: StreamHandler) -> None:
+    def __init__(self, dsn: str, spec: StreamHandler, meter: Meter | None = None) -> None:
         self.dsn = dsn
         self.spec = spec
         self.log = _logger(spec)
+        fn = _metered(spec, meter)
         self.workers = [
             StreamWorker(
                 dsn,
                 spec.group,
-                spec.fn,
+                fn,
                 slot=slot,
                 batch=spec.max_events,
                 subscriptions=spec.subscriptions,
@@ -66,6 +129,7 @@ class StreamLoop:
             )
             for slot in _slots(spec)
         ]
+        _count(self.workers, meter)
 
     @property
     def stats(self) -> WorkerStats:
@@ -127,15 +191,16 @@ class AsyncStreamLoop:
     when ``stop`` is set finishes.
     """
 
-    def __init__(self, dsn: str, spec: StreamHandler) -> None:
+    def __init__(self, dsn: str, spec: StreamHandler, meter: Meter | None = None) -> None:
         self.dsn = dsn
         self.spec = spec
         self.log = _logger(spec)
+        fn = _metered(spec, meter)
         self.workers = [
             AsyncStreamWorker(
                 dsn,
                 spec.group,
-                spec.fn,
+                fn,
                 slot=slot,
                 batch=spec.max_events,
                 subscriptions=spec.subscriptions,
@@ -144,6 +209,7 @@ class AsyncStreamLoop:
             )
             for slot in _slots(spec)
         ]
+        _count(self.workers, meter)
 
     @property
     def stats(self) -> WorkerStats:
