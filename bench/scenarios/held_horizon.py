@@ -14,7 +14,9 @@ side: the unheld rate, the held window at minute 8 (the last held window when th
 shorter) as a ratio to it, and the storage before the hold, at its peak and at the end. The
 sides: pgmbus ``consume_<q>_by_default()`` (autocommit, the simple protocol, so its claims'
 upkeep rotates and truncates), PGMQ ``pgmq.pop`` (its plain-SQL install script,
-``--pgmq-sql``; skipped without it) and a raw ``DELETE ... SKIP LOCKED`` on one table.
+``--pgmq-sql``; skipped without it), a raw ``DELETE ... SKIP LOCKED`` on one table, and a
+pgmbus stream group read one event per transaction (``read_next`` + ``commit``; its storage is
+the event log and the cursor table).
 Sessions run with ``synchronous_commit = off``. Sides run one after another (each side alone
 on the machine); quote the load (``load_1m`` per window) with the numbers.
 """
@@ -22,6 +24,7 @@ on the machine); quote the load (``load_1m`` per window) with the numbers.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import threading
@@ -44,7 +47,7 @@ name = "held_horizon"
 unit = "claims"
 goal = "through a held xmin horizon pgmbus keeps >= 0.9x its unheld claims/s; peers collapse"
 own_report = True
-SIDES = ("pgmbus", "pgmq", "raw")
+SIDES = ("pgmbus", "pgmq", "raw", "stream")
 TICK = 0.01  # the producer posts a batch every TICK seconds
 AT_MINUTE = 8.0  # the held window the summary compares
 
@@ -107,7 +110,19 @@ RAW = Side(
     RETURNING id""",
     "SELECT pg_total_relation_size('bench_raw_queue')",
 )
-BY_NAME = {s.name: s for s in (PGMBUS, PGMQ, RAW)}
+# A stream group read one event per transaction (read_next, then commit of its cursor): the
+# events are never deleted, but each commit writes a new version of the group's cursor row.
+STREAM = Side(
+    "stream",
+    ["SELECT mbus.create_group('hh', 'now', 1)"],
+    "SELECT mbus.publish_batch('hh', %s::jsonb[])",
+    """SELECT r.id FROM mbus.read_next('hh', 1, NULL) AS r,
+        LATERAL (SELECT mbus.commit('hh', r.cursor)) AS c""",
+    """SELECT pg_total_relation_size('mbus.stream_cursors')
+        + (SELECT sum(pg_total_relation_size(relid))::bigint
+           FROM pg_partition_tree('mbus.events'::regclass))""",
+)
+BY_NAME = {s.name: s for s in (PGMBUS, PGMQ, RAW, STREAM)}
 
 
 @dataclass
@@ -309,7 +324,7 @@ def run_report(
                 skipped["pgmq"] = "needs its install script: --pgmq-sql PATH"
                 continue
             progress(f"[bold]held_horizon[/]: {side_name} at {rate}/s")
-            with scratch_database(admin_dsn, "pgmbus_bench_held_horizon") as dsn:
+            with scratch_database(admin_dsn, f"pgmbus_bench_held_horizon_{os.getpid()}") as dsn:
                 if side_name == "pgmq":
                     assert opts.pgmq_sql is not None
                     _install_pgmq(dsn, opts.pgmq_sql)
