@@ -6,7 +6,8 @@ per transaction at full speed, and the run has three phases of ``--window``-seco
 ``--warm-windows`` unheld, ``--minutes`` with a REPEATABLE READ transaction held open in the
 same database (it holds the xmin horizon: no consumed row can be removed), and
 ``--after-windows`` after its release. Then the producer stops and the consumers drain the
-backlog; every posted message must be claimed exactly once (``lost`` and ``duplicates`` are 0).
+backlog (500 per claim, not timed); every posted message must be claimed exactly once (``lost``
+and ``duplicates`` are 0).
 
 Per window: claims per second, the mean and p99 claim time (one call, as the client sees it),
 the backlog (posted - claimed) and the queue's storage (table, segments, indexes, TOAST). Per
@@ -75,14 +76,18 @@ class Options:
 
 
 class Side:
-    """One engine's statements: set up a queue, post a batch, claim one, measure storage."""
+    """One engine's statements: set up a queue, post a batch, claim one, measure storage, and
+    claim up to 500 at once (the drain at the end, not measured)."""
 
-    def __init__(self, name: str, setup: list[str], post: str, claim: str, size: str) -> None:
+    def __init__(
+        self, name: str, setup: list[str], post: str, claim: str, size: str, drain: str
+    ) -> None:
         self.name = name
         self.setup_sql = setup
         self.post_sql = post
         self.claim_sql = claim
         self.size_sql = size
+        self.drain_sql = drain
 
 
 _SIZE_PARTS = """SELECT sum(pg_total_relation_size(relid))::bigint
@@ -93,6 +98,7 @@ PGMBUS = Side(
     "SELECT count(*) FROM mbus.postn_hh(%s::jsonb[])",
     "SELECT id FROM mbus.consume_hh_by_default()",
     _SIZE_PARTS.replace("%s", "'mbus.q_hh'"),
+    "SELECT id FROM mbus.consumen_hh_by_default(500)",
 )
 PGMQ = Side(
     "pgmq",
@@ -100,6 +106,7 @@ PGMQ = Side(
     "SELECT count(*) FROM pgmq.send_batch('hh', %s::jsonb[])",
     "SELECT msg_id FROM pgmq.pop('hh')",
     "SELECT pg_total_relation_size('pgmq.q_hh')",
+    "SELECT r.msg_id FROM pgmq.read('hh', 30, 500) AS r WHERE pgmq.delete('hh', r.msg_id)",
 )
 RAW = Side(
     "raw",
@@ -109,6 +116,9 @@ RAW = Side(
         SELECT id FROM bench_raw_queue ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
     RETURNING id""",
     "SELECT pg_total_relation_size('bench_raw_queue')",
+    """DELETE FROM bench_raw_queue WHERE id = ANY (ARRAY(
+        SELECT id FROM bench_raw_queue ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED))
+    RETURNING id""",
 )
 # A stream group read one event per transaction (read_next, then commit of its cursor): the
 # events are never deleted, but each commit writes a new version of the group's cursor row.
@@ -121,6 +131,8 @@ STREAM = Side(
     """SELECT pg_total_relation_size('mbus.stream_cursors')
         + (SELECT sum(pg_total_relation_size(relid))::bigint
            FROM pg_partition_tree('mbus.events'::regclass))""",
+    """SELECT r.id FROM mbus.read_next('hh', 500, NULL) AS r,
+        LATERAL (SELECT mbus.commit('hh', r.cursor)) AS c""",
 )
 BY_NAME = {s.name: s for s in (PGMBUS, PGMQ, RAW, STREAM)}
 
@@ -130,6 +142,7 @@ class Run:
     """What the threads of one side's run share: counts, claim timings, claimed ids."""
 
     stop_posting: threading.Event = field(default_factory=threading.Event)
+    draining: threading.Event = field(default_factory=threading.Event)
     stop_claiming: threading.Event = field(default_factory=threading.Event)
     posted: int = 0
     claims: list[tuple[float, float]] = field(default_factory=list)  # (end, seconds)
@@ -162,6 +175,12 @@ def _consumer(dsn: str, side: Side, run: Run) -> None:
     try:
         with _connect(dsn) as conn:
             while not run.stop_claiming.is_set():
+                if run.draining.is_set():
+                    rows = conn.execute(side.drain_sql).fetchall()
+                    run.ids.extend(r[0] for r in rows)
+                    if not rows:
+                        time.sleep(0.01)
+                    continue
                 t0 = time.monotonic()
                 rows = conn.execute(side.claim_sql).fetchall()
                 t1 = time.monotonic()
@@ -210,12 +229,32 @@ def run_side(
         for stmt in side.setup_sql:
             conn.execute(stmt)
     run = Run()
-    threads = [threading.Thread(target=_producer, args=(dsn, side, rate, run))]
+    threads = [threading.Thread(target=_producer, args=(dsn, side, rate, run), daemon=True)]
     threads += [
-        threading.Thread(target=_consumer, args=(dsn, side, run)) for _ in range(opts.consumers)
+        threading.Thread(target=_consumer, args=(dsn, side, run), daemon=True)
+        for _ in range(opts.consumers)
     ]
     held, release = threading.Event(), threading.Event()
-    holder = threading.Thread(target=_hold, args=(dsn, held, release))
+    holder = threading.Thread(target=_hold, args=(dsn, held, release), daemon=True)
+    try:
+        return _measure(dsn, side, rate, opts, say, run, threads, (holder, held, release))
+    finally:  # whatever happened, no thread outlives the run
+        release.set()
+        run.stop_posting.set()
+        run.stop_claiming.set()
+
+
+def _measure(
+    dsn: str,
+    side: Side,
+    rate: int,
+    opts: Options,
+    say: Callable[[str], None],
+    run: Run,
+    threads: list[threading.Thread],
+    hold: tuple[threading.Thread, threading.Event, threading.Event],
+) -> dict[str, Any]:
+    holder, held, release = hold
     held_windows = max(1, round(opts.minutes * 60 / opts.window))
     plan = ["warm"] * opts.warm + ["held"] * held_windows + ["after"] * opts.after
     windows: list[dict[str, Any]] = []
@@ -245,9 +284,10 @@ def run_side(
         release.set()
         run.stop_posting.set()
         threads[0].join()
+        run.draining.set()
         drain_start = time.monotonic()
         while len(run.ids) < run.posted and not run.errors:
-            if time.monotonic() - drain_start > 60 + run.posted / 100:
+            if time.monotonic() - drain_start > 60 + run.posted / 1000:
                 break
             time.sleep(0.05)
         run.stop_claiming.set()
