@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import harness
-from bench.scenarios import claim_backlog, held_horizon
+from bench.scenarios import held_horizon
 from bench.scenarios import jobs as jobs_scenario
 from bench.sql.model import Options
 from bench.sql.report import render
@@ -42,7 +42,6 @@ def main(argv: list[str] | None = None) -> int:
     sql.add_argument("--pgmq-sql", type=Path, help="PGMQ's install script (pgmq.sql); else skipped")
     jobs_scenario.add_arguments(parser)
     held_horizon.add_arguments(parser)
-    claim_backlog.add_arguments(parser)
     args = parser.parse_args(argv)
 
     console = Console(stderr=True)

@@ -1,4 +1,4 @@
-"""``python -m bench held_horizon`` and ``claim_backlog``, tiny (half-second windows)."""
+"""``python -m bench held_horizon`` and its ``--backlogs`` mode, tiny (half-second windows)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_held_horizon_reports_windows_per_phase(
 def test_claim_backlog_times_claims_per_backlog_size(
     pg_server: TestServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["claim_backlog", "--dsn", pg_server.admin_dsn, "--backlogs", "3000,0", "--claims", "50"]
+    argv = ["held_horizon", "--dsn", pg_server.admin_dsn, "--backlogs", "3000,0", "--claims", "50"]
     assert main(argv) == 0
     out = capsys.readouterr().out
     (report,) = json.loads(out[out.index("[\n") :])

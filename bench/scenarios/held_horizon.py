@@ -18,6 +18,9 @@ upkeep rotates and truncates), PGMQ ``pgmq.pop`` (its plain-SQL install script,
 ``--pgmq-sql``; skipped without it), a raw ``DELETE ... SKIP LOCKED`` on one table, and a
 pgmbus stream group read one event per transaction (``read_next`` + ``commit``; its storage is
 the event log and the cursor table).
+
+With ``--backlogs``, the run times claims with long backlogs queued ahead instead
+(``bench/scenarios/_claim_backlog.py``).
 Sessions run with ``synchronous_commit = off``. Sides run one after another (each side alone
 on the machine); quote the load (``load_1m`` per window) with the numbers.
 """
@@ -41,6 +44,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.harness import scratch_database
+from bench.scenarios import _claim_backlog
 from bench.scenarios._queues import RAW_INSERT_MANY, RAW_TABLE, percentile
 from pgmbus.devdb import find_bindir
 
@@ -61,6 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--warm-windows", type=int, default=2, help="unheld windows first")
     group.add_argument("--after-windows", type=int, default=4, help="windows after the release")
     group.add_argument("--consumers", type=int, default=2, help="consumer sessions per side")
+    _claim_backlog.add_arguments(group)
 
 
 @dataclass
@@ -355,6 +360,8 @@ def options(args: argparse.Namespace) -> Options:
 def run_report(
     args: argparse.Namespace, admin_dsn: str, progress: Callable[[str], None]
 ) -> dict[str, Any]:
+    if args.backlogs:
+        return _claim_backlog.run_report(args, admin_dsn, progress)
     opts = options(args)
     results: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
@@ -384,6 +391,9 @@ def run_report(
 
 
 def render(report: dict[str, Any]) -> None:
+    if report["scenario"] == _claim_backlog.name:
+        _claim_backlog.render(report)
+        return
     table = Table(
         "side", "offered /s", "unheld /s", "held /s", "held/unheld", "worst/unheld",
         "claim ms", "pgmbus/side", "MB before", "MB peak", "MB end", "lost", "dup",
