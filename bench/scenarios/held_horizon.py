@@ -65,6 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--warm-windows", type=int, default=2, help="unheld windows first")
     group.add_argument("--after-windows", type=int, default=4, help="windows after the release")
     group.add_argument("--consumers", type=int, default=2, help="consumer sessions per side")
+    group.add_argument(
+        "--rotate-bytes",
+        type=int,
+        help="pgmbus: the queue's segment size (queue_segment.rotate_bytes; default 8 MB)",
+    )
     _claim_backlog.add_arguments(group)
 
 
@@ -77,6 +82,7 @@ class Options:
     after: int
     consumers: int
     sides: tuple[str, ...]
+    rotate_bytes: int | None
     pgmq_sql: Path | None
 
 
@@ -233,6 +239,11 @@ def run_side(
     with _connect(dsn) as conn:
         for stmt in side.setup_sql:
             conn.execute(stmt)
+        if side is PGMBUS and opts.rotate_bytes:
+            conn.execute(
+                "UPDATE mbus.queue_segment SET rotate_bytes = %s WHERE qname = 'hh'",
+                (opts.rotate_bytes,),
+            )
     run = Run()
     threads = [threading.Thread(target=_producer, args=(dsn, side, rate, run), daemon=True)]
     threads += [
@@ -353,6 +364,7 @@ def options(args: argparse.Namespace) -> Options:
         after=args.after_windows,
         consumers=args.consumers,
         sides=sides,
+        rotate_bytes=args.rotate_bytes,
         pgmq_sql=args.pgmq_sql,
     )
 
@@ -382,6 +394,7 @@ def run_report(
             r["pgmbus_to_side_held"] = round(mine["held_per_s"] / r["held_per_s"], 2)
     return {
         "scenario": name,
+        "rotate_bytes": opts.rotate_bytes,
         "minutes": opts.minutes,
         "window_s": opts.window,
         "consumers": opts.consumers,
