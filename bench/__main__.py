@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import harness
+from bench.scenarios import held_horizon
 from bench.scenarios import jobs as jobs_scenario
 from bench.sql.model import Options
 from bench.sql.report import render
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     sql.add_argument("--sides", help="comma-separated sides to run, e.g. raw,pgmbus,pgmq")
     sql.add_argument("--pgmq-sql", type=Path, help="PGMQ's install script (pgmq.sql); else skipped")
     jobs_scenario.add_arguments(parser)
+    held_horizon.add_arguments(parser)
     args = parser.parse_args(argv)
 
     console = Console(stderr=True)
@@ -104,7 +106,8 @@ def _is_pgbench(module: Any) -> bool:
 
 
 def _is_jobs(module: Any) -> bool:
-    return bool(getattr(module, "jobs_scenario", False))
+    """Scenarios with a report of their own shape (``run_report`` and ``render``)."""
+    return bool(getattr(module, "jobs_scenario", False) or getattr(module, "own_report", False))
 
 
 def _sql_options(args: argparse.Namespace) -> Options:

@@ -15,6 +15,11 @@ import pytest
 SLOW: list[tuple[str, str, str]] = [
     ("tests/test_bench_sql.py", "*", "pgbench runs of every sql_* scenario"),
     ("tests/streams/test_streams_bench.py", "*", "the stream benchmark scenarios, run small"),
+    (
+        "tests/test_bench_held_horizon.py",
+        "test_held_horizon_reports_windows_per_phase",
+        "five windows per side, a scratch database each",
+    ),
     ("tests/ops/test_ops_fuzz.py", "*", "the whole HTTP API fuzzed from its OpenAPI schema"),
     ("tests/exchange/test_bridge_faults.py", "*", "kill -9 of movers and of a server"),
     ("tests/test_devdb.py", "*", "embedded clusters started, killed and restarted"),
