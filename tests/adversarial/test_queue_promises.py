@@ -4,6 +4,7 @@ dependency silently ignored, no priority silently dropped (real PostgreSQL, the 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -11,11 +12,15 @@ from typing import Any
 import psycopg
 import pytest
 from prometheus_client import generate_latest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
 
 from pgmbus.errors import InvalidArgument, translating
 from pgmbus.http.metrics import fetch_snapshot, registry_for
 from pgmbus.queues import AsyncBus, Bus, Message
+from pgmbus.queues.reports import HandlerStats, Reporter
 from pgmbus.workers import App, drain
 
 Conn = psycopg.Connection[dict[str, Any]]
@@ -345,10 +350,11 @@ def test_the_clients_tell_unreported_dead_messages_apart(autodb: str) -> None:
     assert asyncio.run(through_async()) == (True, 1)
 
 
-def test_a_worker_whose_ack_never_arrived_counts_it_unreported(autodb: str) -> None:
-    """The handler succeeds, then the database drops every session of the worker: its ack
-    fails. That was counted lost (a lease that had ended) and, at max_attempts, the message was
-    buried as if the handler had failed."""
+def test_a_worker_whose_sessions_drop_after_the_handler_still_acks_it(autodb: str) -> None:
+    """The handler succeeds, then the database drops every session of the worker: the ack,
+    batched after the handler returned, reaches the database on a new connection while the
+    lease holds. Done once, nothing buried (before, it was counted lost and, at
+    max_attempts, buried as if the handler had failed)."""
     app = App(autodb)
     handled: list[str] = []
 
@@ -365,16 +371,58 @@ def test_a_worker_whose_ack_never_arrived_counts_it_unreported(autodb: str) -> N
         iid = bus.post("jobs", {"n": 1})
     (stats,) = drain(app).queues.values()
     assert handled == [iid]
+    assert (stats.done, stats.lost, stats.unreported) == (1, 0, 0)
+    with Bus(autodb) as bus:
+        assert bus.dmq("jobs") == []
+        assert bus.peek("jobs", iid) is False
+
+
+def test_an_ack_that_cannot_reach_the_database_counts_unreported(autodb: str) -> None:
+    """The database refuses every connection when the worker flushes its acks: the message
+    is counted unreported (not lost, not done), and the lease at max_attempts that finds it
+    later buries it saying its last delivery never reported."""
+    with Bus(autodb) as bus:
+        iid = bus.post("jobs", {"n": 1})
+    stats = asyncio.run(_flush_while_closed(autodb))
     assert (stats.done, stats.lost, stats.unreported) == (0, 0, 1)
     assert stats.summary().endswith("1 unreported")
-    # its lease ends; the next worker finds it at max_attempts and buries it as unreported
     with psycopg.connect(autodb, autocommit=True) as conn:
         conn.execute("UPDATE mbus.q_jobs SET vt = now() - interval '1 second'")
-    (again,) = drain(app).queues.values()
-    assert handled == [iid] and again.done == 0
+        conn.execute("SELECT * FROM mbus.lease_jobs_by_default(1, '10 seconds', 1)")
     with Bus(autodb) as bus:
         (dead,) = bus.dmq("jobs")
         assert dead.iid == iid and dead.unreported and "never reported" in dead.reason
+
+
+async def _flush_while_closed(dsn: str) -> HandlerStats:
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        dsn, min_size=1, max_size=1, timeout=2, open=False, kwargs={"autocommit": True}
+    )
+    await pool.open(wait=True)
+    other = make_conninfo(dsn, dbname="postgres")
+    name = str(conninfo_to_dict(dsn)["dbname"])
+    try:
+        bus = AsyncBus(pool=pool)
+        [message] = await bus.lease("jobs", limit=1, lease=30)
+        with psycopg.connect(other, autocommit=True) as admin:
+            admin.execute(
+                sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS false").format(sql.Identifier(name))
+            )
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                (name,),
+            )
+        stats = HandlerStats()
+        reporter = Reporter(bus, stats, logging.getLogger("test"), "job")
+        reporter.pending = [message]
+        await reporter.flush()
+        return stats
+    finally:
+        with psycopg.connect(other, autocommit=True) as admin:
+            admin.execute(
+                sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS true").format(sql.Identifier(name))
+            )
+        await pool.close()
 
 
 def test_metrics_export_unreported_dead_messages_apart(autodb: str) -> None:
