@@ -25,11 +25,20 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
+# A test cut short by pytest-timeout in the middle of a py4j call leaves the session's gateway
+# out of step (every later Spark test of the process then fails with py4j protocol errors), so
+# Spark tests get a long budget: on 2 cores shared with the other test processes a Spark job
+# can take minutes where it takes seconds alone.
+SPARK_TIMEOUT_S = 600
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test in tests/spark is a Spark test."""
+    """Every test in tests/spark is a Spark test, with the Spark time budget."""
     for item in items:
         if "tests/spark/" in str(item.fspath):
             item.add_marker(pytest.mark.spark)
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(SPARK_TIMEOUT_S))
 
 
 def publish(dsn: str, topic: str, n: int, *, start: int = 0, keys: int = 7) -> None:
