@@ -109,3 +109,35 @@ def test_the_sandbox_matches_what_the_plain_join_matches(
             ("",),
         )
     assert sandboxed == owner
+
+
+def test_the_leading_key_is_found_only_where_it_is_a_conjunct_of_the_whole(
+    conn: psycopg.Connection[Any],
+) -> None:
+    found = {
+        "s.params @> jsonb_build_object('room', e.payload->'room')": [
+            "contains",
+            None,
+            "room",
+            "e.payload->'room'",
+        ],
+        "s.params->>'user' = e.key AND e.topic LIKE 'chat.%'": ["equals", "->>", "user", "e.key"],
+        "e.topic = (s.params->>'t') and (e.id > 1 AND e.id < 9)": ["equals", "->>", "t", "e.topic"],
+        "s.params->>'user' = e.key AND e.topic <> 'a'')'": ["equals", "->>", "user", "e.key"],
+    }
+    not_found = [
+        "e.topic <> '' AND s.params->>'user' = e.key",  # not first
+        "s.params->>'user' = e.key OR e.topic = 'all'",
+        "s.params->>'user' = e.key AND true) = (false",
+        "s.params->>'user' = e.key AND e.topic <> '(' ) = (true",
+        "s.params->>'user' = e.key::text",
+        "s.params->>'user' = e.key AND \"or\"",
+        "s.params @> jsonb_build_object('k', e.topic, 'j', e.key)",
+        "s.params->>'a b' = e.key",
+    ]
+    for condition, expected in found.items():
+        row = conn.execute("SELECT mbus._match_leading_key(%s)", (condition,)).fetchone()
+        assert row == (expected,), condition
+    for condition in not_found:
+        row = conn.execute("SELECT mbus._match_leading_key(%s)", (condition,)).fetchone()
+        assert row == (None,), condition
