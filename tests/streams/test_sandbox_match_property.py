@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 import psycopg
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from psycopg.types.json import Jsonb
 
@@ -61,6 +61,10 @@ def _event(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+def _ev(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"topic": "a", "key": None, "payload": payload}
+
+
 def _matches(conn: psycopg.Connection[Any], group: str, events: list[dict[str, Any]]) -> Any:
     rows = conn.execute(
         "SELECT m.event_id, p.params FROM mbus._match(%s, (SELECT array_agg(ROW(NULL, x.id,"
@@ -78,6 +82,25 @@ def _matches(conn: psycopg.Connection[Any], group: str, events: list[dict[str, A
     max_examples=120,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+# pairs where the key's text and its JSON differ, and containment of arrays and objects
+@example(
+    lead="s.params @> jsonb_build_object('k', e.payload->>'x')",
+    tail="",
+    params=[{"k": "1"}, {"k": 1}, {"k": "true"}, {"k": None}],
+    events=[_ev({"x": 1}), _ev({"x": "1"}), _ev({"x": True}), _ev({})],
+)
+@example(
+    lead="s.params->>'k' = e.payload->>'x'",
+    tail=" AND e.id > 0",
+    params=[{"k": 1}, {"k": "1"}, {"k": ["a"]}, {"k": None}],
+    events=[_ev({"x": 1}), _ev({"x": ["a"]}), _ev({"x": "1"}), _ev({"x": None})],
+)
+@example(
+    lead="s.params @> jsonb_build_object('k', e.payload->'x')",
+    tail="",
+    params=[{"k": ["a", "b"]}, {"k": {"y": 1, "z": 2}}, {"k": None}, {}, {"k": "a"}],
+    events=[_ev({"x": ["a"]}), _ev({"x": {"y": 1}}), _ev({"x": None}), _ev({}), _ev({"x": "a"})],
 )
 @given(
     lead=st.sampled_from(LEADS),
