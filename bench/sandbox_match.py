@@ -7,7 +7,7 @@ role ``mbus_condition``, arrays). One transaction matches 1,000 events (topics `
 ``fan.99``) with ``mbus._match``; the sides alternate within each round, so both see the same
 load. Run against a database with pgmbus installed; it makes and drops its own groups::
 
-    python -m bench.sandbox_match_measure "host=... dbname=..." --sizes 10 100 1000 10000
+    python -m bench.sandbox_match "host=... dbname=..." --sizes 10 100 1000 10000
 """
 
 from __future__ import annotations
