@@ -91,6 +91,34 @@ def test_a_condition_past_the_grammar_cannot_read_a_table_a_setting_or_a_file(
     assert _matched(owner, "audit") == {audit: {"s3c"}}
 
 
+def test_a_condition_on_the_hash_joined_path_is_still_sandboxed(
+    owner: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    """A leading key equality makes the sandbox hash-join the batch: the rest still runs there."""
+    leads = ("s.params @> jsonb_build_object('room', e.topic)", "s.params->>'room' = e.topic")
+    escapes = {}
+    for lead in leads:
+        for what, cond in ESCAPES.items():
+            row = owner.execute(
+                "INSERT INTO mbus.subscriptions (group_name, condition, params)"
+                " VALUES ('chat', %s, '{\"room\": \"s3c\"}') RETURNING id",
+                (f"{lead} AND {cond}",),
+            ).fetchone()
+            assert row is not None
+            escapes[f"{lead}: {what}"] = int(str(row[0]))
+    plain = owner.execute(
+        "SELECT mbus.subscribe_restricted('chat', %s, '{\"room\": \"s3c\"}')", (leads[1],)
+    ).fetchone()
+    assert plain is not None
+    streams.publish(owner, "s3c", {})
+    streams.publish(owner, "zzz", {})
+
+    got = _matched(owner, "chat")
+    for what, sid in escapes.items():
+        assert sid not in got, f"{what} matched: it read past the sandbox"
+    assert got == {int(str(plain[0])): {"s3c"}}
+
+
 def test_the_sandbox_role_holds_no_privilege_and_runs_the_matcher(
     owner: psycopg.Connection[tuple[object, ...]],
 ) -> None:
