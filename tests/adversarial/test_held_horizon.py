@@ -10,7 +10,6 @@ and the table grow with it. The target is a claim time independent of that numbe
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,15 +21,18 @@ CONSUMED = 20_000  # messages posted and consumed while the horizon is held
 BATCH = 500
 
 
-def _claim_ms(conn: psycopg.Connection[Any], claims: int = 30) -> float:
-    """The median time of one claim of one message (autocommit), in ms."""
-    times = []
+def _claim_buffers(conn: psycopg.Connection[Any], claims: int = 5) -> float:
+    """The median number of shared buffers one claim of one message touches: the length of
+    its walk through the claim index, counted by the server (no clock, so no load, in it)."""
+    touched: list[int] = []
     for _ in range(claims):
-        t0 = time.perf_counter()
-        (row,) = conn.execute("SELECT id FROM mbus.consume_hz_by_default()").fetchall()
-        times.append(time.perf_counter() - t0)
-        assert row[0] is not None
-    return 1000 * statistics.median(times)
+        row = conn.execute(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT id FROM mbus.consume_hz_by_default()"
+        ).fetchone()
+        assert row is not None
+        top = row[0][0]["Plan"]
+        touched.append(int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"]))
+    return float(statistics.median(touched))
 
 
 @pytest.fixture
@@ -47,20 +49,20 @@ def held(db_dsn: str) -> Iterator[psycopg.Connection[Any]]:
     strict=True,
     reason="claims scan the claim index from its start, over the entries a held horizon keeps",
 )
-def test_claim_time_does_not_grow_with_rows_consumed_under_a_held_horizon(
+def test_a_claims_walk_does_not_grow_with_rows_consumed_under_a_held_horizon(
     db_dsn: str, held: psycopg.Connection[Any]
 ) -> None:
     msgs = [Jsonb({"n": i}) for i in range(BATCH)]
     with psycopg.connect(db_dsn, autocommit=True) as conn:
         conn.execute("SELECT mbus.create_queue('hz', 1)")
         conn.execute("SELECT count(*) FROM mbus.postn_hz(%s::jsonb[])", (msgs,))
-        fresh = _claim_ms(conn)
+        fresh = _claim_buffers(conn)
         conn.execute("SELECT count(*) FROM mbus.consumen_hz_by_default(%s)", (BATCH,))
         for _ in range(CONSUMED // BATCH):
             conn.execute("SELECT count(*) FROM mbus.postn_hz(%s::jsonb[])", (msgs,))
             got = conn.execute("SELECT count(*) FROM mbus.consumen_hz_by_default(%s)", (BATCH,))
             assert got.fetchone() == (BATCH,)
         conn.execute("SELECT count(*) FROM mbus.postn_hz(%s::jsonb[])", (msgs,))
-        after = _claim_ms(conn)
-    # 20,000 dead entries ahead: today about 20x a fresh claim; flat means within noise
-    assert after < 3 * fresh + 1.0, (fresh, after)
+        after = _claim_buffers(conn)
+    # 20,000 dead entries ahead: a claim today touches every index page over them
+    assert after < 2 * fresh + 10, (fresh, after)
