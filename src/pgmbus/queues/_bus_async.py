@@ -670,11 +670,7 @@ class AsyncBus(Handlers):
     async def _token_query(
         self, name: LiteralString, message: Message, what: LiteralString | None = None
     ) -> sql.Composed:
-        if message.lease_token is None:
-            raise InvalidArgument(
-                "the message was not claimed with a lease (use lease(), not consume())",
-                sqlstate="MB006",
-            )
+        _require_lease(message)
         return await self._generated(name, what or name, check_name("queue", message.queue))
 
     async def ack(self, message: Message, *, now: datetime | None = None) -> None:
@@ -748,7 +744,7 @@ class AsyncBus(Handlers):
         if any(m.queue != queue for m in messages):
             raise InvalidArgument("the messages must all be of one queue", sqlstate="MB006")
         for message in messages:
-            await self._token_query(name, message, what)  # each one leased (MB006 else)
+            _require_lease(message)
         query = await self._token_query(name, messages[0], what)
         try:
             async with self._naming_a_missing_queue(queue):
@@ -974,3 +970,12 @@ class AsyncBus(Handlers):
             return False
         await self.post(reply_to, data, headers=sent, properties=properties, conn=conn)
         return True
+
+
+def _require_lease(message: Message) -> None:
+    """MB006 unless ``message`` was claimed with a lease (it has a token to ack, extend, ...)."""
+    if message.lease_token is None:
+        raise InvalidArgument(
+            "the message was not claimed with a lease (use lease(), not consume())",
+            sqlstate="MB006",
+        )
