@@ -202,3 +202,34 @@ def test_sigterm_drains_then_kills_and_gives_back(pooldb: str) -> None:
         depth = {s.qname: s.depth for s in bus.stats()}
         assert depth["stubborn"] == 1 and depth["fast"] == 0  # given back
     assert "given back at shutdown" in err
+
+
+def test_the_one_function_form_takes_pool_and_timeout(pooldb: str) -> None:
+    """``pgmbus worker module:function -q Q --pool process --timeout S``."""
+    env = os.environ | {"PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}", "PGMBUS_DSN": pooldb}
+    with Bus(pooldb) as bus:
+        late = bus.post("slow", {"dsn": pooldb, "sleep": 30})
+        proc = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "pgmbus", "worker", "tests.workers.pool_app:slow"),
+                *("-q", "slow", "--pool", "process", "--timeout", "0.5", "--max-attempts", "1"),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_until(lambda: len(bus.dmq()) == 1 or proc.poll() is not None)
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == 0, out + err
+        (dead,) = bus.dmq()
+    assert dead.iid == late and dead.reason == "HandlerTimeout: handler exceeded 0.5s"
+    ((_, _, pid, _, _),) = ran(pooldb, "slow")
+    assert not alive(pid)
