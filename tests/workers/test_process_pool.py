@@ -233,3 +233,24 @@ def test_the_one_function_form_takes_pool_and_timeout(pooldb: str) -> None:
     assert dead.iid == late and dead.reason == "HandlerTimeout: handler exceeded 0.5s"
     ((_, _, pid, _, _),) = ran(pooldb, "slow")
     assert not alive(pid)
+
+
+def test_a_child_does_not_outlive_a_killed_worker(pooldb: str) -> None:
+    """SIGKILL leaves the worker no time to stop its children: they end by themselves."""
+    env = os.environ | {"PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}", "PGMBUS_DSN": pooldb}
+    with Bus(pooldb) as bus:
+        bus.post("stubborn", {"dsn": pooldb})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pgmbus", "worker", "tests.workers.pool_app:app"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: ran(pooldb, "stubborn"))
+    finally:
+        proc.kill()
+        proc.wait()
+    ((_, _, pid, _, _),) = ran(pooldb, "stubborn")
+    wait_until(lambda: not alive(pid), seconds=10)
