@@ -23,7 +23,7 @@ import pytest
 from pgmbus.errors import HandlerNotImportable
 from pgmbus.handlers import App
 from pgmbus.queues import Bus, Message
-from pgmbus.queues.processes import KILL_GRACE
+from pgmbus.queues.processes import KILL_GRACE, HandlerProcesses
 from pgmbus.workers import serve
 from pgmbus.workers.metrics import WorkerMetrics
 from tests.workers import pool_app
@@ -254,3 +254,32 @@ def test_a_child_does_not_outlive_a_killed_worker(pooldb: str) -> None:
         proc.wait()
     ((_, _, pid, _, _),) = ran(pooldb, "stubborn")
     wait_until(lambda: not alive(pid), seconds=10)
+
+
+def test_a_handler_whose_module_fails_in_a_child_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pickling checks the name only: the first child's import of the module is the check."""
+    (tmp_path / "parent_only.py").write_text(
+        "import multiprocessing\n"
+        "if multiprocessing.parent_process() is not None:\n"
+        "    raise ImportError('this module refuses child processes')\n"
+        "def handle(message):\n"
+        "    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import parent_only  # type: ignore[import-not-found]
+
+    async def main() -> None:
+        pool = HandlerProcesses(2, "parent_only.handle")
+        try:
+            await pool.start(parent_only.handle)
+        finally:
+            pool.close()
+
+    with pytest.raises(HandlerNotImportable) as caught:
+        asyncio.run(main())
+    assert str(caught.value).startswith(
+        "handler parent_only.handle cannot run in a child process: "
+        "ImportError: this module refuses child processes"
+    )
