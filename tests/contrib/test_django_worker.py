@@ -145,6 +145,7 @@ def test_a_missing_queue_is_named_and_nothing_starts(django_dsn: str) -> None:
     assert "pgmbus worker:" not in done.stdout  # it did not start
 
 
+@pytest.mark.slow
 def test_the_process_pool_sets_django_up_in_its_children_and_kills_past_the_limit(
     django_dsn: str,
 ) -> None:

@@ -165,6 +165,31 @@ def test_a_handler_a_child_cannot_import_is_refused_by_name(pooldb: str) -> None
             pass
 
 
+def test_a_stop_past_the_grace_kills_the_child_and_gives_its_message_back(pooldb: str) -> None:
+    """In-process (the fast variant of the SIGTERM test below): the child ignores SIGTERM,
+    the grace period ends, it is SIGKILLed and its message is back in the queue."""
+    with Bus(pooldb) as bus:
+        stuck = bus.post("stubborn", {"dsn": pooldb})
+
+        async def main() -> None:
+            stop = asyncio.Event()
+            app = only("stubborn")
+            worker = asyncio.create_task(
+                serve(app, dsn=pooldb, stop=stop, signals=False, grace=0.5)
+            )
+            await asyncio.to_thread(wait_until, lambda: ran(pooldb, "stubborn") or worker.done())
+            stop.set()
+            await worker
+
+        asyncio.run(main())
+        assert not bus.dmq()
+        assert {s.qname: s.depth for s in bus.stats()}["stubborn"] == 1
+    ((iid, attempt, pid, _, ended),) = ran(pooldb, "stubborn")
+    assert (iid, attempt, ended) == (stuck, 1, None)
+    assert not alive(pid)
+
+
+@pytest.mark.slow
 def test_sigterm_drains_then_kills_and_gives_back(pooldb: str) -> None:
     """Within --grace the short job finishes (acked); then the stubborn child, which ignores
     SIGTERM, is SIGKILLed and its message given back: not lost, not buried. Its lease was kept
@@ -204,6 +229,7 @@ def test_sigterm_drains_then_kills_and_gives_back(pooldb: str) -> None:
     assert "given back at shutdown" in err
 
 
+@pytest.mark.slow
 def test_the_one_function_form_takes_pool_and_timeout(pooldb: str) -> None:
     """``pgmbus worker module:function -q Q --pool process --timeout S``."""
     env = os.environ | {"PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}", "PGMBUS_DSN": pooldb}
@@ -235,6 +261,7 @@ def test_the_one_function_form_takes_pool_and_timeout(pooldb: str) -> None:
     assert not alive(pid)
 
 
+@pytest.mark.slow
 def test_a_child_does_not_outlive_a_killed_worker(pooldb: str) -> None:
     """SIGKILL leaves the worker no time to stop its children: they end by themselves."""
     env = os.environ | {"PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}", "PGMBUS_DSN": pooldb}

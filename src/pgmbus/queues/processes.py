@@ -150,7 +150,12 @@ class HandlerProcesses:
         child: _Child | None = None
         try:
             # a child is replaced before its slot is free: this waits only in a race
-            child = await self._take(fn)
+            try:
+                child = await self._take(fn)
+            except Exception as exc:  # no child could start: the attempt fails with why
+                if not future.done():
+                    future.set_exception(exc)
+                return
             self._busy.add(child)
             self._ahead()
             if future.done():  # cancelled while the child started
@@ -173,7 +178,6 @@ class HandlerProcesses:
                 return
             ok, error, trace = answered.result()
             if isinstance(error, HandlerProcessDied):
-                child.stop(0.0)  # already gone: reaped
                 await self._replace(child, fn)
             else:
                 self._release(child)
@@ -282,13 +286,17 @@ class HandlerProcesses:
             with contextlib.suppress(EOFError, OSError):
                 outcome: _Outcome = child.conn.recv()
                 return outcome
-        await asyncio.to_thread(child.process.join)
+        await asyncio.to_thread(child.stop, KILL_GRACE)  # gone, or going: reaped
         return False, HandlerProcessDied(_death(child.process.exitcode)), ""
 
 
 def _death(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
-        return f"the handler's process was killed by {signal.Signals(-exitcode).name}"
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:  # a signal Python has no name for
+            name = f"signal {-exitcode}"
+        return f"the handler's process was killed by {name}"
     return f"the handler's process exited with code {exitcode}"
 
 
