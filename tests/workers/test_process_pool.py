@@ -310,3 +310,37 @@ def test_a_handler_whose_module_fails_in_a_child_is_refused(
         "handler parent_only.handle cannot run in a child process: "
         "ImportError: this module refuses child processes"
     )
+
+
+def test_a_job_fails_when_no_child_can_start_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first child imports the module; later ones cannot: the second job's attempt fails
+    with the import's error (it neither waits forever nor takes the first job's child)."""
+    marker = tmp_path / "imported-once"
+    (tmp_path / "once_only.py").write_text(
+        "import multiprocessing, pathlib, time\n"
+        f"MARKER = pathlib.Path({str(marker)!r})\n"
+        "if multiprocessing.parent_process() is not None:\n"
+        "    if MARKER.exists():\n"
+        "        raise ImportError('imported once already')\n"
+        "    MARKER.touch()\n"
+        "def handle(seconds):\n"
+        "    time.sleep(seconds)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import once_only  # type: ignore[import-not-found]
+
+    async def main() -> None:
+        pool = HandlerProcesses(2, "once_only.handle")
+        try:
+            await pool.start(once_only.handle)
+            first, _ = pool.submit(once_only.handle, 1.0)
+            second, _ = pool.submit(once_only.handle, 0)
+            with pytest.raises(HandlerNotImportable, match="imported once already"):
+                await asyncio.wait_for(second, 30)
+            assert await asyncio.wait_for(first, 30) is None
+        finally:
+            pool.close()
+
+    asyncio.run(main())

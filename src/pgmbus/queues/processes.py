@@ -98,7 +98,7 @@ class HandlerProcesses:
         self._jobs: set[asyncio.Task[None]] = set()
         self._closed = False
         self._children = 0  # idle, busy or starting: never more than ``size``
-        self._freed = asyncio.Event()  # a child became idle
+        self._freed = asyncio.Event()  # a child became idle, or could not start
         self._fn: Callable[[Any], Any] | None = None
 
     async def start(self, fn: Callable[[Any], Any]) -> None:
@@ -224,6 +224,7 @@ class HandlerProcesses:
         return self._idle.pop()
 
     def _release(self, child: _Child) -> None:
+        """``child`` is idle: a job waiting for one takes it."""
         self._busy.discard(child)
         self._idle.append(child)
         self._freed.set()
@@ -254,8 +255,9 @@ class HandlerProcesses:
         except asyncio.CancelledError:  # the pool closed
             self._children -= 1
             raise
-        except Exception:  # the next job starts one, and its attempt fails with the error
+        except Exception:  # a job waiting for it tries itself; its attempt fails with why
             self._children -= 1
+            self._freed.set()
             logging.getLogger(f"pgmbus.handler.{self.name}").exception(
                 "cannot start a process for the handler"
             )
