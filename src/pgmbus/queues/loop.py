@@ -14,6 +14,7 @@ from typing import Any
 from pgmbus.handlers import HandlerTimeout, QueueHandler
 from pgmbus.queues._bus_async import AsyncBus, Wakeups
 from pgmbus.queues.model import Message
+from pgmbus.queues.processes import HandlerProcesses
 from pgmbus.queues.reports import HandlerStats, Meter, Reporter
 from pgmbus.queues.threads import HandlerThreads
 from pgmbus.reconnect import Backoff, is_transient
@@ -65,9 +66,7 @@ class QueueLoop:
     async def run(self, stop: asyncio.Event, abort: asyncio.Event, *, drain: bool = False) -> None:
         """Claim and handle until ``stop`` (or, with ``drain``, until the queue has none due)."""
         slots = asyncio.Semaphore(self.spec.concurrency)
-        threads = (
-            None if self.spec.is_async else HandlerThreads(self.spec.concurrency, self.spec.name)
-        )
+        threads = await self._runner()
         tasks: set[asyncio.Task[None]] = set()
         keeper = asyncio.create_task(self._keep_leased())
         acks = asyncio.create_task(self._acks())
@@ -91,6 +90,16 @@ class QueueLoop:
         if self._fatal is not None:
             raise self._fatal
 
+    async def _runner(self) -> HandlerThreads | HandlerProcesses | None:
+        """Where a plain ``def`` runs: threads, or child processes that a time limit kills."""
+        if self.spec.is_async:
+            return None
+        if self.spec.pool == "process":
+            processes = HandlerProcesses(self.spec.concurrency, self.spec.name)
+            await processes.start(self.spec.fn)  # not importable: the error names it, now
+            return processes
+        return HandlerThreads(self.spec.concurrency, self.spec.name)
+
     # --- claiming -----------------------------------------------------------------------------
 
     async def _claim_loop(
@@ -99,7 +108,7 @@ class QueueLoop:
         abort: asyncio.Event,
         drain: bool,
         slots: asyncio.Semaphore,
-        threads: HandlerThreads | None,
+        threads: HandlerThreads | HandlerProcesses | None,
         tasks: set[asyncio.Task[None]],
     ) -> None:
         backoff = Backoff()
@@ -237,7 +246,7 @@ class QueueLoop:
         message: Message,
         abort: asyncio.Event,
         slots: asyncio.Semaphore,
-        threads: HandlerThreads | None,
+        threads: HandlerThreads | HandlerProcesses | None,
         tasks: set[asyncio.Task[None]],
     ) -> None:
         self._in_hand[message.lease_token] = message
@@ -260,7 +269,7 @@ class QueueLoop:
         message: Message,
         abort: asyncio.Event,
         slots: asyncio.Semaphore,
-        threads: HandlerThreads | None,
+        threads: HandlerThreads | HandlerProcesses | None,
     ) -> None:
         try:
             async with slots:
@@ -276,7 +285,10 @@ class QueueLoop:
             self._unkept.discard(message.lease_token)
 
     async def _process(
-        self, message: Message, abort: asyncio.Event, threads: HandlerThreads | None
+        self,
+        message: Message,
+        abort: asyncio.Event,
+        threads: HandlerThreads | HandlerProcesses | None,
     ) -> None:
         self._reporter.meter.started()
         ended: list[bool] = []  # the outcome told to the meter: told before the reports
@@ -290,7 +302,7 @@ class QueueLoop:
         self,
         message: Message,
         abort: asyncio.Event,
-        threads: HandlerThreads | None,
+        threads: HandlerThreads | HandlerProcesses | None,
         ended: list[bool],
     ) -> None:
         returned: threading.Event | None = None
@@ -331,6 +343,9 @@ class QueueLoop:
         ended.append(True)
         self._reporter.meter.ended(time.perf_counter() - started, True)
         how = "cancelled" if threads is None else "its thread goes on, its result is ignored"
+        if isinstance(threads, HandlerProcesses):
+            how = "its process is killed"
+            self._reporter.meter.killed()
         self.log.error(
             "message %s timed out after %ss (%s)",
             message.iid,
