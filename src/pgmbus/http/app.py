@@ -28,6 +28,7 @@ from pgmbus.http.auth import principal
 from pgmbus.http.config import ServiceConfig
 from pgmbus.http.limits import BodyLimit
 from pgmbus.http.metrics import ListenerCollector, afetch_snapshot, registry_for
+from pgmbus.http.promseries import Prometheus
 from pgmbus.http.samples import Samples, keep_sampling
 from pgmbus.http.state import AppState, query
 from pgmbus.timers import store_async as store
@@ -85,6 +86,13 @@ def create_app(config: ServiceConfig) -> FastAPI:
     )
     app.state.pgmbus = state
     app.state.samples = samples
+    app.state.prometheus = (
+        None
+        if config.prometheus_url is None
+        else Prometheus(
+            config.prometheus_url, config.prometheus_timeout_s, config.prometheus_rate_window_s
+        )
+    )
     app.state.timers = state  # the name tests and tools used before the HTTP package
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
