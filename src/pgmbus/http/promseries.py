@@ -79,6 +79,15 @@ class Prometheus:
     timeout_s: float = 5.0
     rate_window_s: float = 120.0
     failing: bool = field(default=False, repr=False)
+    # one client for the service's life: making one costs more than the queries (its TLS
+    # context); made on first use, on the serving event loop
+    client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client (the service stopping)."""
+        if self.client is not None:
+            await self.client.aclose()
+            self.client = None
 
     def frame(self) -> dict[str, Any]:
         """The fields every Prometheus-drawn answer carries."""
@@ -124,11 +133,12 @@ class Prometheus:
             "end": _seconds(end_ms),
             "step": f"{STEP_S:g}",
         }
+        if self.client is None:
+            self.client = httpx.AsyncClient(timeout=self.timeout_s)
         try:
-            async with httpx.AsyncClient(timeout=self.timeout_s) as client:
-                answers = await asyncio.gather(
-                    *(self._range(client, promql, params) for promql in queries.values())
-                )
+            answers = await asyncio.gather(
+                *(self._range(self.client, promql, params) for promql in queries.values())
+            )
         except PrometheusUnavailable as exc:
             self._failed(str(exc))
             raise
