@@ -3,8 +3,12 @@ fall back to the service's own samples when Prometheus does not answer."""
 
 from __future__ import annotations
 
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import psycopg
 import pytest
@@ -154,3 +158,65 @@ def test_the_prometheus_url_is_read_from_the_environment(monkeypatch: pytest.Mon
     monkeypatch.setenv("PGMBUS_PROMETHEUS_URL", "not a url")
     with pytest.raises(ConfigurationError):
         ServiceConfig(dsn="")
+
+
+class Misbehaving(BaseHTTPRequestHandler):
+    """A server where Prometheus should be that answers what ``answer`` holds, or nothing."""
+
+    answer: ClassVar[list[tuple[int, bytes]]] = [(503, b"overloaded")]
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        status, body = self.answer[0]
+        if status == 0:  # hang past the service's timeout
+            time.sleep(2)
+            return
+        self.send_response(status)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_prometheus_that_errs_or_hangs_leaves_the_charts_on_the_samples(ops_dsn: str) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Misbehaving)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base, stop = start(
+        ops_dsn,
+        sample_every_s=0.2,
+        prometheus_url=f"http://127.0.0.1:{server.server_address[1]}",
+        prometheus_timeout_s=0.5,
+    )
+    svc = Service(ops_dsn, base)
+    matrix = {"status": "success", "data": {"resultType": "matrix"}}
+    cases = [
+        ((503, b"overloaded"), "Prometheus answered HTTP 503"),
+        ((200, b"<html>not json</html>"), "Prometheus answered HTTP 200"),
+        ((400, b'{"status":"error","errorType":"bad_data"}'), "Prometheus answered HTTP 400"),
+        ((200, b'{"status":"error","errorType":"execution"}'), "Prometheus answered execution"),
+        ((200, json.dumps(matrix).encode()), "Prometheus answered no range of series"),
+        (
+            (200, json.dumps({**matrix, "data": {**matrix["data"], "result": [{}]}}).encode()),
+            "Prometheus answered series of an unexpected shape",
+        ),
+        ((0, b""), "Prometheus did not answer (ReadTimeout)"),
+    ]
+    try:
+        svc.sql("SELECT mbus.create_queue('mail')")
+        svc.sql("SELECT mbus.post('mail', '{}') FROM generate_series(1, 3)")
+        svc.add_key("mailer", ["queues:read:mail"])
+        with svc.client("mailer") as http:
+            wait_until(lambda: bool(http.get("/v1/ops/series/queues/mail").json()["consumers"]))
+            for answer, reason in cases:
+                Misbehaving.answer[:] = [answer]
+                r = http.get("/v1/ops/series/queues/mail")
+                assert r.status_code == 200, reason
+                body = r.json()
+                assert (body["source"], body["prometheus_error"]) == ("samples", reason)
+                assert body["consumers"][0]["points"][-1]["depth"] == 3
+    finally:
+        stop()
+        server.shutdown()
+        server.server_close()
