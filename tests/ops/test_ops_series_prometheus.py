@@ -190,7 +190,7 @@ def test_a_prometheus_that_errs_or_hangs_leaves_the_charts_on_the_samples(ops_ds
         prometheus_timeout_s=0.5,
     )
     svc = Service(ops_dsn, base)
-    matrix = {"status": "success", "data": {"resultType": "matrix"}}
+    matrix: dict[str, Any] = {"status": "success", "data": {"resultType": "matrix"}}
     cases = [
         ((503, b"overloaded"), "Prometheus answered HTTP 503"),
         ((200, b"<html>not json</html>"), "Prometheus answered HTTP 200"),
