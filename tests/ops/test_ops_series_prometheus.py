@@ -20,6 +20,7 @@ from pgmbus.http.promseries import STEP_S, WINDOW_S
 from pgmbus.queues import Bus
 from tests.ops.conftest import Service, free_port, start, wait_until
 from tests.ops.prometheus import PrometheusServer, prometheus
+from tests.ops.serve_process import serve
 
 RATE_WINDOW_S = 30
 
@@ -220,3 +221,15 @@ def test_a_prometheus_that_errs_or_hangs_leaves_the_charts_on_the_samples(ops_ds
         stop()
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.slow  # a real pgmbus serve process: its start costs many seconds under load
+def test_serve_takes_the_prometheus_url_from_its_option(ops_dsn: str) -> None:
+    nobody = f"http://127.0.0.1:{free_port()}"
+    with serve(ops_dsn, "--prometheus-url", nobody) as base:
+        svc = Service(ops_dsn, base)
+        svc.add_key("mailer", ["queues:read:mail"])
+        with svc.client("mailer") as http:
+            body = http.get("/v1/ops/series/queues/mail").json()
+        assert body["source"] == "samples"
+        assert body["prometheus_error"] == "Prometheus did not answer (ConnectError)"
