@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import threading
 import time
 from collections.abc import Awaitable
 from typing import Any
@@ -15,7 +14,7 @@ from pgmbus.handlers import HandlerTimeout, QueueHandler
 from pgmbus.queues._bus_async import AsyncBus, Wakeups
 from pgmbus.queues.model import Message
 from pgmbus.queues.reports import HandlerStats, Meter, Reporter
-from pgmbus.queues.threads import HandlerThreads
+from pgmbus.queues.threads import Call, HandlerThreads
 from pgmbus.reconnect import Backoff, is_transient
 
 ACK_WINDOW = 0.002
@@ -293,7 +292,7 @@ class QueueLoop:
         threads: HandlerThreads | None,
         ended: list[bool],
     ) -> None:
-        returned: threading.Event | None = None
+        returned: Call | None = None
         started = time.perf_counter()
         if threads is None:
             call: asyncio.Future[Any] = asyncio.ensure_future(self.spec.fn(message))
