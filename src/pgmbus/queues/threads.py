@@ -89,7 +89,8 @@ class HandlerThreads:
             # an awake thread between calls takes the burst; else wake one
             if self._queued and self._awake - self._running < 1:
                 self._rouse(1)
-            if not self._queued or self._escalating:
+            # as many threads between calls as jobs queued: each has one, nothing to check
+            if len(self._queued) <= self._awake - self._running or self._escalating:
                 return
             self._escalating = True
         loop.call_later(HANDOFF_WAIT, self._escalate)
