@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import threading
 import time
 from collections.abc import Awaitable
 from typing import Any
@@ -16,7 +15,7 @@ from pgmbus.queues._bus_async import AsyncBus, Wakeups
 from pgmbus.queues.model import Message
 from pgmbus.queues.processes import HandlerProcesses
 from pgmbus.queues.reports import HandlerStats, Meter, Reporter
-from pgmbus.queues.threads import HandlerThreads
+from pgmbus.queues.threads import Call, HandlerThreads
 from pgmbus.reconnect import Backoff, is_transient
 
 ACK_WINDOW = 0.002
@@ -55,6 +54,9 @@ class QueueLoop:
         self._in_hand: dict[Any, Message] = {}  # by lease token: claimed, not yet finished
         self._unkept: set[Any] = set()  # tokens whose lease was lost: not extended any more
         self._waiting = 0  # claimed messages that wait for a slot
+        # the next claim goes out once no more than this many wait: its round trip overlaps
+        # the last claimed ones' runs instead of following them
+        self._refill = self.prefetch // 2
         self._changed = asyncio.Event()  # a message started or finished: the claimer looks
         self._ack_due = asyncio.Event()  # an ack is pending: the ack flusher looks
         self._fatal: BaseException | None = None
@@ -123,7 +125,7 @@ class QueueLoop:
                 room = self.spec.concurrency + self.prefetch - len(self._in_hand)
                 look = look or self._due_again
                 self._due_again = False
-                if room <= 0 or self._waiting > 0 or not look:
+                if room <= 0 or self._waiting > self._refill or not look:
                     # the slots are full, or the queue was seen empty while we listen
                     look = await self._pause(wakeups) or look
                     continue
@@ -260,7 +262,10 @@ class QueueLoop:
             tasks.discard(task)
             if not task.cancelled() and task.exception() is not None and self._fatal is None:
                 self._fatal = task.exception()  # a bug: the loop stops and raises it
-            self._changed.set()
+            # the claimer claims once the claimed ones have started: waking it before (a
+            # turn of its loop, for nothing) cost more than the job itself
+            if self._waiting <= self._refill or self._fatal is not None:
+                self._changed.set()
 
         return ended
 
@@ -274,7 +279,8 @@ class QueueLoop:
         try:
             async with slots:
                 self._waiting -= 1
-                self._changed.set()
+                if self._waiting == self._refill:  # the claimer waits for the claimed to start
+                    self._changed.set()
                 if abort.is_set():
                     self._given_back(message)
                     await self._reporter.finish(message, "give back")
@@ -305,7 +311,7 @@ class QueueLoop:
         threads: HandlerThreads | HandlerProcesses | None,
         ended: list[bool],
     ) -> None:
-        returned: threading.Event | None = None
+        returned: Call | None = None
         started = time.perf_counter()
         if threads is None:
             call: asyncio.Future[Any] = asyncio.ensure_future(self.spec.fn(message))
@@ -324,7 +330,8 @@ class QueueLoop:
                 if call.cancelled()
                 else call.exception()
             )
-            if error is None and inspect.isawaitable(result := call.result()):
+            result = None if error is not None else call.result()
+            if result is not None and inspect.isawaitable(result):
                 error = await _outcome(result)  # a plain function that returned a coroutine
             ended.append(True)
             self._reporter.meter.ended(time.perf_counter() - started, error is not None)
