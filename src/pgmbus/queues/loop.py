@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import threading
 import time
 from collections.abc import Awaitable
 from typing import Any
@@ -311,7 +312,7 @@ class QueueLoop:
         threads: HandlerThreads | HandlerProcesses | None,
         ended: list[bool],
     ) -> None:
-        returned: Call | None = None
+        returned: Call | threading.Event | None = None
         started = time.perf_counter()
         if threads is None:
             call: asyncio.Future[Any] = asyncio.ensure_future(self.spec.fn(message))
