@@ -37,6 +37,7 @@ def svc(pg_server: TestServer) -> Iterator[Service]:
         streams.publish_batch(conn, "orders.created", [{"n": i} for i in range(8)])
         with conn.transaction():
             batch = streams.read_next(conn, "billing", limit=3)
+            assert batch.cursor is not None
             streams.commit(conn, "billing", batch.cursor)
     base, stop = start(dsn)
     service = Service(dsn, base)

@@ -289,6 +289,7 @@ def test_stream_group_around_its_cursor(svc: Service) -> None:
         streams.publish(conn, "t.other", {"x": 1})
         with conn.transaction():
             batch = streams.read_next(conn, "around_g", limit=5)
+            assert batch.cursor is not None
             streams.commit(conn, "around_g", batch.cursor)
     with svc.client() as c:
         r = c.get("/v1/streams/t.around/groups/around_g/around", params={"n": 3})
