@@ -298,3 +298,36 @@ def test_stream_group_around_its_cursor(svc: Service) -> None:
     assert [e["id"] for e in body["before"]] == ids[4:1:-1]  # newest first
     assert [e["id"] for e in body["after"]] == ids[5:8]
     assert body["cursor"]
+
+
+def test_a_narrow_filter_reads_a_bounded_stretch_per_page(svc: Service) -> None:
+    """A page reads at most 10,000 rows: a filter that matches only the 10,005th message gives
+    an empty page that continues, then the message."""
+    q = f"narrow{next(_made)}"
+    with Bus(svc.dsn) as bus:
+        bus.create_queue(q)
+        for _ in range(10):
+            bus.post_batch(q, [{"i": i} for i in range(1000)])
+        last = bus.post_batch(q, [{"i": i} for i in range(5)], headers=[{}] * 4 + [{"k": "v"}])
+    first = _page(svc, q, header="k=v")
+    assert first["items"] == [] and first["next_after"]
+    second = _page(svc, q, header="k=v", after=first["next_after"])
+    assert _iids(second) == [last[-1]] and second["next_after"] is None
+    assert _iids(_page(svc, q, iid=last[-1])) == [last[-1]]  # the iid search is not bounded
+
+
+def test_the_scan_bound_goes_on_among_dead_messages_too(svc: Service) -> None:
+    q = f"narrowd{next(_made)}"
+    with Bus(svc.dsn) as bus:
+        bus.create_queue(q)
+        bus.post_batch(q, [{"i": i} for i in range(6)])
+        for m in bus.lease(q, limit=6, lease=60):
+            bus.bury(m, "r")
+    call = (
+        "SELECT kind, dmq_id, data FROM mbus.http_messages(%s, 'dead', NULL, NULL, NULL, NULL,"
+        " '{i}', '5', NULL, NULL, NULL, NULL, NULL, %s, 2, 4)"
+    )
+    first = svc.sql(call, (q, None))
+    assert [k for k, _, _ in first] == ["more"]
+    second = svc.sql(call, (q, first[0][1]))
+    assert [(k, d) for k, _, d in second] == [("dead", {"i": 5})]

@@ -60,7 +60,7 @@ def parse_cursor(after: str | None) -> tuple[int | None, int | None, int | None]
 
 def cursor_of(row: dict[str, Any]) -> str:
     """The cursor that continues a page after ``row``."""
-    if row["kind"] == "dead":
+    if row["dmq_id"] is not None:
         return f"D{row['dmq_id']}"
     return f"L{row['id']}.{row['c']}"
 
@@ -88,7 +88,8 @@ class MessageRow(BaseModel):
 
 
 class MessagesPage(BaseModel):
-    """A page of messages; ``next_after`` continues it (null at the end)."""
+    """A page of messages; ``next_after`` continues it (null at the end). A page reads at most
+    10,000 rows, so a narrow filter can give a short page that still continues."""
 
     items: list[MessageRow]
     next_after: str | None

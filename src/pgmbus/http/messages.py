@@ -55,7 +55,9 @@ async def list_messages(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> Any:
     """The queue's deliveries (one per consumer: ready, delayed, leased) in message order, then
-    its dead messages, a page at a time; nothing is locked or leased."""
+    its dead messages, a page at a time; nothing is locked or leased. A page reads at most
+    10,000 rows: when the filters leave fewer than ``limit`` among them, ``next_after`` goes on
+    after the last row read (a page can then be short, even empty, and still continue)."""
     require(who, "queues", "read", queue)
     after_id, after_c, after_dead = parse_cursor(after)
     found = Filters.parse(header, field)
@@ -77,7 +79,10 @@ async def list_messages(
         "limit": limit,
     }
     rows = await state_of(request).rows(query("messages_page"), params)
-    return {"items": rows, "next_after": cursor_of(rows[-1]) if len(rows) == limit else None}
+    # a full page, or a page that read all it may ('more': where to go on), continues
+    items = [r for r in rows if r["kind"] != "more"]
+    more = len(items) == limit or (bool(rows) and rows[-1]["kind"] == "more")
+    return {"items": items, "next_after": cursor_of(rows[-1]) if more else None}
 
 
 @router.get("/queues/{queue}/messages/{iid}", response_model=MessageDetail)
