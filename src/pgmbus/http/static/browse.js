@@ -68,7 +68,10 @@ async function loadMessages() {
   $("#msg-prev").disabled = browse.cursors.length < 2;
   $("#msg-first").disabled = browse.cursors.length < 2;
   $("#msg-next").disabled = !browse.next;
-  $("#msg-page").textContent = `page ${browse.cursors.length}`;
+  // a page reads at most 10,000 rows: fewer matches than a page, and more to read
+  const short = page.items.length < PAGE_SIZE && page.next_after;
+  $("#msg-page").textContent = `page ${browse.cursors.length}` +
+    (short ? " (the filters matched less than a page in the rows read: Next reads on)" : "");
   if (browse.open) await openMessage(browse.open, true);
 }
 
