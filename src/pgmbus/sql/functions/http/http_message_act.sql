@@ -36,10 +36,6 @@ DECLARE
     v_dead   bigint[];
     v_n      integer := 0;
     v_one    bigint;
-    -- the message's deliveries (of the consumer $3 when given): $1 its id when the iid has this
-    -- queue's own form (stored as NULL), else $2 the iid column
-    v_cond   text := '(($1::bigint IS NOT NULL AND q.id = $1 AND q.iid IS NULL) '
-                     'OR ($1::bigint IS NULL AND q.iid = $2)) AND ($3::integer IS NULL OR q.c = $3)';
 BEGIN
     PERFORM mbus.require_queue(p_queue);
     IF p_action IS NULL OR p_action NOT IN ('delete', 'bury', 'release', 'replay') THEN
@@ -52,9 +48,15 @@ BEGIN
         WHERE x.qname = p_queue AND x.cname = p_consumer;
     END IF;
     v_tbl := mbus.generated_name('relation', 'table', p_queue);
-    EXECUTE format('SELECT count(*), count(*) FILTER (WHERE s.lease_token IS NOT NULL) '
-                   'FROM (SELECT q.lease_token FROM mbus.%I AS q WHERE ' || v_cond
-                   || ' FOR UPDATE OF q) AS s', v_tbl)
+    -- each statement below finds the message's deliveries (of the consumer $3 when given) by
+    -- $1, its id, when the iid has this queue's own form (stored as NULL), else by $2, the iid
+    EXECUTE format($q$
+        SELECT count(*), count(*) FILTER (WHERE s.lease_token IS NOT NULL)
+        FROM (SELECT q.lease_token FROM mbus.%I AS q
+              WHERE ((($1::bigint IS NOT NULL AND q.id = $1 AND q.iid IS NULL)
+                      OR ($1::bigint IS NULL AND q.iid = $2))
+                     AND ($3::integer IS NULL OR q.c = $3))
+              FOR UPDATE OF q) AS s$q$, v_tbl)
     INTO v_live, v_leased USING v_id, p_iid, v_cid;
     SELECT coalesce(array_agg(d.dmq_id ORDER BY d.dmq_id), '{}') INTO v_dead
     FROM (SELECT x.dmq_id FROM mbus.dmq AS x
@@ -71,7 +73,11 @@ BEGIN
     END IF;
     CASE p_action
     WHEN 'delete' THEN
-        EXECUTE format('DELETE FROM mbus.%I AS q WHERE ' || v_cond, v_tbl)
+        EXECUTE format($q$
+            DELETE FROM mbus.%I AS q
+            WHERE (($1::bigint IS NOT NULL AND q.id = $1 AND q.iid IS NULL)
+                   OR ($1::bigint IS NULL AND q.iid = $2))
+              AND ($3::integer IS NULL OR q.c = $3)$q$, v_tbl)
         USING v_id, p_iid, v_cid;
         GET DIAGNOSTICS v_n = ROW_COUNT;
         DELETE FROM mbus.dmq AS x WHERE x.dmq_id = ANY (v_dead);
@@ -82,7 +88,10 @@ BEGIN
                 MESSAGE = format('message %s is dead already', p_iid);
         END IF;
         EXECUTE format($q$
-            WITH d AS (DELETE FROM mbus.%I AS q WHERE $q$ || v_cond || $q$
+            WITH d AS (DELETE FROM mbus.%I AS q
+                       WHERE (($1::bigint IS NOT NULL AND q.id = $1 AND q.iid IS NULL)
+                              OR ($1::bigint IS NULL AND q.iid = $2))
+                         AND ($3::integer IS NULL OR q.c = $3)
                        RETURNING q.*)
             INSERT INTO mbus.dmq (qname, cname, id, iid, added, delayed_until, expires, headers,
                                   properties, data, consume_after, attempts, reason, priority)
@@ -97,8 +106,12 @@ BEGIN
             RAISE EXCEPTION USING ERRCODE = 'MB008',
                 MESSAGE = format('message %s is not leased', p_iid);
         END IF;
-        EXECUTE format('UPDATE mbus.%I AS q SET lease_token = NULL, vt = clock_timestamp() '
-                       'WHERE q.lease_token IS NOT NULL AND ' || v_cond, v_tbl)
+        EXECUTE format($q$
+            UPDATE mbus.%I AS q SET lease_token = NULL, vt = clock_timestamp()
+            WHERE q.lease_token IS NOT NULL
+              AND (($1::bigint IS NOT NULL AND q.id = $1 AND q.iid IS NULL)
+                   OR ($1::bigint IS NULL AND q.iid = $2))
+              AND ($3::integer IS NULL OR q.c = $3)$q$, v_tbl)
         USING v_id, p_iid, v_cid;
         GET DIAGNOSTICS v_n = ROW_COUNT;
         PERFORM pg_notify('mbus_q_' || p_queue, p_queue);

@@ -54,6 +54,7 @@ DECLARE
     v_db   text := current_database();
     v_n    integer := 0;
     v_read integer := 0;
+    v_hit  boolean;
     r      record;
 BEGIN
     PERFORM mbus.require_queue(p_queue);
@@ -75,7 +76,8 @@ BEGIN
     IF p_state <> 'dead' AND p_after_dead IS NULL THEN
         -- the rows in page order, each with whether the filters hold (hit); the iid search is
         -- in the WHERE clause, where its index finds the message
-        FOR r IN EXECUTE format($q$
+        FOR id, c, iid, consumer, state, priority, added, vt, expires, attempts, headers, data,
+            v_hit IN EXECUTE format($q$
             SELECT q.id, q.c, coalesce(q.iid, format('%%s.%%s@%%s', $14::text, q.id, $15::text))
                        AS iid, x.cname,
                    CASE WHEN q.lease_token IS NOT NULL THEN 'leased'
@@ -105,11 +107,8 @@ BEGIN
               CASE WHEN p_iid IS NULL THEN p_scan END
         LOOP
             v_read := v_read + 1;
-            IF r.hit THEN
-                kind := 'live'; id := r.id; c := r.c; dmq_id := NULL; iid := r.iid;
-                consumer := r.cname; state := r.state; priority := r.priority;
-                added := r.added; vt := r.vt; expires := r.expires; attempts := r.attempts;
-                reason := NULL; died_at := NULL; headers := r.headers; data := r.data;
+            IF v_hit THEN
+                kind := 'live'; dmq_id := NULL; reason := NULL; died_at := NULL;
                 RETURN NEXT;
                 v_n := v_n + 1;
                 IF v_n = p_limit THEN
@@ -117,11 +116,10 @@ BEGIN
                 END IF;
             END IF;
             IF v_read = p_scan AND p_iid IS NULL THEN
-                -- the page read all it may: the next one goes on after this row
-                kind := 'more'; id := r.id; c := r.c; dmq_id := NULL; iid := r.iid;
-                consumer := NULL; state := NULL; priority := NULL; added := NULL; vt := NULL;
-                expires := NULL; attempts := NULL; reason := NULL; died_at := NULL;
-                headers := NULL; data := NULL;
+                -- the page read all it may: the next one goes on after this row (id, c)
+                kind := 'more'; dmq_id := NULL; consumer := NULL; state := NULL;
+                priority := NULL; added := NULL; vt := NULL; expires := NULL; attempts := NULL;
+                reason := NULL; died_at := NULL; headers := NULL; data := NULL;
                 RETURN NEXT;
                 RETURN;
             END IF;
