@@ -331,3 +331,15 @@ def test_the_scan_bound_goes_on_among_dead_messages_too(svc: Service) -> None:
     assert [k for k, _, _ in first] == ["more"]
     second = svc.sql(call, (q, first[0][1]))
     assert [(k, d) for k, _, d in second] == [("dead", {"i": 5})]
+
+
+def test_around_a_slot_the_group_does_not_have_is_404(svc: Service) -> None:
+    with psycopg.connect(svc.dsn, autocommit=True) as conn:
+        streams.create_group(conn, "around_s", start="now", slots=2)
+    with svc.client() as c:
+        url = "/v1/streams/t.any/groups/around_s/around"
+        assert c.get(url, params={"slot": 2}).status_code == 404
+        assert c.get(url, params={"slot": 1}).status_code == 200
+        r = c.get(url)  # slot 0
+        assert r.status_code == 200 and r.json()["cursor"].startswith("0@")
+        assert c.get("/v1/streams/t.any/groups/nosuch/around").status_code == 404

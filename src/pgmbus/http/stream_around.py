@@ -45,7 +45,7 @@ async def around(
     topic: Topic,
     group: Group,
     who: Caller,
-    slot: Annotated[int | None, Query(ge=0, le=255)] = None,
+    slot: Annotated[int | None, Query(ge=0, le=255, description="default 0")] = None,
     n: Annotated[int, Query(ge=1, le=100, description="events on each side")] = 10,
 ) -> Any:
     """Up to ``n`` events of ``topic`` the group consumed last (newest first) and up to ``n`` it
@@ -53,8 +53,8 @@ async def around(
     require(who, "streams", "read", topic)
     require(who, "streams", "read", group)
     state = state_of(request)
-    params = {"group": group, "topic": topic, "slot": slot, "n": n}
-    rows = await state.rows(query("group_around"), params)
+    params = {"group": group, "topic": topic, "slot": slot or 0, "n": n}
+    rows = await state.rows(query("group_around"), params)  # 404 first for a missing slot
     cursor = await state.value(query("group_position"), params)
     return {
         "topic": topic,

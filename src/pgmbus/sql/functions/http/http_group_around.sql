@@ -8,12 +8,12 @@
 --           position's after_txid), the unconsumed side forwards from lo's xmin.
 -- Params:   p_group  the group
 --           p_topic  the topic (one of the group's topics when it has a list; MB002 otherwise)
---           p_slot   the slot (NULL = the only slot of an unslotted group)
+--           p_slot   the slot (NULL = slot 0; MB002 for a slot the group does not have)
 --           p_n      how many events on each side (1..100)
 -- Returns:  table (side, id, topic, key, payload, headers, published_at): side 'before' (newest
 --           first) then 'after' (oldest first); MB002/MB008 for an unknown or expired group
 -- Locks:    none (reads only)
--- Calls:    mbus._consumed, mbus._group, mbus._slot_of, mbus.key_slot
+-- Calls:    mbus._consumed, mbus._group, mbus.key_slot
 -- Tables:   mbus.events, mbus.stream_cursors, mbus.stream_groups
 CREATE OR REPLACE FUNCTION mbus.http_group_around(p_group text, p_topic text, p_slot integer,
                                                   p_n integer)
@@ -25,12 +25,16 @@ AS $$
 #variable_conflict use_column
 DECLARE
     g      mbus.stream_groups := mbus._group(p_group);
-    v_slot integer := mbus._slot_of(g, p_slot);
+    v_slot integer := coalesce(p_slot, 0);
     c      mbus.stream_cursors;
     v_pos  mbus.stream_position;
 BEGIN
     IF p_n IS NULL OR p_n NOT BETWEEN 1 AND 100 THEN
         RAISE EXCEPTION USING ERRCODE = 'MB006', MESSAGE = 'n must be between 1 and 100';
+    END IF;
+    IF v_slot < 0 OR v_slot >= g.slots THEN  -- a slot the group does not have is not found
+        RAISE EXCEPTION USING ERRCODE = 'MB002',
+            MESSAGE = format('group %s has no slot %s (it has %s)', p_group, v_slot, g.slots);
     END IF;
     IF g.topics IS NOT NULL AND NOT p_topic = ANY (g.topics) THEN
         RAISE EXCEPTION USING ERRCODE = 'MB002',
