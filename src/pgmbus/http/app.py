@@ -17,10 +17,12 @@ from pgmbus.http import (
     dashboard,
     docs,
     errors,
+    messages,
     ops,
     queue_ops,
     queues,
     series,
+    stream_around,
     streams,
     timers,
 )
@@ -147,7 +149,9 @@ def create_app(config: ServiceConfig) -> FastAPI:
     app.include_router(timers.router)
     app.include_router(queues.router)
     app.include_router(queue_ops.router)
+    app.include_router(messages.router)
     app.include_router(streams.router)
+    app.include_router(stream_around.router)
     app.include_router(ops.router)
     app.include_router(series.router)
     errors.document(app)

@@ -400,6 +400,7 @@ function forget() {
   $("#dmq-detail-body").textContent = "";
   state.dmqOpen = null;
   state.cbOpen = null;
+  if (typeof forgetBrowse === "function") forgetBrowse();  // browse.js's pages
   delete document.body.dataset.loaded;
 }
 
