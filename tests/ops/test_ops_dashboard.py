@@ -268,6 +268,8 @@ def test_a_queues_charts_draw_what_the_database_held(ops_dsn: str, page: Page) -
         assert total == pytest.approx(3, abs=0.05)
         polyline = page.get_attribute("#queues-charts figure[data-field=depth] polyline", "points")
         assert polyline is not None and len(polyline.split()) == len(depth)
+        if shots := os.environ.get("PGMBUS_SCREENSHOTS"):  # `make screenshots`
+            page.screenshot(path=str(Path(shots) / "dashboard-charts.png"), full_page=True)
     finally:
         stop()
 
