@@ -13,7 +13,10 @@
 --           caller's transaction ends (a second reader waits, or gets nothing when the group's
 --           on_busy is 'skip'), so reading, writing results and committing in one transaction
 --           processes each event once. An empty batch moves the group on by itself (there is
---           nothing to acknowledge). Runs with enable_seqscan and enable_bitmapscan off: the
+--           nothing to acknowledge), on a primary only: on a hot standby read_next only reads.
+--           There, read_subscriptions passes the position it skipped to (batches without a
+--           match, which it cannot commit on a standby) in the transaction-local setting
+--           mbus.standby_read_from; read_next reads from it instead of the group's. Runs with enable_seqscan and enable_bitmapscan off: the
 --           batch must be an ordered range scan of the (txid, id) index, see the SET below.
 --           Two index range scans of the batch: the first reads (txid, id) of rows
 --           max_events and max_events + 1 (whether the cursor stops inside the batch, and
@@ -30,9 +33,9 @@
 -- Locks:    pg_advisory_xact_lock(mbus._reader_lock_key(group, slot)), or
 --           pg_try_advisory_xact_lock when on_busy is 'skip', held to the end of the caller's
 --           transaction (the lock is not a row lock, so reading stays a read-only transaction);
---           after an empty batch, the slot's row of mbus.stream_cursors (UPDATE)
+--           after an empty batch on a primary, the slot's row of mbus.stream_cursors (UPDATE)
 -- Calls:    mbus._batch, mbus._check_log, mbus._format_position, mbus._group,
---           mbus._reader_lock_key, mbus._slot_of, mbus._snapshot_cut, mbus._snapshot_now
+--           mbus._parse_position, mbus._reader_lock_key, mbus._slot_of, mbus._snapshot_cut, mbus._snapshot_now
 -- Tables:   mbus.stream_cursors, mbus.stream_groups
 CREATE OR REPLACE FUNCTION mbus.read_next("group" text, max_events integer DEFAULT 1000,
                                slot integer DEFAULT NULL)
@@ -73,6 +76,9 @@ DECLARE
     v_edge_id   bigint;
     v_cursor text;
     v_limit  integer;
+    v_standby boolean := pg_is_in_recovery();
+    v_skipped text;
+    v_pos    mbus.stream_position;
 BEGIN
     IF current_setting('mbus.streams_log_ok', true) IS DISTINCT FROM 'yes' THEN
         PERFORM mbus._check_log();  -- once per session (see mbus._check_log)
@@ -96,6 +102,17 @@ BEGIN
     END IF;
     SELECT * INTO c FROM mbus.stream_cursors AS sc
     WHERE sc.group_name = g.name AND sc.slot = v_slot;
+    IF v_standby THEN
+        -- honoured on a standby only, where nothing can be committed from what is read
+        v_skipped := current_setting('mbus.standby_read_from', true);
+        IF v_skipped <> '' THEN
+            v_pos := (mbus._parse_position(v_skipped)).pos;
+            c.lo := v_pos.lo;
+            c.hi := v_pos.hi;
+            c.after_txid := v_pos.after_txid;
+            c.after_id := v_pos.after_id;
+        END IF;
+    END IF;
     v_hi := c.hi;
     IF v_hi IS NULL THEN
         v_hi := mbus._snapshot_now();
@@ -136,9 +153,11 @@ BEGIN
     WHERE NOT v_more OR (b.txid, b.id) <= (v_edge_txid, v_edge_id)
     ORDER BY b.txid, b.id;
     GET DIAGNOSTICS v_n = ROW_COUNT;
-    IF v_n = 0 AND NOT v_more AND (c.hi IS NOT NULL OR c.lo::text <> v_hi::text) THEN
+    IF v_n = 0 AND NOT v_more AND (c.hi IS NOT NULL OR c.lo::text <> v_hi::text)
+       AND NOT v_standby THEN
         -- an empty batch: nothing to acknowledge, the group moves on by itself (not when the
-        -- first scan saw more rows than the second returned: rows past the edge remain)
+        -- first scan saw more rows than the second returned: rows past the edge remain; not
+        -- on a hot standby, which takes no writes: the next read there finds the same nothing)
         UPDATE mbus.stream_cursors AS sc
         SET lo = v_hi, hi = NULL, after_txid = NULL, after_id = NULL,
             lo_taken_at = now(), committed_at = now()

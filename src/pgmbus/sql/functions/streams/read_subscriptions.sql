@@ -6,7 +6,10 @@
 --           (publish's subscription_id) carries that one id, whatever the conditions. Commit
 --           with commit(group, cursor) as usual. Batches in which nothing matched are committed
 --           here (in the caller's transaction) and reading goes on, so an empty result means the
---           group has caught up (or, with on_busy 'skip', that another reader holds it). A
+--           group has caught up (or, with on_busy 'skip', that another reader holds it). On a
+--           hot standby, which takes no writes, those batches are skipped without committing
+--           them: read_next is told where to go on through the transaction-local setting
+--           mbus.standby_read_from, and the failed conditions are not counted. A
 --           condition that fails at read time on some events (a cast of a payload field, a
 --           division) is skipped for those events only, for its own subscriptions only
 --           (mbus._match: a WARNING names them), and counted in the counter
@@ -40,6 +43,7 @@ DECLARE
     v_found  boolean;
     v_dir_ids  bigint[];
     v_dir_subs bigint[];
+    v_standby  boolean := pg_is_in_recovery();
 BEGIN
     LOOP
         SELECT array_agg(ROW(NULL, r.id, r.topic, r.key, r.payload, r.headers,
@@ -47,6 +51,9 @@ BEGIN
                min(r.cursor)
         INTO v_all, v_cursor
         FROM mbus.read_next("group", max_events, slot) WITH ORDINALITY AS r;
+        IF v_standby THEN
+            PERFORM set_config('mbus.standby_read_from', '', true);
+        END IF;
         IF v_cursor IS NULL THEN
             RETURN;
         END IF;
@@ -78,13 +85,17 @@ BEGIN
         ORDER BY b.ordinality;
         v_found := FOUND;
         v_failed := current_setting('mbus.match_failed')::bigint;
-        IF v_failed > 0 THEN
+        IF v_failed > 0 AND NOT v_standby THEN
             PERFORM mbus._count('subscription_errors', v_failed);
         END IF;
         IF v_found THEN
             RETURN;
         END IF;
-        PERFORM mbus.commit("group", v_cursor);
+        IF v_standby THEN
+            PERFORM set_config('mbus.standby_read_from', v_cursor, true);
+        ELSE
+            PERFORM mbus.commit("group", v_cursor);
+        END IF;
     END LOOP;
 END;
 $$;
