@@ -24,7 +24,7 @@ class Processes(Workload):
     """``count`` processes running :meth:`argv`, each restarted when it exits (after a
     ``kill -9``); stopped with SIGTERM (after a SIGCONT) at the end."""
 
-    program = ("-m", "pgmbus")  # what the interpreter runs, before argv()
+    program: tuple[str, ...] = ("-m", "pgmbus")  # what the interpreter runs, before argv()
 
     def __init__(self, workload: str, dsn: str, *, count: int = 2) -> None:
         super().__init__(f"{workload}-processes")

@@ -141,7 +141,7 @@ class CeleryWorker(Processes):
 class DjangoWorker(Processes):
     """``manage.py pgmbus_worker orders.handlers:record`` of the test project."""
 
-    program = (str(PROJECT / "manage.py"),)
+    program: tuple[str, ...] = (str(PROJECT / "manage.py"),)
 
     def __init__(self, workload: str, dsn: str, queue: str) -> None:
         super().__init__(workload, dsn, count=1)

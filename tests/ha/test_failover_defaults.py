@@ -54,11 +54,8 @@ def defaults_cluster() -> Iterator[HAChaosCluster]:
         SUMMARY.write_text("\n".join([head, "|---|---|---|---|---|---|", *ROWS]) + "\n")
 
 
-def _worst(gaps: object) -> float:
-    if isinstance(gaps, dict):
-        values = [float(v) for v in gaps.values() if v is not None]
-        return max(values, default=0.0)
-    return float(gaps or 0.0)
+def _worst(gaps: dict[str, float]) -> float:
+    return max(gaps.values(), default=0.0)
 
 
 @pytest.mark.timeout(900)

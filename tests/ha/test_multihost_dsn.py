@@ -47,7 +47,7 @@ def test_the_celery_url_carries_every_host_both_ways() -> None:
 def test_kombu_hands_a_multi_host_url_to_the_transport_whole(url: str) -> None:
     """Kombu leaves the URL of a transport that parses its own (can_parse_url) as it is, so
     libpq gets every host, either form."""
-    from kombu import Connection
+    from kombu.connection import Connection
 
     dsn = dsn_from_url(Connection(url).hostname)
     assert dsn is not None
