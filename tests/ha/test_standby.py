@@ -106,3 +106,20 @@ def test_a_write_on_a_standby_names_the_primary_requirement(standby_dsn: str) ->
     assert is_transient(info.value), "a loop retries it: a new connection may reach the primary"
     with psycopg.connect(standby_dsn) as conn, pytest.raises(PrimaryRequired):
         streams.commit(conn, "g", streams.read_next(conn, "g").cursor or "")
+
+
+def test_the_standby_position_is_ignored_on_a_primary(ha_cluster: HAChaosCluster) -> None:
+    """mbus.standby_read_from, read_subscriptions' hand-over on a standby, moves nobody's read
+    on a primary: a session that sets it still reads from its group's position."""
+    dsn = ha_cluster.new_database()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        streams.create_group(conn, "g", start="beginning")
+        streams.publish(conn, "t", {"n": 1})
+        streams.publish(conn, "t", {"n": 2})
+    with psycopg.connect(dsn) as conn:
+        past = streams.read_next(conn, "g", limit=10).cursor
+        assert past is not None
+        conn.rollback()
+        conn.execute("SELECT set_config('mbus.standby_read_from', %s, false)", (past,))
+        batch = streams.read_next(conn, "g", limit=10)
+        assert [e.payload for e in batch.events] == [{"n": 1}, {"n": 2}]
