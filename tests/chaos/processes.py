@@ -24,6 +24,8 @@ class Processes(Workload):
     """``count`` processes running :meth:`argv`, each restarted when it exits (after a
     ``kill -9``); stopped with SIGTERM (after a SIGCONT) at the end."""
 
+    program: tuple[str, ...] = ("-m", "pgmbus")  # what the interpreter runs, before argv()
+
     def __init__(self, workload: str, dsn: str, *, count: int = 2) -> None:
         super().__init__(f"{workload}-processes")
         self.workload, self.dsn, self.count = workload, dsn, count
@@ -42,13 +44,18 @@ class Processes(Workload):
     def argv(self, index: int) -> list[str]:
         raise NotImplementedError
 
+    def environment(self) -> dict[str, str]:
+        """Variables the processes need besides the results database's."""
+        return {}
+
     def _spawn(self, index: int) -> subprocess.Popen[bytes]:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
         env["CHAOS_RESULTS_DSN"] = self.dsn
         env["CHAOS_WORKLOAD"] = self.workload
+        env.update(self.environment())
         self.started += 1
-        argv = [sys.executable, "-m", "pgmbus", *self.argv(index)]
+        argv = [sys.executable, *self.program, *self.argv(index)]
         path = self.logs / f"{self.name}-{os.getpid()}-{id(self)}-{self.started}.log"
         self.log_files.append(path)
         with path.open("ab") as out:

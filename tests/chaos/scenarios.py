@@ -542,7 +542,8 @@ def run_scenario(
         base = f"http://127.0.0.1:{port}"
         server = ServeProcess("serve", via, port)
         server.start()
-        if not wait_until(lambda: _healthy(base), 30):
+        # a start takes over 30 s on 2 cores at load 30 (seen with the HA scenarios)
+        if not wait_until(lambda: _healthy(base), 90):
             server.stop()
             raise RuntimeError("pgmbus serve did not start")
         workloads += [

@@ -3,7 +3,8 @@
 ``HAChaosCluster`` stands where the chaos suite's single server stands: its databases live on
 the primary and replicate to the standby, clients get the multi-host DSN (no proxy), and the
 ``failover`` faults ``kill -9`` the primary's postmaster and keeper, wait for the standby's
-promotion, then bring the old primary back as the new standby. Each failover is timed.
+promotion, then bring the old primary back as the new standby; the ``postmaster-kill`` fault
+kills the primary's postmaster only, its keeper living on. Each failover is timed.
 """
 
 from __future__ import annotations
@@ -31,19 +32,22 @@ class Failover:
     """One failover: which node died, which took over, when, and how long each step took."""
 
     killed: str
-    promoted: str
+    promoted: str  # the killed node itself when its keeper restarted it as the primary
     at: datetime  # the kill, on this machine's clock (the servers' clock too)
     to_primary_s: float  # kill -> the new primary accepts writes
     rejoined_s: float | None = None  # the old primary back as a streaming standby
+    fault: str = "node"  # "node": postmaster and keeper; "postmaster": the server only
 
 
 class HAChaosCluster(ChaosCluster):
     """A monitor and two nodes (synchronous or asynchronous standby) for the chaos scenarios."""
 
-    def __init__(self, *, synchronous: bool = True, ephemeral: bool = False) -> None:
+    def __init__(
+        self, *, synchronous: bool = True, ephemeral: bool = False, fast: bool = True
+    ) -> None:
         super().__init__()
         self.ha = HACluster(
-            self.folder / "ha", synchronous=synchronous, fast=True, ephemeral=ephemeral
+            self.folder / "ha", synchronous=synchronous, fast=fast, ephemeral=ephemeral
         )
         self.failovers: list[Failover] = []
         self.mode = "sync" if synchronous else "async"
@@ -107,6 +111,65 @@ class HAChaosCluster(ChaosCluster):
             done.rejoined_s = round(time.monotonic() - started, 2)
         return done
 
+    def kill_primary_postmaster(self) -> Failover:
+        """Kill the primary's postmaster (-9) and not its keeper; wait until a node takes
+        writes (the same one restarted, or the standby promoted), then for a streaming standby."""
+        old = self.ha.wait_for_primary()
+        at = datetime.now(UTC)
+        started = time.monotonic()
+        self.ha.kill_postmaster(old)
+        self.kills += 1
+        # the dead server's socket refuses at once; wait for that before looking for a primary
+        while self.ha.primary() == old and time.monotonic() - started < 10:
+            time.sleep(0.05)
+        new = self.ha.wait_for_primary(timeout=180)
+        done = Failover(old, new, at, round(time.monotonic() - started, 2), fault="postmaster")
+        self.failovers.append(done)
+        started = time.monotonic()
+        self.ha.wait_for_standby(timeout=300)
+        done.rejoined_s = round(time.monotonic() - started, 2)
+        return done
+
+
+WORKING = """
+SELECT (SELECT count(*) FROM chaos_results)
+     + (SELECT count(*) FROM mbus.timer_callbacks WHERE status <> 'pending')
+"""
+
+
+def _working(dsn: str) -> bool:
+    """Whether the scenario's consumers have delivered something (a result, a timer call)."""
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(WORKING).fetchone()
+    return bool(row and row[0])
+
+
+def _once_working(
+    name: str, kill: Callable[[HAChaosCluster], Failover]
+) -> Callable[[ChaosCluster, str, list[Workload]], list[Periodic]]:
+    """One fault, once the clients deliver: processes start slowly on a loaded machine, and a
+    gap measured from their first delivery after the fault would not span the fault."""
+
+    def start(c: ChaosCluster, dsn: str, _w: list[Workload]) -> list[Periodic]:
+        assert isinstance(c, HAChaosCluster)
+        done: list[Failover] = []
+
+        def once() -> int:
+            if done:
+                return 0
+            deadline = time.monotonic() + 60
+            while not _working(dsn) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            time.sleep(1.0)  # a second of steady load before the fault
+            done.append(kill(c))
+            return 1
+
+        p = Periodic(name, 0.5, once)
+        p.start()
+        return [p]
+
+    return start
+
 
 def _failovers(
     count: int, every: float
@@ -135,5 +198,10 @@ def _failovers(
 HA_FAULTS = {
     "failover": Fault("failover", _failovers(1, 1.5)),
     "failover-twice": Fault("failover-twice", _failovers(2, 1.5)),
+    # one fault each, once the clients work: the failover-time measurements
+    "postmaster-kill": Fault(
+        "postmaster-kill", _once_working("postmaster-kill", HAChaosCluster.kill_primary_postmaster)
+    ),
+    "node-kill": Fault("node-kill", _once_working("node-kill", lambda c: c.failover(rejoin=False))),
 }
 FAULTS.update(HA_FAULTS)

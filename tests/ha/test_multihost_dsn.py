@@ -35,3 +35,22 @@ def test_the_celery_url_carries_every_host_both_ways() -> None:
     back = dsn_from_url(url)
     assert back is not None
     assert conninfo_to_dict(back) == conninfo_to_dict(MULTI)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        url_from_dsn(MULTI),  # the hosts and ports in the query string
+        "pgmbus://postgres@127.0.0.1:5433,127.0.0.1:5434/pgmbus?target_session_attrs=read-write",
+    ],
+)
+def test_kombu_hands_a_multi_host_url_to_the_transport_whole(url: str) -> None:
+    """Kombu leaves the URL of a transport that parses its own (can_parse_url) as it is, so
+    libpq gets every host, either form."""
+    from kombu.connection import Connection
+
+    dsn = dsn_from_url(Connection(url).hostname)
+    assert dsn is not None
+    given = conninfo_to_dict(dsn)
+    assert given["host"] == "127.0.0.1,127.0.0.1" and given["port"] == "5433,5434"
+    assert given["target_session_attrs"] == "read-write" and given["dbname"] == "pgmbus"

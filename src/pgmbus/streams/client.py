@@ -377,7 +377,8 @@ def read_subscriptions(
     """Like ``read_next`` for a group of subscriptions: matching events with their subscriptions.
 
     Batches in which nothing matched are acknowledged by the call itself, in the connection's
-    transaction, and reading goes on: an empty result means the group has caught up.
+    transaction, and reading goes on: an empty result means the group has caught up. On a hot
+    standby (no writes) it reads past them without acknowledging them.
     """
     _check_read(group, limit, slot)
     with translating():

@@ -360,6 +360,15 @@ class HACluster:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
 
+    def kill_postmaster(self, name: str) -> None:
+        """``kill -9`` a node's postmaster only: its keeper lives on, sees the server down and
+        starts it again (crash recovery), reporting to the monitor meanwhile."""
+        postmaster = self._postmaster_pid(name)
+        if postmaster is None:
+            raise DevDBError(f"{name} has no running postmaster")
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(postmaster, signal.SIGKILL)
+
     def restart_node(self, name: str) -> None:
         """Run a killed node's keeper again: it rejoins as a standby (pg_rewind if need be)."""
         if self._keeper_pid(name) is None:

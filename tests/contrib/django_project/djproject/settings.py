@@ -19,6 +19,8 @@ DATABASES: dict[str, dict[str, Any]] = {
         "PASSWORD": _db.get("password", ""),
         "HOST": _db.get("host", ""),
         "PORT": _db.get("port", ""),
+        # a multi-host DSN's choice of the primary (and its bound on a dead host) goes along
+        "OPTIONS": {k: _db[k] for k in ("target_session_attrs", "connect_timeout") if _db.get(k)},
     }
 }
 # a second alias on the same database, with options, for pgmbus.contrib.django.dsn("bus")

@@ -3,11 +3,11 @@
 -- Purpose:  The group's (slot's) next batch, at most max_events events, without moving the
 --           group: the events whose transaction is visible in a newer snapshot (hi) and not in
 --           the group's position (lo), in (txid, id) order. Every row carries the cursor that
---           commit(group, cursor) moves to: '<hi>' when the batch holds the rest, else
---           '<lo>;<hi>;<txid>;<id>' of its last row. The group (slot) stays locked until the
---           caller's transaction ends (on_busy 'wait' or 'skip'), so reading, writing results
---           and committing in one transaction processes each event once. An empty batch moves
---           the group on by itself.
+--           commit(group, cursor) moves to. The group (slot) stays locked until the caller's
+--           transaction ends (on_busy 'wait' or 'skip'), so reading, writing results and
+--           committing in one transaction processes each event once. An empty batch moves the
+--           group on by itself, on a primary only: on a hot standby it only reads (from
+--           mbus.standby_read_from when read_subscriptions set it).
 -- Params:   "group"     the group's name
 --           max_events  the most events returned (integer >= 1; 1000 unless given)
 --           slot        the slot to read (NULL = the only slot of an unslotted group)
@@ -18,8 +18,8 @@
 -- Locks:    pg_advisory_xact_lock(mbus._reader_lock_key(group, slot)), or
 --           pg_try_advisory_xact_lock when on_busy is 'skip', held to the end of the caller's
 --           transaction (the lock is not a row lock, so reading stays a read-only transaction);
---           after an empty batch, the slot's row of mbus.stream_cursors (UPDATE)
--- Calls:    mbus._batch, mbus._check_log, mbus._format_position, mbus._group,
+--           after an empty batch on a primary, the slot's row of mbus.stream_cursors (UPDATE)
+-- Calls:    mbus._batch, mbus._check_log, mbus._format_position, mbus._group, mbus._parse_position,
 --           mbus._reader_lock_key, mbus._slot_of, mbus._snapshot_cut, mbus._snapshot_now
 -- Tables:   mbus.stream_cursors, mbus.stream_groups
 -- Design:   docs/DESIGN.md#read_next-snapshots-and-two-range-scans
@@ -62,6 +62,9 @@ DECLARE
     v_edge_id   bigint;
     v_cursor text;
     v_limit  integer;
+    v_standby boolean := pg_is_in_recovery();
+    v_skipped text;
+    v_pos    mbus.stream_position;
 BEGIN
     IF current_setting('mbus.streams_log_ok', true) IS DISTINCT FROM 'yes' THEN
         PERFORM mbus._check_log();  -- once per session (see mbus._check_log)
@@ -85,6 +88,17 @@ BEGIN
     END IF;
     SELECT * INTO c FROM mbus.stream_cursors AS sc
     WHERE sc.group_name = g.name AND sc.slot = v_slot;
+    IF v_standby THEN
+        -- honoured on a standby only, where nothing can be committed from what is read
+        v_skipped := current_setting('mbus.standby_read_from', true);
+        IF v_skipped <> '' THEN
+            v_pos := (mbus._parse_position(v_skipped)).pos;
+            c.lo := v_pos.lo;
+            c.hi := v_pos.hi;
+            c.after_txid := v_pos.after_txid;
+            c.after_id := v_pos.after_id;
+        END IF;
+    END IF;
     v_hi := c.hi;
     IF v_hi IS NULL THEN
         v_hi := mbus._snapshot_now();
@@ -125,9 +139,11 @@ BEGIN
     WHERE NOT v_more OR (b.txid, b.id) <= (v_edge_txid, v_edge_id)
     ORDER BY b.txid, b.id;
     GET DIAGNOSTICS v_n = ROW_COUNT;
-    IF v_n = 0 AND NOT v_more AND (c.hi IS NOT NULL OR c.lo::text <> v_hi::text) THEN
+    IF v_n = 0 AND NOT v_more AND (c.hi IS NOT NULL OR c.lo::text <> v_hi::text)
+       AND NOT v_standby THEN
         -- an empty batch: nothing to acknowledge, the group moves on by itself (not when the
-        -- first scan saw more rows than the second returned: rows past the edge remain)
+        -- first scan saw more rows than the second returned: rows past the edge remain; not
+        -- on a hot standby, which takes no writes: the next read there finds the same nothing)
         UPDATE mbus.stream_cursors AS sc
         SET lo = v_hi, hi = NULL, after_txid = NULL, after_id = NULL,
             lo_taken_at = now(), committed_at = now()

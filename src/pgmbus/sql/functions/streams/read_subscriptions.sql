@@ -3,10 +3,10 @@
 -- Purpose:  read_next for a group of subscriptions: its next batch, only the events that matched
 --           at least one of its subscriptions (mbus._match), each with the ids it matched; an
 --           event sent directly to one subscription carries that id alone. Commit with
---           commit(group, cursor). Batches with no match are committed here (in the caller's
---           transaction), so an empty result means the group caught up (or, with on_busy 'skip',
---           another reader holds it). A condition that fails on some events is skipped for those
---           only, for its own subscriptions only, and counted in 'subscription_errors'.
+--           commit(group, cursor). Batches with no match are committed here (on a hot standby
+--           skipped through mbus.standby_read_from instead), so an empty result means the group
+--           caught up (or, with on_busy 'skip', another reader holds it). A condition that fails
+--           on some events is skipped for those only, for its own subscriptions, and counted.
 -- Params:   "group"     the group's name
 --           max_events  the most events read per batch (integer >= 1; 1000 unless given)
 --           slot        the slot to read (NULL = the only slot of an unslotted group)
@@ -19,6 +19,7 @@
 --           comes from mbus._match through the transaction-local setting mbus.match_failed)
 -- Calls:    mbus._count, mbus._match, mbus.commit, mbus.read_next
 -- Tables:   mbus.events
+-- Design:   docs/DESIGN.md#read_next-snapshots-and-two-range-scans
 CREATE OR REPLACE FUNCTION mbus.read_subscriptions("group" text, max_events integer DEFAULT 1000,
                                         slot integer DEFAULT NULL)
 RETURNS TABLE (cursor text, id bigint, topic text, key text, payload jsonb, headers jsonb,
@@ -35,6 +36,7 @@ DECLARE
     v_found  boolean;
     v_dir_ids  bigint[];
     v_dir_subs bigint[];
+    v_standby  boolean := pg_is_in_recovery();
 BEGIN
     LOOP
         SELECT array_agg(ROW(NULL, r.id, r.topic, r.key, r.payload, r.headers,
@@ -42,6 +44,9 @@ BEGIN
                min(r.cursor)
         INTO v_all, v_cursor
         FROM mbus.read_next("group", max_events, slot) WITH ORDINALITY AS r;
+        IF v_standby THEN
+            PERFORM set_config('mbus.standby_read_from', '', true);
+        END IF;
         IF v_cursor IS NULL THEN
             RETURN;
         END IF;
@@ -73,13 +78,17 @@ BEGIN
         ORDER BY b.ordinality;
         v_found := FOUND;
         v_failed := current_setting('mbus.match_failed')::bigint;
-        IF v_failed > 0 THEN
+        IF v_failed > 0 AND NOT v_standby THEN
             PERFORM mbus._count('subscription_errors', v_failed);
         END IF;
         IF v_found THEN
             RETURN;
         END IF;
-        PERFORM mbus.commit("group", v_cursor);
+        IF v_standby THEN
+            PERFORM set_config('mbus.standby_read_from', v_cursor, true);
+        ELSE
+            PERFORM mbus.commit("group", v_cursor);
+        END IF;
     END LOOP;
 END;
 $$;
