@@ -213,11 +213,14 @@ SELECT mbus.create_queue(%(queue)s, 1, %(roles)s);
 -- consumer depth, the posted/consumed totals and dead messages; per stream group slot the unread
 -- events and how long the oldest has waited; per timer client the due and late callbacks, how
 -- late the most overdue one is, and the failed total. Rates are the differences of samples.
+-- Without with_queues the queues are left out (pgmbus.http.sample_read reads them one by one).
 SELECT jsonb_build_object(
     'at', extract(epoch FROM clock_timestamp()),
-    'queues', (SELECT coalesce(jsonb_agg(jsonb_build_array(
-                   s.qname, s.cname, s.depth, s.posted, s.consumed, s.dmq)), '[]')
-               FROM mbus.queue_stats() AS s),
+    'queues', CASE WHEN %(with_queues)s
+                   THEN (SELECT coalesce(jsonb_agg(jsonb_build_array(
+                             s.qname, s.cname, s.depth, s.posted, s.consumed, s.dmq)), '[]')
+                         FROM mbus.queue_stats() AS s)
+                   ELSE '[]'::jsonb END,
     'groups', (SELECT coalesce(jsonb_agg(jsonb_build_array(
                    s.group_name, s.slot, s.pending_events,
                    coalesce(extract(epoch FROM clock_timestamp() - s.oldest_pending_at), 0))),
@@ -239,3 +242,17 @@ SELECT jsonb_build_object(
                      LEFT JOIN mbus.timer_callbacks AS t ON t.client_id = c.id
                      GROUP BY c.name) AS x)
 ) AS sample;
+
+-- name: series_lock_wait
+-- How long a sample's statements wait for a lock (to the end of its transaction): a table
+-- locked by a transaction left open must not hold the sampler.
+SELECT set_config('lock_timeout', %(wait)s, true);
+
+-- name: series_queue_names
+SELECT qname FROM mbus.queue ORDER BY qname;
+
+-- name: series_queue_sample
+-- The queue part of 'series_sample' for one queue.
+SELECT coalesce(jsonb_agg(jsonb_build_array(
+           s.qname, s.cname, s.depth, s.posted, s.consumed, s.dmq)), '[]') AS queues
+FROM mbus.queue_stats(%(queue)s) AS s;
