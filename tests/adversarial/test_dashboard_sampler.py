@@ -42,3 +42,30 @@ def test_a_queue_whose_table_is_locked_does_not_stop_the_other_queues_samples(
         holder.rollback()
         holder.close()
         stop()
+
+
+def test_a_queue_whose_table_is_locked_does_not_stop_the_metrics_of_the_others(
+    db_dsn: str,
+) -> None:
+    base, stop = start(db_dsn)
+    svc = Service(db_dsn, base)
+    holder = psycopg.connect(db_dsn)
+    try:
+        svc.sql("SELECT mbus.create_queue('stuck')")
+        svc.sql("SELECT mbus.create_queue('mail')")
+        table = svc.value("SELECT mbus.generated_name('relation', 'table', 'stuck')")
+        holder.execute(
+            sql.SQL("LOCK TABLE mbus.{} IN ACCESS EXCLUSIVE MODE").format(sql.Identifier(table))
+        )
+        svc.sql("SELECT mbus.post('mail', '{}') FROM generate_series(1, 3)")
+        with svc.client(None) as http:
+            # a scrape answers (Prometheus would time out) and still shows the other queues
+            body = http.get("/metrics", timeout=8).text
+        assert "pgmbus_up 1.0" in body.splitlines()
+        depths = [line for line in body.splitlines() if line.startswith("pgmbus_queue_depth{")]
+        assert [line.rsplit(" ", 1)[1] for line in depths if 'queue="mail"' in line] == ["3.0"]
+        assert not [line for line in depths if 'queue="stuck"' in line]  # left out, not 0
+    finally:
+        holder.rollback()
+        holder.close()
+        stop()
