@@ -98,9 +98,11 @@ SELECT name FROM mbus.timer_clients ORDER BY name;
 -- mbus.group_status; the timers' call figures are the attempts committed since the previous
 -- scrape (after_xid, see 'calls'), found among the last window_s seconds of mbus.timer_attempts
 -- through its started_at index; the service adds them to its own running totals.
+-- Without with_queues the queues are left out (pgmbus.http.sample_read reads them one by one).
 SELECT jsonb_build_object(
     'now', extract(epoch FROM clock_timestamp()),
-    'queues', (SELECT coalesce(jsonb_agg(jsonb_build_object(
+    'queues', CASE WHEN %(with_queues)s
+                   THEN (SELECT coalesce(jsonb_agg(jsonb_build_object(
                    'queue', s.qname, 'consumer', s.cname, 'depth', s.depth, 'ready', s.ready,
                    'delayed', s.delayed, 'leased', s.leased, 'expired', s.expired,
                    'oldest_age', coalesce(extract(epoch FROM s.oldest_age), 0), 'dmq', s.dmq,
@@ -108,7 +110,8 @@ SELECT jsonb_build_object(
                    'consumed', s.consumed, 'paused', s.paused,
                    'dmq_unreported', s.dmq_unreported)
                    ORDER BY s.qname, s.cname), '[]')
-               FROM mbus.queue_stats() AS s),
+                         FROM mbus.queue_stats() AS s)
+                   ELSE '[]'::jsonb END,
     'queue_totals', (SELECT coalesce(jsonb_agg(jsonb_build_object(
                          'queue', t.qname, 'posted', t.posted, 'consumed', t.consumed)
                          ORDER BY t.qname), '[]')
@@ -255,4 +258,16 @@ SELECT qname FROM mbus.queue ORDER BY qname;
 -- The queue part of 'series_sample' for one queue.
 SELECT coalesce(jsonb_agg(jsonb_build_array(
            s.qname, s.cname, s.depth, s.posted, s.consumed, s.dmq)), '[]') AS queues
+FROM mbus.queue_stats(%(queue)s) AS s;
+
+-- name: snapshot_queue
+-- The queue part of 'snapshot' for one queue.
+SELECT coalesce(jsonb_agg(jsonb_build_object(
+           'queue', s.qname, 'consumer', s.cname, 'depth', s.depth, 'ready', s.ready,
+           'delayed', s.delayed, 'leased', s.leased, 'expired', s.expired,
+           'oldest_age', coalesce(extract(epoch FROM s.oldest_age), 0), 'dmq', s.dmq,
+           'selector_errors', s.selector_errors, 'posted', s.posted,
+           'consumed', s.consumed, 'paused', s.paused,
+           'dmq_unreported', s.dmq_unreported)
+           ORDER BY s.cname), '[]') AS queues
 FROM mbus.queue_stats(%(queue)s) AS s;
