@@ -17,7 +17,7 @@ SERVICE = load_queries("http.sql")
 
 def snapshot(conn: psycopg.Connection[Any], params: Mapping[str, Any]) -> dict[str, Any] | None:
     """The ``snapshot`` query's JSON document (None if it returned no row)."""
-    row = conn.execute(SERVICE["snapshot"], params).fetchone()
+    row = conn.execute(SERVICE["snapshot"], {"with_queues": True, **params}).fetchone()
     if row is None:
         return None
     document: dict[str, Any] = row[0]
@@ -28,7 +28,8 @@ async def asnapshot(
     conn: psycopg.AsyncConnection[Any], params: Mapping[str, Any]
 ) -> dict[str, Any] | None:
     """``snapshot`` on an asyncio connection."""
-    row = await (await conn.execute(SERVICE["snapshot"], params)).fetchone()
+    query = SERVICE["snapshot"]
+    row = await (await conn.execute(query, {"with_queues": True, **params})).fetchone()
     if row is None:
         return None
     document: dict[str, Any] = row[0]

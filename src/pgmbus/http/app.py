@@ -31,8 +31,9 @@ from pgmbus.http.config import ServiceConfig
 from pgmbus.http.limits import BodyLimit
 from pgmbus.http.metrics import ListenerCollector, afetch_snapshot, registry_for
 from pgmbus.http.promseries import Prometheus
+from pgmbus.http.sample_read import SampleReader
 from pgmbus.http.samples import Samples, keep_sampling
-from pgmbus.http.state import AppState, query
+from pgmbus.http.state import AppState
 from pgmbus.timers import store_async as store
 from pgmbus.timers.dispatcher import Dispatcher
 from pgmbus.timers.supervised import keep_dispatching
@@ -58,17 +59,14 @@ def create_app(config: ServiceConfig) -> FastAPI:
         )
     )
 
-    async def sample() -> dict[str, Any]:
-        rows = await state.rows(query("series_sample"), {"late_s": config.late_after_s})
-        found: dict[str, Any] = rows[0]["sample"]
-        return found
-
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         running[:] = [asyncio.get_running_loop()]
         await state.open()
         stop = asyncio.Event()
-        sampling = asyncio.create_task(keep_sampling(samples, sample, stop))
+        sampling = asyncio.create_task(
+            keep_sampling(samples, SampleReader(state.pool, config.late_after_s), stop)
+        )
         task: asyncio.Task[None] | None = None
         if config.run_dispatcher:
             task = asyncio.create_task(

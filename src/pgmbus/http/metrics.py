@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from pgmbus.data import replication
 from pgmbus.data import service as service_data
 from pgmbus.http.call_totals import OUTCOMES, CallTotals
+from pgmbus.http.sample_read import UNREADABLE, bound_lock_waits, each_queue
 
 log = logging.getLogger("pgmbus.http.metrics")
 
@@ -113,8 +114,20 @@ async def afetch_snapshot(
     window_s: float,
     after_xid: int | None = None,
 ) -> dict[str, Any]:
-    """:func:`fetch_snapshot` on an asyncio connection (the service's pool)."""
-    snapshot = await service_data.asnapshot(conn, _params(late_after_s, window_s, after_xid))
+    """:func:`fetch_snapshot` on an asyncio connection (the service's pool).
+
+    A queue whose table stays locked is left out rather than holding back the scrape
+    (:mod:`pgmbus.http.sample_read`).
+    """
+    params = _params(late_after_s, window_s, after_xid)
+    await bound_lock_waits(conn)
+    try:
+        async with conn.transaction():
+            snapshot = await service_data.asnapshot(conn, params)
+    except UNREADABLE:  # some queue cannot be read now: read them one by one
+        snapshot = await service_data.asnapshot(conn, {**params, "with_queues": False})
+        if snapshot is not None:
+            snapshot["queues"], _ = await each_queue(conn, "snapshot_queue")
     if snapshot is not None:
         snapshot["replication"] = await replication.areplication_state(conn)
     await conn.rollback()

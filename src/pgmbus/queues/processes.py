@@ -35,6 +35,9 @@ KILL_GRACE = 1.0
 _ORPHAN_CHECK = 1.0  # seconds between a child's looks at whether its worker is still there
 
 _Outcome = tuple[bool, BaseException | None, str]  # returned?, its error, its traceback
+# What a child sends: its error pickled apart, so that an error the worker cannot load (a class
+# of a module only the child can import) still leaves the outcome and the traceback readable.
+_Sent = tuple[bool, bytes | None, str]
 
 
 class RemoteTraceback(Exception):
@@ -286,10 +289,24 @@ class HandlerProcesses:
                 loop.remove_reader(fd)
         if child.conn.poll():
             with contextlib.suppress(EOFError, OSError):
-                outcome: _Outcome = child.conn.recv()
-                return outcome
+                sent: _Sent = child.conn.recv()
+                return _loaded(*sent)
         await asyncio.to_thread(child.stop, KILL_GRACE)  # gone, or going: reaped
         return False, HandlerProcessDied(_death(child.process.exitcode)), ""
+
+
+def _loaded(ok: bool, error: bytes | None, trace: str) -> _Outcome:
+    """A child's outcome with its error loaded, or replaced by one naming it when it cannot be
+    (the child is in step and serves the next job either way)."""
+    if error is None:
+        return ok, None, trace
+    try:
+        return ok, pickle.loads(error), trace  # noqa: S301 - from our own child, as recv would
+    except Exception as exc:
+        lines = trace.strip().splitlines()
+        raised = lines[-1] if lines else "the handler's error"
+        why = f"{type(exc).__name__}: {exc}"
+        return ok, RuntimeError(f"{raised} (the worker cannot load it: {why})"), trace
 
 
 def _death(exitcode: int | None) -> str:
@@ -327,7 +344,7 @@ def _serve(conn: Connection, worker: int) -> None:
         conn.send(_outcome(job))
 
 
-def _outcome(job: bytes) -> _Outcome:
+def _outcome(job: bytes) -> _Sent:
     try:
         # from the worker that started this child, over their own pipe (what Connection.recv
         # would load too); loading imports the handler's module the first time
@@ -337,7 +354,8 @@ def _outcome(job: bytes) -> _Outcome:
                 result.close()  # never awaited: no warning about it
             raise TypeError("a process-pool handler must be a plain def, not a coroutine")
     except BaseException as exc:  # the handler's error: the worker's retry policy decides
-        return False, _portable(exc), "".join(traceback.format_exception(exc))
+        trace = "".join(traceback.format_exception(exc))
+        return False, pickle.dumps(_portable(exc)), trace
     return True, None, ""
 
 

@@ -98,9 +98,11 @@ SELECT name FROM mbus.timer_clients ORDER BY name;
 -- mbus.group_status; the timers' call figures are the attempts committed since the previous
 -- scrape (after_xid, see 'calls'), found among the last window_s seconds of mbus.timer_attempts
 -- through its started_at index; the service adds them to its own running totals.
+-- Without with_queues the queues are left out (pgmbus.http.sample_read reads them one by one).
 SELECT jsonb_build_object(
     'now', extract(epoch FROM clock_timestamp()),
-    'queues', (SELECT coalesce(jsonb_agg(jsonb_build_object(
+    'queues', CASE WHEN %(with_queues)s
+                   THEN (SELECT coalesce(jsonb_agg(jsonb_build_object(
                    'queue', s.qname, 'consumer', s.cname, 'depth', s.depth, 'ready', s.ready,
                    'delayed', s.delayed, 'leased', s.leased, 'expired', s.expired,
                    'oldest_age', coalesce(extract(epoch FROM s.oldest_age), 0), 'dmq', s.dmq,
@@ -108,7 +110,8 @@ SELECT jsonb_build_object(
                    'consumed', s.consumed, 'paused', s.paused,
                    'dmq_unreported', s.dmq_unreported)
                    ORDER BY s.qname, s.cname), '[]')
-               FROM mbus.queue_stats() AS s),
+                         FROM mbus.queue_stats() AS s)
+                   ELSE '[]'::jsonb END,
     'queue_totals', (SELECT coalesce(jsonb_agg(jsonb_build_object(
                          'queue', t.qname, 'posted', t.posted, 'consumed', t.consumed)
                          ORDER BY t.qname), '[]')
@@ -213,11 +216,14 @@ SELECT mbus.create_queue(%(queue)s, 1, %(roles)s);
 -- consumer depth, the posted/consumed totals and dead messages; per stream group slot the unread
 -- events and how long the oldest has waited; per timer client the due and late callbacks, how
 -- late the most overdue one is, and the failed total. Rates are the differences of samples.
+-- Without with_queues the queues are left out (pgmbus.http.sample_read reads them one by one).
 SELECT jsonb_build_object(
     'at', extract(epoch FROM clock_timestamp()),
-    'queues', (SELECT coalesce(jsonb_agg(jsonb_build_array(
-                   s.qname, s.cname, s.depth, s.posted, s.consumed, s.dmq)), '[]')
-               FROM mbus.queue_stats() AS s),
+    'queues', CASE WHEN %(with_queues)s
+                   THEN (SELECT coalesce(jsonb_agg(jsonb_build_array(
+                             s.qname, s.cname, s.depth, s.posted, s.consumed, s.dmq)), '[]')
+                         FROM mbus.queue_stats() AS s)
+                   ELSE '[]'::jsonb END,
     'groups', (SELECT coalesce(jsonb_agg(jsonb_build_array(
                    s.group_name, s.slot, s.pending_events,
                    coalesce(extract(epoch FROM clock_timestamp() - s.oldest_pending_at), 0))),
@@ -260,3 +266,29 @@ FROM mbus.http_group_around(%(group)s, %(topic)s, %(slot)s, %(n)s);
 
 -- name: group_position
 SELECT mbus.group_cursor(%(group)s, %(slot)s) AS cursor;
+
+-- name: series_lock_wait
+-- How long a sample's statements wait for a lock (to the end of its transaction): a table
+-- locked by a transaction left open must not hold the sampler.
+SELECT set_config('lock_timeout', %(wait)s, true);
+
+-- name: series_queue_names
+SELECT qname FROM mbus.queue ORDER BY qname;
+
+-- name: series_queue_sample
+-- The queue part of 'series_sample' for one queue.
+SELECT coalesce(jsonb_agg(jsonb_build_array(
+           s.qname, s.cname, s.depth, s.posted, s.consumed, s.dmq)), '[]') AS queues
+FROM mbus.queue_stats(%(queue)s) AS s;
+
+-- name: snapshot_queue
+-- The queue part of 'snapshot' for one queue.
+SELECT coalesce(jsonb_agg(jsonb_build_object(
+           'queue', s.qname, 'consumer', s.cname, 'depth', s.depth, 'ready', s.ready,
+           'delayed', s.delayed, 'leased', s.leased, 'expired', s.expired,
+           'oldest_age', coalesce(extract(epoch FROM s.oldest_age), 0), 'dmq', s.dmq,
+           'selector_errors', s.selector_errors, 'posted', s.posted,
+           'consumed', s.consumed, 'paused', s.paused,
+           'dmq_unreported', s.dmq_unreported)
+           ORDER BY s.cname), '[]') AS queues
+FROM mbus.queue_stats(%(queue)s) AS s;

@@ -17,6 +17,10 @@ from typing import cast
 
 import httptools
 
+# Response head bytes (status line and headers) read at most: a target that never ends its head
+# would otherwise grow the parser's buffers (by copies) and the header dict until the timeout.
+MAX_HEAD = 64 * 1024
+
 
 class HTTPError(Exception):
     """The exchange failed: the connection closed early or the response could not be parsed."""
@@ -60,6 +64,7 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.reusable = False
         self.received = False  # any byte of the current response came
+        self.head_size = 0  # bytes of the current response fed while its head was incomplete
 
     # -- transport callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -75,6 +80,11 @@ class _Connection(asyncio.Protocol):
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
             # an upgrade (101) is no answer to a callback either
             self._fail(HTTPError(f"invalid HTTP response: {exc!r}"))
+            return
+        if not self.response.status_code:  # the head is still incomplete after all of data
+            self.head_size += len(data)
+            if self.head_size > MAX_HEAD:
+                self._fail(HTTPError(f"response headers longer than {MAX_HEAD} bytes"))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -109,6 +119,7 @@ class _Connection(asyncio.Protocol):
             raise ConnectionClosed("connection closed before the request")
         self.response = Response()
         self.received = False
+        self.head_size = 0
         self.reusable = False
         self.waiter = asyncio.get_running_loop().create_future()
         self.transport.write(data)
