@@ -160,19 +160,18 @@ def processing(
     """A CONSUMER span ``"<destination> process"`` for a message carrying a trace context: its
     parent and link are that context. A message without one runs untraced; one whose context
     does not parse starts a new trace."""
-    if not headers or trace is None:
-        return _NO_SPAN
-    carrier = _carrier(headers)
-    if not carrier:
+    if not headers or not isinstance(headers, Mapping):
         return _NO_SPAN
     tracer = _tracer()
     if tracer is None:
         return _NO_SPAN
-    context = propagate.extract(carrier)
+    if not any(name in headers for name in propagate.get_global_textmap().fields):
+        return _NO_SPAN
+    context = propagate.extract(_carrier(headers))
     creation = trace.get_current_span(context).get_span_context()
     return tracer.start_as_current_span(
         f"{destination} process",
-        context=context if creation.is_valid else None,
+        context=context,  # no valid span in it (a malformed one): the span starts a new trace
         kind=SpanKind.CONSUMER,
         links=[Link(creation)] if creation.is_valid else None,
         attributes={
@@ -283,11 +282,9 @@ def calling(url: str, context: Mapping[str, Any]) -> contextlib.AbstractContextM
     if tracer is None:
         return _NO_SPAN
     parts = urlsplit(url)
-    parent = propagate.extract(_carrier(carried))
-    valid = trace.get_current_span(parent).get_span_context().is_valid
     return tracer.start_as_current_span(
         f"callback {parts.hostname}",
-        context=parent if valid else None,
+        context=propagate.extract(_carrier(carried)),  # a malformed one: a new trace
         kind=SpanKind.CLIENT,
         attributes={
             "http.request.method": "POST",
