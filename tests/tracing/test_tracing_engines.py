@@ -25,7 +25,9 @@ async def _work(bus: AsyncBus, spec: QueueHandler, done: Callable[[], bool]) -> 
     task = asyncio.create_task(QueueLoop(bus, spec).run(stop, asyncio.Event()))
     try:
         async with asyncio.timeout(30):
-            while not done():
+            while True:
+                if done():
+                    break
                 await asyncio.sleep(0.02)
     finally:
         stop.set()
@@ -106,7 +108,9 @@ def test_a_failing_handler_marks_its_span_and_the_message_is_retried(
             spec = QueueHandler(handler, "jobs", retry=retry)
             await _work(bus, spec, lambda: len(calls) == 2)
             async with asyncio.timeout(10):
-                while (await bus.stats("jobs"))[0].depth:
+                while True:  # the retry's ack is in
+                    if not (await bus.stats("jobs"))[0].depth:
+                        break
                     await asyncio.sleep(0.02)
 
     asyncio.run(main())
