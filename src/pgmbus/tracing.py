@@ -41,7 +41,7 @@ CALLBACK_KEY = "pgmbus.trace"
 """The key of a timer callback's ``context`` that keeps the trace context it was created in."""
 
 _NO_SPAN: contextlib.nullcontext[None] = contextlib.nullcontext()
-_tracers: dict[int, Tracer] = {}  # by the provider's id: a tracer per provider, made once
+_last: tuple[Any, Tracer] | None = None  # the last provider seen and pgmbus's tracer of it
 
 Spec = TypeVar("Spec", bound="QueueHandler")
 Handler = TypeVar("Handler", bound=Callable[..., Any])
@@ -54,10 +54,11 @@ def _tracer() -> Tracer | None:
     provider = trace.get_tracer_provider()
     if isinstance(provider, ProxyTracerProvider | NoOpTracerProvider):
         return None
-    tracer = _tracers.get(id(provider))
-    if tracer is None:
-        tracer = _tracers[id(provider)] = provider.get_tracer("pgmbus", __version__)
-    return tracer
+    global _last
+    if _last is None or _last[0] is not provider:
+        # by identity, the provider held: an id() could be a collected provider's, reused
+        _last = (provider, provider.get_tracer("pgmbus", __version__))
+    return _last[1]
 
 
 def enabled() -> bool:
