@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import psycopg
+import uvicorn
 from fastapi import FastAPI
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from opentelemetry.sdk.trace import ReadableSpan
@@ -17,11 +18,13 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from pgmbus import tracing
 from pgmbus.handlers import QueueHandler
+from pgmbus.http import ServiceConfig, create_app
 from pgmbus.queues import AsyncBus, Message
 from pgmbus.queues.loop import QueueLoop
 from pgmbus.timers import store
 from pgmbus.timers.dispatcher import Dispatcher, DispatcherConfig
-from tests.timers.conftest import LOCAL, Env, ScriptedServer
+from tests.timers.conftest import LOCAL, Env, ScriptedServer, wait_until
+from tests.timers.test_timers_api import free_port
 from tests.tracing.conftest import Recorder
 
 FAST = DispatcherConfig(
@@ -127,3 +130,44 @@ def test_a_request_post_handler_and_callback_make_one_trace(
     # the context kept with the callback is pgmbus's; the receiver's own context is intact
     assert request.json["context"]["order"] == 7
     assert tracing.CALLBACK_KEY in request.json["context"]
+
+
+def test_a_callback_created_over_http_keeps_the_requests_trace(
+    db_dsn: str, recorder: Recorder
+) -> None:
+    """``POST /v1/callbacks`` of an instrumented ``pgmbus serve``: the batcher commits in its own
+    task, yet the callback keeps the context of the request that created it."""
+    env = Env(db_dsn)
+    env.client = env.add_client("acme")
+    app = create_app(ServiceConfig(dsn=db_dsn, run_dispatcher=False, batch_max_wait_s=0.02))
+    FastAPIInstrumentor.instrument_app(app, tracer_provider=recorder.provider)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    try:
+        wait_until(lambda: server.started, timeout=10)
+        headers = {"authorization": f"Bearer {env.client.api_key}", "traceparent": caller}
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers) as client:
+            created = client.post(
+                "/v1/callbacks",
+                json={
+                    "group_key": "g",
+                    "event_key": "e",
+                    "run_at": datetime.now(UTC).isoformat(),
+                    "url": "https://example.com/hook",
+                    "context": {"n": 1},
+                },
+            )
+        assert created.status_code == 201, created.text
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        FastAPIInstrumentor.uninstrument_app(app)
+    context = created.json()["context"]
+    assert context["n"] == 1
+    carried = context[tracing.CALLBACK_KEY]["traceparent"]
+    assert carried.split("-")[1] == "0af7651916cd43dd8448eb211c80319c", "the request's trace"
+    request = next(s for s in recorder.spans() if s.kind is SpanKind.SERVER)
+    assert int(carried.split("-")[2], 16) == request.context.span_id
