@@ -132,42 +132,58 @@ def test_a_request_post_handler_and_callback_make_one_trace(
     assert tracing.CALLBACK_KEY in request.json["context"]
 
 
-def test_a_callback_created_over_http_keeps_the_requests_trace(
+def test_callbacks_created_over_http_keep_each_their_requests_trace(
     db_dsn: str, recorder: Recorder
 ) -> None:
-    """``POST /v1/callbacks`` of an instrumented ``pgmbus serve``: the batcher commits in its own
-    task, yet the callback keeps the context of the request that created it."""
+    """``POST /v1/callbacks`` of an instrumented ``pgmbus serve``: two requests of two traces
+    whose callbacks share one batch (committed in a task the first one started) keep each the
+    context of its own request."""
     env = Env(db_dsn)
     env.client = env.add_client("acme")
-    app = create_app(ServiceConfig(dsn=db_dsn, run_dispatcher=False, batch_max_wait_s=0.02))
+    config = ServiceConfig(dsn=db_dsn, run_dispatcher=False, batch_max_wait_s=0.5)
+    app = create_app(config)
     FastAPIInstrumentor.instrument_app(app, tracer_provider=recorder.provider)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-    try:
-        wait_until(lambda: server.started, timeout=10)
-        headers = {"authorization": f"Bearer {env.client.api_key}", "traceparent": caller}
+    traces = [f"{n:032x}" for n in (0xA1, 0xB2)]
+    created: dict[str, httpx.Response] = {}
+
+    def create(trace_id: str) -> None:
+        headers = {
+            "authorization": f"Bearer {env.client.api_key}",
+            "traceparent": f"00-{trace_id}-b7ad6b7169203331-01",
+        }
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers) as client:
-            created = client.post(
+            created[trace_id] = client.post(
                 "/v1/callbacks",
                 json={
                     "group_key": "g",
-                    "event_key": "e",
+                    "event_key": trace_id,
                     "run_at": datetime.now(UTC).isoformat(),
                     "url": "https://example.com/hook",
                     "context": {"n": 1},
                 },
             )
-        assert created.status_code == 201, created.text
+
+    try:
+        wait_until(lambda: server.started, timeout=10)
+        senders = [threading.Thread(target=create, args=(t,)) for t in traces]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join(30)
     finally:
         server.should_exit = True
         thread.join(10)
         FastAPIInstrumentor.uninstrument_app(app)
-    context = created.json()["context"]
-    assert context["n"] == 1
-    carried = context[tracing.CALLBACK_KEY]["traceparent"]
-    assert carried.split("-")[1] == "0af7651916cd43dd8448eb211c80319c", "the request's trace"
-    request = next(s for s in recorder.spans() if s.kind is SpanKind.SERVER)
-    assert int(carried.split("-")[2], 16) == request.context.span_id
+    with psycopg.connect(db_dsn) as conn:
+        row = conn.execute("SELECT count(DISTINCT created_at) FROM mbus.timer_callbacks").fetchone()
+    assert row == (1,), "both in one batch (one statement, one creation time)"
+    for trace_id in traces:
+        assert created[trace_id].status_code == 201, created[trace_id].text
+        context = created[trace_id].json()["context"]
+        assert context["n"] == 1
+        carried = context[tracing.CALLBACK_KEY]["traceparent"]
+        assert carried.split("-")[1] == trace_id, "the context of its own request"
