@@ -22,10 +22,11 @@ from pgmbus.handlers import QueueHandler
 from pgmbus.queues import AsyncBus, Message
 from pgmbus.queues.loop import QueueLoop
 from pgmbus.timers import store
-from tests.timers.conftest import Env, ScriptedServer
+from pgmbus.timers.dispatcher import Dispatcher
+from tests.timers.conftest import LOCAL, Env, ScriptedServer
 from tests.tracing import conftest as tracing_fixtures
 from tests.tracing.conftest import Recorder
-from tests.tracing.test_tracing_e2e import FAST, LOCAL, Dispatcher
+from tests.tracing.test_tracing_e2e import FAST
 
 ROOT = Path(__file__).resolve().parents[2]
 recorder = tracing_fixtures.recorder  # the fixtures of tests/tracing, here too
