@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from pgmbus import args
+from pgmbus import args, tracing
 from pgmbus.data.queues import QUEUES as Q
 from pgmbus.dsn import resolve_dsn
 from pgmbus.errors import (
@@ -403,20 +403,23 @@ class AsyncBus(Handlers):
         args.text("dedupe_key", dedupe_key, optional=True)
         consume_after = args.texts("consume_after", consume_after, optional=True)
         args.integer("priority", priority, low=0, high=32767)
-        params = {
-            "data": _json(data, "data"),
-            "headers": _json(headers, "headers"),
-            "properties": _json(properties, "properties"),
-            "delayed_until": delayed_until,
-            "expires": expires,
-            "iid": iid,
-            "dedupe_key": dedupe_key,
-            "consume_after": consume_after,
-            "priority": priority,
-        }
-        query = await self._generated("post", "post", check_name("queue", queue), conn=conn)
-        async with self._naming_a_missing_queue(queue):
-            return str(await self._value(query, params, conn))
+        with tracing.sending(queue, "post") as span:
+            params = {
+                "data": _json(data, "data"),
+                "headers": _json(tracing.inject(span, headers), "headers"),
+                "properties": _json(properties, "properties"),
+                "delayed_until": delayed_until,
+                "expires": expires,
+                "iid": iid,
+                "dedupe_key": dedupe_key,
+                "consume_after": consume_after,
+                "priority": priority,
+            }
+            query = await self._generated("post", "post", check_name("queue", queue), conn=conn)
+            async with self._naming_a_missing_queue(queue):
+                posted = str(await self._value(query, params, conn))
+            tracing.sent(span, posted)
+            return posted
 
     async def post_batch(
         self,
@@ -459,17 +462,23 @@ class AsyncBus(Handlers):
                     f"priority has {len(priorities)} elements for {len(data)} messages",
                     sqlstate="MB006",
                 )
-        params = {
-            "data": batch,
-            "headers": None if headers is None else _jsons(headers, "headers"),
-            "properties": None if properties is None else _jsons(properties, "properties"),
-            "delayed_until": delayed_until,
-            "expires": expires,
-            "priority": priorities,
-        }
-        query = await self._generated("post_batch", "postn", check_name("queue", queue), conn=conn)
-        async with self._naming_a_missing_queue(queue):
-            return [str(r["iid"]) for r in await self._rows(query, params, conn)]
+        with tracing.sending(queue, "post_batch", len(batch)) as span:
+            headers = tracing.inject_many(span, headers, len(batch))
+            params = {
+                "data": batch,
+                "headers": None if headers is None else _jsons(headers, "headers"),
+                "properties": None if properties is None else _jsons(properties, "properties"),
+                "delayed_until": delayed_until,
+                "expires": expires,
+                "priority": priorities,
+            }
+            query = await self._generated(
+                "post_batch", "postn", check_name("queue", queue), conn=conn
+            )
+            async with self._naming_a_missing_queue(queue):
+                posted = [str(r["iid"]) for r in await self._rows(query, params, conn)]
+            tracing.sent(span, posted)
+            return posted
 
     # --- consuming --------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Awaitable
 from typing import Any
 
+from pgmbus import tracing
 from pgmbus.handlers import HandlerTimeout, QueueHandler
 from pgmbus.queues._bus_async import AsyncBus, Wakeups
 from pgmbus.queues.model import Message
@@ -46,7 +47,7 @@ class QueueLoop:
         meter: Meter | None = None,
     ) -> None:
         self.bus = bus
-        self.spec = spec
+        self.spec = tracing.traced_handler(spec)  # each message in its trace (docs/tracing.md)
         self.stats = HandlerStats()
         self.healthy = True
         self.log = logging.getLogger(f"pgmbus.handler.{spec.name}")

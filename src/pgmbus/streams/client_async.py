@@ -16,7 +16,7 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg.types.json import Jsonb
 
-from pgmbus import args
+from pgmbus import args, tracing
 from pgmbus.data.rows import aone as _one
 from pgmbus.data.streams import STREAMS
 from pgmbus.errors import InvalidArgument, translate, translating
@@ -143,23 +143,28 @@ async def publish(
             delayed_until=delayed_until,
         )
         return once.ids[0]
-    if subscription_id is not None or delayed_until is not None:
-        special = {
-            "topic": topic,
-            "payload": dumped,
-            "key": key,
-            "headers": _json(headers),
-            "subscription_id": subscription_id,
-            "delayed_until": delayed_until,
-        }
-        return int(await _one(conn, _q("publish_special"), special))
-    # the hot path: positional parameters and no context manager (measurably cheaper)
-    params = (topic, dumped, key, None if headers is None else Jsonb(headers))
-    try:
-        row = await (await conn.execute(_q("publish"), params)).fetchone()
-    except psycopg.Error as exc:
-        raise translate(exc) from exc
-    return int(row[0]) if row else 0
+    with tracing.sending(topic, "publish") as span:
+        headers = tracing.inject(span, headers)
+        if subscription_id is not None or delayed_until is not None:
+            special = {
+                "topic": topic,
+                "payload": dumped,
+                "key": key,
+                "headers": _json(headers),
+                "subscription_id": subscription_id,
+                "delayed_until": delayed_until,
+            }
+            published = int(await _one(conn, _q("publish_special"), special))
+        else:
+            # the hot path: positional parameters and no context manager (measurably cheaper)
+            params = (topic, dumped, key, None if headers is None else Jsonb(headers))
+            try:
+                row = await (await conn.execute(_q("publish"), params)).fetchone()
+            except psycopg.Error as exc:
+                raise translate(exc) from exc
+            published = int(row[0]) if row else 0
+        tracing.sent(span, published)
+        return published
 
 
 async def publish_batch(
@@ -192,17 +197,21 @@ async def publish_batch(
             delayed_until=delayed_until,
         )
         return once.ids
-    params = {
-        "topic": topic,
-        "payloads": [Jsonb(p) for p in payloads],
-        "keys": list(keys) if keys is not None else None,
-        "headers": [_json(h) for h in headers] if headers is not None else None,
-        "subscription_id": subscription_id,
-        "delayed_until": delayed_until,
-    }
-    with translating():
-        rows = await (await conn.execute(_q("publish_batch"), params)).fetchall()
-    return [int(r[0]) for r in rows]
+    with tracing.sending(topic, "publish_batch", len(payloads)) as span:
+        headers = tracing.inject_many(span, headers, len(payloads))
+        params = {
+            "topic": topic,
+            "payloads": [Jsonb(p) for p in payloads],
+            "keys": list(keys) if keys is not None else None,
+            "headers": [_json(h) for h in headers] if headers is not None else None,
+            "subscription_id": subscription_id,
+            "delayed_until": delayed_until,
+        }
+        with translating():
+            rows = await (await conn.execute(_q("publish_batch"), params)).fetchall()
+        published = [int(r[0]) for r in rows]
+        tracing.sent(span, published)
+        return published
 
 
 async def publish_once(
@@ -227,18 +236,22 @@ async def publish_once(
     """
     _check_batch(topic, payloads, keys, headers, subscription_id, delayed_until)
     args.text("idempotency_key", idempotency_key)
-    params = {
-        "topic": topic,
-        "idempotency_key": idempotency_key,
-        "payloads": [Jsonb(p) for p in payloads],
-        "keys": list(keys) if keys is not None else None,
-        "headers": [_json(h) for h in headers] if headers is not None else None,
-        "subscription_id": subscription_id,
-        "delayed_until": delayed_until,
-    }
-    with translating():
-        rows = await (await conn.execute(_q("publish_once"), params)).fetchall()
-    return Published(ids=[int(r[0]) for r in rows], duplicate=bool(rows and rows[0][1]))
+    with tracing.sending(topic, "publish_once", len(payloads)) as span:
+        headers = tracing.inject_many(span, headers, len(payloads))
+        params = {
+            "topic": topic,
+            "idempotency_key": idempotency_key,
+            "payloads": [Jsonb(p) for p in payloads],
+            "keys": list(keys) if keys is not None else None,
+            "headers": [_json(h) for h in headers] if headers is not None else None,
+            "subscription_id": subscription_id,
+            "delayed_until": delayed_until,
+        }
+        with translating():
+            rows = await (await conn.execute(_q("publish_once"), params)).fetchall()
+        published = Published(ids=[int(r[0]) for r in rows], duplicate=bool(rows and rows[0][1]))
+        tracing.sent(span, published.ids)
+        return published
 
 
 def _check_batch(

@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 
+from pgmbus import tracing
 from pgmbus.data.streams import STREAMS
 from pgmbus.reconnect import Backoff, is_transient
 from pgmbus.renamed import renamed_keywords
@@ -91,7 +92,7 @@ class StreamWorker:
     ) -> None:
         self.dsn = dsn
         self.group = group
-        self.handler = handler
+        self.handler = tracing.traced_event_handler(handler, group)  # docs/tracing.md
         self.slot = slot
         self.batch = batch
         self.subscriptions = subscriptions

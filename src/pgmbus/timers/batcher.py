@@ -12,6 +12,7 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
+from pgmbus import tracing
 from pgmbus.errors import PgmbusError
 from pgmbus.timers import store_async as store
 from pgmbus.timers.records import Callback
@@ -55,6 +56,7 @@ class CreateBatcher:
         """Queue one create; return ``(created, callback)`` once its batch is committed."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Result] = loop.create_future()
+        item = tracing.with_trace(item)  # the caller's trace: the batch commits in another task
         self._pending.append((item, future))
         if len(self._pending) >= self.max_items:
             self._flush()

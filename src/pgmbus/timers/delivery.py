@@ -27,7 +27,7 @@ from uuid import UUID
 
 import httpx
 
-from pgmbus import __version__
+from pgmbus import __version__, tracing
 from pgmbus.timers.http11 import HTTPError, Origin, Pool, Response
 from pgmbus.timers.netguard import NetworkGuard, RefusedURL
 
@@ -159,6 +159,7 @@ def headers_of(cb: Claimed, body: bytes, call: int = 1) -> list[tuple[str, str]]
         ("webhook-signature", sign(cb.signing_secret, webhook_id, timestamp, body)),
         ("pgmbus-attempt", str(cb.attempt)),
         ("pgmbus-call", str(call)),
+        *tracing.request_headers(cb.context),
     ]
 
 
@@ -280,7 +281,9 @@ async def deliver(
             await asyncio.sleep(min(fast_retry_delay_s * 2 ** (index - 1), 1.0))
         started = time.time()
         try:
-            result = await call_once(pool, guard, cb, index, timeout_s)
+            with tracing.calling(cb.url, cb.context) as span:
+                result = await call_once(pool, guard, cb, index, timeout_s)
+                tracing.called(span, result.outcome, result.status_code, result.error)
         except Exception as exc:  # one callback's bug must not lose the calls already made
             log.exception("call %d of callback %s crashed", index + 1, cb.id)
             result = crashed(index, started, exc)

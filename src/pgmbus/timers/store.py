@@ -29,7 +29,7 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg.types.json import Jsonb
 
-from pgmbus import args
+from pgmbus import args, tracing
 from pgmbus.data.rows import one
 from pgmbus.data.timers import TIMERS
 from pgmbus.errors import DatabaseError, translating
@@ -152,6 +152,7 @@ def create_many(
     -------
     One ``(created, callback)`` per item in order; ``created`` is false for an existing key.
     """
+    items = [tracing.with_trace(item) for item in items]
     with translating():
         cur = conn.execute(_q("create_many"), {"items": Jsonb(items), "now": now})
         rows = cur.fetchall()
