@@ -280,6 +280,15 @@ def with_trace(item: dict[str, Any]) -> dict[str, Any]:
     return {**item, "context": {**context, CALLBACK_KEY: carried}}
 
 
+def without_carried(context: dict[str, Any]) -> dict[str, Any]:
+    """A callback's ``context`` as its receiver gets it: without the trace context kept under
+    :data:`CALLBACK_KEY` (that travels as the ``traceparent`` header), the same dict when it has
+    none."""
+    if CALLBACK_KEY not in context:
+        return context
+    return {k: v for k, v in context.items() if k != CALLBACK_KEY}
+
+
 def calling(url: str, context: Mapping[str, Any]) -> contextlib.AbstractContextManager[Span | None]:
     """A CLIENT span ``"callback <host>"`` for a callback created in a trace (its parent is
     the creation's context); a callback created outside any trace is called untraced."""

@@ -120,7 +120,7 @@ def body_of(cb: Claimed, call: int = 1) -> bytes:
         "originally_run_at": cb.originally_run_at.isoformat(),
         "attempt": cb.attempt,
         "call": call,
-        "context": cb.context,
+        "context": tracing.without_carried(cb.context),
     }
     return json.dumps(doc, separators=(",", ":")).encode()
 
