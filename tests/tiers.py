@@ -15,6 +15,7 @@ from hypothesis import settings
 # (module, test name or "*" for every test of it, why it is slow)
 SLOW: list[tuple[str, str, str]] = [
     ("tests/test_bench_sql.py", "*", "pgbench runs of every sql_* scenario"),
+    ("tests/test_bench_jobs.py", "*", "both job queues' workers drained and timed, 300 jobs each"),
     ("tests/streams/test_streams_bench.py", "*", "the stream benchmark scenarios, run small"),
     (
         "tests/test_bench_held_horizon.py",
