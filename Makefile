@@ -26,9 +26,10 @@ test: bootstrap
 
 # The edit-run loop (under 3 minutes on 2 cores): lint, the twin check, the layer contracts
 # (`lint-imports`, [tool.importlinter] in pyproject.toml), types and every test
-# that needs no Spark, no browser and no slow fault run (markers in pyproject.toml). `make test`
-# stays the whole suite.
-FAST_TESTS := -m "not chaos and not spark and not browser and not slow and not wheel"
+# that needs no Spark, no browser and no slow fault run (markers in pyproject.toml), property
+# tests at 10 generated examples each (tests/tiers.py). `make test` stays the whole suite.
+FAST_TESTS := -m "not chaos and not spark and not browser and not slow and not wheel" \
+	--hypothesis-profile=fast
 
 test-fast: bootstrap
 	$(BIN)/ruff check .

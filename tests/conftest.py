@@ -11,7 +11,7 @@ import pytest
 from hypothesis import settings
 
 from pgmbus.testing.server import TestServer
-from tests.tiers import mark_process_groups, mark_slow
+from tests.tiers import fewer_examples, mark_process_groups, mark_slow
 
 # CI runs every property test with the same examples (a red build must be reproducible, and
 # the examples found once stay in the tests as @example); developers' runs explore at random.
@@ -20,10 +20,11 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow tests out of the fast tier (`make test-fast`): tests/tiers.py; and the groups
-    that keep a module's fixtures in one process under `pytest -n` (tests/tiers.py)."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The slow tests out of the fast tier (`make test-fast`), its fewer generated examples, and
+    the groups that keep a module's fixtures in one process under `pytest -n` (tests/tiers.py)."""
     mark_slow(items)
+    fewer_examples(items, config.getoption("hypothesis_profile"))
     mark_process_groups(items)
 
 

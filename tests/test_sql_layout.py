@@ -8,6 +8,7 @@ Migrations hold tables and data; each function or view lives in one file of
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -255,6 +256,7 @@ def _is_load(node: ast.Call) -> bool:
     return isinstance(node.func, ast.Name) and node.func.id == "load_queries"
 
 
+@functools.cache  # two tests read it; parsing and walking every module costs seconds
 def _modules() -> dict[Path, _Uses]:
     """The modules of src/, bench/ and tools/ that use query files (directly or imported)."""
     trees: dict[str, tuple[Path, ast.Module]] = {}

@@ -10,10 +10,12 @@ generated examples (measured with ``--durations`` on 2 cores). `make test` runs 
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
 
 # (module, test name or "*" for every test of it, why it is slow)
 SLOW: list[tuple[str, str, str]] = [
     ("tests/test_bench_sql.py", "*", "pgbench runs of every sql_* scenario"),
+    ("tests/test_bench_jobs.py", "*", "both job queues' workers drained and timed, 300 jobs each"),
     ("tests/streams/test_streams_bench.py", "*", "the stream benchmark scenarios, run small"),
     (
         "tests/test_bench_held_horizon.py",
@@ -63,6 +65,31 @@ def mark_slow(items: list[pytest.Item]) -> None:
         test = rest.split("[", 1)[0]
         if (module, "*") in named or (module, test) in named:
             item.add_marker(pytest.mark.slow)
+
+
+# The fast tier's property tests (`make test-fast` passes ``--hypothesis-profile=fast``) run at
+# most this many generated examples each, their own @settings count notwithstanding: enough to
+# catch a broken property on every edit-run loop; `make test` (CI) runs each test's full count.
+FAST_PROFILE = "fast"
+FAST_EXAMPLES = 10
+settings.register_profile(FAST_PROFILE, max_examples=FAST_EXAMPLES)
+
+
+def fewer_examples(items: list[pytest.Item], profile: str | None) -> None:
+    """Cap every property test at :data:`FAST_EXAMPLES` when ``profile`` is the fast one.
+
+    An explicit ``@settings(max_examples=...)`` overrides a profile, so the cap is set on the
+    settings Hypothesis reads when the test runs (tests/test_tiers.py checks it still takes).
+    """
+    if profile != FAST_PROFILE:
+        return
+    for item in items:
+        test = getattr(item, "obj", None)
+        current = getattr(test, "_hypothesis_internal_use_settings", None)
+        if isinstance(current, settings) and current.max_examples > FAST_EXAMPLES:
+            test._hypothesis_internal_use_settings = settings(  # type: ignore[union-attr]
+                current, max_examples=FAST_EXAMPLES
+            )
 
 
 # Folders whose tests share one expensive session fixture: one Spark JVM, one built wheel and

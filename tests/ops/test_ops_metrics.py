@@ -12,8 +12,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.ops import state
-from tests.ops.conftest import ADMIN_SCOPES, Service, free_port, start, wait_until
-from tests.processes import reap, stop
+from tests.ops.conftest import ADMIN_SCOPES, Service, free_port, start
+from tests.processes import reap, stop, wait_until
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -183,7 +183,9 @@ def test_metrics_command_exports_alone(ops_dsn: str) -> None:
             except httpx.TransportError:
                 return False
 
-        wait_until(answering, timeout=20)
+        # a Python start can take tens of seconds on a loaded machine: wait on the process
+        # (failing at once if it exits), not on a fixed time
+        wait_until(answering, proc=proc, what="pgmbus metrics answering")
         m = scrape(f"http://127.0.0.1:{port}/metrics")
         assert get(m, "pgmbus_up") == 1
         assert get(m, "pgmbus_queue_depth", queue="orders", consumer="audit") == 6

@@ -7,14 +7,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 
 import httpx
 from typer.testing import CliRunner
 
 from pgmbus.cli import app
-from tests.processes import reap, stop
+from tests.processes import reap, stop, wait_until
 from tests.timers.conftest import Env
 
 runner = CliRunner()
@@ -68,15 +67,15 @@ def test_serve_runs_the_api(env: Env) -> None:
     )
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.time() + 30
-        while True:
+
+        def healthy() -> bool:
             try:
-                if httpx.get(base + "/healthz").status_code == 200:
-                    break
+                return httpx.get(base + "/healthz").status_code == 200
             except httpx.TransportError:
-                pass
-            assert time.time() < deadline and proc.poll() is None
-            time.sleep(0.1)
+                return False
+
+        # a Python start can take tens of seconds on a loaded machine: wait on the process
+        wait_until(healthy, proc=proc, what="pgmbus serve answering")
         headers = {"authorization": f"Bearer {env.client.api_key}"}
         r = httpx.post(
             base + "/v1/callbacks",
