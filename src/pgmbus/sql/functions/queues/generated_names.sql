@@ -11,7 +11,8 @@
 --                       (parent indexes) and _claim$n, _id$n, _iid$n, _lease$n, _expires$n;
 --                       the counter sequences q_<q>$posted ('counter') and, per consumer cid
 --                       that exists, q_<q>$c<cid>$posted and $consumed ('posted_c<cid>',
---                       'consumed_c<cid>'; mbus.queue_counter_sequences makes them);
+--                       'consumed_c<cid>'; mbus.queue_counter_sequences makes them); the
+--                       claim floor sequence q_<q>$floor ('floor'; mbus.floor_guard);
 --                       role mbus_<db>_post_<q>
 --             consumer: functions consume_, consumen_, lease_, take_from_<q>_by_<c>; role
 --                       mbus_<db>_consume_<q>_by_<c>
@@ -41,7 +42,8 @@ AS $$
          generate_series(0, 3) AS n
     WHERE cname IS NULL
     UNION ALL
-    SELECT 'relation', 'counter', mbus.generated_name('relation', 'counter', qname)
+    SELECT 'relation', r, mbus.generated_name('relation', r, qname)
+    FROM unnest(ARRAY['counter', 'floor']) AS r
     WHERE cname IS NULL
     UNION ALL
     SELECT 'relation', w || '_c' || c.cid,

@@ -12,7 +12,8 @@
 --                                       selector holds)
 --             q_<qname>$c<cid>$consumed deliveries consumer cid consumed: consume_, consumen_
 --                                       (deleted), ack_<qname> of its leases
---           mbus.queue_counters reads them; mbus.generated_names lists their names.
+--           mbus.queue_counters reads them; mbus.generated_names lists their names. The claim
+--           floor q_<qname>$floor (mbus.floor_guard) is made here too, not called (no floor).
 -- Params:   qname  the queue's name (text; its table must exist)
 -- Returns:  void
 -- Locks:    CREATE SEQUENCE / DROP SEQUENCE of the sequences it makes or drops; callers hold
@@ -31,10 +32,13 @@ DECLARE
 BEGIN
     SELECT array_agg(g.name) INTO v_want
     FROM mbus.generated_names(queue_counter_sequences.qname) AS g
-    WHERE g.kind = 'relation' AND g.what ~ '^(counter|posted_c|consumed_c)';
+    WHERE g.kind = 'relation' AND g.what ~ '^(counter|floor|posted_c|consumed_c)';
     FOREACH v_name IN ARRAY v_want LOOP
         IF to_regclass(format('mbus.%I', v_name)) IS NULL THEN
-            EXECUTE format('CREATE SEQUENCE mbus.%I AS bigint OWNED BY mbus.%I.id', v_name, v_tbl);
+            -- the claim floor holds epoch microseconds, negative before 1970
+            EXECUTE format('CREATE SEQUENCE mbus.%I AS bigint %s OWNED BY mbus.%I.id', v_name,
+                           CASE WHEN v_name = mbus.generated_name('relation', 'floor', qname)
+                                THEN 'MINVALUE -9223372036854775808' ELSE '' END, v_tbl);
         END IF;
     END LOOP;
     FOR v_name IN

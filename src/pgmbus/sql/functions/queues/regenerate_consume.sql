@@ -4,9 +4,11 @@
 --           consumen_<q>_by_<c>(amt), lease_<q>_by_<c>(amt, lease, max_attempts) (a message
 --           delivered max_attempts times goes to mbus.dmq instead) and take_from_<q>_by_<c>(msgid).
 --           A claim reads the segment row (closing segment, upkeep due, pause), runs
---           mbus.rotate_queue when due, locks its rows through the parent in (priority,) vt, id
---           order in one of four variants (k = 0 every segment, 1..3 all but k, the one
---           rotate_queue is closing), then deletes or leases them by ctid in each segment that
+--           mbus.rotate_queue when due, reads the claim floor (mbus.floor_guard: the FIFO scan
+--           starts at vt >= floor; the priority tier keeps its own index and scans it whole),
+--           locks its rows through the parent in (priority,) vt, id order in one of four
+--           variants (k = 0 every segment, 1..3 all but k, the one rotate_queue is closing),
+--           then deletes or leases them by ctid in each segment that
 --           holds some and returns them in claim order. Why: docs/DESIGN.md, Decisions (claims
 --           lock through the parent; segments recycled by TRUNCATE; no SET search_path; claims
 --           pin their plan).
@@ -39,7 +41,7 @@ DECLARE
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio{cols}
                                  FROM mbus.{tbl} AS s
-                                 WHERE s.c = {cid} AND s.vt <= v_now
+                                 WHERE s.c = {cid} AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0{filter}
                                  ORDER BY s.vt, s.id
@@ -49,7 +51,8 @@ DECLARE
     v_claimn  text := $t$
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt{cols}
                   FROM mbus.{tbl} AS s
-                  WHERE s.c = {cid} AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now){filter}
+                  WHERE s.c = {cid} AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now){filter}
                   ORDER BY s.vt, s.id
                   LIMIT {limit}
                   FOR UPDATE SKIP LOCKED) AS x;$t$;
@@ -91,6 +94,8 @@ BEGIN
         v_c := v_c || jsonb_build_object(
             'cid', r.cid::text,
             'cname', quote_literal(r.cname),
+            'floor', quote_literal('mbus.' || quote_ident(
+                         mbus.generated_name('relation', 'floor', qname))),
             -- counter: deliveries this consumer consumed (ack_<q> counts those of leases)
             'consumed', quote_literal('mbus.' || quote_ident(
                             mbus.generated_name('relation', 'consumed_c' || r.cid, qname))));
@@ -113,7 +118,12 @@ BEGIN
     END IF;
     IF v_paused THEN
         RETURN;  -- paused
-    END IF;$t$, v_c));
+    END IF;
+    -- The claim floor (mbus.floor_guard): no live delivery lies below it, so the FIFO scan
+    -- starts there, past the consumed entries a held xmin horizon keeps.
+    v_floor := coalesce(to_timestamp(0)
+                        + pg_sequence_last_value({floor}::regclass) * interval '1 microsecond',
+                        '-infinity');$t$, v_c));
         v_pick := '';
         v_pick1 := '';
         v_pickl := '';
@@ -250,6 +260,7 @@ DECLARE
     v_due     boolean;
     v_prio    boolean;
     v_paused  boolean;
+    v_floor   timestamptz;  -- the claim floor
     v_n       bigint;    -- counter: deliveries consumed
     v_ids     bigint[];  -- the claimed messages, in claim order
     v_t0      tid[];     -- their ctids in segment 0, 1, 2, 3
@@ -289,6 +300,7 @@ DECLARE
     v_due     boolean;
     v_prio    boolean;
     v_paused  boolean;
+    v_floor   timestamptz;  -- the claim floor
     v_n       bigint;    -- counter: deliveries consumed
     v_seg     smallint;  -- the claimed message's segment and ctid
     v_tid     tid;
@@ -317,6 +329,7 @@ DECLARE
     v_due     boolean;
     v_prio    boolean;
     v_paused  boolean;
+    v_floor   timestamptz;  -- the claim floor
     v_ids     bigint[];  -- the claimed messages, in claim order
     v_t0      tid[];     -- the ctids to lease in segment 0, 1, 2, 3
     v_t1      tid[];

@@ -15,10 +15,12 @@
 --           Ends with mbus.secure_queue (privileges, the roles security model).
 -- Params:   qname  the queue's name (text; must exist)
 -- Returns:  void
--- Locks:    none of its own: CREATE OR REPLACE FUNCTION and secure_queue's ALTER/GRANT/REVOKE
---           update pg_proc rows (two sessions regenerating one queue at once fail with 'tuple
+-- Locks:    SHARE ROW EXCLUSIVE on the queue's table the first time (CREATE TRIGGER floor_guard,
+--           the claim floor's guard, mbus.floor_guard); CREATE OR REPLACE FUNCTION and
+--           secure_queue's ALTER/GRANT/REVOKE update pg_proc rows (two sessions regenerating one queue at once fail with 'tuple
 --           concurrently updated'), so its callers hold pg_advisory_xact_lock(1835165041)
--- Calls:    mbus.queue_counter_sequences, mbus.regenerate_batch, mbus.regenerate_consume,
+-- Calls:    mbus.floor_guard, mbus.generated_name, mbus.queue_counter_sequences,
+--           mbus.regenerate_batch, mbus.regenerate_consume,
 --           mbus.regenerate_fanout, mbus.regenerate_lease_ack, mbus.regenerate_names,
 --           mbus.regenerate_peek_take, mbus.regenerate_post, mbus.secure_queue
 -- Tables:   none
@@ -32,6 +34,17 @@ DECLARE
     v_fanout jsonb;
 BEGIN
     PERFORM mbus.queue_counter_sequences(qname);
+    -- the claim floor's guard (mbus.floor_guard), made once: CREATE TRIGGER locks the table
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger AS t
+                   WHERE t.tgrelid = format('mbus.%I',
+                                            mbus.generated_name('relation', 'table', qname))::regclass
+                     AND t.tgname = 'floor_guard') THEN
+        EXECUTE format('CREATE TRIGGER floor_guard BEFORE INSERT OR UPDATE OF vt ON mbus.%I '
+                       'FOR EACH ROW EXECUTE FUNCTION mbus.floor_guard(%L, %L)',
+                       mbus.generated_name('relation', 'table', qname),
+                       format('mbus.%I', mbus.generated_name('relation', 'floor', qname)),
+                       hashtext(qname)::text);
+    END IF;
     v_names := mbus.regenerate_names(qname);
     v_fanout := mbus.regenerate_fanout(qname, v_names);
     PERFORM mbus.regenerate_post(v_names, v_fanout);

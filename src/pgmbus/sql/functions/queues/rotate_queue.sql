@@ -13,7 +13,7 @@
 --                truncated, and clear_queue is not needed. Deleting a delivery others wait on
 --                releases them at commit (dep_gone), and its segment is truncated by the next call;
 --                then forgets up to 10000 client iids of the queue older than queues.iid_window
---                (mbus.expire_client_iids);
+--                (mbus.expire_client_iids); and moves the claim floor up (mbus.floor_advance);
 --             1. TRUNCATEs every rotating segment that is not current and has no row left. The
 --                segment is looked at without a lock first; then LOCK ... ACCESS EXCLUSIVE NOWAIT:
 --                when any open transaction touched it (a consumer between claim and commit, a post
@@ -48,7 +48,7 @@
 --           TRUNCATE, held to commit (released at once, by a rolled-back subtransaction, when the
 --           segment has rows); a row lock on its mbus.queue_segment row (UPDATE). SECURITY DEFINER,
 --           so roles that only consume can run it
--- Calls:    mbus.expire_client_iids, mbus.generated_name, mbus.require_queue
+-- Calls:    mbus.expire_client_iids, mbus.floor_advance, mbus.generated_name, mbus.require_queue
 -- Tables:   mbus.queue_segment
 CREATE OR REPLACE FUNCTION mbus.rotate_queue(qname text, p_tries integer DEFAULT 100)
 RETURNS jsonb
@@ -103,6 +103,8 @@ BEGIN
     END LOOP;
     -- 0b: client iids older than queues.iid_window are forgotten (mbus.expire_client_iids).
     PERFORM mbus.expire_client_iids(qname, NULL, 10000);
+    -- 0c: the claim floor moves up to the oldest live delivery (mbus.floor_advance).
+    PERFORM mbus.floor_advance(qname);
     FOR n IN 1 .. 3 LOOP
         CONTINUE WHEN n = st.cur;
         v_seg := format('mbus.%I',
