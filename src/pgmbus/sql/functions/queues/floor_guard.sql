@@ -28,23 +28,26 @@ DECLARE
     v_seq   regclass;
     v_floor bigint;
 BEGIN
-    IF TG_OP = 'UPDATE' AND NEW.vt >= OLD.vt THEN
+    -- Operators qualified: no SET search_path (a clause costs every row), and a caller's
+    -- search_path must not change what this compares.
+    IF TG_OP OPERATOR(pg_catalog.=) 'UPDATE' AND NEW.vt OPERATOR(pg_catalog.>=) OLD.vt THEN
         RETURN NEW;  -- raised: the floor below the old vt is below the new one
     END IF;
     PERFORM pg_catalog.pg_advisory_xact_lock_shared(1835165045, TG_ARGV[1]::integer);
     v_seq := TG_ARGV[0]::regclass;
     v_floor := pg_catalog.pg_sequence_last_value(v_seq);
     IF v_floor IS NOT NULL
-       AND NEW.vt < pg_catalog.to_timestamp(0) + v_floor * interval '1 microsecond' THEN
+       AND NEW.vt OPERATOR(pg_catalog.<) (pg_catalog.to_timestamp(0)
+           OPERATOR(pg_catalog.+) (v_floor OPERATOR(pg_catalog.*) interval '1 microsecond')) THEN
         -- Held to commit (a session lock could outlive a cancel that races its grant); only
         -- a lowerer below this one's vt waits for it, as the floor cannot rise meanwhile.
         PERFORM pg_catalog.pg_advisory_xact_lock(1835165046, TG_ARGV[1]::integer);
         v_floor := pg_catalog.pg_sequence_last_value(v_seq);
-        IF NEW.vt = '-infinity' THEN
+        IF NEW.vt OPERATOR(pg_catalog.=) '-infinity'::timestamptz THEN
             PERFORM pg_catalog.setval(v_seq, 1, false);  -- no floor
         ELSIF v_floor IS NOT NULL THEN
             PERFORM pg_catalog.setval(v_seq, least(v_floor, pg_catalog.floor(
-                EXTRACT(epoch FROM NEW.vt) * 1000000)::bigint));
+                EXTRACT(epoch FROM NEW.vt) OPERATOR(pg_catalog.*) 1000000::numeric)::bigint));
         END IF;
     END IF;
     RETURN NEW;
