@@ -70,7 +70,8 @@ typecheck: bootstrap
 
 # the dashboard pages in chromium, saved into docs/img (docs/operations.md shows them)
 screenshots: bootstrap
-	PGMBUS_SCREENSHOTS=docs/img $(BIN)/pytest -q tests/ops/test_ops_dashboard.py -k every_page
+	PGMBUS_SCREENSHOTS=docs/img $(BIN)/pytest -q tests/ops/test_ops_dashboard.py tests/ops/test_ops_browse_page.py \
+		-k "every_page or screenshots or charts_draw"
 
 # The fault-injection suite (minutes): every engine under every fault, a summary table at the
 # end (also in .chaos/summary.md). CHAOS_DURATION_S, CHAOS_SEED and CHAOS_XMIN_HOLD_S (60) tune

@@ -90,12 +90,14 @@ if [[ "$extras" == *test* ]] && ! command -v chromium >/dev/null 2>&1 &&
     step_done
 fi
 
-# The metrics tests lint /metrics with promtool, from Debian's prometheus; installed with the test
-# extras, only when missing. Its server is not wanted: the package's service is left stopped (and
-# nothing uses it) and, where policy-rc.d allows starting it, stopped again.
-if [[ "$extras" == *test* ]] && ! command -v promtool >/dev/null 2>&1 &&
+# The metrics tests lint /metrics with promtool, and the chart tests start their own prometheus
+# server (127.0.0.1, a temporary tsdb), both from Debian's prometheus; installed with the test
+# extras, only when missing. The package's own service is not wanted: it is left stopped and,
+# where policy-rc.d allows starting it, stopped again.
+if [[ "$extras" == *test* ]] &&
+    { ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; } &&
     command -v apt-get >/dev/null 2>&1; then
-    step 6 "installing Debian's prometheus (promtool lints the metrics in the tests)"
+    step 6 "installing Debian's prometheus (promtool and the server, for the metrics tests)"
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
@@ -105,7 +107,7 @@ if [[ "$extras" == *test* ]] && ! command -v promtool >/dev/null 2>&1 &&
             $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
         fi
     else
-        echo "bootstrap: could not install prometheus; the promtool check will skip" >&2
+        echo "bootstrap: could not install prometheus; the promtool and chart tests will skip" >&2
     fi
     step_done
 fi

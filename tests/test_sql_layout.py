@@ -67,6 +67,9 @@ def test_every_function_file_starts_with_the_fixed_header() -> None:
         positions = [header.find(f"\n-- {field}:") for field in fields]
         if -1 in positions or positions != sorted(positions):
             bad.append(f"{path.name}: needs {', '.join(fields)} in this order")
+        design = header.find("\n-- Design:")
+        if design != -1 and design < max(positions):
+            bad.append(f"{path.name}: Design, when there is one, comes after Tables")
         if re.search(r"\bFILL\b|\bTODO\b", header):
             bad.append(f"{path.name}: unfinished header")
         if any(not line.startswith("--") for line in header.splitlines()):
@@ -103,6 +106,35 @@ def test_the_header_check_sees_a_missing_or_extra_name(tmp_path: Path) -> None:
     assert header.field("Calls") == ["require_queue", "queue_role"]
     assert header.field("Tables") == []
     assert header.field("Callers") is None
+
+
+def test_the_header_check_sees_a_long_purpose_and_a_design_anchor_that_is_missing(
+    tmp_path: Path,
+) -> None:
+    anchors = sql_headers.github_anchors(
+        "# Top\n## Why the SQL is written as it is\n### `timer_claim`: a fair share, per client\n"
+        "```text\n# not a heading\n```\n### Why the SQL is written as it is\n"
+    )
+    assert anchors == {
+        "top",
+        "why-the-sql-is-written-as-it-is",
+        "timer_claim-a-fair-share-per-client",
+        "why-the-sql-is-written-as-it-is-1",
+    }
+    path = tmp_path / "probe.sql"
+    purpose = "-- Purpose:  Does one thing.\n" + "--           and says so.\n" * 7
+    design = "-- Design:   docs/DESIGN.md#timer_claim-a-fair-share-per-client\n"
+    path.write_text(f"-- Function: mbus.probe()\n{purpose}{design}CREATE", "utf-8")
+    assert sql_headers.design_problems(sql_headers.read(path), anchors) == []
+    path.write_text(
+        f"-- Function: mbus.probe()\n{purpose}--           and more.\n"
+        "-- Design:   docs/DESIGN.md#timer_claim\nCREATE",
+        "utf-8",
+    )
+    found = sql_headers.design_problems(sql_headers.read(path), anchors)
+    assert len(found) == 2
+    assert "Purpose has 9 lines" in found[0]
+    assert "#timer_claim is no heading" in found[1]
 
 
 def test_order_lists_every_function_file_once() -> None:

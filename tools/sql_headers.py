@@ -9,6 +9,10 @@ prints each header that says something else and exits 1 when there is any (the l
 the same check); ``--write`` rewrites those two fields from the bodies. A list that is computed
 cannot rot as a list of callers did: a caller that is added or removed elsewhere changed no
 header.
+
+The check also holds the header to what a caller needs: a ``Purpose`` of at most 8 lines, and
+an optional ``Design`` field after ``Tables`` (``docs/DESIGN.md#<anchor>``) that points to the
+section of DESIGN.md giving the reasons, whose anchor must exist there.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SQL = ROOT / "src" / "pgmbus" / "sql"
 FUNCTIONS = SQL / "functions"
 FIELDS = ("Calls", "Tables")
+PURPOSE_LINES = 8
+DESIGN = ROOT / "docs" / "DESIGN.md"
 WIDTH = 100
 _INDENT = "--           "  # where a field's value starts: "-- Tables:   "
 
@@ -34,6 +40,9 @@ _COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
 _CALL = re.compile(r"\bmbus\.(\w+)\s*\(")
 _NAME = re.compile(r"\bmbus\.(\w+)\b")
 _FIELD = re.compile(r"^-- (\w+):")
+_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$", re.M)
+_FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+_DESIGN_LINK = re.compile(r"^docs/DESIGN\.md#([\w-]+)$")
 
 
 @dataclass(frozen=True)
@@ -44,22 +53,63 @@ class Header:
     lines: list[str]
     body: str
 
-    def field(self, name: str) -> list[str] | None:
-        """The names a field lists (without the mbus. prefix), None when it is missing."""
+    def span(self, name: str) -> list[str] | None:
+        """A field's lines (its own and the indented ones continuing it), None when missing."""
         start = next(
             (i for i, line in enumerate(self.lines) if line.startswith(f"-- {name}:")), None
         )
         if start is None:
             return None
-        text = [self.lines[start].split(":", 1)[1]]
-        for line in self.lines[start + 1 :]:
-            if _FIELD.match(line) or not line.startswith(_INDENT):
-                break
-            text.append(line[2:])
+        end = start + 1
+        while end < len(self.lines) and self.lines[end].startswith(_INDENT):
+            end += 1
+        return self.lines[start:end]
+
+    def field(self, name: str) -> list[str] | None:
+        """The names a field lists (without the mbus. prefix), None when it is missing."""
+        lines = self.span(name)
+        if lines is None:
+            return None
+        text = [lines[0].split(":", 1)[1]] + [line[2:] for line in lines[1:]]
         words = " ".join(text).replace(",", " ").split()
         if words == ["none"]:
             return []
         return [w.removeprefix("mbus.") for w in words]
+
+
+def github_anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives the headings of a Markdown text: lower case, punctuation
+    dropped, spaces to hyphens, a repeated anchor numbered -1, -2, ..."""
+    anchors: set[str] = set()
+    for title in _HEADING.findall(_FENCE.sub("", markdown)):
+        title = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", title)  # a link counts by its text
+        base = re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+        anchor, n = base, 0
+        while anchor in anchors:
+            n += 1
+            anchor = f"{base}-{n}"
+        anchors.add(anchor)
+    return anchors
+
+
+def design_problems(header: Header, anchors: set[str]) -> list[str]:
+    """A Purpose longer than a caller needs, or a Design field that points nowhere."""
+    rel = f"{header.path.parent.name}/{header.path.name}"
+    found: list[str] = []
+    purpose = len(header.span("Purpose") or [])
+    if purpose > PURPOSE_LINES:
+        found.append(
+            f"{rel}: Purpose has {purpose} lines (at most {PURPOSE_LINES}: the reasons go to "
+            "docs/DESIGN.md, pointed to by a Design field)"
+        )
+    design = [line for line in header.lines if line.startswith("-- Design:")]
+    for line in design:
+        link = _DESIGN_LINK.match(line.split(":", 1)[1].strip())
+        if link is None:
+            found.append(f"{rel}: Design must be docs/DESIGN.md#<anchor>, not {line!r}")
+        elif link.group(1) not in anchors:
+            found.append(f"{rel}: Design anchor #{link.group(1)} is no heading of docs/DESIGN.md")
+    return found
 
 
 def function_files() -> list[Path]:
@@ -112,9 +162,11 @@ def render(name: str, names: list[str]) -> list[str]:
 
 def problems() -> list[str]:
     functions, relations = known()
+    anchors = github_anchors(DESIGN.read_text("utf-8"))
     found: list[str] = []
     for path in function_files():
         header = read(path)
+        found += design_problems(header, anchors)
         want = used(header.body, functions, relations)
         for name in FIELDS:
             have = header.field(name)

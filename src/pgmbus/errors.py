@@ -41,6 +41,11 @@ class ConfigurationError(PgmbusError):
     """A setting (DSN, environment variable, option) is missing or malformed."""
 
 
+class HandlerNotImportable(ConfigurationError):
+    """A process-pool handler cannot be sent to a child process (not a module-level function
+    its module can import); the message names the handler."""
+
+
 class DevDBError(PgmbusError):
     """The embedded PostgreSQL cluster could not be created, started or stopped."""
 

@@ -6,7 +6,7 @@ import inspect
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pgmbus.renamed import renamed_keywords
 
@@ -19,6 +19,16 @@ ExceptionTypes = tuple[type[BaseException], ...]
 
 class HandlerTimeout(TimeoutError):
     """A handler ran longer than its ``timeout``; the worker treats it as the attempt's error."""
+
+
+class HandlerProcessDied(Exception):
+    """A process-pool handler's child ended without an outcome (a crash, ``os._exit``, the
+    OOM killer): the attempt failed, retried or buried as for an error."""
+
+
+Pool = Literal["thread", "process"]
+"""Where a plain ``def`` handler runs: a reused thread, or a killable child process."""
+POOLS: tuple[Pool, ...] = ("thread", "process")
 
 
 @dataclass(frozen=True)
@@ -101,6 +111,7 @@ class QueueHandler:
     concurrency: int = DEFAULT_CONCURRENCY
     lease: float = 60.0
     poll_interval: float = 1.0
+    pool: Pool = "thread"
 
     @property
     def name(self) -> str:
@@ -169,6 +180,7 @@ class Handlers:
         concurrency: int = DEFAULT_CONCURRENCY,
         lease: float = 60.0,
         poll_interval: float = 1.0,
+        pool: Pool = "thread",
     ) -> Callable[[F], F]:
         """Declare ``fn(message)`` (sync or ``async def``) as the handler of a queue consumer.
 
@@ -182,19 +194,27 @@ class Handlers:
             ``"ExceptionType: message"``.
         timeout:
             Seconds an attempt may take (None: no limit). An async handler is cancelled; a sync
-            one runs in a thread that cannot be stopped: its lease is no longer extended, the
-            message is retried or buried as for an error (:class:`HandlerTimeout`), the
-            thread's result is ignored, and the slot waits for the thread before it claims again.
+            one in a thread cannot be stopped: its lease is no longer extended, the message is
+            retried or buried as for an error (:class:`HandlerTimeout`), the thread's result is
+            ignored, and the slot waits for the thread before it claims again. In a child
+            process (``pool="process"``) it is killed instead, and the slot is free at once.
         concurrency:
-            Messages handled at once (tasks for async handlers, threads for sync ones).
+            Messages handled at once (tasks for async handlers, threads or child processes for
+            sync ones).
         lease:
             The visibility timeout; the worker extends it every half lease while a handler runs.
         poll_interval:
             Longest wait between two looks at an idle queue (NOTIFY wakes the worker sooner);
             also the longest a stop request waits for an idle slot.
+        pool:
+            Where a plain ``def`` runs: ``"thread"`` (default) or ``"process"``, a pool of
+            ``concurrency`` child processes that ``timeout`` can kill (docs/workers.md); the
+            function must be importable by its module and name.
         """
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
+        if pool not in POOLS:
+            raise ValueError(f"pool must be one of {', '.join(POOLS)}, not {pool!r}")
         if timeout is not None and timeout <= 0:
             raise ValueError("timeout must be > 0")
         policy = RetryPolicy(
@@ -207,6 +227,11 @@ class Handlers:
         )
 
         def declare(fn: F) -> F:
+            if pool == "process" and inspect.iscoroutinefunction(fn):
+                raise ValueError(
+                    f"{handler_name(fn)} is an async def: its timeout cancels it already, "
+                    "pool='process' is for plain def handlers"
+                )
             self.queue_handlers.append(
                 QueueHandler(
                     fn=fn,
@@ -217,6 +242,7 @@ class Handlers:
                     concurrency=concurrency,
                     lease=lease,
                     poll_interval=poll_interval,
+                    pool=pool,
                 )
             )
             return fn

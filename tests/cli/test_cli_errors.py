@@ -102,6 +102,12 @@ USAGE_ERRORS = [
     (["saga", "worker", "nocolon", "-q", "q"], "module:function"),
     (["worker", "json:loads"], "not a Bus, AsyncBus or App"),
     (["worker", "tests.cli.worker_app:app", "--health", "nowhere"], "HOST:PORT"),
+    (["worker", "json:loads", "-q", "q", "--pool", "fork"], "expected one of thread, process"),
+    (["worker", "json:loads", "-q", "q", "--timeout", "0"], "--timeout"),
+    (
+        ["worker", "tests.cli.worker_app:app", "--pool", "process", "--placement-home", "x"],
+        "--pool",
+    ),
     (["queue", "no-such-command"], "No such command"),
     (["saga", "list", "--state", "bogus"], "not one of running"),
     (["queue", "post"], "Missing argument"),

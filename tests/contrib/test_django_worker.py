@@ -143,3 +143,29 @@ def test_a_missing_queue_is_named_and_nothing_starts(django_dsn: str) -> None:
     assert "the worker cannot start: queue 'nothere' does not exist" in done.stderr
     assert "pgmbus queue create nothere" in done.stderr and "Traceback" not in done.stderr
     assert "pgmbus worker:" not in done.stdout  # it did not start
+
+
+@pytest.mark.slow
+def test_the_process_pool_sets_django_up_in_its_children_and_kills_past_the_limit(
+    django_dsn: str,
+) -> None:
+    """``--pool process``: the handler (whose module imports models) runs in a child where
+    Django is set up; past ``--timeout`` its child is killed and the message buried."""
+    book, lamp = (_add_order(django_dsn, item) for item in ("book", "lamp"))
+    with Bus(django_dsn) as bus:
+        bus.post("rush", {"order": book})
+        late = bus.post("rush", {"order": lamp, "sleep": 30})
+        worker = _worker(
+            django_dsn,
+            *("-q", "rush", "--pool", "process", "--timeout", "1", "--max-attempts", "1"),
+            *("--poll", "0.2", "--grace", "2"),
+        )
+        try:
+            wait_until(lambda: len(bus.dmq()) == 1, proc=worker, what="the late one buried")
+            done = stop(worker)
+        finally:
+            reap(worker)
+        (dead,) = bus.dmq()
+    assert done.returncode == 0, done.stderr
+    assert dead.iid == late and dead.reason == "HandlerTimeout: handler exceeded 1.0s"
+    assert orders(django_dsn) == [("book", True), ("lamp", False)]

@@ -17,13 +17,14 @@ from tests.ops.conftest import free_port, wait_until
 
 
 @contextmanager
-def serve(dsn: str) -> Iterator[str]:
-    """Run ``python -m pgmbus serve`` (no dispatcher) on a free port; yield its base URL."""
+def serve(dsn: str, *options: str) -> Iterator[str]:
+    """Run ``python -m pgmbus serve`` (no dispatcher, ``options``) on a free port; yield its
+    base URL."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     argv = [sys.executable, "-m", "pgmbus", "serve", "--dsn", dsn, "--port", str(port)]
     proc = subprocess.Popen(
-        [*argv, "--no-dispatcher"],
+        [*argv, "--no-dispatcher", *options],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=env,

@@ -246,7 +246,8 @@ def test_a_queues_charts_draw_what_the_database_held(ops_dsn: str, page: Page) -
             "#queues-charts:not([hidden]) figure[data-field=depth] polyline[points]",
             state="attached",
         )
-        assert "orders / audit" in page.inner_text("#queues-charts .chart-title")
+        caption = page.inner_text("#queues-charts .chart-title")
+        assert "orders / audit" in caption and "from the service's samples" in caption
         svc.sql("SELECT mbus.post('orders', '{}') FROM generate_series(1, 3)")
         page.wait_for_function(
             "() => { const v = JSON.parse(document.querySelector("
@@ -267,6 +268,8 @@ def test_a_queues_charts_draw_what_the_database_held(ops_dsn: str, page: Page) -
         assert total == pytest.approx(3, abs=0.05)
         polyline = page.get_attribute("#queues-charts figure[data-field=depth] polyline", "points")
         assert polyline is not None and len(polyline.split()) == len(depth)
+        if shots := os.environ.get("PGMBUS_SCREENSHOTS"):  # `make screenshots`
+            page.screenshot(path=str(Path(shots) / "dashboard-charts.png"), full_page=True)
     finally:
         stop()
 

@@ -97,12 +97,21 @@ def test_a_405_names_every_method_of_the_path(fuzzed: Service) -> None:
     schema = httpx.get(f"{fuzzed.base}/openapi.json", timeout=15).json()
     checked = 0
     with fuzzed.client() as c:
-        for path, item in schema["paths"].items():
-            documented = {m.upper() for m in item if m in ("get", "post", "put", "patch", "delete")}
+        for path in schema["paths"]:
+            # a concrete path can match two templates (/messages/batch and /messages/{iid}):
+            # its resource has the methods of both
+            concrete = re.sub(r"\{[^}]+\}", "1", path)
+            documented = {
+                m.upper()
+                for template, item in schema["paths"].items()
+                if re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", template), concrete)
+                for m in item
+                if m in ("get", "post", "put", "patch", "delete")
+            }
             other = next(
                 m for m in ("PUT", "PATCH", "DELETE", "POST", "GET") if m not in documented
             )
-            r = c.request(other, re.sub(r"\{[^}]+\}", "1", path))
+            r = c.request(other, concrete)
             assert r.status_code == 405, (path, other, r.status_code)
             assert set(r.headers["allow"].split(", ")) == documented, (path, r.headers["allow"])
             checked += 1

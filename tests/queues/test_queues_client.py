@@ -292,6 +292,40 @@ def test_listen_yields_and_acks(make_bus: Callable[..., Any]) -> None:
     assert stats.depth == 1 and stats.leased == 1  # the last one was not acked (loop broke)
 
 
+def test_listen_keeps_the_leases_of_the_messages_claimed_ahead(
+    make_bus: Callable[..., Any],
+) -> None:
+    """A loop body slower than the lease does not let the batch's later messages go to another
+    consumer: their leases are extended before they are yielded, and each is yielded once."""
+    bus = make_bus(poll_interval=0.05)
+    bus.post_batch("jobs", [{"n": i} for i in range(3)])
+    seen, stolen = [], []
+    for m in bus.listen("jobs", lease=1.0, batch=3):
+        seen.append((m.data["n"], m.attempts))
+        time.sleep(0.7)  # past half the lease: the next ones must have been extended
+        stolen += bus.lease("jobs", limit=10, lease=30)
+        if len(seen) == 3:
+            break
+    assert stolen == []
+    assert seen == [(0, 1), (1, 1), (2, 1)]
+
+
+def test_listen_gives_back_what_it_claimed_ahead_when_the_loop_ends(
+    make_bus: Callable[..., Any],
+) -> None:
+    """Breaking out of the loop gives the unyielded messages of the batch back at once; the
+    current one stays leased (its body may not have finished)."""
+    bus = make_bus(poll_interval=0.05)
+    bus.post_batch("jobs", [{"n": i} for i in range(3)])
+    listening = bus.listen("jobs", batch=3)
+    first = next(listening)
+    listening.close()
+    assert first.data["n"] == 0
+    stats = bus.stats("jobs")[0]
+    assert (stats.ready, stats.leased) == (2, 1)
+    assert [m.data["n"] for m in bus.lease("jobs", limit=10)] == [1, 2]
+
+
 def test_generated_sync_client_is_current() -> None:
     """The sync Bus is generated from the AsyncBus; this fails when it is stale."""
     twin = next(t for t in async_to_sync.INPUTS if t.target.endswith("queues/_bus.py"))

@@ -317,7 +317,7 @@ def test_a_failing_selector_in_a_batch_and_a_trigger(qconn: Conn) -> None:
 
 
 def test_check_selector_ignores_a_session_table_named_t(qconn: Conn) -> None:
-    """Main (FOUND_BUGS queues 2): with a temporary table t in the session every selector was
+    """With a temporary table t in the session every selector was
     refused with MB004 'relation t already exists'."""
     qconn.execute("CREATE TEMPORARY TABLE t (x int)")
     qconn.execute("SELECT mbus.create_consumer('jobs', 'sel', $$t.data ? 'x'$$)")
@@ -440,7 +440,7 @@ def test_rotate_queue_deletes_expired_messages_and_truncates_their_segment(autod
 
 
 def test_rotate_queues_rotates_every_queue(autodb: str) -> None:
-    """Main (FOUND_BUGS queues 1): once one queue's rotation wrote, the queues after it were
+    """Once one queue's rotation wrote, the queues after it were
     skipped as 'not a transaction of its own'."""
     with connect(autodb, autocommit=True) as c:
         for q in ("jobs", "zed"):
@@ -460,7 +460,7 @@ def test_rotate_queues_rotates_every_queue(autodb: str) -> None:
 
 
 def test_lease_returns_its_batch_in_claim_order(qconn: Conn) -> None:
-    """Main (FOUND_BUGS queues 4): lease returned the parking segment's rows first."""
+    """lease returned the parking segment's rows first."""
     qconn.execute("SELECT mbus.post_jobs('{\"n\": 2}', delayed_until => now() + interval '2 min')")
     qconn.execute("SELECT mbus.post_jobs('{\"n\": 1}')")
     rows = qconn.execute(
@@ -471,7 +471,7 @@ def test_lease_returns_its_batch_in_claim_order(qconn: Conn) -> None:
 
 
 def test_bury_consume_wait_and_clear_queue_are_public_entry_points(qconn: Conn) -> None:
-    """Main (FOUND_BUGS queues 5): bury, consume_wait and clear_queue were not listed."""
+    """bury, consume_wait and clear_queue were not listed."""
     points = scalar(qconn, "SELECT mbus.public_entry_points()")
     for f in ("bury", "consume_wait", "clear_queue"):
         assert any(p.startswith(f"mbus.{f}(") for p in points), f

@@ -236,6 +236,15 @@ def serve_cmd(
             show_default=False,
         ),
     ] = None,
+    prometheus_url: Annotated[
+        str | None,
+        typer.Option(
+            "--prometheus-url",
+            help="A Prometheus scraping /metrics: the dashboard's queue and stream charts are "
+            "read from it; default $PGMBUS_PROMETHEUS_URL, else the service's own samples.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the HTTP API (dashboard at /, OpenAPI at /docs) and, by default, a dispatcher.
 
@@ -258,6 +267,8 @@ def serve_cmd(
         limits["max_listeners_per_key"] = max_listeners_per_key
     if metrics_public is not None:
         limits["metrics_public"] = metrics_public
+    if prometheus_url is not None:
+        limits["prometheus_url"] = prometheus_url
     config = ServiceConfig(
         dsn=database(dsn),
         batch_max_items=batch_size,

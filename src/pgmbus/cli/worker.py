@@ -13,7 +13,7 @@ import typer
 from pgmbus.cli.common import DsnOption, console, database, reports_errors
 from pgmbus.cli.worker_checks import require_worker_objects
 from pgmbus.dsn import resolve_dsn
-from pgmbus.handlers import DEFAULT_CONCURRENCY, Handlers
+from pgmbus.handlers import DEFAULT_CONCURRENCY, POOLS, Handlers, Pool
 from pgmbus.queues.worker import WorkerConfig, load_handler, serve
 from pgmbus.workers import configure_logs, dsn_of, load_target, parse_address, run, run_placed
 
@@ -66,6 +66,16 @@ def worker_cmd(
         float, typer.Option(help="First retry delay, s, doubling (module:function).")
     ] = 1.0,
     poll: Annotated[float, typer.Option(help="Idle poll interval, s (module:function).")] = 1.0,
+    timeout: Annotated[
+        float | None, typer.Option(help="Seconds an attempt may take (module:function).")
+    ] = None,
+    pool: Annotated[
+        str | None,
+        typer.Option(
+            help="Where plain def handlers run: 'thread', or 'process' (child processes that "
+            "a timeout kills; default: thread, or as each handler declares)."
+        ),
+    ] = None,
     health: Annotated[
         str | None,
         typer.Option(help="HOST:PORT of an HTTP health endpoint (module:bus form): 200 or 503."),
@@ -90,9 +100,10 @@ def worker_cmd(
 ) -> None:
     """Run a worker: handle messages until SIGTERM/SIGINT, then finish those in hand and exit."""
     configure_logs(log_format)
+    chosen = _pool(pool)
     with command_line_dsn(dsn):
         if queue is None:
-            _run_app(target, health, grace, placement_home, placement_refresh, dsn)
+            _run_app(target, health, grace, placement_home, placement_refresh, dsn, chosen)
             return
         config = WorkerConfig(
             queue=queue,
@@ -102,8 +113,27 @@ def worker_cmd(
             max_attempts=max_attempts,
             backoff_base=backoff,
             poll_interval=poll,
+            timeout=_timeout(timeout),
+            pool=chosen or "thread",
         )
         _run_function(target, config, dsn)
+
+
+def _pool(pool: str | None) -> Pool | None:
+    for known in POOLS:
+        if pool == known:
+            return known
+    if pool is None:
+        return None
+    raise typer.BadParameter(
+        f"expected one of {', '.join(POOLS)}, not {pool!r}", param_hint="--pool"
+    )
+
+
+def _timeout(timeout: float | None) -> float | None:
+    if timeout is not None and timeout <= 0:
+        raise typer.BadParameter("must be > 0", param_hint="--timeout")
+    return timeout
 
 
 def _run_app(
@@ -113,6 +143,7 @@ def _run_app(
     placement_home: str | None,
     placement_refresh: float,
     dsn: str | None,
+    pool: Pool | None,
 ) -> None:
     """The module:bus form: every handler the app declares."""
     app = _load(load_target, target)
@@ -126,6 +157,10 @@ def _run_app(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--health") from None
     if placement_home is not None:
+        if pool is not None:
+            raise typer.BadParameter(
+                "not with --placement-home (declare pool= on the handlers)", param_hint="--pool"
+            )
         console.print(f"worker: {target} (placement map)", highlight=False)
         report = run_placed(
             app, home=placement_home, refresh=placement_refresh, grace=grace, health=address
@@ -141,7 +176,7 @@ def _run_app(
         [h.group for h in app.stream_handlers],
     )
     console.print(f"worker: {target}", highlight=False)
-    report = run(app, dsn=checked, grace=grace, health=address)
+    report = run(app, dsn=checked, grace=grace, health=address, pool=pool)
     typer.echo("worker stopped")
     for line in report.lines():
         typer.echo(f"  {line}")  # unwrapped: one line per handler

@@ -17,10 +17,12 @@ from pgmbus.http import (
     dashboard,
     docs,
     errors,
+    messages,
     ops,
     queue_ops,
     queues,
     series,
+    stream_around,
     streams,
     timers,
 )
@@ -28,6 +30,7 @@ from pgmbus.http.auth import principal
 from pgmbus.http.config import ServiceConfig
 from pgmbus.http.limits import BodyLimit
 from pgmbus.http.metrics import ListenerCollector, afetch_snapshot, registry_for
+from pgmbus.http.promseries import Prometheus
 from pgmbus.http.samples import Samples, keep_sampling
 from pgmbus.http.state import AppState, query
 from pgmbus.timers import store_async as store
@@ -47,6 +50,13 @@ def create_app(config: ServiceConfig) -> FastAPI:
     state = AppState(config)
     running: list[asyncio.AbstractEventLoop] = []  # the loop serving the app, once started
     samples = Samples(config.sample_every_s, config.sample_window_s)
+    prometheus = (
+        None
+        if config.prometheus_url is None
+        else Prometheus(
+            config.prometheus_url, config.prometheus_timeout_s, config.prometheus_rate_window_s
+        )
+    )
 
     async def sample() -> dict[str, Any]:
         rows = await state.rows(query("series_sample"), {"late_s": config.late_after_s})
@@ -73,6 +83,8 @@ def create_app(config: ServiceConfig) -> FastAPI:
             if task is not None:
                 await task
             await sampling
+            if prometheus is not None:
+                await prometheus.aclose()
             await state.close()
 
     app = FastAPI(
@@ -85,6 +97,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     )
     app.state.pgmbus = state
     app.state.samples = samples
+    app.state.prometheus = prometheus
     app.state.timers = state  # the name tests and tools used before the HTTP package
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
@@ -136,7 +149,9 @@ def create_app(config: ServiceConfig) -> FastAPI:
     app.include_router(timers.router)
     app.include_router(queues.router)
     app.include_router(queue_ops.router)
+    app.include_router(messages.router)
     app.include_router(streams.router)
+    app.include_router(stream_around.router)
     app.include_router(ops.router)
     app.include_router(series.router)
     errors.document(app)

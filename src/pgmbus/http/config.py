@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from pgmbus.errors import ConfigurationError
 from pgmbus.http.listeners import DEFAULT_MAX_LISTENER_BYTES, DEFAULT_MAX_LISTENERS_PER_KEY
@@ -67,6 +69,17 @@ class ServiceConfig:
         backlogs and timer lateness every ``sample_every_s`` seconds (default
         ``$PGMBUS_SAMPLE_EVERY_S``, else 10) and keeps the last ``sample_window_s`` seconds of
         them in memory (default one hour; at most 9,000 samples).
+    prometheus_url:
+        A Prometheus that scrapes this service's (or ``pgmbus metrics``') ``/metrics``: the
+        charts of queues and stream groups are then read from it (last hour, at most 240
+        points), and from the samples whenever it fails to answer. Default
+        ``$PGMBUS_PROMETHEUS_URL``, else none. An ``http`` or ``https`` URL; a path prefix is
+        kept (``http://host:9090/prometheus``).
+    prometheus_timeout_s:
+        How long a chart waits for Prometheus before it is drawn from the samples.
+    prometheus_rate_window_s:
+        The range of the ``rate()`` behind posted/s and consumed/s; it must hold at least two
+        scrapes. Default ``$PGMBUS_PROMETHEUS_RATE_WINDOW_S``, else 120.
     """
 
     dsn: str
@@ -96,6 +109,26 @@ class ServiceConfig:
         default_factory=lambda: float(_env_int("PGMBUS_SAMPLE_EVERY_S", 10))
     )
     sample_window_s: float = 3600.0
+    prometheus_url: str | None = field(
+        default_factory=lambda: os.environ.get("PGMBUS_PROMETHEUS_URL", "").strip() or None
+    )
+    prometheus_timeout_s: float = 5.0
+    prometheus_rate_window_s: float = field(
+        default_factory=lambda: float(_env_int("PGMBUS_PROMETHEUS_RATE_WINDOW_S", 120))
+    )
+
+    def __post_init__(self) -> None:
+        if self.prometheus_url is not None:
+            url = urlsplit(self.prometheus_url)
+            if url.scheme not in ("http", "https") or not url.hostname:
+                raise ConfigurationError(
+                    "the Prometheus URL must be an http or https URL with a host, not "
+                    f"{self.prometheus_url!r}"
+                )
+        for name in ("prometheus_timeout_s", "prometheus_rate_window_s"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ConfigurationError(f"{name} must be a positive number, not {value!r}")
 
 
 def _env_int(name: str, default: int) -> int:

@@ -773,43 +773,82 @@ class Bus(Handlers):
     ) -> Iterator[Message]:
         """Yield messages for ``consumer`` as they arrive, forever (at least once).
 
-        Messages are claimed with a lease; a message is acknowledged when the loop asks for the
-        next one, so a message whose loop body raised (or after which the loop broke off) is
-        delivered again when its lease ends. Database errors that a retry can get past (server
-        restart, cut connection, timeouts; see :func:`pgmbus.reconnect.is_transient`) are
-        logged and the loop goes on: the pool waits for the server to come back, and a message
-        whose ack was lost is delivered again when its lease ends.
+        Messages are claimed ``batch`` at a time with a lease; a message is acknowledged when
+        the loop asks for the next one, so a message whose loop body raised (or after which the
+        loop broke off) is delivered again when its lease ends. The leases of the messages of a
+        batch not yet yielded are extended while the loop body works on the earlier ones, so a
+        slow body does not let them go to another consumer; one whose lease was lost anyway is
+        skipped, not yielded twice. When the loop ends, the messages claimed ahead and never
+        yielded are given back at once (``nack``; their attempt counts). Database errors that a
+        retry can get past (server restart, cut connection, timeouts; see
+        :func:`pgmbus.reconnect.is_transient`) are logged and the loop goes on: the pool waits
+        for the server to come back, and a message whose ack was lost is delivered again when
+        its lease ends.
         """
-        while True:
-            try:
-                messages = self.lease(
-                    queue,
-                    consumer,
-                    limit=batch,
-                    lease=lease,
-                    max_attempts=max_attempts,
-                    wait=self.poll_interval,
-                )
-            except Exception as exc:
-                if not is_transient(exc):
-                    raise
-                log.warning("listen(%s, %s): lease failed, retrying: %s", queue, consumer, exc)
-                continue
-            for message in messages:
-                yield message
+        span = _seconds(lease, "lease")
+        ahead: list[Message] = []  # claimed, not yet yielded
+        try:
+            while True:
                 try:
-                    self.ack(message)
+                    ahead = self.lease(
+                        queue,
+                        consumer,
+                        limit=batch,
+                        lease=span,
+                        max_attempts=max_attempts,
+                        wait=self.poll_interval,
+                    )
                 except Exception as exc:
                     if not is_transient(exc):
                         raise
-                    log.warning(
-                        "listen(%s, %s): ack of %s failed; it is delivered again when its lease "
-                        "ends: %s",
-                        queue,
-                        consumer,
-                        message.iid,
-                        exc,
-                    )
+                    log.warning("listen(%s, %s): lease failed, retrying: %s", queue, consumer, exc)
+                    continue
+                leased_at = time.monotonic()
+                while ahead:
+                    if time.monotonic() - leased_at > span.total_seconds() / 2:
+                        ahead = self._keep_ahead(ahead, span)
+                        leased_at = time.monotonic()
+                        if not ahead:
+                            break
+                    message = ahead.pop(0)
+                    yield message
+                    try:
+                        self.ack(message)
+                    except Exception as exc:
+                        if not is_transient(exc):
+                            raise
+                        log.warning(
+                            "listen(%s, %s): ack of %s failed; it is delivered again when its "
+                            "lease ends: %s",
+                            queue,
+                            consumer,
+                            message.iid,
+                            exc,
+                        )
+        finally:
+            self._give_back(ahead)
+
+    def _keep_ahead(self, ahead: list[Message], lease: timedelta) -> list[Message]:
+        """Extend the leases of the messages claimed ahead; those lost are dropped (they may
+        be another consumer's now), and on a transient error they are kept as they are."""
+        try:
+            lost = self.extend_many(ahead, lease)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            log.warning("listen: extending %d leases failed: %s", len(ahead), exc)
+            return ahead
+        for message in lost:
+            log.warning("listen: the lease of %s ended before it was yielded", message.iid)
+        gone = {m.lease_token for m in lost}
+        return [m for m in ahead if m.lease_token not in gone]
+
+    def _give_back(self, ahead: list[Message]) -> None:
+        for message in ahead:
+            try:
+                self.nack(message)
+            except Exception as exc:  # at worst it comes back when its lease ends
+                log.warning("listen: giving back %s failed: %s", message.iid, exc)
 
     # --- take, peek, clear ------------------------------------------------------------------
 

@@ -14,8 +14,9 @@ from typing import Any
 from pgmbus.handlers import HandlerTimeout, QueueHandler
 from pgmbus.queues._bus_async import AsyncBus, Wakeups
 from pgmbus.queues.model import Message
+from pgmbus.queues.processes import HandlerProcesses
 from pgmbus.queues.reports import HandlerStats, Meter, Reporter
-from pgmbus.queues.threads import HandlerThreads
+from pgmbus.queues.threads import Call, HandlerThreads
 from pgmbus.reconnect import Backoff, is_transient
 
 ACK_WINDOW = 0.002
@@ -54,6 +55,9 @@ class QueueLoop:
         self._in_hand: dict[Any, Message] = {}  # by lease token: claimed, not yet finished
         self._unkept: set[Any] = set()  # tokens whose lease was lost: not extended any more
         self._waiting = 0  # claimed messages that wait for a slot
+        # the next claim goes out once no more than this many wait: its round trip overlaps
+        # the last claimed ones' runs instead of following them
+        self._refill = self.prefetch // 2
         self._changed = asyncio.Event()  # a message started or finished: the claimer looks
         self._ack_due = asyncio.Event()  # an ack is pending: the ack flusher looks
         self._fatal: BaseException | None = None
@@ -65,9 +69,7 @@ class QueueLoop:
     async def run(self, stop: asyncio.Event, abort: asyncio.Event, *, drain: bool = False) -> None:
         """Claim and handle until ``stop`` (or, with ``drain``, until the queue has none due)."""
         slots = asyncio.Semaphore(self.spec.concurrency)
-        threads = (
-            None if self.spec.is_async else HandlerThreads(self.spec.concurrency, self.spec.name)
-        )
+        threads = await self._runner()
         tasks: set[asyncio.Task[None]] = set()
         keeper = asyncio.create_task(self._keep_leased())
         acks = asyncio.create_task(self._acks())
@@ -91,6 +93,16 @@ class QueueLoop:
         if self._fatal is not None:
             raise self._fatal
 
+    async def _runner(self) -> HandlerThreads | HandlerProcesses | None:
+        """Where a plain ``def`` runs: threads, or child processes that a time limit kills."""
+        if self.spec.is_async:
+            return None
+        if self.spec.pool == "process":
+            processes = HandlerProcesses(self.spec.concurrency, self.spec.name)
+            await processes.start(self.spec.fn)  # not importable: the error names it, now
+            return processes
+        return HandlerThreads(self.spec.concurrency, self.spec.name)
+
     # --- claiming -----------------------------------------------------------------------------
 
     async def _claim_loop(
@@ -99,7 +111,7 @@ class QueueLoop:
         abort: asyncio.Event,
         drain: bool,
         slots: asyncio.Semaphore,
-        threads: HandlerThreads | None,
+        threads: HandlerThreads | HandlerProcesses | None,
         tasks: set[asyncio.Task[None]],
     ) -> None:
         backoff = Backoff()
@@ -114,7 +126,7 @@ class QueueLoop:
                 room = self.spec.concurrency + self.prefetch - len(self._in_hand)
                 look = look or self._due_again
                 self._due_again = False
-                if room <= 0 or self._waiting > 0 or not look:
+                if room <= 0 or self._waiting > self._refill or not look:
                     # the slots are full, or the queue was seen empty while we listen
                     look = await self._pause(wakeups) or look
                     continue
@@ -237,7 +249,7 @@ class QueueLoop:
         message: Message,
         abort: asyncio.Event,
         slots: asyncio.Semaphore,
-        threads: HandlerThreads | None,
+        threads: HandlerThreads | HandlerProcesses | None,
         tasks: set[asyncio.Task[None]],
     ) -> None:
         self._in_hand[message.lease_token] = message
@@ -251,7 +263,10 @@ class QueueLoop:
             tasks.discard(task)
             if not task.cancelled() and task.exception() is not None and self._fatal is None:
                 self._fatal = task.exception()  # a bug: the loop stops and raises it
-            self._changed.set()
+            # the claimer claims once the claimed ones have started: waking it before (a
+            # turn of its loop, for nothing) cost more than the job itself
+            if self._waiting <= self._refill or self._fatal is not None:
+                self._changed.set()
 
         return ended
 
@@ -260,12 +275,13 @@ class QueueLoop:
         message: Message,
         abort: asyncio.Event,
         slots: asyncio.Semaphore,
-        threads: HandlerThreads | None,
+        threads: HandlerThreads | HandlerProcesses | None,
     ) -> None:
         try:
             async with slots:
                 self._waiting -= 1
-                self._changed.set()
+                if self._waiting == self._refill:  # the claimer waits for the claimed to start
+                    self._changed.set()
                 if abort.is_set():
                     self._given_back(message)
                     await self._reporter.finish(message, "give back")
@@ -276,7 +292,10 @@ class QueueLoop:
             self._unkept.discard(message.lease_token)
 
     async def _process(
-        self, message: Message, abort: asyncio.Event, threads: HandlerThreads | None
+        self,
+        message: Message,
+        abort: asyncio.Event,
+        threads: HandlerThreads | HandlerProcesses | None,
     ) -> None:
         self._reporter.meter.started()
         ended: list[bool] = []  # the outcome told to the meter: told before the reports
@@ -290,10 +309,10 @@ class QueueLoop:
         self,
         message: Message,
         abort: asyncio.Event,
-        threads: HandlerThreads | None,
+        threads: HandlerThreads | HandlerProcesses | None,
         ended: list[bool],
     ) -> None:
-        returned: threading.Event | None = None
+        returned: Call | threading.Event | None = None
         started = time.perf_counter()
         if threads is None:
             call: asyncio.Future[Any] = asyncio.ensure_future(self.spec.fn(message))
@@ -312,7 +331,8 @@ class QueueLoop:
                 if call.cancelled()
                 else call.exception()
             )
-            if error is None and inspect.isawaitable(result := call.result()):
+            result = None if error is not None else call.result()
+            if result is not None and inspect.isawaitable(result):
                 error = await _outcome(result)  # a plain function that returned a coroutine
             ended.append(True)
             self._reporter.meter.ended(time.perf_counter() - started, error is not None)
@@ -331,6 +351,9 @@ class QueueLoop:
         ended.append(True)
         self._reporter.meter.ended(time.perf_counter() - started, True)
         how = "cancelled" if threads is None else "its thread goes on, its result is ignored"
+        if isinstance(threads, HandlerProcesses):
+            how = "its process is killed"
+            self._reporter.meter.killed()
         self.log.error(
             "message %s timed out after %ss (%s)",
             message.iid,

@@ -75,6 +75,9 @@ class Meter:
     def buried(self) -> None:
         """A failed message went to the dead letters."""
 
+    def killed(self) -> None:
+        """A handler's child process was killed past its time limit (``pool="process"``)."""
+
 
 class Reporter:
     """Acks and lease extensions in one statement each per loop turn; nacks and buries (rare:

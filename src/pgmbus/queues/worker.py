@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pgmbus.handlers import DEFAULT_CONCURRENCY, QueueHandler, RetryPolicy
+from pgmbus.handlers import DEFAULT_CONCURRENCY, POOLS, Pool, QueueHandler, RetryPolicy
 from pgmbus.queues._bus_async import AsyncBus
 from pgmbus.queues.loop import QueueLoop
 from pgmbus.queues.model import Message
@@ -44,6 +44,10 @@ class WorkerConfig:
         seconds.
     poll_interval:
         Longest sleep between looks at an idle queue (NOTIFY wakes the worker sooner).
+    timeout:
+        Seconds an attempt may take (None: no limit), as the handler declaration's.
+    pool:
+        ``"thread"`` or ``"process"``: where a plain ``def`` handler runs (docs/workers.md).
     """
 
     queue: str
@@ -54,6 +58,14 @@ class WorkerConfig:
     backoff_base: float = 1.0
     backoff_max: float = 300.0
     poll_interval: float = 1.0
+    timeout: float | None = None
+    pool: Pool = "thread"
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError("timeout must be > 0")
+        if self.pool not in POOLS:
+            raise ValueError(f"pool must be one of {', '.join(POOLS)}, not {self.pool!r}")
 
     def retry(self) -> RetryPolicy:
         """The retry policy these settings make (no jitter: the schedule above)."""
@@ -78,6 +90,8 @@ class WorkerConfig:
             concurrency=self.concurrency,
             lease=self.lease,
             poll_interval=self.poll_interval,
+            timeout=self.timeout,
+            pool=self.pool,
         )
 
 

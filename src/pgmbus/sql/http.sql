@@ -239,3 +239,24 @@ SELECT jsonb_build_object(
                      LEFT JOIN mbus.timer_callbacks AS t ON t.client_id = c.id
                      GROUP BY c.name) AS x)
 ) AS sample;
+
+-- name: messages_page
+-- A page of a queue's messages for the browser (mbus.http_messages: reads only).
+SELECT kind, id, c, dmq_id, iid, consumer, state, priority, added, vt, expires, attempts,
+       reason, died_at, headers, data
+FROM mbus.http_messages(%(queue)s, %(state)s, %(consumer)s, %(priority)s, %(header)s,
+                        %(value)s, %(path)s, %(field)s, %(since)s, %(until)s, %(iid)s,
+                        %(after_id)s, %(after_c)s, %(after_dead)s, %(limit)s);
+
+-- name: message_detail
+SELECT mbus.http_message(%(queue)s, %(iid)s) AS message;
+
+-- name: message_act
+SELECT mbus.http_message_act(%(queue)s, %(iid)s, %(action)s, %(consumer)s, %(reason)s) AS changed;
+
+-- name: group_around
+SELECT side, id, topic, key, payload, headers, published_at
+FROM mbus.http_group_around(%(group)s, %(topic)s, %(slot)s, %(n)s);
+
+-- name: group_position
+SELECT mbus.group_cursor(%(group)s, %(slot)s) AS cursor;

@@ -183,9 +183,10 @@ ORDER BY saga_id DESC LIMIT %(limit)s;
 
 -- name: ack_many
 -- The worker's acks of one loop turn in one statement: all or none (a lease no longer held
--- raises MB007 and rolls the statement back; the caller then acks one by one).
-SELECT mbus.{fn}(t, %(now)s) FROM unnest(%(tokens)s::uuid[]) AS t;
+-- raises MB007 and rolls the statement back; the caller then acks one by one). The tokens
+-- go in binary: psycopg quotes each element of a text array with a regular expression.
+SELECT mbus.{fn}(t, %(now)s) FROM unnest(%(tokens)b::uuid[]) AS t;
 
 -- name: extend_many
 -- The worker's lease heartbeat for every message in hand, all or none as ack_many.
-SELECT mbus.{fn}(t, %(lease)s, %(now)s) FROM unnest(%(tokens)s::uuid[]) AS t;
+SELECT mbus.{fn}(t, %(lease)s, %(now)s) FROM unnest(%(tokens)b::uuid[]) AS t;

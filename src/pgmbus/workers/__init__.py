@@ -2,6 +2,7 @@
 
 from pgmbus.handlers import (
     App,
+    HandlerProcessDied,
     Handlers,
     HandlerTimeout,
     QueueHandler,
@@ -17,6 +18,7 @@ from pgmbus.workers.runtime import Report, adrain, drain, dsn_of, load_target, r
 
 __all__ = [
     "App",
+    "HandlerProcessDied",
     "HandlerStats",
     "HandlerTimeout",
     "Handlers",

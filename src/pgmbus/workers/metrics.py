@@ -56,6 +56,12 @@ class WorkerMetrics:
             LABELS,
             registry=r,
         )
+        self.killed = Counter(
+            "pgmbus_worker_killed_total",
+            "Handler child processes killed past their time limit (pool 'process').",
+            LABELS,
+            registry=r,
+        )
 
     def queue(self, spec: QueueHandler) -> Meter:
         """The meter of a queue handler."""
@@ -80,6 +86,7 @@ class HandlerMeter(Meter):
         self._failures = metrics.failures.labels(*labels)
         self._retries = metrics.retries.labels(*labels)
         self._dead = metrics.dead.labels(*labels)
+        self._killed = metrics.killed.labels(*labels)
 
     def started(self) -> None:
         self._in_flight.inc()
@@ -96,6 +103,9 @@ class HandlerMeter(Meter):
 
     def buried(self) -> None:
         self._dead.inc()
+
+    def killed(self) -> None:
+        self._killed.inc()
 
 
 __all__ = ["CONTENT_TYPE", "HandlerMeter", "WorkerMetrics"]

@@ -9,11 +9,11 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pgmbus.dsn import resolve_dsn
-from pgmbus.handlers import Handlers, StreamHandler, handler_name
+from pgmbus.handlers import Handlers, Pool, QueueHandler, StreamHandler, handler_name
 from pgmbus.queues._bus_async import AsyncBus
 from pgmbus.queues.loop import QueueLoop
 from pgmbus.queues.reports import HandlerStats, Meter
@@ -98,6 +98,7 @@ async def serve(
     signals: bool = True,
     status_hook: Callable[[Callable[[], dict[str, bool]] | None], None] | None = None,
     metrics: WorkerMetrics | None = None,
+    pool: Pool | None = None,
 ) -> Report:
     """Run every handler of ``app`` until ``stop`` is set (or SIGTERM/SIGINT arrives).
 
@@ -128,6 +129,9 @@ async def serve(
     metrics:
         Where the handlers' calls are counted (default: a new one when ``health`` is given,
         else none); a caller that runs several of these serves one over all of them.
+    pool:
+        Run every plain ``def`` queue handler in this pool, ``"thread"`` or ``"process"``
+        (None: each as declared).
 
     Raises
     ------
@@ -172,7 +176,7 @@ async def serve(
         async with bus:
             queues = [
                 QueueLoop(bus, spec, meter=None if metrics is None else metrics.queue(spec))
-                for spec in app.queue_handlers
+                for spec in _pooled(app.queue_handlers, pool)
             ]
             tasks = [asyncio.create_task(q.run(stop, abort), name=q.spec.name) for q in queues]
             atasks = [asyncio.create_task(a.run(stop), name=a.spec.name) for a in astreams]
@@ -236,6 +240,13 @@ async def serve(
     report.streams = {s.spec.name: s.stats for s in streams}
     report.streams |= {a.spec.name: a.stats for a in astreams}
     return report
+
+
+def _pooled(specs: list[QueueHandler], pool: Pool | None) -> list[QueueHandler]:
+    """The queue handlers, plain ``def`` ones moved to ``pool`` when one is given."""
+    if pool is None:
+        return specs
+    return [spec if spec.is_async else replace(spec, pool=pool) for spec in specs]
 
 
 async def _wait_for_stop(stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:

@@ -108,9 +108,9 @@ async function drawCharts(page) {
   const box = $(`#${page}-charts`);
   const picked = state.charted[page];
   if (!picked) { box.hidden = true; return; }
-  let title, figures;
+  let title, figures, r;
   if (page === "queues") {
-    const r = await api(`/v1/ops/series/queues/${encodeURIComponent(picked.queue)}`);
+    r = await api(`/v1/ops/series/queues/${encodeURIComponent(picked.queue)}`);
     const c = r.consumers.find((x) => x.consumer === picked.consumer) || { points: [] };
     title = `${picked.queue} / ${picked.consumer}`;
     figures = [chart("depth", c.points, "depth", count),
@@ -118,19 +118,23 @@ async function drawCharts(page) {
                chart("consumed", c.points, "consumed_per_s", perSecond),
                chart("dead", c.points, "dead_per_s", perSecond)];
   } else if (page === "streams") {
-    const r = await api(`/v1/ops/series/streams/${encodeURIComponent(picked.group)}`);
+    r = await api(`/v1/ops/series/streams/${encodeURIComponent(picked.group)}`);
     const s = r.slots.find((x) => x.slot === picked.slot) || { points: [] };
     title = `${picked.group} slot ${picked.slot}`;
     figures = [chart("unread", s.points, "unread", count),
                chart("lag", s.points, "lag_s", fmtDuration)];
   } else {
-    const r = await api(`/v1/ops/series/timers/${encodeURIComponent(picked.client)}`);
+    r = await api(`/v1/ops/series/timers/${encodeURIComponent(picked.client)}`);
     title = picked.client;
     figures = [chart("due", r.points, "due", count), chart("late", r.points, "late", count),
                chart("lateness", r.points, "lateness_s", fmtDuration),
                chart("failed", r.points, "failed_per_s", perSecond)];
   }
-  box.querySelector(".chart-title").textContent = title;
+  // where the figures come from: Prometheus, or the service's samples (and why, when a
+  // configured Prometheus did not answer)
+  const from = r.source === "prometheus" ? "from Prometheus" : "from the service's samples" +
+    (r.prometheus_error ? `; ${r.prometheus_error}` : "");
+  box.querySelector(".chart-title").textContent = `${title} · ${from}`;
   box.querySelector(".chart-row").replaceChildren(...figures);
   box.hidden = false;
 }
@@ -396,6 +400,7 @@ function forget() {
   $("#dmq-detail-body").textContent = "";
   state.dmqOpen = null;
   state.cbOpen = null;
+  if (typeof forgetBrowse === "function") forgetBrowse();  // browse.js's pages
   delete document.body.dataset.loaded;
 }
 

@@ -2,19 +2,14 @@
 --
 -- Purpose:  The clock a caller passed (the trailing p_now of every clock-dependent function;
 --           tests move it), or NULL when none was; MB006 (mbus.refuse_clock) unless it is from
---           1900 to 9998, as the times a message may carry. A clock outside ('infinity', the
---           year 294276) stored times that no client reads back (Python's datetime ends with
---           the year 9999): a lease whose token could not be read, so it was never acked and
---           never ended, a nack invisible for good, a callback whose log stopped the reader of
---           its history, a raw 22008 from the statistics. Callers write
---           coalesce(mbus.given_clock(p_now), clock_timestamp()).
---           Inlined where it is called (LANGUAGE sql, one SELECT, no SET clause, every name
---           qualified): a CASE in the caller's expression, no function call unless refused.
+--           1900 to 9998, as the times a message may carry. Callers write
+--           coalesce(mbus.given_clock(p_now), clock_timestamp()). Inlined where it is called.
 -- Params:   p_now  the caller's clock (timestamptz, NULL = none)
 -- Returns:  timestamptz: p_now when NULL or in range
 -- Locks:    none
 -- Calls:    mbus.refuse_clock
 -- Tables:   none
+-- Design:   docs/DESIGN.md#inlined-helpers-given_clock-json_too_deep-json_shallow_by_size
 CREATE OR REPLACE FUNCTION mbus.given_clock(p_now timestamptz)
 RETURNS timestamptz
 LANGUAGE sql STABLE PARALLEL SAFE

@@ -1,36 +1,13 @@
 -- Function: mbus.maintain(p_now)
 --
 -- Purpose:  The periodic upkeep of every engine, run from a scheduler, a worker or
---           `pgmbus streams maintain`; safe to run at any rate (serialized by an advisory lock):
---             1. when the current partition of mbus.events has taken ids for
---                streams.partition_interval, ids move on to the next one (the sequence jumps);
---             2. streams.partitions_ahead empty partitions are kept ready;
---             3. a group whose position is older than its max_lag and that has an unread event
---                published more than max_lag ago is expired, loudly: a WARNING, an event on
---                topic 'mbus.group_expired' (published_at = p_now) and the counter
---                'groups_expired'. Every group is judged before any such event is published,
---                and an event younger than max_lag never counts, so expiring one group never
---                expires another (FOUND_BUGS streams 3);
---             4. closed partitions older than streams.retention are dropped, except those a
---                live group still has unread events in, or that future-dated events waiting in
---                mbus.stream_scheduled will be logged into (reported as kept);
---             5. subscriptions inactive for longer than their expires_after are removed;
---             6. temporary queues and consumers of ended sessions are dropped (clear_tempq);
---             7. staged rows of Spark writes abandoned by their driver are dropped
---                (spark_clean_staged);
---             8. dedupe keys whose message is no longer pending are dropped (dedupe_clean);
---             9. client-given iids of queue posts older than queues.iid_window are forgotten
---                (expire_client_iids; rotate_queue does it too, per queue);
---            10. idempotency keys of stream publishes older than streams.idempotency_window
---                are forgotten (expire_publish_keys).
---           Each part (partitions = 1 and 2, lagging_groups, retention, subscriptions,
---           temporary_queues, spark_staged, dedupe_keys, client_iids, publish_keys) runs in its
---           own subtransaction: a part that fails
---           (a setting forced into mbus.settings by hand that does not parse, a lock timeout)
---           is rolled back alone, the others are done, and the report's "errors" names it with
---           the error's message. Settings are read inside the part that uses them.
---           (Partitions: _ensure_partition takes ACCESS EXCLUSIVE on mbus.events for the
---           moment it attaches one; publishers and readers wait that long, FOUND_BUGS streams 4.)
+--           `pgmbus streams maintain`; safe to run at any rate (serialized by an advisory lock).
+--           Its parts, each in its own subtransaction (a part that fails is rolled back alone
+--           and named with its error in the report's "errors"): partitions, lagging_groups,
+--           retention, subscriptions, temporary_queues, spark_staged, dedupe_keys, client_iids,
+--           publish_keys; what each does is listed in DESIGN.md. Expiring a lagging group is
+--           loud: a WARNING, an event on topic 'mbus.group_expired' and the counter
+--           'groups_expired'. Settings are read inside the part that uses them.
 -- Params:   p_now  the clock (NULL = now()); tests move it
 -- Returns:  jsonb report: created, dropped, kept, expired_groups, expired_subscriptions,
 --           temporary_dropped, spark_staged_dropped, dedupe_keys_dropped, client_iids_expired,
@@ -44,6 +21,7 @@
 --           mbus.expire_publish_keys, mbus.get_setting, mbus.given_clock, mbus.spark_clean_staged
 -- Tables:   mbus.event_partitions, mbus.events, mbus.stream_cursors, mbus.stream_groups,
 --           mbus.stream_scheduled, mbus.subscriptions
+-- Design:   docs/DESIGN.md#maintain-the-parts-of-the-upkeep
 CREATE OR REPLACE FUNCTION mbus.maintain(p_now timestamptz DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql

@@ -3,12 +3,7 @@
 -- Purpose:  The mbus functions PUBLIC may execute, as the text of their regprocedure; every
 --           other mbus function is not executable by PUBLIC (restrict_public_execute enforces it
 --           at the end of every install and upgrade, secure_queue for generated functions).
---           The queue entry points only dispatch to generated per-queue functions, whose own
---           EXECUTE privilege is what is checked (USAGE on schema mbus goes to queue roles
---           only); rotate_queue (and upkeep_queue, which runs it when due) only truncates
---           segments that hold no row, so every role that can consume may run it;
---           generated_name only names them (the dispatchers and the client ask it which
---           function to call). A function listed here that does not exist is ignored.
+--           A function listed here that does not exist is ignored.
 -- Params:   none
 -- Returns:  text[]: signatures such as 'mbus.get_iid(text)' (regprocedure's text form)
 -- Locks:    none
@@ -17,6 +12,7 @@
 --           mbus.get_iid, mbus.nack, mbus.peek, mbus.post, mbus.post_batch, mbus.require_consumer,
 --           mbus.require_queue, mbus.rotate_queue, mbus.take_from, mbus.upkeep_queue
 -- Tables:   none
+-- Design:   docs/DESIGN.md#public_entry_points-what-public-may-run-and-why-it-is-safe
 CREATE OR REPLACE FUNCTION mbus.public_entry_points()
 RETURNS text[]
 LANGUAGE sql IMMUTABLE

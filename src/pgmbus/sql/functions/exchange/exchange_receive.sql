@@ -1,15 +1,12 @@
 -- Function: mbus.exchange_receive(qname, messages)
 --
 -- Purpose:  The receiving half of one transfer (runs on the destination): post each message of
---           the batch, in order, to queue qname with its own iid, unless
---             * this database is in its headers.seenby already: it never enters a database twice
---               (routes both ways cannot loop), it is counted as 'looped' and dropped; or
---             * its iid is in mbus.exchange_received: it was received before (the mover crashed
---               after this side committed and sent the batch again), counted as 'duplicate'.
---           Accepted iids are recorded in mbus.exchange_received in the same transaction as the
---           post, so "received" and "posted" commit together. The checks and the post (with
---           the message's priority) are those it shares with queue moves:
---           mbus.transfer_messages and mbus.transfer_post.
+--           the batch, in order, to queue qname with its own iid, unless this database is in its
+--           headers.seenby (it never enters a database twice, so routes both ways cannot loop;
+--           counted as 'looped', dropped) or its iid is in mbus.exchange_received (sent again
+--           after a crash; counted as 'duplicate'). Accepted iids are recorded in the same
+--           transaction as the post. The checks and the post (with the message's priority) are
+--           shared with queue moves: mbus.transfer_messages and mbus.transfer_post.
 -- Params:   qname     a queue of this database (text)
 --           messages  a jsonb array as mbus.exchange_take (mbus.transfer_take) returns it
 -- Returns:  jsonb {"accepted": n, "duplicate": n, "looped": n}; MB001/MB002 for a bad or unknown

@@ -1,15 +1,13 @@
 -- Function: mbus.exchange_take_topic(route, amt)
 --
 -- Purpose:  The sending half of one transfer of a topic route: read the next batch (at most
---           amt events, mbus.read_next of the group 'xt_<route>', which stays locked to the end
---           of the transaction) and move the group past it (mbus.commit) in this transaction;
---           the mover commits it only after the destination has committed the batch. Events
---           outside the route's key range are passed over. Each element is {eid, key, payload,
---           headers}: eid is headers.eid, else '<this database>:<id>'; headers carry seenby
---           (this database when the event has none) and source_db (this database when none).
---           A batch of the group's due retries (dead letters given back by
---           mbus.replay_dead_letter after mbus.exchange_bury_topic buried them) goes before the
---           log's next events: they are deleted from mbus.stream_retries in this transaction.
+--           amt events, mbus.read_next of the group 'xt_<route>', locked to the end of the
+--           transaction) and move the group past it (mbus.commit); the mover commits only after
+--           the destination committed the batch. Events outside the route's key range are
+--           passed over. Elements are {eid, key, payload, headers}: eid is headers.eid, else
+--           '<this database>:<id>'; headers carry seenby and source_db (this database when none).
+--           The group's due retries (replayed dead letters) go first, deleted from
+--           mbus.stream_retries in this transaction.
 -- Params:   route  the topic route's name (text)
 --           amt    the most events to read (integer, > 0)
 -- Returns:  jsonb {"read": n, "events": [...]} (read counts the events passed over too; 0 when

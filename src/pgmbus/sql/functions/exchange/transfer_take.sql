@@ -1,15 +1,13 @@
 -- Function: mbus.transfer_take(qname, cname, amt)
 --
 -- Purpose:  The sending half of a transfer to another database, shared by routes
---           (mbus.exchange_take) and queue moves (mbus.move_take): consume (transactional style,
---           mbus.consumen) at most amt ready messages of consumer cname of queue qname, in claim
---           order, as one jsonb array for mbus.transfer_post on the other side. The caller's
---           transaction stays open until the other side has committed: a crash before leaves
---           the messages in place (the transaction rolls back), and the re-sent batch is
---           recognised there by its iids. Each element is {iid, data, headers, properties,
---           delayed_until, expires, priority}; headers always carry seenby and source_db (the
---           defaults of a message posted without headers are filled). The priority, which a
---           claim returns in headers.priority, travels as its own field.
+--           (mbus.exchange_take) and queue moves (mbus.move_take): consume (mbus.consumen) at
+--           most amt ready messages of consumer cname of queue qname, in claim order, as one
+--           jsonb array for mbus.transfer_post. The caller's transaction stays open until the
+--           other side committed: a crash before rolls back, the re-sent batch is recognised
+--           there by its iids. Elements are {iid, data, headers, properties, delayed_until,
+--           expires, priority}; headers always carry seenby and source_db; the priority (in
+--           headers.priority of a claim) travels as its own field.
 -- Params:   qname  a queue of this database (text)
 --           cname  its consumer (text)
 --           amt    the most messages to take (integer, > 0)

@@ -1,27 +1,13 @@
 -- Function: mbus.await_deps(qname, id, iid, deps)
 --
--- Purpose:  Decide whether a message posted with consume_after must wait, and record the wait. A
---           message waits on every iid of deps that still exists, in the queue its iid names or in
---           mbus.dmq (a dead dependency keeps blocking); unknown iids (consumed already, never
---           posted, or posted later) are satisfied, so the wait graph is acyclic by
---           construction, except when an iid that others wait for is posted again (a message
---           put back with its old iid): then a dependency that waits, directly or through
---           others, for this very iid would close a cycle nothing could ever break, and the post
---           is refused (MB006). That walk runs only for such an iid. An iid of another
---           database ('<q>.<n>@<db>') is waited for while a delivery of it received here is
---           pending, in the queue its iid names or, when not there, in any other queue (a
---           route picks its destination queue), or dead here; received here and gone
---           (mbus.exchange_received), it is satisfied; never received, it is refused (MB006):
---           this database cannot see that message, and ignoring the dependency would break
---           the order it asks for. A message itself received from another database is exempt:
---           the exchange forwards it only once its dependencies are gone at its source.
---           For each dependency the generated deps_<q> of its queue (mbus.dep_rows)
---           locks its deliveries FOR SHARE (a consume of it in progress is waited for, then seen
---           gone) and marks those not yet marked waited = true, so their deletion fires the
---           deferred dep_gone trigger; it records the edge in mbus.msg_dep and the count of
---           dependencies left in mbus.msg_wait. The post then gives the deliveries vt =
---           'infinity': every claim's index scan (c, vt <= now) stops before them, so a backlog
---           of waiting messages costs a claim nothing.
+-- Purpose:  Decide whether a message posted with consume_after must wait, and record the wait.
+--           It waits on every iid of deps that still exists (in the queue its iid names, or dead
+--           in mbus.dmq); unknown iids are satisfied. A re-posted iid that would close a cycle is
+--           refused (MB006). An iid of another database waits while a delivery of it received
+--           here is pending or dead here, is satisfied once received and gone, and is refused
+--           (MB006) if never received. A message received from another database is exempt. The
+--           edges go to mbus.msg_dep, the count left to mbus.msg_wait; the post then gives the
+--           waiting deliveries vt = 'infinity'.
 -- Params:   qname  the queue the message is posted to (text)
 --           id     the message's id (bigint)
 --           iid    the message's iid (text; a dependency on itself is ignored)
@@ -33,6 +19,7 @@
 --           into mbus.msg_dep and an upsert of the message's mbus.msg_wait row
 -- Calls:    mbus.dep_rows, mbus.generated_name, mbus.queue_of_iid
 -- Tables:   mbus.dmq, mbus.exchange_received, mbus.msg_dep, mbus.msg_wait, mbus.queue
+-- Design:   docs/DESIGN.md#await_deps-and-release_deps-waits-that-cost-a-claim-nothing
 CREATE OR REPLACE FUNCTION mbus.await_deps(qname text, id bigint, iid text, deps text[])
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE

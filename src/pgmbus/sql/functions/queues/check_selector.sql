@@ -1,34 +1,19 @@
 -- Function: mbus.check_selector(selector)
 --
--- Purpose:  Raise MB004 unless selector is a boolean SQL expression over t (of type mbus.qt_model)
---           built from static values only; a selector is pasted into the generated post functions,
---           so it must be evaluable at post time and exact then. The test is PostgreSQL's own rule
---           for index expressions, applied to the always empty table mbus.t (of mbus.qt_model)
---           inside a subtransaction that is always rolled back: it refuses subqueries, aggregates
---           and anything not IMMUTABLE (now(), current_user, random(), table reads), which is what
---           "static" means here. A session's own table named t does not matter, and no TEMPORARY
---           privilege is needed. The generated code sees only the record t (and its own
---           parameters), so every column must be named through t: checked by a scratch SQL
---           function of t (made in mbus, where the caller creates the generated functions
---           anyway, and rolled back); `id > 0` is refused, `t.id > 0` passes. It is pasted into
---           generated code, so ';', '--' and '/*' are refused (even inside string literals).
---           NULL passes (no selector); blank is an error.
---           A selector runs with the rights of whoever posts (SECURITY INVOKER post functions),
---           not of whoever wrote it: every function it calls (directly or through an operator)
---           must be built in (pg_catalog, where IMMUTABLE means it reads no table) or SECURITY
---           DEFINER (it runs with its owner's rights, whoever posts) and executable by the
---           caller; otherwise a function declared IMMUTABLE that reads a table would read it
---           with the poster's rights. Checked on the scratch function's dependencies
---           (PostgreSQL records every object of the body that is not built in).
---           plpgsql_check: its security warnings are off (the pragma in the body): the
---           selector is pasted with %s on purpose, since it is SQL, and this function is
---           what checks it.
+-- Purpose:  Raise MB004 unless selector is a boolean SQL expression over t (of type
+--           mbus.qt_model) built from static values only (no subquery, aggregate or anything not
+--           IMMUTABLE), every column named through t (`id > 0` is refused, `t.id > 0` passes),
+--           without ';', '--' or '/*' (even inside string literals), and calling only functions
+--           that are built in or SECURITY DEFINER and executable by the caller. NULL passes (no
+--           selector); blank is an error. Nothing is left behind: the checks run in a
+--           subtransaction that is always rolled back.
 -- Params:   selector  the expression (text; NULL = none)
 -- Returns:  void; raises MB004 with the parser's or planner's message
 -- Locks:    SHARE on mbus.t while an index on it is made and rolled back in a subtransaction
 --           (concurrent checks do not block each other); the scratch function's catalog rows
 -- Calls:    none
 -- Tables:   mbus.t
+-- Design:   docs/DESIGN.md#check_selector-postgresqls-own-rules-applied-to-a-scratch-table
 CREATE OR REPLACE FUNCTION mbus.check_selector(selector text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -1,15 +1,12 @@
 -- Function: mbus.create_queue(qname, ncons, is_roles_security_model)
 --
--- Purpose:  Create a queue: its row in mbus.queue, the delivery table mbus.q_<qname>
---           LIST-partitioned on seg into the parking segment 0 and the rotating segments 1..3
---           (mbus.create_segments; mbus.rotate_queue recycles them by TRUNCATE instead of VACUUM),
---           its consumer 'default', the dependency trigger and roles (mbus.queue_created) and its
---           generated functions (mbus.regenerate_queue). The names it would make must be free
---           (mbus.name_clash: no other queue's or consumer's, none of the mbus schema's). For an
---           existing queue it updates ncons and regenerates the functions when
---           is_roles_security_model is what the queue has, and refuses (MB003) otherwise: the
---           model is never silently ignored; drop and create the queue again to change it.
---           A live temporary queue's name is refused (MB003): its session's end would drop it.
+-- Purpose:  Create a queue: its row in mbus.queue, the delivery table mbus.q_<qname> with its
+--           segments (mbus.create_segments), its consumer 'default', the dependency trigger and
+--           roles (mbus.queue_created) and its generated functions (mbus.regenerate_queue). The
+--           names it would make must be free (mbus.name_clash). For an existing queue it updates
+--           ncons and regenerates the functions when is_roles_security_model is what the queue
+--           has, and refuses (MB003) otherwise: drop and create the queue to change the model. A
+--           live temporary queue's name is refused (MB003): its session's end would drop it.
 -- Params:   qname                    the queue's name (text; the name rule, at most 24 bytes)
 --           ncons                    the original API's part count (integer >= 1; stored, unused)
 --           is_roles_security_model  post/consume only through the queue's roles (boolean)
@@ -22,6 +19,7 @@
 -- Calls:    mbus.check_name, mbus.create_segments, mbus.generated_name, mbus.name_clash,
 --           mbus.queue_created, mbus.regenerate_queue, mbus.segment_of
 -- Tables:   mbus.consumer, mbus.queue, mbus.temp_object
+-- Design:   docs/DESIGN.md#decisions-and-the-figures-behind-them
 CREATE OR REPLACE FUNCTION mbus.create_queue(qname text, ncons integer DEFAULT 1,
                                              is_roles_security_model boolean DEFAULT false)
 RETURNS void

@@ -1,14 +1,12 @@
 -- Function: mbus.create_segments(qname, p_from)
 --
--- Purpose:  Make the partitions of mbus.q_<qname> (a table partitioned on seg) with their indexes,
---           those missing from segment p_from on: q_<q>$0 (parking: deliveries due in more than a
---           minute, never truncated) and q_<q>$1..$3 (rotating). Each segment gets the claim index
---           (c, vt, id), the priority tier's partial (c, priority DESC, vt, id) WHERE
---           priority > 0, (id), partial (iid) and (expires) indexes and a unique partial
---           (lease_token) index, named q_<q>_<kind>$<n>. The parent gets indexes of the same names
---           without $<n>: they attach the segments' indexes (nothing is built) and keep the names
---           that docs and notices give. Adds the queue's mbus.queue_segment row (current segment
---           1). Idempotent.
+-- Purpose:  Make the partitions of mbus.q_<qname> (partitioned on seg) with their indexes, those
+--           missing from segment p_from on: q_<q>$0 (parking: deliveries due in more than a
+--           minute, never truncated) and q_<q>$1..$3 (rotating). Each gets the claim index
+--           (c, vt, id), the priority tier's partial (c, priority DESC, vt, id), (id), partial
+--           (iid) and (expires) indexes and a unique partial (lease_token) index, named
+--           q_<q>_<kind>$<n>; the parent's indexes of the same names without $<n> attach them.
+--           Adds the queue's mbus.queue_segment row (current segment 1). Idempotent.
 -- Params:   qname   the queue's name (text)
 --           p_from  the first segment number to make (integer; default 0 = all)
 -- Returns:  void
@@ -17,6 +15,7 @@
 --           table, so nobody else holds it
 -- Calls:    mbus.generated_name
 -- Tables:   mbus.queue_segment
+-- Design:   docs/DESIGN.md#decisions-and-the-figures-behind-them
 CREATE OR REPLACE FUNCTION mbus.create_segments(qname text, p_from integer DEFAULT 0)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -1,14 +1,11 @@
 -- Function: mbus.create_view(qname, viewname)
 --
--- Purpose:  Make a view of the queue whose INSERT posts to it (an INSTEAD OF INSERT trigger calling
---           mbus.view_insert, which runs as the owner): grants on the view are all an unprivileged
---           role needs to post. Reading it lists the queue's pending messages, one row per message
---           (DISTINCT ON id over all consumers' deliveries): id, iid, added, delayed_until,
---           expires, headers, properties, data, but only to roles with SELECT on the whole view
---           (its owner, those granted SELECT). PUBLIC gets SELECT on the column iid alone, which
---           `INSERT ... RETURNING iid` needs, so GRANT INSERT is all a poster needs; a role with
---           only that column privilege reads no row. The view is recorded in mbus.queue_view and
---           dropped with the queue.
+-- Purpose:  Make a view of the queue whose INSERT posts to it (an INSTEAD OF INSERT trigger
+--           calling mbus.view_insert, which runs as the owner): GRANT INSERT on the view is all a
+--           role needs to post. Reading it lists the pending messages, one row per message: id,
+--           iid, added, delayed_until, expires, headers, properties, data, to roles with SELECT
+--           on the whole view only; PUBLIC gets SELECT on the column iid alone (for `INSERT ...
+--           RETURNING iid`) and reads no row. Recorded in mbus.queue_view, dropped with the queue.
 -- Params:   qname     the queue's name (text)
 --           viewname  [schema.]name of the view (text; NULL = public.<qname>_q)
 -- Returns:  text: the view's quoted qualified name; MB006 for a bad view name, MB002 for a

@@ -1,14 +1,11 @@
 -- Function: mbus.dmq_replay(dmq_id, qname)
 --
--- Purpose:  Put a dead message back, keeping its iid, and remove it from the dmq. It goes to its
---           consumer only when the dmq row names one that still exists (so other consumers do not
---           get it twice), due at once, else it is posted to the queue through post_<queue> (qname
---           overrides the queue, and then it is always posted). Attempts start again from 0; the
---           priority is the one it died with (a priority > 0 flags the queue's claims).
---           Through post_<queue> it is a new post of the iid: its mbus.client_iids row (queue,
---           iid) is deleted first, so the window of idempotent posts does not swallow it.
---           Waiters on its iid stay waiting: the dmq row's deletion finds the copy and marks it, so
---           its consume releases them.
+-- Purpose:  Put a dead message back, keeping its iid, and remove it from the dmq: to its
+--           consumer, due at once, when the dmq row names one that still exists; else posted
+--           through post_<queue> (qname overrides the queue, and then it is always posted), its
+--           mbus.client_iids row deleted first so the window of idempotent posts does not swallow
+--           it. Attempts start again from 0; the priority is the one it died with. Waiters on its
+--           iid stay waiting: the copy is marked, so its consume releases them.
 -- Params:   dmq_id  the dead message's id in mbus.dmq (bigint)
 --           qname   the queue to post it to instead (text; NULL = its own queue)
 -- Returns:  text: the iid; MB002 when the dead message or the queue does not exist

@@ -1,23 +1,19 @@
 -- Function: mbus.floor_advance(qname)
 --
 -- Purpose:  Move the queue's claim floor (mbus.floor_guard) up to the lowest vt of its live
---           deliveries, so claims start their FIFO scan there. It takes the floor lock
---           exclusively, waiting at most lock_timeout (20 ms) behind writers in flight (its
---           waiting request also stops new writers from passing it); with the lock no write of
---           vt is uncommitted, so the next statement's snapshot sees every row the floor must
---           stay under. It reads, per consumer, the first entry of the claim index (c, vt, id)
---           at or above the old floor (walking only the entries consumed since the last advance,
---           once per upkeep instead of once per claim), sets the floor to the lowest of them (or
---           to now when the queue is empty) and releases the lock. When the lock is not
---           obtained in time (a transaction that wrote to the queue is still open) the floor
---           stays where it is: claims stay correct and walk what lies above it. Session-level
---           lock, so a claim's transaction that runs it does not keep writers out to its end
---           (released on every path, also when the grant races the timeout).
+--           deliveries (per consumer, the first claim-index entry at or above the old floor; now
+--           when the queue is empty), so claims start their FIFO scan there. It takes the floor
+--           lock exclusively, waiting at most lock_timeout (20 ms) behind writers in flight, then
+--           reads in a statement of its own, whose snapshot sees every write the floor must stay
+--           under. Not obtained in time (a transaction that wrote to the queue is still open):
+--           the floor stays where it is, and claims stay correct. A session lock, released on
+--           every path, so a claim's transaction that runs it does not keep writers out.
 -- Params:   qname  the queue's name (text; must exist)
 -- Returns:  boolean: whether the floor was advanced
 -- Locks:    pg_advisory_lock(1835165045, hashtext(qname)) (exclusive, released before return)
 -- Calls:    mbus.generated_name
 -- Tables:   mbus.consumer
+-- Design:   docs/DESIGN.md#floor_guard-and-floor_advance-the-claim-floor
 CREATE OR REPLACE FUNCTION mbus.floor_advance(qname text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE

@@ -1,18 +1,11 @@
 -- Function: mbus.floor_guard()
 --
 -- Purpose:  The trigger (BEFORE INSERT OR UPDATE OF vt, FOR EACH ROW) on every queue table that
---           keeps the queue's claim floor a lower bound of the vt of its live deliveries. Claims
---           scan their FIFO index from the floor (vt >= floor) instead of from the start, so the
---           consumed entries a held xmin horizon keeps before it are not walked by every claim.
---           A write that only raises vt (a lease, extend) needs nothing. Any other write takes
---           the queue's floor lock shared, held to the end of its transaction, so the floor
---           cannot move past the row before it is committed and visible (mbus.floor_advance
---           takes it exclusively), and lowers the floor when the row's vt is below it: a post
---           with an old clock, delayed_until or a long transaction's now(), a nack, a released
---           dependency, a replay. Lowerers hold a second lock from their read-and-set to
---           commit, so two of them cannot leave the higher of their values. The floor is a sequence
---           (epoch microseconds; not called: no floor): reading it touches one buffer and
---           setval is not transactional, so a held horizon piles up no versions of it.
+--           keeps the queue's claim floor (q_<q>$floor, epoch µs; not called: no floor) a lower
+--           bound of the vt of its live deliveries, which claims scan from. A write that only
+--           raises vt (a lease, extend) needs nothing. Any other takes the floor lock shared to
+--           commit (mbus.floor_advance takes it exclusively) and lowers the floor when the
+--           row's vt is below it.
 -- Params:   TG_ARGV[0]  the floor sequence (mbus.q_<qname>$floor, text)
 --           TG_ARGV[1]  the queue's lock key, hashtext(qname) (integer as text)
 -- Returns:  trigger: NEW
@@ -20,6 +13,7 @@
 --           pg_advisory_xact_lock(1835165046, key) to commit, around its read and setval
 -- Calls:    none
 -- Tables:   none
+-- Design:   docs/DESIGN.md#floor_guard-and-floor_advance-the-claim-floor
 CREATE OR REPLACE FUNCTION mbus.floor_guard()
 RETURNS trigger
 LANGUAGE plpgsql VOLATILE

@@ -1,14 +1,12 @@
 -- Function: mbus.generated_name(kind, what, qname, cname)
 --
 -- Purpose:  How a name is made for a queue (cname NULL) or one of its consumers, from its part:
---           functions <what>_<q> and <what>_<q>_by_<c>; relations q_<q> ('table'),
---           q_<q>_<what> ('claim', 'id', ...), q_<q>$<n> ('segment<n>'), q_<q>_<what>$<n>
---           ('claim<n>', ...), q_<q>$posted ('counter'), q_<q>$c<cid>$posted|consumed
---           ('posted_c<cid>', 'consumed_c<cid>'); roles from mbus.queue_role. The one formula:
---           mbus.generated_names lists the parts and names each one here, and every function
---           that calls or touches a generated object, and the Python client, asks here instead
---           of building the name itself. It reads no table, so the dispatchers pay a function
---           call for it, not a query.
+--           functions <what>_<q> and <what>_<q>_by_<c>; relations q_<q> ('table'), q_<q>_<what>
+--           ('claim', 'id', ...), q_<q>$<n> ('segment<n>'), q_<q>_<what>$<n> ('claim<n>', ...),
+--           q_<q>$posted ('counter'), q_<q>$c<cid>$posted|consumed ('posted_c<cid>',
+--           'consumed_c<cid>'); roles from mbus.queue_role. The one formula: every function that
+--           calls or touches a generated object, and the Python client, asks here. It reads no
+--           table, so the dispatchers pay a function call for it, not a query.
 -- Params:   kind   'function', 'relation' or 'role'
 --           what   the part, as generated_names lists it ('post', 'take_from', 'table', ...)
 --           qname  the queue's name (text)

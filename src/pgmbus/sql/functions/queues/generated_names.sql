@@ -1,21 +1,13 @@
 -- Function: mbus.generated_names(qname, cname)
 --
--- Purpose:  The one list of the names made for a queue (cname NULL) or for one of its consumers:
---           functions, relations (the delivery table, its segments and indexes) and roles. The
---           generator (mbus.regenerate_queue), drop_queue, drop_consumer, secure_queue and the
---           collision check (mbus.name_clash) all read it, so the mapping (queue, consumer) ->
---           names is computed in one place and checked one-to-one. Each name is made by
---           mbus.generated_name (the formula), which the dispatchers call for one name.
---             queue:    functions post_, postn_, peek_, deps_, clear_queue_, take_, ack_, nack_,
---                       extend_, bury_<q>; relations q_<q>, q_<q>$0..3, q_<q>_claim, _id, _iid, _expires
---                       (parent indexes) and _claim$n, _id$n, _iid$n, _lease$n, _expires$n;
---                       the counter sequences q_<q>$posted ('counter') and, per consumer cid
---                       that exists, q_<q>$c<cid>$posted and $consumed ('posted_c<cid>',
---                       'consumed_c<cid>'; mbus.queue_counter_sequences makes them); the
---                       claim floor sequence q_<q>$floor ('floor'; mbus.floor_guard);
---                       role mbus_<db>_post_<q>
---             consumer: functions consume_, consumen_, lease_, take_from_<q>_by_<c>; role
---                       mbus_<db>_consume_<q>_by_<c>
+-- Purpose:  The one list of the names made for a queue (cname NULL) or for one of its
+--           consumers: functions, relations and roles, each made by mbus.generated_name. The
+--           generator, drop_queue, drop_consumer, secure_queue and the collision check
+--           (mbus.name_clash) all read it, so (queue, consumer) -> names is computed in one place
+--           and checked one-to-one. Queue: post_, postn_, peek_, deps_, clear_queue_, take_,
+--           ack_, nack_, extend_, bury_<q>, q_<q>, its segments, indexes, counter sequences and
+--           claim floor q_<q>$floor, role mbus_<db>_post_<q>. Consumer: consume_, consumen_,
+--           lease_, take_from_<q>_by_<c>, role mbus_<db>_consume_<q>_by_<c>.
 -- Params:   qname  the queue's name (text)
 --           cname  the consumer's name (text; NULL = the queue's own names)
 -- Returns:  TABLE (kind text: 'function', 'relation' or 'role'; what text: the part, e.g. 'post',

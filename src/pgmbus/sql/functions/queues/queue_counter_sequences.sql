@@ -1,25 +1,20 @@
 -- Function: mbus.queue_counter_sequences(qname)
 --
 -- Purpose:  Make the counter sequences of a queue and its consumers that are missing, and drop
---           those of consumers that are gone. The counters are sequences because nextval never
---           waits for another transaction (a counter row updated by every post would serialize
---           concurrent posters on its row lock) and costs one buffer update (a WAL record every
---           32 values); like a Prometheus counter they are not transactional: a post or consume
---           that rolls back still counts, and after a crash a counter may jump ahead (by at most
---           32). Each sequence is OWNED BY mbus.q_<qname>.id, so dropping the queue drops them.
---             q_<qname>$posted          messages posted to the queue (post_, postn_<qname>)
---             q_<qname>$c<cid>$posted   deliveries made for consumer cid (one per message whose
---                                       selector holds)
---             q_<qname>$c<cid>$consumed deliveries consumer cid consumed: consume_, consumen_
---                                       (deleted), ack_<qname> of its leases
---           mbus.queue_counters reads them; mbus.generated_names lists their names. The claim
---           floor q_<qname>$floor (mbus.floor_guard) is made here too, not called (no floor).
+--           those of consumers that are gone: q_<qname>$posted (messages posted),
+--           q_<qname>$c<cid>$posted (deliveries made for consumer cid) and
+--           q_<qname>$c<cid>$consumed (deliveries it consumed or acked), and the claim floor
+--           q_<qname>$floor (mbus.floor_guard; not called: no floor). Not transactional: a post
+--           or consume that rolls back still counts. Each is OWNED BY mbus.q_<qname>.id, so
+--           dropping the queue drops them. mbus.queue_counters reads the counters;
+--           mbus.generated_names lists their names.
 -- Params:   qname  the queue's name (text; its table must exist)
 -- Returns:  void
 -- Locks:    CREATE SEQUENCE / DROP SEQUENCE of the sequences it makes or drops; callers hold
 --           pg_advisory_xact_lock(1835165041) (mbus.regenerate_queue's callers)
 -- Calls:    mbus.generated_name, mbus.generated_names
 -- Tables:   none
+-- Design:   docs/DESIGN.md#decisions-and-the-figures-behind-them
 CREATE OR REPLACE FUNCTION mbus.queue_counter_sequences(qname text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -1,18 +1,13 @@
 -- Function: mbus.queue_stats(p_qname, p_now)
 --
--- Purpose:  Per queue and consumer: depth (deliveries waiting), ready (can be claimed now), delayed
---           (not yet due and not leased; messages waiting on dependencies count here), leased
---           (under a live lease), expired (until rotate_queue or clear_queue deletes them; an
---           expired delivery counts only here, not as delayed), the age of the oldest ready
---           delivery, dead messages of the queue in mbus.dmq (per consumer when the dmq row
---           names it) and selector_errors (messages whose copy went to the dmq because the
---           consumer's selector raised); posted and consumed, the consumer's totals
---           (mbus.queue_counters: deliveries made for it and deliveries it consumed, counted
---           by sequences, so a rolled-back post still counts); paused (mbus.pause_queue: the
---           consumer or its queue); dmq_unreported, those of the dead messages that died at
---           max_attempts because their last delivery never reported (its lease ended without
---           ack, nack or bury: an ack lost while the database was down, a worker killed), apart
---           from handler failures. Reads the queue tables: cost grows with depth.
+-- Purpose:  Per queue and consumer: depth, ready, delayed (not due, not leased; messages waiting
+--           on dependencies too), leased, expired (counted only there), the age of the oldest
+--           ready delivery, dead messages in mbus.dmq (per consumer when the row names it),
+--           selector_errors (copies sent to the dmq because the selector raised), posted and
+--           consumed (mbus.queue_counters; a rolled-back post still counts), paused, and
+--           dmq_unreported (died at max_attempts because their last lease ended without ack,
+--           nack or bury, apart from handler failures). Reads the queue tables: cost grows with
+--           depth.
 -- Params:   p_qname  one queue (text; NULL = every queue)
 --           p_now    the clock (NULL = clock_timestamp()); tests move it
 -- Returns:  TABLE (qname, cname, depth, ready, delayed, leased, expired bigint, oldest_age

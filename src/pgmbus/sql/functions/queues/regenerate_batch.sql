@@ -1,21 +1,13 @@
 -- Function: mbus.regenerate_batch(names, fanout)
 --
--- Purpose:  Make postn_<q>: many messages in one statement, data-modifying CTEs, one INSERT per
---           consumer over the same numbered messages m (mbus.regenerate_fanout); returns their
---           iids in the order of data. With consume_after, mbus.post_each. On a queue with
---           selectors the statement runs in an exception block, and when it raises (a selector
---           raised) the messages are posted one by one through post_<q> (mbus.post_each),
---           which sends such copies to mbus.dmq. The posted counter is bumped after the
---           statement, so a batch that falls back to post_each is not counted twice; over
---           unnest(data), not generate_series(1, cardinality(data)): the generic plan of the
---           latter guesses 1,000 rows, so PostgreSQL kept planning it again for every batch
---           (14 us per call); unnest's guess is 10 rows.
---             A queue with one consumer taking every message and no trigger gets one INSERT
---           instead: its RETURNING bumps both counters and the iids come back ordered by id
---           (taken in the order of data); no materialized CTE, no default headers. The element
---           checks run in full only when a headers or properties array is given or a data
---           element is not a small object (mbus.json_shallow_by_size), as post_ does.
---             No SET search_path (a GUC save and restore per call): every name is qualified.
+-- Purpose:  Make postn_<q>: many messages in one statement, one INSERT per consumer over the
+--           same numbered messages (mbus.regenerate_fanout); returns their iids in the order of
+--           data. With consume_after, mbus.post_each. On a queue with selectors, when the
+--           statement raises (a selector raised) the messages are posted one by one through
+--           post_<q> (mbus.post_each), which sends such copies to mbus.dmq; the posted counter
+--           counts each message once. A queue with one consumer taking every message and no
+--           trigger gets a single INSERT. Elements are checked in full only when needed, as in
+--           post_.
 -- Params:   names   mbus.regenerate_names(q)
 --           fanout  mbus.regenerate_fanout(q, names)
 -- Returns:  void
@@ -23,6 +15,7 @@
 -- Calls:    mbus.fill_template, mbus.json_shallow_by_size, mbus.json_too_deep, mbus.post_each,
 --           mbus.stamp_headers
 -- Tables:   mbus.queue_segment, mbus.queue_waiter
+-- Design:   docs/DESIGN.md#regenerate_batch-and-regenerate_lease_ack-plans-kept-and-no-guc-per-call
 CREATE OR REPLACE FUNCTION mbus.regenerate_batch(names jsonb, fanout jsonb)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -4,14 +4,10 @@
 --           consumen_<q>_by_<c>(amt), lease_<q>_by_<c>(amt, lease, max_attempts) (a message
 --           delivered max_attempts times goes to mbus.dmq instead) and take_from_<q>_by_<c>(msgid).
 --           A claim reads the segment row (closing segment, upkeep due, pause), runs
---           mbus.rotate_queue when due, reads the claim floor (mbus.floor_guard: the FIFO scan
---           starts at vt >= floor; the priority tier keeps its own index and scans it whole),
---           locks its rows through the parent in (priority,) vt, id order in one of four
---           variants (k = 0 every segment, 1..3 all but k, the one rotate_queue is closing),
---           then deletes or leases them by ctid in each segment that
---           holds some and returns them in claim order. Why: docs/DESIGN.md, Decisions (claims
---           lock through the parent; segments recycled by TRUNCATE; no SET search_path; claims
---           pin their plan).
+--           mbus.rotate_queue when due, locks its rows through the parent in (priority,) vt, id
+--           order from the claim floor (mbus.floor_guard) in one of four variants (k = 0 every
+--           segment, 1..3 all but the closing k), then deletes or leases them by ctid in each
+--           segment that holds some and returns them in claim order.
 -- Params:   qname  the queue's name (text; must exist)
 --           names  mbus.regenerate_names(qname)
 -- Returns:  void
@@ -19,6 +15,7 @@
 -- Calls:    mbus.fill_template, mbus.generated_name, mbus.generated_names, mbus.given_clock,
 --           mbus.iid_id, mbus.rotate_queue
 -- Tables:   mbus.consumer, mbus.dmq, mbus.queue_pause, mbus.queue_segment
+-- Design:   docs/DESIGN.md#decisions-and-the-figures-behind-them
 CREATE OR REPLACE FUNCTION mbus.regenerate_consume(qname text, names jsonb)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

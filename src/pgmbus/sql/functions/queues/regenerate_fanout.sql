@@ -1,38 +1,20 @@
 -- Function: mbus.regenerate_fanout(qname, names)
 --
--- Purpose:  The fan-out of qname's posts, for mbus.regenerate_post and mbus.regenerate_batch:
---           one delivery per consumer, guarded by its selector, and one post_<dst> call per
---           trigger, guarded by the trigger's selector (selectors are pasted as expressions
---           over t, the message). Returns them as pieces of SQL by name (fill_template values):
---             vars      post_: the declarations of the selectors' result variables
---             sel       post_: every selector in one block
---             sel1      post_: each selector again in its own exception block (when one raised
---                       in sel): the copy whose selector raised goes to mbus.dmq
---                       (mbus.selector_failed), the post and the other copies go on
---             deliver   post_: one INSERT per consumer
---             count     post_: the nextval of each consumer's posted counter
---             triggers  post_: the post_<dst> calls
---             fanoutn   postn_: one data-modifying CTE per consumer over the messages m
---             trign     postn_: one CTE per trigger, counting its post_<dst> calls
---             fire      postn_: their sum, read so that the CTEs run
---             acked     ack_: CASE arms bumping the consumed counter of the row's consumer
---             plain     the consumers without a selector (their cids, a json array)
---             pcount    their posted counters as CASE arms over the row's consumer
---             pposted   their posted counters' names (a json array of literals)
---             nocons    post_, postn_: the refusal of a queue that could deliver nowhere
---                       (no consumer, no trigger: MB008), else ''
---             guard     post_, postn_: the checks that the times are in range (MB006)
---             selective 'true' when some consumer or trigger has a selector
---             simple    'true' when no consumer has a selector and no trigger exists (the
---                       default headers are then not built)
---           postn_ refuses an undeliverable post first, post_ after its iid check (a retry of a
---           committed post stays a no-op); times are from 1900 to 9998 or 'infinity'.
+-- Purpose:  The fan-out of qname's posts, for mbus.regenerate_post and mbus.regenerate_batch: one
+--           delivery per consumer, guarded by its selector, and one post_<dst> call per trigger,
+--           guarded by the trigger's selector (pasted as expressions over t, the message).
+--           Returns pieces of SQL by name (fill_template values: vars, sel, sel1, deliver, count,
+--           triggers, fanoutn, trign, fire, acked, plain, pcount, pposted, nocons, guard,
+--           selective, simple), each listed in DESIGN.md. postn_ refuses an undeliverable post
+--           (MB008) first, post_ after its iid check (a retry of a committed post stays a no-op);
+--           times are from 1900 to 9998 or 'infinity' (MB006).
 -- Params:   qname  the queue's name (text; must exist)
 --           names  mbus.regenerate_names(qname)
 -- Returns:  jsonb: name -> SQL text
 -- Locks:    none
 -- Calls:    mbus.fill_template, mbus.generated_name, mbus.generated_names, mbus.selector_failed
 -- Tables:   mbus.consumer, mbus.queue_trigger
+-- Design:   docs/DESIGN.md#regenerate_fanout-the-pieces-of-a-post
 CREATE OR REPLACE FUNCTION mbus.regenerate_fanout(qname text, names jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE

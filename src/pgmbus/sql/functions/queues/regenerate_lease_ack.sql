@@ -1,22 +1,19 @@
 -- Function: mbus.regenerate_lease_ack(names, fanout)
 --
 -- Purpose:  Make the functions of qname that settle a lease (a lease_<q>_by_<c> claim):
---           ack_<q>(token) (the leased message is done), nack_<q>(token, delay) (give it back,
---           visible again after delay), extend_<q>(token, lease) (the lease now ends lease after
---           now; returns the new end) and bury_<q>(token, reason) (move it to mbus.dmq with the
---           reason). Each raises MB007 when the token no longer owns the message.
---             A lease token ends in the number of its segment (lease_<q>_by_<c>), so ack_'s
---           DELETE probes that segment's lease-token index alone; a token from before that
---           scheme, or a miss, goes through the parent (every segment). The DELETE bumps the
---           consumed counter of the row's consumer (mbus.regenerate_fanout's acked arms).
---             ack_, nack_ and extend_ carry no SET search_path (a GUC save and restore per
---           call): every name is qualified.
+--           ack_<q>(token) (the message is done), nack_<q>(token, delay) (visible again after
+--           delay), extend_<q>(token, lease) (the lease now ends lease after now; returns the new
+--           end) and bury_<q>(token, reason) (to mbus.dmq with the reason). Each raises MB007
+--           when the token no longer owns the message. ack_ probes the lease-token index of the
+--           segment its token names (else every segment) and bumps the consumed counter of the
+--           row's consumer.
 -- Params:   names   mbus.regenerate_names(q)
 --           fanout  mbus.regenerate_fanout(q, names)
 -- Returns:  void
 -- Locks:    none of its own (CREATE OR REPLACE FUNCTION; see mbus.regenerate_queue)
 -- Calls:    mbus.fill_template, mbus.given_clock
 -- Tables:   mbus.consumer, mbus.dmq
+-- Design:   docs/DESIGN.md#regenerate_batch-and-regenerate_lease_ack-plans-kept-and-no-guc-per-call
 CREATE OR REPLACE FUNCTION mbus.regenerate_lease_ack(names jsonb, fanout jsonb)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -1,27 +1,18 @@
 -- Function: mbus.regenerate_names(qname)
 --
 -- Purpose:  The names the generated functions of qname use, quoted once here, for
---           mbus.fill_template: q (the queue's name as a literal), q_prefix (its iids' prefix
---           '<q>.', a literal), chan (its notify channel, a literal), tbl (the delivery table,
---           an identifier: written mbus.{tbl}), seg0..seg3 (its segments, qualified
---           identifiers), posted (its posted counter, a literal of the qualified name), fn_<what>
---           (each generated function of the queue, an identifier; mbus.generated_names), and
---           two fragments the claims and take_ share: ret_cols (the returned row's columns over
---           q) and mark (the CTE k marking the client iids of deleted rows d consumed).
---             ret_cols: qt_model has no priority column, so a priority > 0 comes back as
---             headers.priority (mbus.to_dmq keeps it); a priority key the row's own priority
---             does not back (0: posted with one in its headers, or received with one) is
---             removed.
---             mark: claims that delete deliveries (consume_, consumen_, take_, take_from_) mark
---             the client iid of what they took consumed by this transaction
---             (mbus.client_iids.consumed_in), so that its post_<q> with the iid in the same
---             transaction is stored (the seed's retry) while a producer's retry is not; one
---             index probe per row.
+--           mbus.fill_template: q, q_prefix ('<q>.') and chan (literals), tbl (the delivery
+--           table, written mbus.{tbl}), seg0..seg3 (qualified identifiers), posted (the posted
+--           counter's qualified name, a literal), fn_<what> (each generated function,
+--           mbus.generated_names), and two fragments the claims and take_ share: ret_cols (the
+--           returned row's columns over q; a priority > 0 comes back as headers.priority) and
+--           mark (the CTE k marking the client iids of deleted rows d consumed).
 -- Params:   qname  the queue's name (text; must exist)
 -- Returns:  jsonb: name -> SQL text
 -- Locks:    none
 -- Calls:    mbus.fill_template, mbus.generated_name, mbus.generated_names
 -- Tables:   mbus.client_iids
+-- Design:   docs/DESIGN.md#regenerate_names-ret_cols-and-mark
 CREATE OR REPLACE FUNCTION mbus.regenerate_names(qname text)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE

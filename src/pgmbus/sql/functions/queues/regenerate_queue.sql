@@ -1,18 +1,13 @@
 -- Function: mbus.regenerate_queue(qname)
 --
--- Purpose:  Make (CREATE OR REPLACE) the per-queue functions of qname from the catalog (consumers
---           with their selectors, triggers), with static SQL only. The generic entry points
---           dispatch to them; fast clients call them directly. tests/queues/golden holds their
---           text: a change to a family is a golden diff. Every name comes from
---           mbus.generated_names (the one list the collision check uses), quoted once by
---           mbus.regenerate_names; each family fills its templates with mbus.fill_template:
---             mbus.regenerate_fanout     the deliveries and trigger calls of a post
---             mbus.regenerate_post       post_<q>
---             mbus.regenerate_batch      postn_<q>
---             mbus.regenerate_peek_take  peek_, deps_, clear_queue_, take_<q>
---             mbus.regenerate_lease_ack  ack_, nack_, extend_, bury_<q>
---             mbus.regenerate_consume    per consumer consume_, consumen_, lease_, take_from_
---           Ends with mbus.secure_queue (privileges, the roles security model).
+-- Purpose:  Make (CREATE OR REPLACE) the per-queue functions of qname from the catalog
+--           (consumers with their selectors, triggers), with static SQL only; the generic entry
+--           points dispatch to them, fast clients call them directly. Names come from
+--           mbus.generated_names, quoted once by mbus.regenerate_names; the families fill their
+--           templates (mbus.fill_template): regenerate_fanout, regenerate_post (post_),
+--           regenerate_batch (postn_), regenerate_peek_take (peek_, deps_, clear_queue_, take_),
+--           regenerate_lease_ack (ack_, nack_, extend_, bury_) and regenerate_consume (per
+--           consumer). Ends with mbus.secure_queue. tests/queues/golden holds their text.
 -- Params:   qname  the queue's name (text; must exist)
 -- Returns:  void
 -- Locks:    SHARE ROW EXCLUSIVE on the queue's table the first time (CREATE TRIGGER floor_guard,
@@ -20,9 +15,9 @@
 --           secure_queue's ALTER/GRANT/REVOKE update pg_proc rows (two sessions regenerating one queue at once fail with 'tuple
 --           concurrently updated'), so its callers hold pg_advisory_xact_lock(1835165041)
 -- Calls:    mbus.floor_guard, mbus.generated_name, mbus.queue_counter_sequences,
---           mbus.regenerate_batch, mbus.regenerate_consume,
---           mbus.regenerate_fanout, mbus.regenerate_lease_ack, mbus.regenerate_names,
---           mbus.regenerate_peek_take, mbus.regenerate_post, mbus.secure_queue
+--           mbus.regenerate_batch, mbus.regenerate_consume, mbus.regenerate_fanout,
+--           mbus.regenerate_lease_ack, mbus.regenerate_names, mbus.regenerate_peek_take,
+--           mbus.regenerate_post, mbus.secure_queue
 -- Tables:   none
 CREATE OR REPLACE FUNCTION mbus.regenerate_queue(qname text)
 RETURNS void

@@ -1,17 +1,12 @@
 -- Function: mbus.release_deps(iid)
 --
 -- Purpose:  Run at commit by the transaction that removed a delivery of iid (or a dmq row). When
---           iid exists nowhere any more, every message waiting on it has one dependency less; those
---           with none left become claimable (vt back to delayed_until or added, and a NOTIFY when a
---           session waits on their queue). Exactly once: the count is decremented under the row
---           lock of msg_wait, so two transactions releasing a message's last two dependencies
---           serialize and only the second sees 0. Transactions that remove different deliveries of
---           the same iid serialize on an advisory lock taken here and held to commit, so the last
---           one sees the others' deletes. Copies of iid put back since (dmq replay, a re-post with
---           the old iid) are marked waited, so their consume releases later. Needs READ COMMITTED
---           (the check must see commits made after the transaction began); other isolation levels
---           get MB008 instead of a wrong answer. SECURITY DEFINER: the consuming role need not see
---           the waiting queues.
+--           iid exists nowhere any more, every message waiting on it has one dependency less;
+--           those with none left become claimable (vt back to delayed_until or added, and a
+--           NOTIFY when a session waits on their queue), exactly once. Copies of iid put back
+--           since (dmq replay, a re-post with the old iid) are marked waited, so their consume
+--           releases later. Needs READ COMMITTED: other isolation levels get MB008 instead of a
+--           wrong answer. SECURITY DEFINER: the consuming role need not see the waiting queues.
 -- Params:   iid  the removed dependency's iid (text)
 -- Returns:  integer: how many waiting messages became claimable
 -- Locks:    pg_advisory_xact_lock(1835165042, hashtext(iid)), held to commit; UPDATE (row locks) of
@@ -20,6 +15,7 @@
 --           UPDATEs through the queues' generated deps_<q>)
 -- Calls:    mbus.dep_rows, mbus.generated_name
 -- Tables:   mbus.dmq, mbus.msg_dep, mbus.msg_wait, mbus.queue, mbus.queue_waiter
+-- Design:   docs/DESIGN.md#await_deps-and-release_deps-waits-that-cost-a-claim-nothing
 CREATE OR REPLACE FUNCTION mbus.release_deps(iid text)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE

@@ -1,43 +1,13 @@
 -- Function: mbus.rotate_queue(qname, p_tries)
 --
--- Purpose:  The queue's storage upkeep, in place of VACUUM: a busy queue inserts and deletes its
---           whole volume, and without VACUUM its heap and the left end of its ever-increasing
---           btrees only grow; TRUNCATE of a drained segment gives the space back at once, whatever
---           the autovacuum settings (PgQ's rotating tables). Call it in a READ COMMITTED
---           transaction of its own (autocommit), about once a second on a busy queue (Bus
---           consumers, the worker and `pgmbus queue rotate --every` do). It
---             0. deletes expired deliveries (expires <= now; the original API: an expired message
---                is deleted), up to 10000 per segment and call, through the expires index
---                (by ctid per segment), skipping rows
---                another transaction holds; so an expired row never keeps a segment from being
---                truncated, and clear_queue is not needed. Deleting a delivery others wait on
---                releases them at commit (dep_gone), and its segment is truncated by the next call;
---                then forgets up to 10000 client iids of the queue older than queues.iid_window
---                (mbus.expire_client_iids); and moves the claim floor up (mbus.floor_advance);
---             1. TRUNCATEs every rotating segment that is not current and has no row left. The
---                segment is looked at without a lock first; then LOCK ... ACCESS EXCLUSIVE NOWAIT:
---                when any open transaction touched it (a consumer between claim and commit, a post
---                not yet committed, a reader) the lock is refused at once, so the call never waits
---                in the lock queue and never makes a consumer wait behind it; it tries again in the
---                gaps between those transactions (p_tries times, a millisecond apart, and never
---                once it holds a truncated segment's lock), else the segment waits for the next
---                call. Under the lock it is checked again (nobody can add a row then) and
---                truncated. A drained segment that stays busy is closed (queue_segment.closing):
---                claims then run a plan variant that prunes it, so it frees up once the claims made
---                before have ended; a late post seen in it reopens it;
---             2. makes the next empty rotating segment current once the current one's heap reached
---                rotate_bytes (a segment still holding rows, e.g. a slow consumer's backlog or a
---                long nack delay, is passed over, so rotation proceeds through the others).
---           Called by a claim (mbus.claim_upkeep = 'on') that is not surely alone in its
---           transaction (statement start <> transaction start: extended protocol, BEGIN first),
---           it truncates nothing: drained segments are left to autovacuum, and when no rotating
---           segment is empty, a drained one that is not closing becomes current.
---           The ACCESS EXCLUSIVE lock of a TRUNCATE is held to the end of the calling transaction,
---           hence autocommit. It does nothing in a transaction that wrote already or that is not
---           READ COMMITTED (under REPEATABLE READ or SERIALIZABLE the emptiness check could miss a
---           row committed after the snapshot), except inside mbus.rotate_queues, which rotates
---           every queue in its one transaction. Concurrent calls for one queue: one works, the
---           others return at once.
+-- Purpose:  The queue's storage upkeep, in place of VACUUM. Call it in a READ COMMITTED
+--           transaction of its own, about once a second on a busy queue (Bus consumers, the worker
+--           and `pgmbus queue rotate --every` do). It deletes expired deliveries and old client
+--           iids (up to 10000 each per call), moves the claim floor up (mbus.floor_advance),
+--           TRUNCATEs every drained rotating segment that is not current (never waiting for a
+--           lock; a busy one is closed), and makes the next empty segment current once the
+--           current one reached rotate_bytes. Called by a claim not alone in its transaction it
+--           truncates nothing; it does nothing after a write or outside READ COMMITTED.
 -- Params:   qname    the queue's name (text)
 --           p_tries  lock attempts per busy segment, 1 ms apart (integer; default 100)
 -- Returns:  jsonb: {current, rotated, truncated: [n], busy: [n], kept: [n], closing, expired: the
@@ -50,6 +20,7 @@
 --           so roles that only consume can run it
 -- Calls:    mbus.expire_client_iids, mbus.floor_advance, mbus.generated_name, mbus.require_queue
 -- Tables:   mbus.queue_segment
+-- Design:   docs/DESIGN.md#rotate_queue-the-steps-of-a-rotation
 CREATE OR REPLACE FUNCTION mbus.rotate_queue(qname text, p_tries integer DEFAULT 100)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE

@@ -1,24 +1,12 @@
 -- Function: mbus.saga_start(name, steps, data)
 --
--- Purpose:  Start a saga; returns its id. steps is a JSON array, in an order where every step comes
---           after the steps it names:
---             [{"step": "room", "queue": "rooms", "after": [], "compensate": "cancel_rooms",
---               "data": {...}}, ...]
---           Every message carries data || {"saga_id", "step"} and headers.saga {id, step, bung,
---           compensation}. The saga is built of messages whose consume_after edges do the
---           scheduling, all posted here in one transaction:
---             - each forward message waits on the forward messages of its 'after' steps;
---             - the bung, in mbus_saga_bung and delayed to 'infinity', is never consumed; it lists
---               the forward messages and the final message;
---             - each compensation message (to the step's compensate queue) waits on the bung, so it
---               runs only once a rollback took the bung;
---             - the done message waits on every compensation (or on the bung when there are none):
---               consumable once the rollback has run;
---             - the final message waits on every forward message: consumable once all steps are
---               done.
---           mbus.saga_pump consumes the final message (taking the compensations, the done message
---           and the bung: completed) and the done message (compensated); mbus.saga_rollback takes
---           the bung and what it lists.
+-- Purpose:  Start a saga; returns its id. steps is a JSON array in an order where every step
+--           comes after the steps it names: [{"step", "queue", "after": [...], "compensate",
+--           "data"}, ...]. Every message carries data || {"saga_id", "step"} and headers.saga {id,
+--           step, bung, compensation}. All its messages are posted here in one transaction, with
+--           consume_after edges that do the scheduling. mbus.saga_pump consumes the final message
+--           (completed) and the done message (compensated); mbus.saga_rollback takes the bung
+--           and what it lists.
 -- Params:   name   the saga's name (text)
 --           steps  the steps (jsonb array, non-empty; MB006 for bad or duplicate steps)
 --           data   the saga's own data, kept in mbus.saga (jsonb object or NULL)
@@ -27,6 +15,7 @@
 --           (mbus.await_deps's row locks); INSERT into mbus.saga and mbus.saga_step
 -- Calls:    mbus.check_payload, mbus.get_iid, mbus.saga_post, mbus.saga_queue
 -- Tables:   mbus.saga, mbus.saga_step
+-- Design:   docs/DESIGN.md#saga_start-a-saga-made-of-dependencies
 CREATE OR REPLACE FUNCTION mbus.saga_start(name text, steps jsonb, data jsonb DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE

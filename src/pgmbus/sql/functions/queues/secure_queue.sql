@@ -1,14 +1,12 @@
 -- Function: mbus.secure_queue(qname)
 --
--- Purpose:  Set the privileges of qname's generated functions; the last step of every regeneration.
---           Every generated function is revoked from PUBLIC explicitly (per-schema default
---           privileges cannot take back the global EXECUTE for PUBLIC). Under the roles security
---           model, post_, postn_ and peek_<q> become SECURITY DEFINER with a pinned search_path,
---           executable by the post role; ack_, nack_, extend_, bury_, peek_<q> and each consumer's
---           functions by that consumer's role (the EXECUTE check on the caller's current role is
---           the role check). take_<q> and clear_queue_<q> stay the owner's. Queues without the
---           model keep SECURITY INVOKER functions (no per-call GUC cost) executable by their owner
---           only.
+-- Purpose:  Set the privileges of qname's generated functions; the last step of every
+--           regeneration. Every generated function is revoked from PUBLIC explicitly. Under the
+--           roles security model, post_, postn_ and peek_<q> become SECURITY DEFINER with a pinned
+--           search_path, executable by the post role; ack_, nack_, extend_, bury_, peek_<q> and
+--           each consumer's functions by that consumer's role (the EXECUTE check is the role
+--           check); take_<q> and clear_queue_<q> stay the owner's. Queues without the model keep
+--           SECURITY INVOKER functions (no per-call GUC cost) executable by their owner only.
 -- Params:   qname  the queue's name (text)
 -- Returns:  void
 -- Locks:    none of its own (ALTER FUNCTION, GRANT, REVOKE update pg_proc rows)

@@ -2,13 +2,11 @@
 --
 -- Purpose:  The receiving half of one transfer of a queue move (runs on the new server): post
 --           each message of the batch, in order, to queue qname with its own iid, unless the
---           move has posted that iid here before (the mover crashed after this side committed
---           and sent the batch again): then it is counted as 'duplicate'. The iids are
---           recorded in mbus.move_received in the same transaction as the posts. The checks
---           and the post (with the message's priority) are those it shares with routes:
---           mbus.transfer_messages and mbus.transfer_post. Unlike
---           mbus.exchange_receive, a database already in seenby is not refused: a queue may
---           move back to a server it came from.
+--           move posted that iid here before (sent again after a crash): counted as
+--           'duplicate'. The iids are recorded in mbus.move_received in the same transaction as
+--           the posts. Checks and post (with the priority) are shared with routes
+--           (mbus.transfer_messages, mbus.transfer_post). Unlike mbus.exchange_receive, a
+--           database already in seenby is not refused: a queue may move back to a server.
 -- Params:   move_id   the move (mbus.placement.move_id on the home database, text)
 --           qname     a queue of this database (text)
 --           messages  a jsonb array as mbus.move_take (mbus.transfer_take) returns it

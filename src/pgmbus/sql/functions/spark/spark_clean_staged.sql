@@ -1,15 +1,12 @@
 -- Function: mbus.spark_clean_staged(p_now, p_ttl)
 --
 -- Purpose:  Drop the staged rows, and the pending events (mbus._spark_settle), of every write
---           no task began staging into for p_ttl (or, for a write whose registration a server
---           crash emptied, whose last pending attempt is that old), skipping
---           writes that a task is staging or a commit is publishing right now (their advisory
---           lock is taken with a try, never waited for; the age is re-checked under it). Such
---           rows belong to writes whose driver died before committing: a committed write's
---           rows are dropped by its commit. Should that driver still commit later, it finds
---           fewer rows than its tasks reported and refuses (MB008, nothing is published). Runs
---           at the end of every spark_commit_write and in mbus.maintain, so nothing needs
---           scheduling.
+--           no task began staging into for p_ttl (or, when a server crash emptied its
+--           registration, whose last pending attempt is that old), skipping writes that a task
+--           is staging or a commit is publishing (their advisory lock is tried, never waited
+--           for; the age is re-checked under it). These are writes whose driver died before
+--           committing; should it still commit, it finds fewer rows than reported: MB008,
+--           nothing published. Runs at the end of every spark_commit_write and in mbus.maintain.
 -- Params:   p_now  the clock (NULL = now()); tests move it
 --           p_ttl  the age after which a write is abandoned (NULL = setting spark.staged_ttl,
 --                  default 1 day; MB006 outside that setting's bounds, 1 minute to 1 year)

@@ -1,29 +1,13 @@
 -- Function: mbus.spark_commit_write(p_sink, p_query_id, p_batch_id, p_write_id, p_tokens, ...)
 --
--- Purpose:  The driver's commit of one Spark write (a batch write, or one micro-batch of a
---           stream), in one transaction:
---             1. takes the write's advisory lock exclusively: it waits for tasks still staging,
---                and the cleanup (spark_clean_staged) never drops rows it is publishing;
---             2. claims (sink, query_id, batch_id) in the ledger (mbus.spark_claim_batch);
---                when the batch was committed before (a replay after a driver crash) it drops
---                the write's staged rows and returns -1: nothing is published again;
---             3. kind 'topic': the tasks copied their events straight into
---                mbus.events, each attempt in a transaction of its own recorded in
---                mbus.spark_pending, which hides it from every reader (mbus._snapshot_now).
---                The commit checks the reported attempts' pending rows (p_tokens; one row
---                per task, no scan of the events) and flips them (mbus._spark_settle deletes
---                the events of unreported attempts, then every pending row of the write): the
---                next snapshot of every reader sees the events. O(tasks), not O(rows).
---                Kind 'queue': the tasks staged rows in mbus.spark_staged; it counts them,
---                then posts them per target queue (mbus.post_batch) in token, seq order;
---             4. raises MB008 when fewer or more rows are found than the tasks reported (an
---                attempt's pending row or staged rows gone: dropped by the cleanup after
---                spark.staged_ttl, or lost in a server crash, the staged table being
---                unlogged), rolling back the ledger row: Spark re-runs the batch;
---             5. wakes stream listeners (mbus.notify, kind 'topic'), drops every staged row of
---                the write, including those of failed or duplicate attempts, and runs
---                mbus.spark_clean_staged, so abandoned writes go away as long as anything
---                commits Spark writes.
+-- Purpose:  The driver's commit of one Spark write (a batch write or one micro-batch), in one
+--           transaction: takes the write's advisory lock exclusively (waits for staging tasks);
+--           claims (sink, query_id, batch_id) in the ledger, returning -1 and publishing nothing
+--           for a batch committed before; kind 'topic' flips the reported attempts' pending rows
+--           (p_tokens) so every reader's next snapshot sees their events, kind 'queue' posts the
+--           staged rows per queue in (token, seq) order; MB008 (ledger row rolled back, Spark
+--           re-runs the batch) when it finds fewer or more rows than reported. Then it wakes
+--           listeners, drops the write's staged rows and runs mbus.spark_clean_staged.
 -- Params:   p_sink      the sink's name (text)
 --           p_query_id  the streaming query's id, or the write id for a batch write (text)
 --           p_batch_id  the micro-batch id (0 for a batch write)
@@ -42,6 +26,7 @@
 -- Calls:    mbus._spark_settle, mbus._spark_write_lock, mbus.notify, mbus.post_batch,
 --           mbus.spark_claim_batch, mbus.spark_clean_staged, mbus.spark_discard_write
 -- Tables:   mbus.spark_pending, mbus.spark_staged
+-- Design:   docs/DESIGN.md#spark_commit_write-and-spark_lock_stage-the-steps-of-a-commit
 CREATE OR REPLACE FUNCTION mbus.spark_commit_write(
     p_sink text, p_query_id text, p_batch_id bigint, p_write_id text,
     p_tokens text[], p_expected bigint, p_kind text)

@@ -6,7 +6,7 @@
 --           batch, or when Spark aborts the write. Takes the write's advisory lock exclusively
 --           first, as spark_clean_staged and spark_commit_write do, so it waits for tasks
 --           still staging (they hold it shared) and then drops their rows too: an aborted write leaves no
---           staged rows behind (FOUND_BUGS spark 2). A task that begins staging after it
+--           staged rows behind. A task that begins staging after it
 --           registers the write again (spark_lock_stage), so spark_clean_staged finds its rows.
 -- Params:   p_write_id  the write's id (text)
 -- Returns:  bigint: the number of staged rows and pending events dropped

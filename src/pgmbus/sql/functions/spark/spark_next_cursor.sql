@@ -1,21 +1,12 @@
 -- Function: mbus.spark_next_cursor(p_from, p_to, p_max_events, p_topics, p_before)
 --
 -- Purpose:  The end of the next micro-batch starting at cursor p_from, at most at the snapshot
---           cursor p_to (admission control):
---             * p_max_events: at most that many events of p_topics in the batch; the cut falls
---               between two events in (txid, id) order, expressed in the streams engine's
---               partial-position form ('<lo>;<hi>;<txid>;<id>'), so even one huge transaction
---               is split;
---             * p_before: the batch stops before the first event (in that order) published at
---               or after it (the archive's horizon);
---             * it returns p_from itself when there is nothing to read, so Spark runs no empty
---               batch; when only events of other topics arrived, it returns the new position
---               (the group moves on).
---           A partial p_from is finished first (the batch ends at its target at most). The
---           candidates are the ordered index range scans of mbus._batch (every event of p_topics,
---           directed ones too), which start at the position (also inside a transaction) and stop
---           at the cut: a cut costs the events it passes, not the size of the transaction it
---           falls in.
+--           cursor p_to: at most p_max_events events of p_topics, cut between two events in
+--           (txid, id) order in the partial-position form '<lo>;<hi>;<txid>;<id>' (so one huge
+--           transaction is split); stopping before the first event published at or after
+--           p_before (the archive's horizon). Returns p_from itself when there is nothing to
+--           read (no empty batch), the new position when only other topics' events arrived. A
+--           partial p_from is finished first. A cut costs the events it passes.
 -- Params:   p_from        the batch's start cursor (text; not a slot cursor, MB006)
 --           p_to          the newest snapshot cursor to go to (text; its lo snapshot is used)
 --           p_max_events  at most this many events (NULL = no limit; MB006 when < 1)
@@ -25,6 +16,7 @@
 -- Locks:    none (reads only)
 -- Calls:    mbus._batch, mbus._format_position, mbus._parse_position
 -- Tables:   none
+-- Design:   docs/DESIGN.md#spark_next_cursor-and-spark_read-ranges-read-by-index
 CREATE OR REPLACE FUNCTION mbus.spark_next_cursor(
     p_from text, p_to text, p_max_events integer DEFAULT NULL, p_topics text[] DEFAULT NULL,
     p_before timestamptz DEFAULT NULL)

@@ -1,20 +1,12 @@
 -- Function: mbus.spark_read(p_from, p_to, p_topics, p_part, p_nparts, p_keys, ...)
 --
--- Purpose:  The events consumed at cursor p_to and not at cursor p_from (mbus._between, the
---           range read_between and read_listeners read too), restricted to part p_part
---           of p_nparts by id (id % p_nparts, so a single big transaction splits evenly too)
---           and to the filters Spark pushed down (NULL: no condition). A pure function of its
---           arguments while the events are retained: a replayed micro-batch reads exactly the
---           same events (in no particular order). Events sent directly to one subscription
---           are left out (as in read_between), unless p_subscription names it: then only the
---           events sent to that subscription are read.
---           Written so that the planner inlines it into the caller's COPY (a single SELECT,
---           LANGUAGE sql, no SET clause, every name qualified): rows stream out while the scan
---           runs instead of being collected in a tuplestore first, no function is called per
---           row, and with literal cursors the range's bounds (mbus._between, inlined too)
---           fold into constants: a micro-batch is a few index range scans on (txid, id), a
---           cut inside a huge transaction reads only its own part of it, and a large read
---           takes the fast path for most events (see mbus._between).
+-- Purpose:  The events consumed at cursor p_to and not at cursor p_from (mbus._between),
+--           restricted to part p_part of p_nparts by id (id % p_nparts: a big transaction splits
+--           evenly too) and to the filters Spark pushed down (NULL: no condition). A pure
+--           function of its arguments while the events are retained: a replayed micro-batch
+--           reads the same events (in no particular order). Events sent directly to one
+--           subscription are left out unless p_subscription names it: then only those are read.
+--           Inlined into the caller's COPY.
 -- Params:   p_from     the range's start cursor (text)
 --           p_to       the range's end cursor (text)
 --           p_topics   only these topics (NULL = all)
@@ -34,6 +26,7 @@
 -- Locks:    none (reads only)
 -- Calls:    mbus._between, mbus._cursor_position
 -- Tables:   none
+-- Design:   docs/DESIGN.md#spark_next_cursor-and-spark_read-ranges-read-by-index
 CREATE OR REPLACE FUNCTION mbus.spark_read(
     p_from text, p_to text, p_topics text[] DEFAULT NULL,
     p_part integer DEFAULT 0, p_nparts integer DEFAULT 1,

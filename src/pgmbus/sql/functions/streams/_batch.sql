@@ -1,26 +1,13 @@
 -- Function: mbus._batch(p_ended, p_after_txid, p_after_id, p_from, p_to, p_hi, p_topics, p_slot,
 --           p_nslots, p_limit, p_group)
 --
--- Purpose:  The next events of the batch from a position lo to a snapshot hi, in (txid, id) order,
---           after (after_txid, after_id). A transaction not visible in lo is either in lo's xip
---           list or at or after lo's xmax, so the batch is index range scans on (txid, id):
---             1. `ended`: the xip transactions of lo that hi sees ended, after after_txid
---                (txid = ANY), each read whole;
---             2. the rest of after_txid's own events when it is one of those (txid = after_txid
---                AND id > after_id: the scan starts at the position, not at the transaction's
---                first event, so a long transaction read in pieces is read once, not once per
---                piece from its start);
---             3. the transactions from `from` (xmax(lo)) up to `to` (xmax(hi)) that hi sees,
---                after the position when it is among them (event ids are positive, so
---                (txid, id) > (from, -2^63) is txid >= from).
---           Each scan stops at limit rows; the union is merged in order and cut to limit. A long
---           transaction makes the first list one entry longer; it never widens the last scan.
---           An SQL function without SET, so the planner inlines it into read_next's query (no
---           intermediate copies of the rows). An event sent directly to one subscription
---           (subscription_id) is read only by the group that owns that subscription; for the
---           others it is skipped like an event of another topic (the OR stops at the NULL of
---           every undirected event, so they cost nothing more). With p_group NULL every event of
---           the topics counts, directed ones too (mbus.spark_next_cursor's cut).
+-- Purpose:  The next events of the batch from a position lo to a snapshot hi, in (txid, id)
+--           order, after (after_txid, after_id), at most limit rows: the xip transactions of lo
+--           that hi sees ended, the rest of after_txid's own events when it is one of them, and
+--           the transactions from xmax(lo) up to xmax(hi) that hi sees. An event sent directly to
+--           one subscription is read only by the group that owns it; with p_group NULL every
+--           event of the topics counts, directed ones too (mbus.spark_next_cursor's cut). Inlined
+--           into read_next's query.
 -- Params:   p_ended       the ids of lo's xip transactions that hi sees ended (xid8[])
 --           p_after_txid  the transaction id of the last event consumed inside this batch
 --                         ('0' when none)
@@ -39,6 +26,7 @@
 -- Locks:    none (reads only)
 -- Calls:    mbus.key_slot
 -- Tables:   mbus.events, mbus.subscriptions
+-- Design:   docs/DESIGN.md#_batch-and-_between-index-ranges-over-txid-id
 CREATE OR REPLACE FUNCTION mbus._batch(p_ended xid8[], p_after_txid xid8, p_after_id bigint, p_from xid8,
                             p_to xid8, p_hi pg_snapshot, p_topics text[], p_slot integer,
                             p_nslots integer, p_limit integer, p_group text)

@@ -1,31 +1,17 @@
 -- Function: mbus._between(p_from, p_to)
 --
--- Purpose:  The events consumed at position p_to and not at position p_from (mbus._consumed),
---           in no particular order: the range of mbus.read_between, read_listeners and
---           spark_read. The candidates are found by four index conditions on (txid, id), OR-ed
---           (a BitmapOr), which together hold every event of the range once:
---             a. the transactions in p_from's in-progress list (lo's xip), but the one of its
---                position;
---             b. that one (a partial p_from: a cut inside a transaction) from the position on,
---                and up to p_to's position when that is in the same transaction and at or past
---                p_to's lo xmax (so the range ends there);
---             c. from p_from's lo xmax up to p_to's top, below the position's transaction;
---             d. the same above it.
---           So reading a huge transaction in cuts (Spark micro-batches, the live listeners)
---           reads each cut's part of it, not the rest of the transaction every time: O(n) over
---           the transaction instead of O(n^2) (the first cut into it reads it once).
---           The exact rule then applies, after a fast path: a txid at or after p_from's top
---           (started after every transaction p_from had seen) and before p_to's lo xmin (ended
---           before p_to was taken) is in the range without looking further (two comparisons
---           instead of two pg_visible_in_snapshot calls per row: most of a large read).
---           An SQL function without SET: inlined into the caller's query; with constant
---           positions (spark_read's literal cursors) every bound is folded into a constant.
+-- Purpose:  The events consumed at position p_to and not at position p_from (mbus._consumed), in
+--           no particular order: the range of mbus.read_between, read_listeners and spark_read.
+--           Reading a huge transaction in cuts reads each cut's part of it, not the rest of the
+--           transaction every time. Inlined into the caller's query; with constant positions
+--           every bound is folded into a constant.
 -- Params:   p_from  the range's start (mbus.stream_position)
 --           p_to    the range's end (mbus.stream_position)
 -- Returns:  SETOF mbus.events
 -- Locks:    none (reads only)
 -- Calls:    mbus._consumed, mbus._snapshot_xip
 -- Tables:   mbus.events
+-- Design:   docs/DESIGN.md#_batch-and-_between-index-ranges-over-txid-id
 CREATE OR REPLACE FUNCTION mbus._between(p_from mbus.stream_position, p_to mbus.stream_position)
 RETURNS SETOF mbus.events
 LANGUAGE sql STABLE

@@ -1,21 +1,13 @@
 -- Function: mbus._capture_row()
 --
 -- Purpose:  The row trigger of a captured table (AFTER INSERT OR UPDATE OR DELETE FOR EACH ROW):
---           every insert, update and delete (from any statement: COPY, INSERT ... ON CONFLICT,
---           bulk UPDATE) appends one event in the transaction that made the change. Each change
---           is its own event, so a row that changes often loses no intermediate state, and the
---           snapshot cursors make the changes readable in commit order with no background job.
---           Payload: {"op", "table", "key": {primary key}, "row": {captured columns},
---           "changed": [columns] (updates), "old_key": {...} (when an update changed the key)}.
---           An update that changes no captured column appends nothing. The event key is the
---           primary key's value (its JSON text when the key has several columns; NULL without a
---           primary key). "table" names the captured table (TG_ARGV[3], its oid, read as
---           regclass so a rename shows): for a partitioned table the table that was captured,
---           not the partition the row is in, as the truncate events do (FOUND_BUGS streams 6;
---           triggers made before this argument existed name the trigger's table until the
---           table is captured again). SECURITY DEFINER (search_path pinned), so writers of the table need no
---           privilege on mbus.events. Notifies listeners of 'mbus_events' while a reader waits
---           (a row in mbus.stream_waiter, see mbus.await_events).
+--           each change, from any statement, appends one event in the transaction that made it.
+--           Payload: {"op", "table", "key": {primary key}, "row": {captured columns}, "changed":
+--           [columns] (updates), "old_key" (when an update changed the key)}; an update of no
+--           captured column appends nothing. Event key: the primary key's value (JSON text when
+--           composite; NULL without one). "table" is the captured table (TG_ARGV[3], read as
+--           regclass), not the partition. SECURITY DEFINER (search_path pinned). Notifies
+--           'mbus_events' while a reader waits.
 -- Params:   none (trigger arguments: TG_ARGV[0] the topic, [1] the key columns as text[],
 --           [2] the captured columns as text[] or '*' for all, [3] the captured table's oid)
 -- Returns:  trigger: NULL (an AFTER trigger); MB009 when the log is not this cluster's; MB008
@@ -25,6 +17,7 @@
 -- Locks:    none beyond the INSERT into mbus.events (ROW EXCLUSIVE)
 -- Calls:    mbus._check_log, mbus.json_too_deep
 -- Tables:   mbus.events, mbus.stream_waiter
+-- Design:   docs/DESIGN.md#_capture_row-one-event-per-change
 CREATE OR REPLACE FUNCTION mbus._capture_row()
 RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER

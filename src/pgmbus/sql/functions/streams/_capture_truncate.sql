@@ -2,8 +2,8 @@
 --
 -- Purpose:  The TRUNCATE trigger of a captured table (AFTER TRUNCATE FOR EACH STATEMENT): appends
 --           one event {"op": "truncate", "table": ...} with no key, in the truncating
---           transaction, and notifies listeners of 'mbus_events' as _capture_row does
---           (FOUND_BUGS streams 5). A statement trigger is not cloned to partitions: a TRUNCATE
+--           transaction, and notifies listeners of 'mbus_events' as _capture_row does.
+--           A statement trigger is not cloned to partitions: a TRUNCATE
 --           of one partition of a captured partitioned table appends no event. SECURITY DEFINER (search_path
 --           pinned), so the truncating role needs no privilege on mbus.events.
 -- Params:   none (trigger argument: TG_ARGV[0] the topic)

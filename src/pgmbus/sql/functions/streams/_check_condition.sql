@@ -1,30 +1,13 @@
 -- Function: mbus._check_condition(p_condition)
 --
 -- Purpose:  Raise MB004 unless the text is a valid subscription condition: one boolean SQL
---           expression over e (the event: mbus.stream_row) and s (the subscription:
---           mbus.subscriptions) that is static, i.e. free of subqueries, aggregates, window and
---           set-returning functions and of VOLATILE functions (mbus.publish, nextval, random,
---           set_config, pg_sleep, ...): it may call IMMUTABLE and STABLE functions only. Three
---           tests, all inside a subtransaction that is always rolled back:
---             1. PostgreSQL parses it alone, as the body `RETURN (condition)` of a temporary
---                SQL function (e mbus.stream_row, s mbus.subscriptions) RETURNS boolean,
---                declared STABLE: it must be of type boolean (no implicit cast: `1` and
---                `e.topic` are refused) and be an expression (`true) LIMIT (1` is refused);
---             2. the function must be inlined by the planner: PostgreSQL's own rule refuses to
---                inline a STABLE SQL function whose body has a subquery, an aggregate, a
---                window or set-returning function, or any VOLATILE function or operator, so
---                inlining is exactly "static" here (EXPLAIN VERBOSE of a call must not show the
---                function);
---             3. it must run in mbus._match_query's text, the very text mbus._match runs (on no
---                event), so parse, plan and constant-folding errors show here.
---           Not empty, at most 8 kB, no ';', no comments and no positional parameters ($1: the
---           run text has its own). The scratch function's name is random (md5), so no object of the caller
---           can clash with it (unlike a fixed name such as `t`). Conditions may still fail on
---           some events at read time (a cast of a payload field, a division): mbus._match
---           isolates those. A STABLE user function is trusted to be what it says.
---           plpgsql_check: its security warnings are off (the pragma in the body): the
---           condition is pasted with %s on purpose, since it is SQL, and this function is
---           what checks it.
+--           expression (no implicit cast) over e (the event: mbus.stream_row) and s (the
+--           subscription: mbus.subscriptions) that is static: no subqueries, aggregates, window or
+--           set-returning functions, nor VOLATILE functions; IMMUTABLE and STABLE ones only. Not
+--           empty, at most 8 kB, no ';', comments or positional parameters; it must run in
+--           mbus._match_query's text. Nothing is left behind (a subtransaction always rolled
+--           back). Conditions may still fail on some events at read time: mbus._match isolates
+--           those.
 -- Params:   p_condition  the condition (text)
 -- Returns:  void; MB004 (with an example in the hint) when it is not a valid condition
 -- Locks:    none others see: a temporary function made and rolled back in a subtransaction
@@ -32,6 +15,7 @@
 --           mbus.subscriptions for the test query
 -- Calls:    mbus._match_query
 -- Tables:   mbus.subscriptions
+-- Design:   docs/DESIGN.md#_check_condition-static-is-what-the-planner-inlines
 CREATE OR REPLACE FUNCTION mbus._check_condition(p_condition text)
 RETURNS void
 LANGUAGE plpgsql

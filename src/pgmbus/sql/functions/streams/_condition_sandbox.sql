@@ -1,21 +1,18 @@
 -- Function: mbus._condition_sandbox()
 --
--- Purpose:  Make mbus._match_sandboxed run as the NOLOGIN role mbus_condition: create the role
---           unless it exists (cluster-wide, shared by every database; it holds no privilege),
---           make it the function's owner and the function SECURITY DEFINER, and let the owner
---           of mbus.subscriptions execute it. Owning a function needs CREATE on its schema at
---           the moment of the change only, so that grant is taken back at once; a
---           non-superuser installer becomes a member of the role to hand it the function.
---           The installer calls it after every function file (a re-applied file is SECURITY
---           INVOKER again until this runs). A role of that name with any right (LOGIN,
---           SUPERUSER, membership in another role) is refused. Without CREATEROLE it
---           changes nothing and says so (NOTICE): conditions that are not the owner's then
---           run with the reader's role, held by the restricted grammar alone.
+-- Purpose:  Make mbus._match_sandboxed run as the NOLOGIN role mbus_condition (created unless it
+--           exists; cluster-wide; no privilege): the role owns the function, which becomes
+--           SECURITY DEFINER, executable by the owner of mbus.subscriptions. The installer calls
+--           it after every function file. A role of that name with any right (LOGIN, SUPERUSER,
+--           membership in another role) is refused. Without CREATEROLE it changes nothing and
+--           says so (NOTICE): conditions that are not the owner's then run with the reader's
+--           role, held by the restricted grammar alone.
 -- Params:   none
 -- Returns:  boolean: whether the sandbox is in place
 -- Locks:    none of its own (CREATE ROLE, GRANT, ALTER FUNCTION write the catalogs)
 -- Calls:    mbus._match_sandboxed
 -- Tables:   mbus.subscriptions
+-- Design:   docs/DESIGN.md#subscription-conditions-checked-restricted-sandboxed
 CREATE OR REPLACE FUNCTION mbus._condition_sandbox()
 RETURNS boolean
 LANGUAGE plpgsql

@@ -9,8 +9,8 @@
 -- Params:   p_no  the partition number n (integer)
 -- Returns:  boolean: true when it created the partition, false when it existed
 -- Locks:    CREATE TABLE ... PARTITION OF takes ACCESS EXCLUSIVE on mbus.events itself (the
---           parent) until commit: publishers and readers wait meanwhile (a known limit,
---           FOUND_BUGS streams 4, not fixed: CREATE TABLE then ATTACH PARTITION would take only
+--           parent) until commit: publishers and readers wait meanwhile (a known limit:
+--           CREATE TABLE then ATTACH PARTITION would take only
 --           SHARE UPDATE EXCLUSIVE on the parent); the new partition's row in
 --           mbus.event_partitions
 -- Calls:    none

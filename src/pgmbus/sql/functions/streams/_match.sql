@@ -1,29 +1,13 @@
 -- Function: mbus._match(p_group, p_events)
 --
--- Purpose:  For each event, the ids of the group's subscriptions it matches. One run
---           (mbus._match_run) per distinct condition of the group and kind (the owner's
---           full-language subscriptions with the reader's role, the others in the sandbox of
---           mbus._match_sandboxed), the text of mbus._match_query: the events
---           joined with the subscriptions of that condition on the condition itself, so the
---           params of thousands of subscriptions are matched by one join (the GIN index on
---           params serves containment conditions). An event that matches none is left out; an
---           event may appear once per condition it matched (callers merge the arrays).
---           One condition cannot harm another, nor one subscription's params the others of
---           its condition: each run is a subtransaction. When a condition's run raises an
---           error (a cast of a payload field or of a subscription's params, a division by
---           zero), its subscriptions are split in halves and run again over the batch until
---           the failing ones are alone (a few runs per bad subscription, not one per
---           subscription); a failing subscription is then run event by event, so it still
---           gets the events it can decide. The events it fails on are not matched for it, a
---           WARNING names the group, the subscriptions, the events and the error, and the
---           transaction-local setting mbus.match_failed is raised by the number of failing
---           subscriptions (read_subscriptions counts it). Everything else goes on. Rows a
---           failed run returned before its error are complete (an event's row is emitted only
---           once all of its join rows are aggregated) and a rerun may return them again:
---           callers merge.
---           plpgsql_check: its security warnings are off (the pragma in the body): it runs
---           the conditions as SQL on purpose; each was checked by mbus._check_condition
---           (and the restricted grammar, for HTTP keys) when subscribed.
+-- Purpose:  For each event, the ids of the group's subscriptions it matches: one run
+--           (mbus._match_run) per distinct condition of the group and kind, the events joined
+--           with that condition's subscriptions on the condition itself. An event that matches
+--           none is left out; an event may appear once per condition it matched, and a rerun may
+--           return rows again (callers merge the arrays). A condition or subscription that fails
+--           is not matched for the events it fails on, a WARNING names them, and the
+--           transaction-local setting mbus.match_failed counts the failing subscriptions;
+--           everything else goes on.
 -- Params:   p_group   the group's name
 --           p_events  the events (mbus.stream_row[]; read_subscriptions passes txid NULL)
 -- Returns:  TABLE (event_id bigint, subscription_ids bigint[]): ids in ascending order; 42501
@@ -33,6 +17,7 @@
 --           mbus.match_failed (set_config, local to the transaction) when a condition failed
 -- Calls:    mbus._match_run, mbus._match_sandboxed
 -- Tables:   mbus.subscriptions
+-- Design:   docs/DESIGN.md#_match-one-join-per-condition-failures-isolated
 CREATE OR REPLACE FUNCTION mbus._match(p_group text, p_events mbus.stream_row[])
 RETURNS TABLE (event_id bigint, subscription_ids bigint[])
 LANGUAGE plpgsql STABLE

@@ -1,16 +1,11 @@
 -- Function: mbus._match_leading_key(p_condition)
 --
 -- Purpose:  The equality of a params key and an event field that a condition begins with, when
---           it is a conjunct of the whole condition: `s.params @> jsonb_build_object('k', F)`,
---           `s.params->>'k' = F`, `s.params->'k' = F` or `F = s.params->>'k'`, F one of
---           e.topic, e.key, e.payload->'x', e.payload->>'x', alone or followed by AND and a
---           text that cannot reach above that AND (no OR, comment, `$`, `\` or `"`, and every
---           parenthesis it closes is its own). Then a subscription can match an event only if
---           that equality holds, so mbus._match_run picks the candidate subscriptions of a
---           batch with it (the GIN index on params serves the containment), outside the
---           sandbox: what it runs is built here from the captured key and field, never the
---           condition's text. mbus._match_sandboxed recognises the same shapes with the same
---           expressions (it may not call into schema mbus): change both together.
+--           it is a conjunct of the whole condition (`s.params @> jsonb_build_object('k', F)`,
+--           `s.params->>'k' = F`, `s.params->'k' = F`, `F = s.params->>'k'`; F one of e.topic,
+--           e.key, e.payload->'x', e.payload->>'x'), or NULL. mbus._match_run uses it to pick the
+--           candidate subscriptions of a batch outside the sandbox. mbus._match_sandboxed
+--           recognises the same shapes with the same expressions: change both together.
 -- Params:   p_condition  the condition's text
 -- Returns:  text[]: {kind, operator, key, field}: kind 'contains' (operator NULL) or 'equals'
 --           (operator '->' or '->>'), the key of params, the event field as written; NULL when
@@ -18,6 +13,7 @@
 -- Locks:    none
 -- Calls:    none
 -- Tables:   none
+-- Design:   docs/DESIGN.md#_match-one-join-per-condition-failures-isolated
 CREATE OR REPLACE FUNCTION mbus._match_leading_key(p_condition text)
 RETURNS text[]
 LANGUAGE plpgsql IMMUTABLE

@@ -1,14 +1,11 @@
 -- Function: mbus._match_run(p_group, p_condition, p_full, p_events, p_ids)
 --
--- Purpose:  One run of one condition of a group over events: the owner's conditions
---           (p_full: mbus.subscriptions.full_language) in mbus._match_query's text with the
---           reader's role, every other one in mbus._match_sandboxed (the role mbus_condition,
---           no table privileges) over the rows of its subscriptions, read here: only the
---           candidates when the condition begins with a key equality
---           (mbus._match_leading_key), picked with the GIN index on params by static
---           statements over the events' field (the condition's text does not run here).
---           plpgsql_check: its security warnings are off (the pragma in the body): it runs the
---           owner's conditions as SQL on purpose (checked by mbus._check_condition).
+-- Purpose:  One run of one condition of a group over events: the owner's conditions (p_full:
+--           mbus.subscriptions.full_language) in mbus._match_query's text with the reader's role,
+--           every other one in mbus._match_sandboxed over the rows of its subscriptions, read
+--           here: only the candidates when the condition begins with a key equality
+--           (mbus._match_leading_key), picked by static statements (the condition's text does not
+--           run here).
 -- Params:   p_group      the group's name
 --           p_condition  the condition's text
 --           p_full       which of the condition's subscriptions: the owner's (true) or the
@@ -19,6 +16,7 @@
 -- Locks:    none (reads mbus.subscriptions)
 -- Calls:    mbus._match_leading_key, mbus._match_query, mbus._match_sandboxed
 -- Tables:   mbus.subscriptions
+-- Design:   docs/DESIGN.md#_match-one-join-per-condition-failures-isolated
 CREATE OR REPLACE FUNCTION mbus._match_run(p_group text, p_condition text, p_full boolean,
                                            p_events mbus.stream_row[], p_ids bigint[])
 RETURNS TABLE (event_id bigint, subscription_ids bigint[])

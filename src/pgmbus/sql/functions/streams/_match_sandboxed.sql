@@ -1,22 +1,12 @@
 -- Function: mbus._match_sandboxed(p_condition, p_events, p_subs)
 --
--- Purpose:  Run one condition that is not the owner's (mbus.subscriptions.full_language
---           false: an HTTP key's, a SQL role's, a row inserted by hand) over a batch, with no
---           privilege beyond PUBLIC's: mbus._condition_sandbox makes this function SECURITY
---           DEFINER owned by the NOLOGIN role mbus_condition, which has no privilege on any
---           table nor on schema mbus, so even a condition the restricted grammar should have
---           refused cannot read a table (mbus.timer_clients), a superuser-only setting or a
---           file. It sees only the events and the subscriptions it is given (arrays, not
---           tables): the condition's own subscriptions of one group. Without the role (an
---           installer that may not create it) it stays SECURITY INVOKER and runs with the
---           reader's role, still seeing no other subscription.
---           A condition that begins with an equality of a params key and an event field
---           (`s.params @> jsonb_build_object('k', e.topic)`, `s.params->>'k' = e.key`, ... as
---           a conjunct of the whole) is run as a hash join on those keys, so a batch costs
---           about events + subscriptions, not events x subscriptions; the condition still
---           decides every pair, so the matches are those of the plain join.
---           plpgsql_check: its security warnings are off (the pragma in the body): it runs
---           the condition as SQL on purpose (checked by mbus._check_condition when subscribed).
+-- Purpose:  Run one condition that is not the owner's (mbus.subscriptions.full_language false:
+--           an HTTP key's, a SQL role's, a row inserted by hand) over a batch, with no privilege
+--           beyond PUBLIC's (SECURITY DEFINER of the role mbus_condition, made by
+--           mbus._condition_sandbox; else SECURITY INVOKER). It sees only the events and the
+--           subscriptions it is given (arrays, not tables): the condition's own subscriptions of
+--           one group. A condition that begins with a key equality runs as a hash join on those
+--           keys; the condition still decides every pair.
 -- Params:   p_condition  the condition's text
 --           p_events     the events (mbus.stream_row[])
 --           p_subs       the subscriptions of this condition to match (mbus.subscriptions[])
@@ -25,6 +15,7 @@
 -- Locks:    none (reads no table)
 -- Calls:    none
 -- Tables:   mbus.subscriptions
+-- Design:   docs/DESIGN.md#subscription-conditions-checked-restricted-sandboxed
 CREATE OR REPLACE FUNCTION mbus._match_sandboxed(p_condition text, p_events mbus.stream_row[],
                                                  p_subs mbus.subscriptions[])
 RETURNS TABLE (event_id bigint, subscription_ids bigint[])

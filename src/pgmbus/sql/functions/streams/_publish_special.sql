@@ -1,16 +1,13 @@
 -- Function: mbus._publish_special(p_topic, p_payloads, p_keys, p_headers, p_subscription,
 --                                  p_delayed_until)
 --
--- Purpose:  The rarer half of publish and publish_batch (their arguments already checked):
---           events sent directly to one subscription, and future-dated events. A directed event
---           is a row of mbus.events with subscription_id set: mbus._batch shows it only to the
---           group that owns that subscription, and read_subscriptions hands it to that
---           subscription alone. A future-dated event (delayed_until after the transaction's start)
---           goes to mbus.stream_scheduled with its id reserved from mbus.event_seq now (ids keep
---           the order of the publishing calls); mbus.release_scheduled appends it to the log, in
---           a transaction of its own, once delayed_until has passed. Until then no reader sees it
---           and no cursor waits for it; after, every group reads it as a new transaction, so it
---           is never skipped and never read twice. A delayed_until in the past publishes at once.
+-- Purpose:  The rarer half of publish and publish_batch (arguments already checked): events sent
+--           directly to one subscription (a row of mbus.events with subscription_id set, shown
+--           only to the group that owns it and handed to that subscription alone), and
+--           future-dated events (delayed_until after the transaction's start): kept in
+--           mbus.stream_scheduled with an id reserved now, appended by mbus.release_scheduled
+--           once due; never skipped, never read twice. A delayed_until in the past publishes at
+--           once.
 -- Params:   p_topic         the topic (checked by the caller)
 --           p_payloads      the bodies (jsonb[], checked by the caller)
 --           p_keys          the keys (text[] parallel to p_payloads, or NULL)
@@ -26,6 +23,7 @@
 --           ROW EXCLUSIVE on mbus.events or mbus.stream_scheduled
 -- Calls:    mbus.get_setting, mbus.notify
 -- Tables:   mbus.events, mbus.stream_scheduled, mbus.subscriptions
+-- Design:   docs/DESIGN.md#_publish_special-and-release_scheduled-future-dated-events
 CREATE OR REPLACE FUNCTION mbus._publish_special(p_topic text, p_payloads jsonb[], p_keys text[],
                                        p_headers jsonb[], p_subscription bigint,
                                        p_delayed_until timestamptz)

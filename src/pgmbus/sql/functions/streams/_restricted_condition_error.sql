@@ -3,34 +3,15 @@
 -- Purpose:  Why a valid subscription condition (mbus._check_condition passed) is outside the
 --           restricted grammar, or NULL when it is inside. The restricted grammar is what a
 --           condition submitted over HTTP may use and what any reader may run on anyone's
---           behalf: it can see only the event (e) and the subscription (s), never a table, a
---           setting or the session. It is decided by an allow-list over PostgreSQL's own parse
---           tree of the condition (the stored body of a scratch SQL function of e and s, so
---           what is judged is what PostgreSQL will run; string constants are stored as bytes
---           there, so no text of the condition can pose as a node):
---             * node kinds: operators, boolean logic, CASE, COALESCE, GREATEST/LEAST, NULL and
---               boolean tests, casts, array literals, subscripts, field selection of e and s,
---               constants; anything else (subquery, CURRENT_USER and the other SQL value
---               functions, XML, row values, aggregates, sequences) is refused;
---             * functions: a fixed list of built-in IMMUTABLE functions of pg_catalog, plus
---               jsonb_build_object and jsonb_build_array (STABLE only because they print
---               timestamps in the session's TimeZone);
---             * operators: built-in operators of pg_catalog whose function is IMMUTABLE and
---               whose operand and result types are allowed types;
---             * types: booleans, numbers, text, jsonb, uuid, times and arrays of them, and the
---               row types of e and s (a regclass, regproc, ... constant is refused: it would
---               name a catalog object).
---           Casts through text (e.g. `(e.payload->>'n')::int`) call the types' input and output
---           functions: for the allowed types these read no table and no setting other than
---           the formatting ones (TimeZone, DateStyle, IntervalStyle).
---           plpgsql_check: its security warnings are off (the pragma in the body): the
---           condition is pasted with %s on purpose (it is SQL) into a function that is
---           created only to be inspected and rolled back.
+--           behalf: it sees only the event (e) and the subscription (s), never a table, a setting
+--           or the session. Decided by an allow-list of node kinds, functions, operators and
+--           types over PostgreSQL's own parse tree of the condition.
 -- Params:   p_condition  a condition that mbus._check_condition accepts
 -- Returns:  text: NULL inside the grammar, else what is not allowed (for an MB004 message)
 -- Locks:    none others see: a temporary function made and rolled back in a subtransaction
 -- Calls:    mbus._restricted_operator, mbus._restricted_types
 -- Tables:   mbus.subscriptions
+-- Design:   docs/DESIGN.md#subscription-conditions-checked-restricted-sandboxed
 CREATE OR REPLACE FUNCTION mbus._restricted_condition_error(p_condition text)
 RETURNS text
 LANGUAGE plpgsql

@@ -1,17 +1,13 @@
 -- Function: mbus.configure_group(name, topics, on_busy, max_lag, max_attempts, retry_backoff,
 --           ordered)
 --
--- Purpose:  Change a group's options; a NULL argument leaves that option unchanged.
---             topics: only these topics are delivered ('{}' means all again);
---             on_busy: 'wait' (a second reader waits for the first one's transaction) or 'skip'
---               (it gets nothing);
---             max_lag: a group with unread events whose position is older than this is expired
---               by maintain() (a zero or negative interval removes the limit);
---             max_attempts and retry_backoff: the retry policy of retry_event();
---             ordered: deliver a transaction's events only once every transaction that started
---               before it has ended (Wiki PubSub's option of refusing out-of-order events), so
---               batches come in transaction-id order; the price is that an open transaction then
---               holds back everything that started after it (the xmin watermark).
+-- Purpose:  Change a group's options; a NULL argument leaves that option unchanged. topics: only
+--           these are delivered ('{}' = all); on_busy: 'wait' (a second reader waits for the
+--           first one's transaction) or 'skip' (it gets nothing); max_lag: maintain() expires a
+--           group with unread events whose position is older (zero or negative: no limit);
+--           max_attempts, retry_backoff: retry_event()'s policy; ordered: a transaction's events
+--           only once every transaction that started before it has ended (batches in
+--           transaction-id order; an open transaction holds back all that started after it).
 --           Works on expired groups too (seek revives them).
 -- Params:   name           the group's name
 --           topics         the topics to deliver (text[]; '{}' = all; NULL = unchanged)

@@ -4,7 +4,7 @@
 --           identifier stored in mbus.stream_state against this cluster's. It does not run
 --           _check_log's second test (cursors holding transaction ids from the future), so a
 --           restore into the same cluster's older base backup reports consistent while every
---           stream function raises MB009 (a known limit, FOUND_BUGS streams 8, not fixed).
+--           stream function raises MB009 (a known limit).
 -- Params:   none
 -- Returns:  TABLE (consistent boolean, stored_system_identifier bigint, system_identifier bigint,
 --           repaired_at timestamptz): one row (repaired_at NULL until a repair)

@@ -1,16 +1,13 @@
 -- Function: mbus.move_routed("group", max_events)
 --
 -- Purpose:  Post the group's next batch to the queues its subscriptions route to
---           (mbus.subscribe_queue), and move the group past it, in the caller's transaction: the
---           messages exist exactly when the cursor has moved, so each event is posted exactly once
---           per (route queue), whatever crashes. The batch is read_subscriptions': an event goes to
---           the queue of every routed subscription it matched (once per queue, however many of
---           its subscriptions route there), in the batch's order; matched subscriptions without a
---           route get nothing here. A message's data is the event's payload (wrapped as
---           {"value": payload} when the payload is not a JSON object), its properties (for
---           selectors) {"topic", "key", "event_id", "subscription_ids", "published_at", "headers"}
---           (absent when NULL). A post that fails (a queue without consumers) raises and the
---           whole call rolls back: the events stay unread, nothing is posted, the caller retries.
+--           (mbus.subscribe_queue) and move the group past it, in the caller's transaction: each
+--           event is posted exactly once per route queue, whatever crashes. The batch is
+--           read_subscriptions', in its order, once per queue however many subscriptions route
+--           there. Data: the payload (as {"value": payload} when not an object); properties:
+--           {"topic", "key", "event_id", "subscription_ids", "published_at", "headers"}. A post
+--           that fails (a queue without consumers) raises: nothing is posted, the events stay
+--           unread.
 -- Params:   "group"     the group read (it should be read by move_routed only)
 --           max_events  the most events per batch (integer >= 1; 1000 unless given)
 -- Returns:  integer: the events read (0 when the group has caught up, or another mover holds

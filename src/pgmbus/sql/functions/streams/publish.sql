@@ -1,21 +1,12 @@
 -- Function: mbus.publish(topic, payload, key, headers, subscription_id, delayed_until,
 --                        idempotency_key)
 --
--- Purpose:  Append one event to the log in the caller's transaction; it is readable exactly when
---           that transaction commits, and never when it rolls back. The event stores the top-level
---           transaction id (the column default pg_current_xact_id(), never xmin, which is a
---           subtransaction's after a SAVEPOINT): consumer positions are snapshots, so transactions
---           that commit out of id order are never skipped. Listeners of 'mbus_events' are notified
---           at most once per transaction, and only while a reader waits (a row in
---           mbus.stream_waiter, see mbus.await_events): a NOTIFY's commit-time lock is global and
---           would serialise the commits of all publishers. The waiter table is read once per
---           transaction (the flag mbus.streams_notified is transaction-local).
---           Hot path: publish, publish_batch, notify, _batch and the small SQL helpers (_consumed,
---           key_slot, _format_position, _snap_contains, _position_le) carry no SET search_path: a
---           function-level SET costs about a third of a single publish's time and keeps SQL
---           functions from being inlined (they are then planned again at every call). They are
---           not SECURITY DEFINER, qualify every object with its schema, and call only pg_catalog
---           functions, which are always searched first.
+-- Purpose:  Append one event to the log in the caller's transaction; it is readable exactly
+--           when that transaction commits, never when it rolls back. The event stores the
+--           top-level transaction id (pg_current_xact_id(), never xmin), so transactions that
+--           commit out of id order are never skipped. Listeners of 'mbus_events' are notified at
+--           most once per transaction, and only while a reader waits (mbus.await_events). No SET
+--           search_path, as the rest of the hot path: every object is schema-qualified.
 -- Params:   topic    the topic (text, 1 to 200 bytes)
 --           payload  the event's body (jsonb, not NULL)
 --           key      the event's key (text; NULL = none): slots and capture use it for ordering
@@ -36,6 +27,7 @@
 -- Calls:    mbus._check_log, mbus._publish_special, mbus.json_shallow_by_size, mbus.json_too_deep,
 --           mbus.publish_once
 -- Tables:   mbus.events, mbus.stream_waiter
+-- Design:   docs/DESIGN.md#publish-the-hot-path
 CREATE OR REPLACE FUNCTION mbus.publish(topic text, payload jsonb, key text DEFAULT NULL,
                              headers jsonb DEFAULT NULL, subscription_id bigint DEFAULT NULL,
                              delayed_until timestamptz DEFAULT NULL,

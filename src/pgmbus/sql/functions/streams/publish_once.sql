@@ -2,16 +2,12 @@
 --                             delayed_until)
 --
 -- Purpose:  Publish events of one topic (as mbus.publish_batch) at most once per idempotency
---           key: the key is remembered with the events' ids for the setting
---           streams.idempotency_window (24 hours unless set), and a publish of the same topic and
---           key within the window stores nothing and returns the first publish's ids with
---           duplicate = true, whether its events were read already or not. A producer that
---           retries after an ambiguous commit (the connection broke between COMMIT and its
---           reply) thus stores its events exactly once. The key's row is written in the
---           caller's transaction, before the events: a rolled-back publish leaves no row, and a
---           concurrent publish of the same key waits on the uncommitted row and then returns its
---           ids (or stores, when that transaction rolled back). A row older than the window is
---           taken over by the next publish of its key (mbus.expire_publish_keys deletes them).
+--           key: within streams.idempotency_window (24 hours unless set) a publish of the same
+--           topic and key stores nothing and returns the first publish's ids with duplicate =
+--           true. The key's row is written in the caller's transaction, before the events: a
+--           rolled-back publish leaves no row, and a concurrent publish of the same key waits on
+--           it, then returns its ids (or stores, when it rolled back). A row older than the window
+--           is taken over by the next publish of its key (mbus.expire_publish_keys deletes them).
 -- Params:   topic            the topic of every event (text, 1 to 200 bytes)
 --           idempotency_key  the producer's key for this publish (text, 1 to 200 bytes)
 --           payloads, keys, headers, subscription_id, delayed_until  as mbus.publish_batch

@@ -1,25 +1,13 @@
 -- Function: mbus.read_next("group", max_events, slot)
 --
--- Purpose:  The group's (slot's) next batch, at most max_events events, without moving the group.
---           A batch is the events whose transaction is visible in a newer snapshot (hi) and not in
---           the group's position (lo): transactions that commit out of id order are never
---           skipped, rolled-back events never appear, and a transaction held open delays only its
---           own events (it sits in the xip list of every snapshot until it ends). hi is a new
---           snapshot (mbus._snapshot_now; for an ordered group cut at the oldest running
---           transaction) unless the position is inside a batch already. Every row carries the
---           cursor the group reaches when the batch is committed with commit(group, cursor):
---           '<hi>' when the batch holds the rest, else '<lo>;<hi>;<txid>;<id>' of its last row, so
---           a backlog is read in pieces of max_events. The group (slot) stays locked until the
---           caller's transaction ends (a second reader waits, or gets nothing when the group's
---           on_busy is 'skip'), so reading, writing results and committing in one transaction
---           processes each event once. An empty batch moves the group on by itself (there is
---           nothing to acknowledge). Runs with enable_seqscan and enable_bitmapscan off: the
---           batch must be an ordered range scan of the (txid, id) index, see the SET below.
---           Two index range scans of the batch: the first reads (txid, id) of rows
---           max_events and max_events + 1 (whether the cursor stops inside the batch, and
---           where), the second returns the rows up to that edge straight into the result (no
---           copy of the rows, no sort: one more scan costs less than materialising and sorting
---           the batch, see docs/benchmarks.md).
+-- Purpose:  The group's (slot's) next batch, at most max_events events, without moving the
+--           group: the events whose transaction is visible in a newer snapshot (hi) and not in
+--           the group's position (lo), in (txid, id) order. Every row carries the cursor that
+--           commit(group, cursor) moves to: '<hi>' when the batch holds the rest, else
+--           '<lo>;<hi>;<txid>;<id>' of its last row. The group (slot) stays locked until the
+--           caller's transaction ends (on_busy 'wait' or 'skip'), so reading, writing results
+--           and committing in one transaction processes each event once. An empty batch moves
+--           the group on by itself.
 -- Params:   "group"     the group's name
 --           max_events  the most events returned (integer >= 1; 1000 unless given)
 --           slot        the slot to read (NULL = the only slot of an unslotted group)
@@ -34,6 +22,7 @@
 -- Calls:    mbus._batch, mbus._check_log, mbus._format_position, mbus._group,
 --           mbus._reader_lock_key, mbus._slot_of, mbus._snapshot_cut, mbus._snapshot_now
 -- Tables:   mbus.stream_cursors, mbus.stream_groups
+-- Design:   docs/DESIGN.md#read_next-snapshots-and-two-range-scans
 CREATE OR REPLACE FUNCTION mbus.read_next("group" text, max_events integer DEFAULT 1000,
                                slot integer DEFAULT NULL)
 RETURNS TABLE (cursor text, id bigint, topic text, key text, payload jsonb, headers jsonb,

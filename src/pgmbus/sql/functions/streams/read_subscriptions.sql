@@ -1,17 +1,12 @@
 -- Function: mbus.read_subscriptions("group", max_events, slot)
 --
 -- Purpose:  read_next for a group of subscriptions: its next batch, only the events that matched
---           at least one of its subscriptions (mbus._match), each with the ids of the
---           subscriptions it matched; an event sent directly to one subscription of the group
---           (publish's subscription_id) carries that one id, whatever the conditions. Commit
---           with commit(group, cursor) as usual. Batches in which nothing matched are committed
---           here (in the caller's transaction) and reading goes on, so an empty result means the
---           group has caught up (or, with on_busy 'skip', that another reader holds it). A
---           condition that fails at read time on some events (a cast of a payload field, a
---           division) is skipped for those events only, for its own subscriptions only
---           (mbus._match: a WARNING names them), and counted in the counter
---           'subscription_errors' (one per failing subscription and batch); every other
---           subscription of the group gets its events as usual.
+--           at least one of its subscriptions (mbus._match), each with the ids it matched; an
+--           event sent directly to one subscription carries that id alone. Commit with
+--           commit(group, cursor). Batches with no match are committed here (in the caller's
+--           transaction), so an empty result means the group caught up (or, with on_busy 'skip',
+--           another reader holds it). A condition that fails on some events is skipped for those
+--           only, for its own subscriptions only, and counted in 'subscription_errors'.
 -- Params:   "group"     the group's name
 --           max_events  the most events read per batch (integer >= 1; 1000 unless given)
 --           slot        the slot to read (NULL = the only slot of an unslotted group)

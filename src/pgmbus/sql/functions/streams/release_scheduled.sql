@@ -1,21 +1,19 @@
 -- Function: mbus.release_scheduled(max_events)
 --
--- Purpose:  Append the future-dated events whose delayed_until has passed to the log (with the ids
---           reserved when they were published), oldest delayed_until first, and notify readers.
---           Run it in a transaction of its own (autocommit): its events become readable when it
---           commits, as one new transaction, which every group's snapshot cursor sees as not yet
---           consumed. Each event moves exactly once: the rows are deleted from
---           mbus.stream_scheduled in the transaction that inserts them into mbus.events, and a
---           concurrent call skips the rows this one holds (FOR UPDATE SKIP LOCKED). Called by
---           the Python readers (StreamWorker, the SSE listeners of `pgmbus serve`) before they
---           read; a user of the bare SQL API calls it from a scheduler or before reading (once a
---           second gives second precision).
+-- Purpose:  Append the future-dated events whose delayed_until has passed to the log (with the
+--           ids reserved at publish), oldest delayed_until first, and notify readers. Run it in a
+--           transaction of its own: its events become readable at commit, as one new
+--           transaction. Each event moves exactly once (concurrent calls skip each other's rows).
+--           The Python readers (StreamWorker, the SSE listeners of `pgmbus serve`) call it before
+--           they read; users of the bare SQL API call it from a scheduler (once a second gives
+--           second precision).
 -- Params:   max_events  the most events moved by one call (integer >= 1; 1000 unless given)
 -- Returns:  integer: how many events were moved (call again while it equals max_events); MB006
 --           for a max_events below 1
 -- Locks:    row locks on the moved rows of mbus.stream_scheduled; ROW EXCLUSIVE on mbus.events
 -- Calls:    mbus.notify
 -- Tables:   mbus.events, mbus.stream_scheduled
+-- Design:   docs/DESIGN.md#_publish_special-and-release_scheduled-future-dated-events
 CREATE OR REPLACE FUNCTION mbus.release_scheduled(max_events integer DEFAULT 1000)
 RETURNS integer
 LANGUAGE plpgsql

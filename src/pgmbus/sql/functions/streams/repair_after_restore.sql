@@ -1,19 +1,12 @@
 -- Function: mbus.repair_after_restore()
 --
 -- Purpose:  Make the log consistent in this cluster after pg_dump / pg_restore into another one
---           (the stored transaction ids are then another cluster's, and _check_log raises MB009):
---             1. for each active group and slot, the events it had not consumed (judged with the
---                old cluster's ids, which still order the old transactions correctly among
---                themselves) are queued on the group's retry path to be delivered again
---                (attempts 0, due now; an event already pending retry is left as it is);
---             2. every event gets the transaction id 1 (visible to every snapshot: an old,
---                finished transaction);
---             3. every cursor is put at this cluster's current snapshot, and mbus.stream_state
---                records this cluster's identifier and the time of the repair.
---           Pending retries are kept. Expired groups get no redelivery: their cursors are moved
---           like the others, so a group expired before the dump that is revived with seek()
---           afterwards does not see the events it had not read (a known limit, FOUND_BUGS
---           streams 8, not fixed: seek it to a timestamp instead). Rewrites every row of the log.
+--           (stored transaction ids are another cluster's; _check_log raises MB009): each active
+--           group's and slot's unconsumed events are queued on its retry path (attempts 0, due
+--           now); every event gets transaction id 1; every cursor is put at this cluster's
+--           current snapshot and mbus.stream_state records the cluster and time. Pending retries
+--           are kept. Expired groups get no redelivery: revive one with seek() to a timestamp.
+--           Rewrites every row of the log.
 -- Params:   none
 -- Returns:  TABLE (group_name text, redelivered bigint): per active group, the events queued
 -- Locks:    LOCK TABLE mbus.stream_cursors, mbus.stream_groups IN EXCLUSIVE MODE and mbus.events
@@ -23,6 +16,7 @@
 -- Calls:    mbus._consumed, mbus._snapshot_now, mbus._system_identifier, mbus.key_slot
 -- Tables:   mbus.events, mbus.stream_cursors, mbus.stream_groups, mbus.stream_retries,
 --           mbus.stream_state
+-- Design:   docs/DESIGN.md#repair_after_restore-why-the-steps-work
 CREATE OR REPLACE FUNCTION mbus.repair_after_restore()
 RETURNS TABLE (group_name text, redelivered bigint)
 LANGUAGE plpgsql

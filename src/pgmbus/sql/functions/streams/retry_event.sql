@@ -70,7 +70,7 @@ BEGIN
         RETURN 'dead';
     END IF;
     -- the backoff is capped before it is multiplied out: retry_backoff * 2^(attempts - 1)
-    -- overflows an interval after about 50 attempts (FOUND_BUGS streams 1)
+    -- overflows an interval after about 50 attempts
     v_next := v_now + coalesce(delay, make_interval(secs => least(
         extract(epoch FROM g.retry_backoff)::float8 * power(2::float8, least(r.attempts - 1, 40)),
         3600)));

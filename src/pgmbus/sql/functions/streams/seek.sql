@@ -14,8 +14,8 @@
 --           of mbus.stream_groups FOR UPDATE (then UPDATE) and its rows of mbus.stream_cursors
 --           (UPDATE), all held to commit. So a seek waits for every reader that is reading the
 --           group in an open transaction, and a reader that starts after it waits for it: a
---           commit of a cursor read before the seek can no longer undo the seek (FOUND_BUGS
---           streams 2). Not covered: a cursor read in one transaction and committed in a later
+--           commit of a cursor read before the seek can no longer undo the seek.
+--           Not covered: a cursor read in one transaction and committed in a later
 --           one (the Spark stream reader) after the seek committed; such a commit moves the
 --           group past the target if the cursor is ahead of it (do not seek under a running
 --           Spark query: docs/spark.md)

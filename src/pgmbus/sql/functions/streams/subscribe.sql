@@ -1,27 +1,13 @@
 -- Function: mbus.subscribe("group", condition, params, expires_after)
 --
 -- Purpose:  The id of the group's subscription with this condition and params, created when new
---           (and marked active either way). A subscription says which of the group's events a
---           listener wants: condition is a boolean SQL expression over e (the event: id, topic,
---           key, payload, headers, published_at) and s (the subscription: id, params, ...), e.g.
---           s.params @> jsonb_build_object('topic', e.topic). Subscriptions with the same
---           condition are matched by one query per batch, a join on params served by the GIN
---           index on params, so ten thousand that differ only in params cost about one.
---           Identical (group, condition, params) subscriptions are one row, shared by every
---           listener that asks for it: its expires_after becomes the longer of the two, or none
---           when either has none. With expires_after, maintain() removes the subscription after
---           that long without touch_subscription(). The condition is checked by
---           mbus._check_condition unless the group already has a subscription with exactly this
---           condition (it was checked then; rows inserted by hand are trusted).
---           The owner's conditions run with the rights of whoever reads the group (pgmbus
---           serve, a worker), so only a caller with the rights of the owner of
---           mbus.subscriptions (who can read every mbus table anyway) may use the full language
---           (STABLE functions), and only its subscriptions are marked full_language; any other
---           caller's condition must be in the restricted grammar of
---           mbus._restricted_condition_error (it sees only e and s, never a table or a
---           setting), checked on every call, so such a caller cannot attach its own params
---           to a full condition either, and it runs in mbus._match_sandboxed (no table
---           privileges) whoever reads.
+--           and marked active. condition is a boolean SQL expression over e (the event) and s
+--           (the subscription), e.g. s.params @> jsonb_build_object('topic', e.topic); the same
+--           (group, condition, params) is one shared row, its expires_after the longer (or none).
+--           With expires_after, maintain() removes it after that long without
+--           touch_subscription(). Checked by mbus._check_condition unless the group has this
+--           condition already. Only the owner of mbus.subscriptions gets the full language; any
+--           other caller's condition must be in the restricted grammar, and runs sandboxed.
 -- Params:   "group"        the group's name
 --           condition      the static boolean expression over e and s (text; IMMUTABLE and
 --                          STABLE functions only, no subquery: see mbus._check_condition)
@@ -34,6 +20,7 @@
 --           takes FOR KEY SHARE on the group's row
 -- Calls:    mbus._check_condition, mbus._group, mbus._restricted_condition_error
 -- Tables:   mbus.subscriptions
+-- Design:   docs/DESIGN.md#subscription-conditions-checked-restricted-sandboxed
 CREATE OR REPLACE FUNCTION mbus.subscribe("group" text, condition text, params jsonb DEFAULT '{}',
                                expires_after interval DEFAULT NULL)
 RETURNS bigint

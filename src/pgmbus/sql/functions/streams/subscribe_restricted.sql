@@ -1,20 +1,18 @@
 -- Function: mbus.subscribe_restricted("group", condition, params, expires_after)
 --
--- Purpose:  mbus.subscribe for conditions from a less trusted source (an HTTP key of
---           pgmbus serve): the condition must be valid (mbus._check_condition) and inside the
---           restricted grammar (mbus._restricted_condition_error: operators, comparisons,
---           casts and a fixed list of IMMUTABLE functions over e and s; no table, setting or
---           session function), checked on every call, whatever the group already has. The
---           service reads groups with its own role, so this is what keeps a key scoped
---           to one group from reading other tables through its condition; the subscription
---           is never full_language, so its condition runs in mbus._match_sandboxed (no table
---           privileges) even if the grammar let something through.
+-- Purpose:  mbus.subscribe for conditions from a less trusted source (an HTTP key of pgmbus
+--           serve): the condition must be valid (mbus._check_condition) and inside the restricted
+--           grammar (mbus._restricted_condition_error), checked on every call whatever the group
+--           already has. The subscription is never full_language, so its condition runs in
+--           mbus._match_sandboxed (no table privileges) even if the grammar let something
+--           through.
 -- Params:   as mbus.subscribe
 -- Returns:  bigint: the subscription's id; MB004 (nothing stored) for a condition outside the
 --           grammar, naming what is not allowed; the errors of mbus.subscribe
 -- Locks:    as mbus.subscribe (and the subscription's row for full_language)
 -- Calls:    mbus._check_condition, mbus._restricted_condition_error, mbus.subscribe
 -- Tables:   mbus.subscriptions
+-- Design:   docs/DESIGN.md#subscription-conditions-checked-restricted-sandboxed
 CREATE OR REPLACE FUNCTION mbus.subscribe_restricted("group" text, condition text,
                                                      params jsonb DEFAULT '{}',
                                                      expires_after interval DEFAULT NULL)

@@ -1,45 +1,13 @@
 -- Function: mbus.timer_claim(p_dispatcher, p_buckets, p_limit, p_lease_s, p_now, ...)
 --
 -- Purpose:  Claim up to p_limit due callbacks of the given buckets for one dispatcher, a fair
---           share per client: with n clients having claimable callbacks, each gets up to
---           p_limit / n of its own (one more for p_limit % n of them, in turns), in (run_at, id)
---           order. So a client with a large
---           backlog (or whose calls hang and whose claims expire) cannot fill the batches and
---           hold back another client's due callbacks: each batch holds the others' too.
---           A share a client cannot fill is not handed to the others (the batch is smaller;
---           the dispatcher claims again at once while some client filled its share).
---           Due = pending, run_at <= now + p_lookahead_s, and not claimed (or the claim
---           expired). With a lookahead the dispatcher claims ahead and waits for
---           run_at itself, so polling adds no lateness. Each claim increments attempts (the
---           attempt number, the claim's token for mbus.timer_record and timer_unclaim) and
---           holds the callback until greatest(now, run_at) + p_lease_s * (fast_retries + 1).
---           No watermark and no global lock: rows are locked FOR UPDATE SKIP LOCKED, so a
---           callback committed late, or inserted with a past run_at, matches the next claim.
---           Cursor: claimed callbacks stay 'pending' (and in the due index) until their result
---           is recorded, so a claim from the head of the index walks over all of them, several
---           times a second (at 2,000 callbacks/s most of the database's work). With
---           (p_after_run_at, p_after_id) only callbacks after it are considered, an index range
---           scan from where the last claim ended; the dispatcher still claims without a cursor
---           every rescan interval, which finds late commits, past run_ats, early retries, rows
---           skipped while locked and expired claims. The cursor is a shortcut only.
---           Plan: one probe per client (EXISTS over timer_callbacks_client_due) finds the
---           clients with claimable callbacks, then each client's range of that index is walked
---           in (run_at, id) order and stops after its share: the rows read are the batch (plus
---           claimed or locked rows walked over), whatever the backlog. Generic plans are forced:
---           the share (a LIMIT computed per client) made every custom plan look cheaper than
---           the generic one, so the claim was planned again on every call; the generic plan is
---           the per-client index range scan (measured with auto_explain). Measured (a scan of timer_callbacks_due before the shares), generic
---           plans chose a bitmap scan and sort (10-500 ms, growing with the backlog, against
---           1-2 ms), or primary-key scans and sorts, or joins
---           to a scan of the whole table with statistics from another phase (50 ms to 1 s);
---           hence seq scan, bitmap scan and sort are off for the function, the update finds the
---           locked rows by id through the primary key (id = ANY of the locked ids), and JIT is
---           off (compiling took ~300 ms of a 2 ms claim). Not by tuple id: a row updated and
---           committed by another transaction after the statement's snapshot is locked in its
---           new version, whose tuple id the statement's snapshot cannot see, so it stayed locked
---           and unclaimed until the claim's transaction ended (FOUND_BUGS timers 1). By id, the
---           UPDATE follows the row to the version it locked (READ COMMITTED re-check), so every
---           row it locks it claims.
+--           share per client (with n clients having claimable callbacks, up to p_limit / n each,
+--           one more for p_limit % n of them in turns; a share not filled is not handed on), in
+--           (run_at, id) order. Due = pending, run_at <= now + p_lookahead_s, not claimed or the
+--           claim expired. Each claim increments attempts (its token for mbus.timer_record and
+--           timer_unclaim) and holds the callback until greatest(now, run_at) + p_lease_s *
+--           (fast_retries + 1). The cursor (p_after_run_at, p_after_id) is a shortcut only: the
+--           dispatcher also claims without it every rescan interval. Every row it locks it claims.
 -- Params:   p_dispatcher    the claiming dispatcher's id (text), stored in claimed_by
 --           p_buckets       the bucket ids whose callbacks it may claim (integer[]; its leases)
 --           p_limit         at most this many callbacks (integer)
@@ -60,6 +28,7 @@
 --           rows (each row it locks, it claims and returns); held to commit
 -- Calls:    mbus.given_clock
 -- Tables:   mbus.timer_callbacks, mbus.timer_clients
+-- Design:   docs/DESIGN.md#timer_claim-fair-shares-a-cursor-and-a-pinned-plan
 CREATE OR REPLACE FUNCTION mbus.timer_claim(p_dispatcher text, p_buckets integer[], p_limit integer,
     p_lease_s double precision DEFAULT 30, p_now timestamptz DEFAULT NULL,
     p_lookahead_s double precision DEFAULT 0, p_after_run_at timestamptz DEFAULT '-infinity',

@@ -1,21 +1,13 @@
 -- Function: mbus.timer_create_many(p_items, p_now)
 --
 -- Purpose:  Create callbacks in one statement (the HTTP API's batches, schedule occurrences),
---           idempotent on (client_id, group_key, event_key): an existing callback is returned
---           unchanged with created = false, and so is a key repeated in the same batch (its
---           first item creates). Every item is checked first (mbus.timer_item_problem: bounds,
---           size limits of mbus.timer_limits, key characters, URL, times): MB006 with the
---           reason, prefixed by 'item <n>: ' in a batch of several, and nothing is created (the
---           HTTP batcher then retries items alone, so one bad item fails only its request).
---           An item whose client (or schedule_id) does not exist: MB002, same prefix.
---           Per item: the retry policy is completed (mbus.timer_retry_merge),
---           originally_run_at defaults to run_at, context to '{}', stop_after_delay_s to
---           86400, and the bucket is abs(hashtextextended(group_key || '/' || event_key,
---           client_id)) modulo the number of buckets. Every created callback gets a 'create'
---           row in the change log (no notification). A second statement returns one row per
---           item, in item order, joined to the callbacks by key. JIT is off: generic plans'
---           estimates can cross jit_above_cost, and compiling (~300 ms measured on the
---           dispatcher's statements) costs more than a batch of a few thousand rows.
+--           idempotent on (client_id, group_key, event_key): an existing callback, or a key
+--           repeated in the batch, is returned unchanged with created = false. Every item is
+--           checked first (mbus.timer_item_problem): MB006 with the reason, prefixed 'item <n>: '
+--           in a batch of several, nothing created; a client or schedule_id that does not exist:
+--           MB002, same prefix. Defaults: retry policy merged, originally_run_at = run_at,
+--           context '{}', stop_after_delay_s 86400. Each created callback gets a 'create' row in
+--           the change log. Returns one row per item, in item order.
 -- Params:   p_items  a JSON array of objects {client_id, group_key, event_key, run_at, url,
 --                    context?, retry?, stop_after_delay_s?, originally_run_at?, schedule_id?}
 --                    (MB005 when it is not an array)
@@ -28,6 +20,7 @@
 --           mbus.timer_retry_merge
 -- Tables:   mbus.timer_buckets, mbus.timer_callbacks, mbus.timer_change_log, mbus.timer_clients,
 --           mbus.timer_schedules
+-- Design:   docs/DESIGN.md#timer_create_many-buckets-and-jit
 CREATE OR REPLACE FUNCTION mbus.timer_create_many(p_items jsonb, p_now timestamptz DEFAULT NULL)
 RETURNS TABLE (ord integer, created boolean, callback jsonb)
 LANGUAGE plpgsql

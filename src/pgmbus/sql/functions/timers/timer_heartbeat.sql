@@ -1,18 +1,13 @@
 -- Function: mbus.timer_heartbeat(p_dispatcher, p_lease_s, p_now)
 --
 -- Purpose:  Keep a dispatcher alive and rebalance the buckets (each bucket's callbacks are
---           claimed only by the dispatcher leasing it):
---             1. its mbus.timer_dispatchers row gets heartbeat_at = now (created if new);
---                dispatchers silent for 3 * p_lease_s are removed;
---             2. its fair share is ceil(buckets / L), L = the dispatchers that beat within
---                p_lease_s (itself included);
---             3. it renews the leases it still holds and drops those that expired (another
---                dispatcher may have taken them meanwhile);
---             4. above its share it releases its highest bucket ids; below it, it takes free
---                or expired buckets in id order (SKIP LOCKED) up to the share.
---           A dead dispatcher's buckets are free once their lease expires, so takeover happens
---           within p_lease_s plus one heartbeat; a new dispatcher gets its share as the others
---           release theirs at their next heartbeat.
+--           claimed only by the dispatcher leasing it): its mbus.timer_dispatchers row gets
+--           heartbeat_at = now (dispatchers silent for 3 * p_lease_s are removed); its share is
+--           ceil(buckets / L), L = the dispatchers that beat within p_lease_s; it renews the
+--           leases it holds, drops expired ones, releases its highest bucket ids above its share
+--           and takes free or expired buckets in id order (SKIP LOCKED) below it. A dead
+--           dispatcher's buckets are taken over within p_lease_s plus one heartbeat; a new one
+--           gets its share as the others release theirs at their next heartbeat.
 -- Params:   p_dispatcher  the dispatcher's id (text)
 --           p_lease_s     the bucket lease in seconds (default 10; MB006 unless > 0)
 --           p_now         the clock (NULL = now()); tests move it

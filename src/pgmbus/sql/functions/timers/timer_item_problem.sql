@@ -1,15 +1,13 @@
 -- Function: mbus.timer_item_problem(p_item, p_limits)
 --
--- Purpose:  Why an item of mbus.timer_create_many is refused, or NULL: an object with a
---           client_id that is a whole number from 1 to bigint's maximum (so is schedule_id,
---           when given), group_key and event_key of 1-256 characters without '/' or control
---           characters, a string url, an object (or null) context, a number (or null)
---           stop_after_delay_s in 0..31622400, run_at and originally_run_at that read as
---           timestamps (a failed cast is caught: the only subtransaction here), a retry policy
---           (mbus.timer_retry_problem, only when given) and mbus.timer_field_problem. Turns
---           what used to be CHECK violations and cast errors (23514, 22P02, 22007, 22003) into
---           one typed reason. Whether the client and the schedule exist is
---           mbus.timer_create_many's check (MB002).
+-- Purpose:  Why an item of mbus.timer_create_many is refused, or NULL: client_id (and
+--           schedule_id, when given) a whole number from 1 to bigint's maximum, group_key and
+--           event_key of 1-256 characters without '/' or control characters, a string url, an
+--           object (or null) context, stop_after_delay_s a number (or null) in 0..31622400,
+--           run_at and originally_run_at that read as timestamps, a retry policy
+--           (mbus.timer_retry_problem, when given) and mbus.timer_field_problem. One typed reason
+--           instead of CHECK and cast errors (23514, 22P02, 22007, 22003). Whether the client and
+--           schedule exist is mbus.timer_create_many's check (MB002).
 -- Params:   p_item    one element of p_items
 --           p_limits  mbus.timer_limits() of the statement
 -- Returns:  text: the reason, or NULL

@@ -1,21 +1,19 @@
 -- Function: mbus.timer_next_retry_at(c, p_now)
 --
--- Purpose:  When a callback whose attempt failed is tried again: p_now plus the retry delay,
---           which is retry_delay_s for kind 'constant', and retry_delay_s * retry_factor ^
---           (attempts - 1), at most retry_max_delay_s, for 'exponential' (the exponent capped
---           at 60). NULL when the callback has run out of time (the retry would fall after
---           originally_run_at + stop_after_delay_s) or when the delay is beyond 1e9 s (about 31
---           years: never, in practice). Total for any stored value, including rows written
---           before the bounds (1e308, NaN, infinities): the exponential is compared in log
---           space and no interval is built from an unbounded number, so it never raises and
---           never fails the batch of mbus.timer_record. The fast retries of one attempt are the
---           dispatcher's business, not counted here.
+-- Purpose:  When a callback whose attempt failed is tried again: p_now plus retry_delay_s
+--           ('constant') or retry_delay_s * retry_factor ^ (attempts - 1), at most
+--           retry_max_delay_s, the exponent capped at 60 ('exponential'). NULL when the retry
+--           would fall after originally_run_at + stop_after_delay_s or the delay is beyond 1e9 s.
+--           Total for any stored value (1e308, NaN, infinities): it never raises, so never fails
+--           the batch of mbus.timer_record. The fast retries of one attempt are the dispatcher's
+--           business, not counted here.
 -- Params:   c      the callback's row as it was claimed (attempts = the failed attempt)
 --           p_now  the time the failure is recorded
 -- Returns:  timestamptz: the next run_at; NULL when it should fail instead
 -- Locks:    none (computes only)
 -- Calls:    none
 -- Tables:   mbus.timer_callbacks
+-- Design:   docs/DESIGN.md#timer_next_retry_at-total-for-any-stored-value
 CREATE OR REPLACE FUNCTION mbus.timer_next_retry_at(c mbus.timer_callbacks, p_now timestamptz)
 RETURNS timestamptz
 LANGUAGE sql IMMUTABLE

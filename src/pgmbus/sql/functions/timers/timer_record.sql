@@ -1,14 +1,12 @@
 -- Function: mbus.timer_record(p_results, p_now)
 --
--- Purpose:  Record the dispatcher's delivery results, a batch in one call, isolated per
---           result: the batch is recorded set-based (mbus.timer_record_batch) in a
---           subtransaction; when that fails on a value (class 22 data exception or 23
---           integrity violation: a row stored before the bounds, a result that breaks a cast),
---           each result is recorded alone in its own subtransaction, and one that still fails
---           finishes its own callback as 'failed' with the error
---           (mbus.timer_record_unrecordable). One bad row never fails the others, whoever
---           owns them. Other errors (locks, serialization, resources) are raised as before.
---           The fast path costs one subtransaction per batch; the slow path one per result.
+-- Purpose:  Record the dispatcher's delivery results, a batch in one call, isolated per result:
+--           set-based (mbus.timer_record_batch) in a subtransaction; when that fails on a value
+--           (class 22 or 23), each result alone in its own subtransaction, and one that still
+--           fails finishes its callback as 'failed' with the error
+--           (mbus.timer_record_unrecordable). One bad row never fails the others. Other errors
+--           (locks, serialization, resources) are raised. Costs one subtransaction per batch,
+--           one per result on the slow path.
 -- Params:   p_results  a JSON array of {id, attempt, dispatcher, outcome, calls: [{call,
 --                      started_at, finished_at, outcome, status_code, error}]}, outcome one of
 --                      ok, reject, refused, error; errors are cut to 2000 characters

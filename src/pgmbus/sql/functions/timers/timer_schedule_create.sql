@@ -1,21 +1,13 @@
 -- Function: mbus.timer_schedule_create(p_client_id, p_schedule_key, p_url, p_cron, ...)
 --
--- Purpose:  Create a recurring schedule: a cron expression evaluated in a time zone, or a
---           fixed interval from start_at. Its target is a URL (each occurrence is an HTTP
---           callback) or a queue (each occurrence posts one message to it). Idempotent on (client, schedule_key): an existing
---           schedule is returned unchanged with created = false. Checked first, MB006 with the
---           reason and nothing stored: schedule_key 1-200 characters without '/', '@' or
---           control characters, group_key 1-256 without '/' or control characters, exactly one
---           of url and queue (an existing queue), exactly one of cron and interval_s, interval_s 1..31622400 (366 days), the cron's form and
---           impossible dates (mbus.timer_cron_problem), a time zone of at most 64 characters
---           known to the server, start_at/end_at in range (mbus.timer_time_problem) with end_at
---           after start_at, url, context size and stop_after_delay_s
---           (mbus.timer_field_problem with mbus.timer_limits), the retry policy
---           (mbus.timer_retry_problem; completed by mbus.timer_retry_policy). Whether a cron
---           fires at all beyond what SQL can tell is checked in Python (pgmbus.timers.cron, by
---           the HTTP API before calling this) and by the scheduler at run time, which
---           materializes occurrences ahead (mbus.timer_schedules_due,
---           timer_schedule_materialize); generation starts at start_at.
+-- Purpose:  Create a recurring schedule: a cron expression in a time zone, or a fixed interval
+--           from start_at; its target is a URL (an HTTP callback per occurrence) or a queue (a
+--           message per occurrence). Idempotent on (client, schedule_key): an existing schedule
+--           is returned unchanged with created = false. Checked first (MB006 with the reason,
+--           nothing stored): keys, exactly one of url and queue and of cron and interval_s, the
+--           cron (mbus.timer_cron_problem), time zone, start_at/end_at, url, context and retry
+--           policy (mbus.timer_field_problem, timer_retry_problem). Occurrences are materialized
+--           ahead by the scheduler (mbus.timer_schedule_materialize) from start_at.
 -- Params:   p_client_id           the owner client's id (bigint)
 --           p_schedule_key        the schedule's key (text)
 --           p_url                 the http(s) URL its callbacks POST to (text), or NULL
@@ -43,6 +35,7 @@
 --           mbus.timer_field_problem, mbus.timer_limits, mbus.timer_retry_policy,
 --           mbus.timer_retry_problem, mbus.timer_schedule_json, mbus.timer_time_problem
 -- Tables:   mbus.timer_clients, mbus.timer_schedules
+-- Design:   docs/DESIGN.md#timer_schedule_create-what-is-checked-where
 CREATE OR REPLACE FUNCTION mbus.timer_schedule_create(p_client_id bigint, p_schedule_key text,
     p_url text DEFAULT NULL, p_cron text DEFAULT NULL, p_timezone text DEFAULT 'UTC',
     p_interval_s integer DEFAULT NULL, p_group_key text DEFAULT NULL,

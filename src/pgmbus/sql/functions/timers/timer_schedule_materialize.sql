@@ -1,17 +1,13 @@
 -- Function: mbus.timer_schedule_materialize(p_schedule_id, p_run_ats, p_until, p_now)
 --
--- Purpose:  Create a schedule's callbacks for the occurrence times the scheduler computed (or,
---           for a schedule whose target is a queue, post one message per occurrence), and
---           move generated_until to p_until (never back). Occurrences before generated_until,
---           at or after p_until, or at or after end_at are ignored. The event key is
---           '<schedule_key>@<UTC time, YYYY-MM-DDTHH24:MI:SSZ>' and creation is idempotent on
---           the key (mbus.timer_create_many), so an occurrence is never created twice, even by
---           two schedulers. A queue occurrence is recorded in mbus.timer_schedule_posts in the
---           transaction of its post (mbus.post, delayed_until = the occurrence time, iid
---           'schedule:<id>:<UTC time>', data {"schedule_key", "run_at", "context"}); one
---           already recorded is not posted again. A schedule whose queue was dropped raises
---           MB006 (the scheduler pauses it). A paused schedule gets nothing and keeps its
---           generated_until.
+-- Purpose:  Create a schedule's callbacks for the occurrence times the scheduler computed (or
+--           post one message per occurrence to its queue) and move generated_until to p_until
+--           (never back); occurrences before generated_until, at or after p_until or end_at are
+--           ignored. Event key '<schedule_key>@<UTC YYYY-MM-DDTHH24:MI:SSZ>', created idempotently
+--           (never twice, even by two schedulers). A queue occurrence is posted (delayed_until =
+--           its time, iid 'schedule:<id>:<UTC time>') and recorded in mbus.timer_schedule_posts
+--           in the same transaction, never posted twice. A dropped queue raises MB006 (the
+--           scheduler pauses it); a paused schedule gets nothing.
 -- Params:   p_schedule_id  the schedule's id (bigint)
 --           p_run_ats      the occurrence times (timestamptz[])
 --           p_until        the end of the period the scheduler covered (exclusive)

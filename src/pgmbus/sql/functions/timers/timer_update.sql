@@ -2,14 +2,11 @@
 --
 -- Purpose:  Change a callback's run_at, originally_run_at, url or context (NULL = keep). Only a
 --           pending callback may change, or a cancelled one when p_i_ensure_pending is true,
---           which makes it pending again (the CallMeBack design's rule). The new values are
---           checked like a create's (mbus.timer_field_problem with mbus.timer_limits: time
---           range, URL form and length, context size): MB006 with the reason, nothing changed.
---           A new run_at without originally_run_at sets both. Any claim is dropped, so the
---           change wins over a delivery not yet started; the change log gets an 'update' row
---           with the changed fields as [old, new] pairs, whose trigger
---           (mbus.timer_notify_change) tells the dispatchers to discard a claim they hold in
---           memory.
+--           which makes it pending again. New values are checked like a create's
+--           (mbus.timer_field_problem): MB006 with the reason, nothing changed. A new run_at
+--           without originally_run_at sets both. Any claim is dropped, so the change wins over a
+--           delivery not yet started; the change log gets an 'update' row with [old, new] pairs,
+--           whose trigger (mbus.timer_notify_change) tells dispatchers to discard their claim.
 -- Params:   p_client_id          the owner client's id (bigint)
 --           p_group_key          the callback's group key (text)
 --           p_event_key          the callback's event key (text)

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import inspect
 import logging
 from collections.abc import Callable
 from typing import Any
 
+import django
 import psycopg
+from django.apps import apps
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
 from pgmbus.contrib.django import database_alias, dsn
 from pgmbus.errors import NotFound
-from pgmbus.handlers import DEFAULT_CONCURRENCY
+from pgmbus.handlers import DEFAULT_CONCURRENCY, POOLS
 from pgmbus.queues import Message
 from pgmbus.queues.worker import Handler, WorkerConfig, load_handler
 from pgmbus.workers import App, parse_address, require_objects, run
@@ -29,7 +32,39 @@ def _address(text: str) -> tuple[str, int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _in_django(func: Handler, name: str) -> Handler:
+class _InChild:
+    """A plain ``def`` handler run in a child process (``--pool process``), the connections
+    dropped around each call as in a thread. It pickles as the handler's module and name; a
+    child sets Django up before it imports the handler (its module may import models)."""
+
+    def __init__(self, func: Handler, name: str) -> None:
+        self.func = func
+        self.target = (func.__module__, func.__qualname__)
+        self.__module__ = func.__module__
+        self.__qualname__ = name
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "func"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if not apps.ready:
+            django.setup()
+        module, qualname = self.target
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+        self.func = found
+
+    def __call__(self, message: Message) -> None:
+        close_old_connections()
+        try:
+            self.func(message)
+        finally:
+            close_old_connections()
+
+
+def _in_django(func: Handler, name: str, pool: str = "thread") -> Handler:
     """``func`` under the name ``name`` (its logger, health and report key); a plain ``def``
     drops the connections Django would not reuse around each call (it runs in a worker
     thread)."""
@@ -39,6 +74,8 @@ def _in_django(func: Handler, name: str) -> Handler:
             await func(message)
 
         wrapper: Callable[[Message], Any] = call_async
+    elif pool == "process":
+        return _InChild(func, name)
     else:
 
         def call(message: Message) -> None:
@@ -86,6 +123,16 @@ class Command(BaseCommand):  # type: ignore[misc]
         parser.add_argument("--backoff", type=float, default=1.0)
         parser.add_argument("--poll", type=float, default=1.0)
         parser.add_argument(
+            "--timeout", type=float, default=None, help="Seconds an attempt may take."
+        )
+        parser.add_argument(
+            "--pool",
+            choices=POOLS,
+            default="thread",
+            help="Where a plain def runs: 'thread', or 'process' (child processes that "
+            "--timeout kills).",
+        )
+        parser.add_argument(
             "--health",
             type=_address,
             default=None,
@@ -115,10 +162,12 @@ class Command(BaseCommand):  # type: ignore[misc]
                 max_attempts=options["max_attempts"],
                 backoff_base=options["backoff"],
                 poll_interval=options["poll"],
+                timeout=options["timeout"],
+                pool=options["pool"],
             )
             # one loop per queue: each its own name, so health and the report tell them apart
             name = func.__qualname__ if len(queues) == 1 else f"{func.__qualname__}[{queue}]"
-            app.queue_handlers.append(config.spec(_in_django(func, name)))
+            app.queue_handlers.append(config.spec(_in_django(func, name, options["pool"])))
         _require_queues(url, app)
         self.stdout.write(f"pgmbus worker: {options['handler']} on {', '.join(queues)} ({alias})")
         self.stdout.flush()
