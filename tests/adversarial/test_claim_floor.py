@@ -208,3 +208,58 @@ def test_concurrent_posts_with_old_clocks_and_upkeeps_lose_nothing(ac: Conn, db_
     while batch := drain(ac, "a"):
         got += batch
     assert sorted(got) == sorted(k * 1000 + i for k in range(3) for i in range(100))
+
+
+def test_an_upkeep_between_an_insert_and_its_guard_is_undone(ac: Conn, db_dsn: str) -> None:
+    """The insert guard runs after its statement's rows are in the table: an upkeep that runs in
+    between does not see them and sets the floor above them; the guard, under the floor lock,
+    reads that floor and lowers it, so the rows are claimed once committed."""
+    post(ac, "a", 2)
+    assert drain(ac, "a") == [2]
+    old = advance(ac, "a") - timedelta(hours=1)
+    ac.execute("SELECT pg_advisory_lock(42)")
+    errors: list[BaseException] = []
+
+    def insert() -> None:
+        # the second row's expression waits on lock 42: the first row is in the table, the
+        # statement (and its AFTER trigger) not yet done
+        try:
+            with psycopg.connect(db_dsn, autocommit=True) as w:
+                w.execute(
+                    "INSERT INTO mbus.q_a (c, vt, id, added, data) "
+                    "SELECT 1, %s, nextval('mbus.msg_id_seq'), now(), jsonb_build_object('n', g) "
+                    "FROM generate_series(0, 1) AS g "
+                    "WHERE g = 0 OR pg_advisory_lock_shared(42) IS NOT NULL",
+                    (old,),
+                )
+        except BaseException as e:  # reported by the test
+            errors.append(e)
+
+    t = threading.Thread(target=insert)
+    t.start()
+    try:
+        wait_for_lock_wait(ac)
+        row = ac.execute("SELECT mbus.floor_advance('a') AS moved").fetchone()
+        assert row == {"moved": True}  # no writer holds the floor lock yet
+        above = floor_of(ac, "a")
+        assert above is not None and above > old
+    finally:
+        ac.execute("SELECT pg_advisory_unlock(42)")
+        t.join(30)
+    assert not errors and not t.is_alive()
+    f = floor_of(ac, "a")
+    assert f is not None and f <= old
+    assert drain(ac, "a") == [0, 1]
+
+
+def wait_for_lock_wait(conn: Conn) -> None:
+    """Until another session waits for advisory lock 42."""
+    for _ in range(3000):
+        row = conn.execute(
+            "SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = 42 "
+            "AND NOT granted"
+        ).fetchone()
+        if row is not None and row["n"] > 0:
+            return
+        conn.execute("SELECT pg_sleep(0.01)")
+    raise AssertionError("the insert never reached its second row")
