@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import psycopg
 
 # Only errors and security warnings: the other warning classes (unused variables, reserved
-# parameter names, implicit casts) are style, not defects the check should fail on.
+# parameter names, implicit casts) are style, not defects the check should fail on. newtable
+# names a trigger's transition table (mbus.floor_guard reads its statement's rows from it).
 CHECK = """
 SELECT p.oid::regprocedure::text, c.level, c.message, c.lineno, c.statement
 FROM pg_proc AS p
@@ -28,6 +29,7 @@ CROSS JOIN LATERAL plpgsql_check_function_tb(
     p.oid,
     relid => CASE WHEN p.prorettype = 'trigger'::regtype THEN coalesce(
         (SELECT min(t.tgrelid) FROM pg_trigger AS t WHERE t.tgfoid = p.oid), 0) ELSE 0 END,
+    newtable => (SELECT min(t.tgnewtable::text)::name FROM pg_trigger AS t WHERE t.tgfoid = p.oid),
     fatal_errors => false, other_warnings => false, extra_warnings => false,
     performance_warnings => false, security_warnings => true) AS c
 WHERE p.pronamespace = 'mbus'::regnamespace

@@ -12,6 +12,7 @@ DECLARE
     v_due     boolean;
     v_prio    boolean;
     v_paused  boolean;
+    v_floor   timestamptz;  -- the claim floor
     v_n       bigint;    -- counter: deliveries consumed
     v_seg     smallint;  -- the claimed message's segment and ctid
     v_tid     tid;
@@ -34,6 +35,11 @@ BEGIN
     IF v_paused THEN
         RETURN;  -- paused
     END IF;
+    -- The claim floor (mbus.floor_guard): no live delivery lies below it, so the FIFO scan
+    -- starts there, past the consumed entries a held xmin horizon keeps.
+    v_floor := coalesce(to_timestamp(0)
+                        + pg_sequence_last_value('mbus."q_golden$floor"'::regclass) * interval '1 microsecond',
+                        '-infinity');
     IF v_closing IS NULL THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
             SELECT x.seg, x.tid, nextval('mbus."q_golden$c1$consumed"') INTO v_seg, v_tid, v_n
@@ -49,7 +55,7 @@ BEGIN
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden AS s
-                                 WHERE s.c = 1 AND s.vt <= v_now
+                                 WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0
                                  ORDER BY s.vt, s.id
@@ -60,7 +66,8 @@ BEGIN
             SELECT x.seg, x.tid, nextval('mbus."q_golden$c1$consumed"') INTO v_seg, v_tid, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden AS s
-                  WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                  WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now)
                   ORDER BY s.vt, s.id
                   LIMIT 1
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -80,7 +87,7 @@ BEGIN
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden AS s
-                                 WHERE s.c = 1 AND s.vt <= v_now
+                                 WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 2, 3)
                                  ORDER BY s.vt, s.id
@@ -91,7 +98,8 @@ BEGIN
             SELECT x.seg, x.tid, nextval('mbus."q_golden$c1$consumed"') INTO v_seg, v_tid, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden AS s
-                  WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
+                  WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
                   ORDER BY s.vt, s.id
                   LIMIT 1
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -111,7 +119,7 @@ BEGIN
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden AS s
-                                 WHERE s.c = 1 AND s.vt <= v_now
+                                 WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 1, 3)
                                  ORDER BY s.vt, s.id
@@ -122,7 +130,8 @@ BEGIN
             SELECT x.seg, x.tid, nextval('mbus."q_golden$c1$consumed"') INTO v_seg, v_tid, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden AS s
-                  WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
+                  WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
                   ORDER BY s.vt, s.id
                   LIMIT 1
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -142,7 +151,7 @@ BEGIN
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden AS s
-                                 WHERE s.c = 1 AND s.vt <= v_now
+                                 WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 1, 2)
                                  ORDER BY s.vt, s.id
@@ -153,7 +162,8 @@ BEGIN
             SELECT x.seg, x.tid, nextval('mbus."q_golden$c1$consumed"') INTO v_seg, v_tid, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden AS s
-                  WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
+                  WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
                   ORDER BY s.vt, s.id
                   LIMIT 1
                   FOR UPDATE SKIP LOCKED) AS x;

@@ -14,6 +14,7 @@ DECLARE
     v_due     boolean;
     v_prio    boolean;
     v_paused  boolean;
+    v_floor   timestamptz;  -- the claim floor
     v_n       bigint;    -- counter: deliveries consumed
     v_seg     smallint;  -- the claimed message's segment and ctid
     v_tid     tid;
@@ -36,6 +37,11 @@ BEGIN
     IF v_paused THEN
         RETURN;  -- paused
     END IF;
+    -- The claim floor (mbus.floor_guard): no live delivery lies below it, so the FIFO scan
+    -- starts there, past the consumed entries a held xmin horizon keeps.
+    v_floor := coalesce(to_timestamp(0)
+                        + pg_sequence_last_value('mbus."q_golden_secure$floor"'::regclass) * interval '1 microsecond',
+                        '-infinity');
     IF v_closing IS NULL THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
             SELECT x.seg, x.tid, nextval('mbus."q_golden_secure$c4$consumed"') INTO v_seg, v_tid, v_n
@@ -51,7 +57,7 @@ BEGIN
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden_secure AS s
-                                 WHERE s.c = 4 AND s.vt <= v_now
+                                 WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0
                                  ORDER BY s.vt, s.id
@@ -62,7 +68,8 @@ BEGIN
             SELECT x.seg, x.tid, nextval('mbus."q_golden_secure$c4$consumed"') INTO v_seg, v_tid, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden_secure AS s
-                  WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                  WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now)
                   ORDER BY s.vt, s.id
                   LIMIT 1
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -82,7 +89,7 @@ BEGIN
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden_secure AS s
-                                 WHERE s.c = 4 AND s.vt <= v_now
+                                 WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 2, 3)
                                  ORDER BY s.vt, s.id
@@ -93,7 +100,8 @@ BEGIN
             SELECT x.seg, x.tid, nextval('mbus."q_golden_secure$c4$consumed"') INTO v_seg, v_tid, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden_secure AS s
-                  WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
+                  WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
                   ORDER BY s.vt, s.id
                   LIMIT 1
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -113,7 +121,7 @@ BEGIN
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden_secure AS s
-                                 WHERE s.c = 4 AND s.vt <= v_now
+                                 WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 1, 3)
                                  ORDER BY s.vt, s.id
@@ -124,7 +132,8 @@ BEGIN
             SELECT x.seg, x.tid, nextval('mbus."q_golden_secure$c4$consumed"') INTO v_seg, v_tid, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden_secure AS s
-                  WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
+                  WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
                   ORDER BY s.vt, s.id
                   LIMIT 1
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -144,7 +153,7 @@ BEGIN
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden_secure AS s
-                                 WHERE s.c = 4 AND s.vt <= v_now
+                                 WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 1, 2)
                                  ORDER BY s.vt, s.id
@@ -155,7 +164,8 @@ BEGIN
             SELECT x.seg, x.tid, nextval('mbus."q_golden_secure$c4$consumed"') INTO v_seg, v_tid, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden_secure AS s
-                  WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
+                  WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
                   ORDER BY s.vt, s.id
                   LIMIT 1
                   FOR UPDATE SKIP LOCKED) AS x;

@@ -12,6 +12,7 @@ DECLARE
     v_due     boolean;
     v_prio    boolean;
     v_paused  boolean;
+    v_floor   timestamptz;  -- the claim floor
     v_n       bigint;    -- counter: deliveries consumed
     v_ids     bigint[];  -- the claimed messages, in claim order
     v_t0      tid[];     -- their ctids in segment 0, 1, 2, 3
@@ -41,6 +42,11 @@ BEGIN
     IF v_paused THEN
         RETURN;  -- paused
     END IF;
+    -- The claim floor (mbus.floor_guard): no live delivery lies below it, so the FIFO scan
+    -- starts there, past the consumed entries a held xmin horizon keeps.
+    v_floor := coalesce(to_timestamp(0)
+                        + pg_sequence_last_value('mbus."q_golden$floor"'::regclass) * interval '1 microsecond',
+                        '-infinity');
     IF v_closing IS NULL THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
             SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
@@ -60,7 +66,7 @@ BEGIN
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden AS s
-                                 WHERE s.c = 1 AND s.vt <= v_now
+                                 WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0
                                  ORDER BY s.vt, s.id
@@ -75,7 +81,8 @@ BEGIN
             INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden AS s
-                  WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                  WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now)
                   ORDER BY s.vt, s.id
                   LIMIT amt
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -99,7 +106,7 @@ BEGIN
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden AS s
-                                 WHERE s.c = 1 AND s.vt <= v_now
+                                 WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 2, 3)
                                  ORDER BY s.vt, s.id
@@ -114,7 +121,8 @@ BEGIN
             INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden AS s
-                  WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
+                  WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
                   ORDER BY s.vt, s.id
                   LIMIT amt
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -138,7 +146,7 @@ BEGIN
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden AS s
-                                 WHERE s.c = 1 AND s.vt <= v_now
+                                 WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 1, 3)
                                  ORDER BY s.vt, s.id
@@ -153,7 +161,8 @@ BEGIN
             INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden AS s
-                  WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
+                  WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
                   ORDER BY s.vt, s.id
                   LIMIT amt
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -177,7 +186,7 @@ BEGIN
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden AS s
-                                 WHERE s.c = 1 AND s.vt <= v_now
+                                 WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 1, 2)
                                  ORDER BY s.vt, s.id
@@ -192,7 +201,8 @@ BEGIN
             INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden AS s
-                  WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
+                  WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
                   ORDER BY s.vt, s.id
                   LIMIT amt
                   FOR UPDATE SKIP LOCKED) AS x;

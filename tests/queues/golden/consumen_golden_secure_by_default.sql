@@ -14,6 +14,7 @@ DECLARE
     v_due     boolean;
     v_prio    boolean;
     v_paused  boolean;
+    v_floor   timestamptz;  -- the claim floor
     v_n       bigint;    -- counter: deliveries consumed
     v_ids     bigint[];  -- the claimed messages, in claim order
     v_t0      tid[];     -- their ctids in segment 0, 1, 2, 3
@@ -43,6 +44,11 @@ BEGIN
     IF v_paused THEN
         RETURN;  -- paused
     END IF;
+    -- The claim floor (mbus.floor_guard): no live delivery lies below it, so the FIFO scan
+    -- starts there, past the consumed entries a held xmin horizon keeps.
+    v_floor := coalesce(to_timestamp(0)
+                        + pg_sequence_last_value('mbus."q_golden_secure$floor"'::regclass) * interval '1 microsecond',
+                        '-infinity');
     IF v_closing IS NULL THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
             SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
@@ -62,7 +68,7 @@ BEGIN
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden_secure AS s
-                                 WHERE s.c = 4 AND s.vt <= v_now
+                                 WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0
                                  ORDER BY s.vt, s.id
@@ -77,7 +83,8 @@ BEGIN
             INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden_secure AS s
-                  WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                  WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now)
                   ORDER BY s.vt, s.id
                   LIMIT amt
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -101,7 +108,7 @@ BEGIN
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden_secure AS s
-                                 WHERE s.c = 4 AND s.vt <= v_now
+                                 WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 2, 3)
                                  ORDER BY s.vt, s.id
@@ -116,7 +123,8 @@ BEGIN
             INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden_secure AS s
-                  WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
+                  WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
                   ORDER BY s.vt, s.id
                   LIMIT amt
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -140,7 +148,7 @@ BEGIN
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden_secure AS s
-                                 WHERE s.c = 4 AND s.vt <= v_now
+                                 WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 1, 3)
                                  ORDER BY s.vt, s.id
@@ -155,7 +163,8 @@ BEGIN
             INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden_secure AS s
-                  WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
+                  WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
                   ORDER BY s.vt, s.id
                   LIMIT amt
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -179,7 +188,7 @@ BEGIN
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio
                                  FROM mbus.q_golden_secure AS s
-                                 WHERE s.c = 4 AND s.vt <= v_now
+                                 WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 1, 2)
                                  ORDER BY s.vt, s.id
@@ -194,7 +203,8 @@ BEGIN
             INTO v_ids, v_t0, v_t1, v_t2, v_t3, v_n
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt
                   FROM mbus.q_golden_secure AS s
-                  WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
+                  WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
                   ORDER BY s.vt, s.id
                   LIMIT amt
                   FOR UPDATE SKIP LOCKED) AS x;

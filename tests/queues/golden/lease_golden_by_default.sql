@@ -12,6 +12,7 @@ DECLARE
     v_due     boolean;
     v_prio    boolean;
     v_paused  boolean;
+    v_floor   timestamptz;  -- the claim floor
     v_ids     bigint[];  -- the claimed messages, in claim order
     v_t0      tid[];     -- the ctids to lease in segment 0, 1, 2, 3
     v_t1      tid[];
@@ -51,6 +52,11 @@ BEGIN
     IF v_paused THEN
         RETURN;  -- paused
     END IF;
+    -- The claim floor (mbus.floor_guard): no live delivery lies below it, so the FIFO scan
+    -- starts there, past the consumed entries a held xmin horizon keeps.
+    v_floor := coalesce(to_timestamp(0)
+                        + pg_sequence_last_value('mbus."q_golden$floor"'::regclass) * interval '1 microsecond',
+                        '-infinity');
     IF v_closing IS NULL THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
             SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
@@ -77,7 +83,7 @@ BEGIN
                                         s.priority AS claim_prio,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
                                  FROM mbus.q_golden AS s
-                                 WHERE s.c = 1 AND s.vt <= v_now
+                                 WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0
                                  ORDER BY s.vt, s.id
@@ -98,7 +104,8 @@ BEGIN
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
                   FROM mbus.q_golden AS s
-                  WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                  WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now)
                   ORDER BY s.vt, s.id
                   LIMIT amt
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -129,7 +136,7 @@ BEGIN
                                         s.priority AS claim_prio,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
                                  FROM mbus.q_golden AS s
-                                 WHERE s.c = 1 AND s.vt <= v_now
+                                 WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 2, 3)
                                  ORDER BY s.vt, s.id
@@ -150,7 +157,8 @@ BEGIN
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
                   FROM mbus.q_golden AS s
-                  WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
+                  WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
                   ORDER BY s.vt, s.id
                   LIMIT amt
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -181,7 +189,7 @@ BEGIN
                                         s.priority AS claim_prio,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
                                  FROM mbus.q_golden AS s
-                                 WHERE s.c = 1 AND s.vt <= v_now
+                                 WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 1, 3)
                                  ORDER BY s.vt, s.id
@@ -202,7 +210,8 @@ BEGIN
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
                   FROM mbus.q_golden AS s
-                  WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
+                  WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
                   ORDER BY s.vt, s.id
                   LIMIT amt
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -233,7 +242,7 @@ BEGIN
                                         s.priority AS claim_prio,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
                                  FROM mbus.q_golden AS s
-                                 WHERE s.c = 1 AND s.vt <= v_now
+                                 WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 1, 2)
                                  ORDER BY s.vt, s.id
@@ -254,7 +263,8 @@ BEGIN
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
                   FROM mbus.q_golden AS s
-                  WHERE s.c = 1 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
+                  WHERE s.c = 1 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
                   ORDER BY s.vt, s.id
                   LIMIT amt
                   FOR UPDATE SKIP LOCKED) AS x;

@@ -14,6 +14,7 @@ DECLARE
     v_due     boolean;
     v_prio    boolean;
     v_paused  boolean;
+    v_floor   timestamptz;  -- the claim floor
     v_ids     bigint[];  -- the claimed messages, in claim order
     v_t0      tid[];     -- the ctids to lease in segment 0, 1, 2, 3
     v_t1      tid[];
@@ -53,6 +54,11 @@ BEGIN
     IF v_paused THEN
         RETURN;  -- paused
     END IF;
+    -- The claim floor (mbus.floor_guard): no live delivery lies below it, so the FIFO scan
+    -- starts there, past the consumed entries a held xmin horizon keeps.
+    v_floor := coalesce(to_timestamp(0)
+                        + pg_sequence_last_value('mbus."q_golden_secure$floor"'::regclass) * interval '1 microsecond',
+                        '-infinity');
     IF v_closing IS NULL THEN
         IF v_prio THEN  -- the priority tier first, then the priority-0 messages in FIFO
             SELECT array_agg(x.id ORDER BY x.claim_prio DESC, x.claim_vt, x.id),
@@ -79,7 +85,7 @@ BEGIN
                                         s.priority AS claim_prio,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
                                  FROM mbus.q_golden_secure AS s
-                                 WHERE s.c = 4 AND s.vt <= v_now
+                                 WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0
                                  ORDER BY s.vt, s.id
@@ -100,7 +106,8 @@ BEGIN
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
                   FROM mbus.q_golden_secure AS s
-                  WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now)
+                  WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now)
                   ORDER BY s.vt, s.id
                   LIMIT amt
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -131,7 +138,7 @@ BEGIN
                                         s.priority AS claim_prio,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
                                  FROM mbus.q_golden_secure AS s
-                                 WHERE s.c = 4 AND s.vt <= v_now
+                                 WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 2, 3)
                                  ORDER BY s.vt, s.id
@@ -152,7 +159,8 @@ BEGIN
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
                   FROM mbus.q_golden_secure AS s
-                  WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
+                  WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 2, 3)
                   ORDER BY s.vt, s.id
                   LIMIT amt
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -183,7 +191,7 @@ BEGIN
                                         s.priority AS claim_prio,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
                                  FROM mbus.q_golden_secure AS s
-                                 WHERE s.c = 4 AND s.vt <= v_now
+                                 WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 1, 3)
                                  ORDER BY s.vt, s.id
@@ -204,7 +212,8 @@ BEGIN
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
                   FROM mbus.q_golden_secure AS s
-                  WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
+                  WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 3)
                   ORDER BY s.vt, s.id
                   LIMIT amt
                   FOR UPDATE SKIP LOCKED) AS x;
@@ -235,7 +244,7 @@ BEGIN
                                         s.priority AS claim_prio,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
                                  FROM mbus.q_golden_secure AS s
-                                 WHERE s.c = 4 AND s.vt <= v_now
+                                 WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0 AND s.seg IN (0, 1, 2)
                                  ORDER BY s.vt, s.id
@@ -256,7 +265,8 @@ BEGIN
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                        s.attempts >= coalesce(max_attempts, 2147483647) AS dead
                   FROM mbus.q_golden_secure AS s
-                  WHERE s.c = 4 AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
+                  WHERE s.c = 4 AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now) AND s.seg IN (0, 1, 2)
                   ORDER BY s.vt, s.id
                   LIMIT amt
                   FOR UPDATE SKIP LOCKED) AS x;

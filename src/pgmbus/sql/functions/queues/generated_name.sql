@@ -35,6 +35,7 @@ BEGIN
         RETURN CASE
             WHEN what = 'table' THEN format('q_%s', qname)
             WHEN what = 'counter' THEN format('q_%s$posted', qname)
+            WHEN what = 'floor' THEN format('q_%s$floor', qname)
             WHEN what ~ '^segment[0-9]+$' THEN format('q_%s$%s', qname, substr(what, 8))
             WHEN what ~ '^(posted|consumed)_c[0-9]+$'
                 THEN format('q_%s$c%s$%s', qname, substring(what FROM '_c([0-9]+)$'),

@@ -5,9 +5,9 @@
 --           generator, drop_queue, drop_consumer, secure_queue and the collision check
 --           (mbus.name_clash) all read it, so (queue, consumer) -> names is computed in one place
 --           and checked one-to-one. Queue: post_, postn_, peek_, deps_, clear_queue_, take_,
---           ack_, nack_, extend_, bury_<q>, q_<q>, its segments, indexes and counter sequences,
---           role mbus_<db>_post_<q>. Consumer: consume_, consumen_, lease_, take_from_<q>_by_<c>,
---           role mbus_<db>_consume_<q>_by_<c>.
+--           ack_, nack_, extend_, bury_<q>, q_<q>, its segments, indexes, counter sequences and
+--           claim floor q_<q>$floor, role mbus_<db>_post_<q>. Consumer: consume_, consumen_,
+--           lease_, take_from_<q>_by_<c>, role mbus_<db>_consume_<q>_by_<c>.
 -- Params:   qname  the queue's name (text)
 --           cname  the consumer's name (text; NULL = the queue's own names)
 -- Returns:  TABLE (kind text: 'function', 'relation' or 'role'; what text: the part, e.g. 'post',
@@ -34,7 +34,8 @@ AS $$
          generate_series(0, 3) AS n
     WHERE cname IS NULL
     UNION ALL
-    SELECT 'relation', 'counter', mbus.generated_name('relation', 'counter', qname)
+    SELECT 'relation', r, mbus.generated_name('relation', r, qname)
+    FROM unnest(ARRAY['counter', 'floor']) AS r
     WHERE cname IS NULL
     UNION ALL
     SELECT 'relation', w || '_c' || c.cid,

@@ -3,10 +3,11 @@
 -- Purpose:  Make the counter sequences of a queue and its consumers that are missing, and drop
 --           those of consumers that are gone: q_<qname>$posted (messages posted),
 --           q_<qname>$c<cid>$posted (deliveries made for consumer cid) and
---           q_<qname>$c<cid>$consumed (deliveries it consumed or acked). Not transactional: a
---           post or consume that rolls back still counts, and after a crash a counter may jump
---           ahead by at most 32. Each is OWNED BY mbus.q_<qname>.id, so dropping the queue drops
---           them. mbus.queue_counters reads them; mbus.generated_names lists their names.
+--           q_<qname>$c<cid>$consumed (deliveries it consumed or acked), and the claim floor
+--           q_<qname>$floor (mbus.floor_guard; not called: no floor). Not transactional: a post
+--           or consume that rolls back still counts. Each is OWNED BY mbus.q_<qname>.id, so
+--           dropping the queue drops them. mbus.queue_counters reads the counters;
+--           mbus.generated_names lists their names.
 -- Params:   qname  the queue's name (text; its table must exist)
 -- Returns:  void
 -- Locks:    CREATE SEQUENCE / DROP SEQUENCE of the sequences it makes or drops; callers hold
@@ -26,10 +27,13 @@ DECLARE
 BEGIN
     SELECT array_agg(g.name) INTO v_want
     FROM mbus.generated_names(queue_counter_sequences.qname) AS g
-    WHERE g.kind = 'relation' AND g.what ~ '^(counter|posted_c|consumed_c)';
+    WHERE g.kind = 'relation' AND g.what ~ '^(counter|floor|posted_c|consumed_c)';
     FOREACH v_name IN ARRAY v_want LOOP
         IF to_regclass(format('mbus.%I', v_name)) IS NULL THEN
-            EXECUTE format('CREATE SEQUENCE mbus.%I AS bigint OWNED BY mbus.%I.id', v_name, v_tbl);
+            -- the claim floor holds epoch microseconds, negative before 1970
+            EXECUTE format('CREATE SEQUENCE mbus.%I AS bigint %s OWNED BY mbus.%I.id', v_name,
+                           CASE WHEN v_name = mbus.generated_name('relation', 'floor', qname)
+                                THEN 'MINVALUE -9223372036854775808' ELSE '' END, v_tbl);
         END IF;
     END LOOP;
     FOR v_name IN

@@ -5,9 +5,9 @@
 --           delivered max_attempts times goes to mbus.dmq instead) and take_from_<q>_by_<c>(msgid).
 --           A claim reads the segment row (closing segment, upkeep due, pause), runs
 --           mbus.rotate_queue when due, locks its rows through the parent in (priority,) vt, id
---           order in one of four variants (k = 0 every segment, 1..3 all but the closing k),
---           then deletes or leases them by ctid in each segment that holds some and returns them
---           in claim order.
+--           order from the claim floor (mbus.floor_guard) in one of four variants (k = 0 every
+--           segment, 1..3 all but the closing k), then deletes or leases them by ctid in each
+--           segment that holds some and returns them in claim order.
 -- Params:   qname  the queue's name (text; must exist)
 --           names  mbus.regenerate_names(qname)
 -- Returns:  void
@@ -38,7 +38,7 @@ DECLARE
                   SELECT * FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt,
                                         s.priority AS claim_prio{cols}
                                  FROM mbus.{tbl} AS s
-                                 WHERE s.c = {cid} AND s.vt <= v_now
+                                 WHERE s.c = {cid} AND s.vt >= v_floor AND s.vt <= v_now
                                    AND (s.expires IS NULL OR s.expires > v_now)
                                    AND s.priority = 0{filter}
                                  ORDER BY s.vt, s.id
@@ -48,7 +48,8 @@ DECLARE
     v_claimn  text := $t$
             FROM (SELECT s.seg, s.ctid AS tid, s.id, s.vt AS claim_vt{cols}
                   FROM mbus.{tbl} AS s
-                  WHERE s.c = {cid} AND s.vt <= v_now AND (s.expires IS NULL OR s.expires > v_now){filter}
+                  WHERE s.c = {cid} AND s.vt >= v_floor AND s.vt <= v_now
+                    AND (s.expires IS NULL OR s.expires > v_now){filter}
                   ORDER BY s.vt, s.id
                   LIMIT {limit}
                   FOR UPDATE SKIP LOCKED) AS x;$t$;
@@ -90,6 +91,8 @@ BEGIN
         v_c := v_c || jsonb_build_object(
             'cid', r.cid::text,
             'cname', quote_literal(r.cname),
+            'floor', quote_literal('mbus.' || quote_ident(
+                         mbus.generated_name('relation', 'floor', qname))),
             -- counter: deliveries this consumer consumed (ack_<q> counts those of leases)
             'consumed', quote_literal('mbus.' || quote_ident(
                             mbus.generated_name('relation', 'consumed_c' || r.cid, qname))));
@@ -112,7 +115,12 @@ BEGIN
     END IF;
     IF v_paused THEN
         RETURN;  -- paused
-    END IF;$t$, v_c));
+    END IF;
+    -- The claim floor (mbus.floor_guard): no live delivery lies below it, so the FIFO scan
+    -- starts there, past the consumed entries a held xmin horizon keeps.
+    v_floor := coalesce(to_timestamp(0)
+                        + pg_sequence_last_value({floor}::regclass) * interval '1 microsecond',
+                        '-infinity');$t$, v_c));
         v_pick := '';
         v_pick1 := '';
         v_pickl := '';
@@ -249,6 +257,7 @@ DECLARE
     v_due     boolean;
     v_prio    boolean;
     v_paused  boolean;
+    v_floor   timestamptz;  -- the claim floor
     v_n       bigint;    -- counter: deliveries consumed
     v_ids     bigint[];  -- the claimed messages, in claim order
     v_t0      tid[];     -- their ctids in segment 0, 1, 2, 3
@@ -288,6 +297,7 @@ DECLARE
     v_due     boolean;
     v_prio    boolean;
     v_paused  boolean;
+    v_floor   timestamptz;  -- the claim floor
     v_n       bigint;    -- counter: deliveries consumed
     v_seg     smallint;  -- the claimed message's segment and ctid
     v_tid     tid;
@@ -316,6 +326,7 @@ DECLARE
     v_due     boolean;
     v_prio    boolean;
     v_paused  boolean;
+    v_floor   timestamptz;  -- the claim floor
     v_ids     bigint[];  -- the claimed messages, in claim order
     v_t0      tid[];     -- the ctids to lease in segment 0, 1, 2, 3
     v_t1      tid[];

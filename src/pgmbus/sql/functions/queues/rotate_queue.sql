@@ -3,11 +3,11 @@
 -- Purpose:  The queue's storage upkeep, in place of VACUUM. Call it in a READ COMMITTED
 --           transaction of its own, about once a second on a busy queue (Bus consumers, the worker
 --           and `pgmbus queue rotate --every` do). It deletes expired deliveries and old client
---           iids (up to 10000 each per call), TRUNCATEs every drained rotating segment that is not
---           current (never waiting for a lock: p_tries tries, then the next call; a busy one is
---           closed), and makes the next empty segment current once the current one reached
---           rotate_bytes. Called by a claim not alone in its transaction it truncates nothing; it
---           does nothing after a write or outside READ COMMITTED, except in mbus.rotate_queues.
+--           iids (up to 10000 each per call), moves the claim floor up (mbus.floor_advance),
+--           TRUNCATEs every drained rotating segment that is not current (never waiting for a
+--           lock; a busy one is closed), and makes the next empty segment current once the
+--           current one reached rotate_bytes. Called by a claim not alone in its transaction it
+--           truncates nothing; it does nothing after a write or outside READ COMMITTED.
 -- Params:   qname    the queue's name (text)
 --           p_tries  lock attempts per busy segment, 1 ms apart (integer; default 100)
 -- Returns:  jsonb: {current, rotated, truncated: [n], busy: [n], kept: [n], closing, expired: the
@@ -18,7 +18,7 @@
 --           TRUNCATE, held to commit (released at once, by a rolled-back subtransaction, when the
 --           segment has rows); a row lock on its mbus.queue_segment row (UPDATE). SECURITY DEFINER,
 --           so roles that only consume can run it
--- Calls:    mbus.expire_client_iids, mbus.generated_name, mbus.require_queue
+-- Calls:    mbus.expire_client_iids, mbus.floor_advance, mbus.generated_name, mbus.require_queue
 -- Tables:   mbus.queue_segment
 -- Design:   docs/DESIGN.md#rotate_queue-the-steps-of-a-rotation
 CREATE OR REPLACE FUNCTION mbus.rotate_queue(qname text, p_tries integer DEFAULT 100)
@@ -74,6 +74,8 @@ BEGIN
     END LOOP;
     -- 0b: client iids older than queues.iid_window are forgotten (mbus.expire_client_iids).
     PERFORM mbus.expire_client_iids(qname, NULL, 10000);
+    -- 0c: the claim floor moves up to the oldest live delivery (mbus.floor_advance).
+    PERFORM mbus.floor_advance(qname);
     FOR n IN 1 .. 3 LOOP
         CONTINUE WHEN n = st.cur;
         v_seg := format('mbus.%I',
