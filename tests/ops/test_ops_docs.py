@@ -31,7 +31,7 @@ def test_docs_work_offline(service: Service) -> None:
 
 
 def test_openapi_is_complete(service: Service) -> None:
-    spec = httpx.get(service.base + "/openapi.json").json()
+    spec = httpx.get(service.base + "/openapi.json", timeout=60).json()
     paths = spec["paths"]
     for path in (
         "/v1/callbacks",
