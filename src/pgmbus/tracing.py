@@ -202,8 +202,9 @@ def _message_span(message: Any) -> contextlib.AbstractContextManager[Span | None
 
 def traced_handler(spec: Spec) -> Spec:
     """The queue handler ``spec`` with its function run inside a message's CONSUMER span (the
-    same spec when the API is not installed)."""
-    if trace is None:
+    same spec when the API is not installed, and for a process-pool handler: its function is
+    pickled by name for the child, which has no tracer provider of the worker's)."""
+    if trace is None or spec.pool == "process":
         return spec
     fn = spec.fn
     if inspect.iscoroutinefunction(fn):
