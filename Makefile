@@ -24,7 +24,7 @@ test: bootstrap
 	$(BIN)/mypy src tests
 	$(BIN)/pytest $(PARALLEL)
 
-# The edit-run loop (under 3 minutes on 2 cores): lint, the twin check, the layer contracts
+# The edit-run loop (about 6 minutes on 2 cores, lint and types included): lint, the twin check, the layer contracts
 # (`lint-imports`, [tool.importlinter] in pyproject.toml), types and every test
 # that needs no Spark, no browser and no slow fault run (markers in pyproject.toml), property
 # tests at 10 generated examples each (tests/tiers.py). `make test` stays the whole suite.
